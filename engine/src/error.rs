@@ -1,0 +1,70 @@
+//! The typed error every fallible operation of the library returns.
+
+/// Everything that can go wrong in bloomslice. Every operation that returns
+/// an error leaves the structure it was called on unchanged.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A filter needs at least one bit.
+    #[error("a Bloom filter needs at least one bit (m = 0)")]
+    ZeroBits,
+    /// A filter needs at least one hash function.
+    #[error("a Bloom filter needs at least one hash function (k = 0)")]
+    ZeroHashes,
+    /// More hash functions than [`crate::MAX_HASHES`].
+    #[error("k = {k} hash functions is more than the supported maximum of {max}")]
+    TooManyHashes {
+        /// The requested k.
+        k: u64,
+        /// The largest supported k.
+        max: u32,
+    },
+    /// More bits than [`crate::MAX_BITS`].
+    #[error("m = {m} bits is more than the supported maximum of {max}")]
+    TooManyBits {
+        /// The requested m.
+        m: u64,
+        /// The largest supported m.
+        max: u64,
+    },
+    /// A false-positive rate outside the open interval (0, 1).
+    #[error("false-positive rate {0} is outside the open interval (0, 1)")]
+    InvalidFalsePositiveRate(f64),
+    /// An expected capacity of zero keys.
+    #[error("the expected number of keys must be at least 1")]
+    ZeroCapacity,
+    /// Sizes that overflow, or an allocation that could not be made.
+    #[error("size overflow or allocation failure: {0}")]
+    CapacityOverflow(&'static str),
+    /// A filter or index built with other parameters.
+    #[error("parameter mismatch: expected {expected}, found {found}")]
+    ParamsMismatch {
+        /// The parameters of the receiving structure.
+        expected: crate::BloomParams,
+        /// The parameters that were offered.
+        found: crate::BloomParams,
+    },
+    /// Raw words of the wrong length.
+    #[error("expected {expected} words, found {found}")]
+    WordCountMismatch {
+        /// Words the parameters call for.
+        expected: usize,
+        /// Words that were offered.
+        found: usize,
+    },
+    /// Raw words with bits set at positions `>= m`.
+    #[error("raw words have bits set beyond bit m = {m}")]
+    PaddingBitsSet {
+        /// The filter length in bits.
+        m: u64,
+    },
+    /// A filter id that is already in the index.
+    #[error("filter id {0} is already in the index")]
+    DuplicateId(u64),
+    /// A filter id that is not in the index.
+    #[error("filter id {0} is not in the index")]
+    UnknownId(u64),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = core::result::Result<T, E>;

@@ -1,0 +1,51 @@
+//! # bloomslice
+//!
+//! Answers *which of these N Bloom filters may contain this key?* at memory
+//! speed. Filters that share one [`BloomParams`] are stored transposed in
+//! cache-aligned bit slices ([`SlicedIndex`], Flat-Bloofi made fast), so one
+//! SIMD instruction tests hundreds of filters; the kernels are dispatched at
+//! run time and each is verified against a scalar twin
+//! (`bloomslice-kernels`).
+//!
+//! ```
+//! use bloomslice::{BatchResults, BloomFilter, BloomParams, NaiveIndex, SlicedIndex};
+//!
+//! // 10 000 expected keys per filter at 1% false positives: m = 100 992, k = 7.
+//! let params = BloomParams::for_capacity(10_000, 0.01)?;
+//! let mut index = SlicedIndex::new(params);
+//! for site in 0..100u64 {
+//!     let mut filter = BloomFilter::new(params)?;
+//!     for doc in 0..50u64 {
+//!         filter.insert(&(site * 1000 + doc).to_le_bytes());
+//!     }
+//!     index.insert_filter(site, &filter)?;
+//! }
+//! // Which sites may hold document 42 017?
+//! assert!(index.query(&42_017u64.to_le_bytes()).contains(&42));
+//!
+//! // Batches hash every key first and prefetch rows ahead.
+//! let keys: Vec<[u8; 8]> = (0..1000u64).map(|d| (d * 7).to_le_bytes()).collect();
+//! let mut results = BatchResults::new();
+//! index.query_batch(&keys, &mut results);
+//! assert_eq!(results.len(), 1000);
+//! assert!(results.get(1).unwrap().contains(&0)); // key 7 is document 7 of site 0
+//! # Ok::<(), bloomslice::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+mod error;
+mod filter;
+mod hash;
+mod naive;
+mod params;
+mod sliced;
+mod storage;
+
+pub use bloomslice_kernels as kernels;
+pub use error::{Error, Result};
+pub use filter::BloomFilter;
+pub use hash::{Key, KeyHash, Prehashed};
+pub use naive::NaiveIndex;
+pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
+pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
+pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};

@@ -1,0 +1,146 @@
+//! [`NaiveIndex`]: a list of [`BloomFilter`]s checked one by one.
+//!
+//! The reference every faster index is compared against (in tests, fuzzers
+//! and benchmarks) and the baseline of every speed ratio.
+
+use hashbrown::HashMap;
+
+use crate::error::{Error, Result};
+use crate::filter::BloomFilter;
+use crate::hash::{Key, KeyHash};
+use crate::params::{BloomParams, MAX_HASHES};
+
+/// A list of filters, each tested in turn. Simple enough to be obviously
+/// right.
+#[derive(Clone, Debug)]
+pub struct NaiveIndex {
+    params: BloomParams,
+    filters: Vec<(u64, BloomFilter)>,
+    by_id: HashMap<u64, usize>,
+}
+
+impl NaiveIndex {
+    /// An empty index.
+    pub fn new(params: BloomParams) -> Self {
+        NaiveIndex { params, filters: Vec::new(), by_id: HashMap::new() }
+    }
+
+    /// The shared parameters.
+    pub fn params(&self) -> &BloomParams {
+        &self.params
+    }
+
+    /// Number of filters.
+    pub fn len(&self) -> usize {
+        self.filters.len()
+    }
+
+    /// Whether the index holds no filter.
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
+    /// The filters with their ids, in insertion order (deletes swap the last
+    /// filter into the hole).
+    pub fn filters(&self) -> &[(u64, BloomFilter)] {
+        &self.filters
+    }
+
+    /// The filter stored under `id`.
+    pub fn get(&self, id: u64) -> Option<&BloomFilter> {
+        self.by_id.get(&id).map(|&i| &self.filters[i].1)
+    }
+
+    fn check_params(&self, params: &BloomParams) -> Result<()> {
+        if *params != self.params {
+            return Err(Error::ParamsMismatch { expected: self.params, found: *params });
+        }
+        Ok(())
+    }
+
+    /// Adds a filter under a new id.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ParamsMismatch`] or [`Error::DuplicateId`]; unchanged after an error.
+    pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
+        self.check_params(filter.params())?;
+        if self.by_id.contains_key(&id) {
+            return Err(Error::DuplicateId(id));
+        }
+        self.by_id.insert(id, self.filters.len());
+        self.filters.push((id, filter.clone()));
+        Ok(())
+    }
+
+    /// Removes a filter.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`]; unchanged after an error.
+    pub fn delete_filter(&mut self, id: u64) -> Result<()> {
+        let i = self.by_id.remove(&id).ok_or(Error::UnknownId(id))?;
+        self.filters.swap_remove(i);
+        if let Some((moved, _)) = self.filters.get(i) {
+            self.by_id.insert(*moved, i);
+        }
+        Ok(())
+    }
+
+    /// ORs `filter` into filter `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; unchanged after an error.
+    pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
+        self.check_params(filter.params())?;
+        let i = *self.by_id.get(&id).ok_or(Error::UnknownId(id))?;
+        self.filters[i].1.union_with(filter)?;
+        Ok(())
+    }
+
+    /// Inserts a key into filter `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`].
+    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
+        self.insert_key_hash(id, self.params.hash(key))
+    }
+
+    /// [`NaiveIndex::insert_key`] by hash.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`].
+    pub fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<()> {
+        let i = *self.by_id.get(&id).ok_or(Error::UnknownId(id))?;
+        self.filters[i].1.insert_hash(hash);
+        Ok(())
+    }
+
+    /// Ids of the filters that may contain `key`.
+    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
+        let mut out = Vec::new();
+        self.query_hash_into(self.params.hash(key), &mut out);
+        out
+    }
+
+    /// Ids of the filters that may contain the key, into `out` (cleared first).
+    /// Positions are computed once and reused for every filter.
+    pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        out.clear();
+        let mut pos = [0u32; MAX_HASHES as usize];
+        self.params.positions_into(hash, &mut pos);
+        let pos = &pos[..self.params.k() as usize];
+        out.extend(self.filters.iter().filter(|(_, f)| f.contains_positions(pos)).map(|(id, _)| *id));
+    }
+
+    /// Bytes held: every filter plus the list and the id map.
+    pub fn memory_bytes(&self) -> usize {
+        core::mem::size_of::<Self>()
+            + self.filters.capacity() * core::mem::size_of::<(u64, BloomFilter)>()
+            + self.filters.iter().map(|(_, f)| f.memory_bytes() - core::mem::size_of::<BloomFilter>()).sum::<usize>()
+            + self.by_id.allocation_size()
+    }
+}

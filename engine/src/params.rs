@@ -1,0 +1,243 @@
+//! Filter parameters: length `m`, hash count `k`, hash scheme and seed.
+//!
+//! All filters that are compared, combined or indexed together must share one
+//! [`BloomParams`]; every operation that mixes filters checks it.
+
+use crate::error::{Error, Result};
+use crate::hash::{KeyHash, fastrange};
+
+/// Largest supported number of hash functions.
+///
+/// The optimal k for a false-positive rate p is `-ln p / ln 2`, so 64 covers
+/// p down to about 5e-20; anything larger is a mistake, and a query keeps its
+/// k probe positions in a fixed stack array of this size.
+pub const MAX_HASHES: u32 = 64;
+
+/// Largest supported filter length in bits (2^32 - 512: 512 MiB per filter).
+///
+/// Probe positions are stored as `u32`, which halves the per-key state of a
+/// batch, and filters are padded to whole 512-bit cache lines.
+pub const MAX_BITS: u64 = (1 << 32) - 512;
+
+/// How keys become probe positions. Part of the parameters and of the file
+/// format: filters built with different schemes cannot be combined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum HashScheme {
+    /// Seeded xxh3-64 of the key bytes (or the caller's own 64-bit hash)
+    /// gives `h1`; `h2` is a mix of `h1`, forced odd; probe `i` is
+    /// `fastrange(h1 + i * h2, m)` (Kirsch-Mitzenmacher double hashing).
+    #[default]
+    Xxh3Double,
+}
+
+/// Parameters shared by every filter of an index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BloomParams {
+    m: u64,
+    k: u32,
+    scheme: HashScheme,
+    seed: u64,
+}
+
+impl core::fmt::Display for BloomParams {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "m={} k={} scheme={:?} seed={:#x}", self.m, self.k, self.scheme, self.seed)
+    }
+}
+
+impl BloomParams {
+    /// Parameters with `m` bits and `k` hash functions, default scheme and seed 0.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroBits`], [`Error::ZeroHashes`], [`Error::TooManyBits`] or
+    /// [`Error::TooManyHashes`].
+    pub fn new(m: u64, k: u32) -> Result<Self> {
+        if m == 0 {
+            return Err(Error::ZeroBits);
+        }
+        if k == 0 {
+            return Err(Error::ZeroHashes);
+        }
+        if m > MAX_BITS {
+            return Err(Error::TooManyBits { m, max: MAX_BITS });
+        }
+        if k > MAX_HASHES {
+            return Err(Error::TooManyHashes { k: u64::from(k), max: MAX_HASHES });
+        }
+        Ok(BloomParams { m, k, scheme: HashScheme::Xxh3Double, seed: 0 })
+    }
+
+    /// Parameters for `n_exp` expected keys at false-positive rate `p`, by the
+    /// Bloofi paper's rule: `k = ceil(-ln p / ln 2)` and
+    /// `m = ceil(k * n_exp / ln 2)`, rounded up to a whole number of 64-bit
+    /// words as the paper's Java bit sets are (so `n_exp = 10 000`,
+    /// `p = 0.01` gives `k = 7`, `m = 100 992`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroCapacity`], [`Error::InvalidFalsePositiveRate`] (p not in
+    /// the open interval (0, 1), or NaN), and the errors of [`BloomParams::new`]
+    /// when the result is too large.
+    pub fn for_capacity(n_exp: u64, p: f64) -> Result<Self> {
+        if n_exp == 0 {
+            return Err(Error::ZeroCapacity);
+        }
+        if !(p > 0.0 && p < 1.0) {
+            return Err(Error::InvalidFalsePositiveRate(p));
+        }
+        let k = (-p.ln() / core::f64::consts::LN_2).ceil();
+        if k > f64::from(MAX_HASHES) {
+            return Err(Error::TooManyHashes { k: k as u64, max: MAX_HASHES });
+        }
+        let k = (k as u32).max(1);
+        let m = (f64::from(k) * n_exp as f64 / core::f64::consts::LN_2).ceil();
+        if !m.is_finite() || m > MAX_BITS as f64 {
+            return Err(Error::TooManyBits { m: if m.is_finite() { m as u64 } else { u64::MAX }, max: MAX_BITS });
+        }
+        let m = (m as u64).div_ceil(64) * 64;
+        BloomParams::new(m, k)
+    }
+
+    /// The same parameters with another hash seed.
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Filter length in bits.
+    #[inline]
+    pub fn m(&self) -> u64 {
+        self.m
+    }
+
+    /// Number of hash functions (probes per key).
+    #[inline]
+    pub fn k(&self) -> u32 {
+        self.k
+    }
+
+    /// The hash scheme.
+    #[inline]
+    pub fn scheme(&self) -> HashScheme {
+        self.scheme
+    }
+
+    /// The hash seed.
+    #[inline]
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Number of meaningful 64-bit words in a filter: `ceil(m / 64)`. This
+    /// is the length of [`crate::BloomFilter::words`] and of raw imports.
+    #[inline]
+    pub fn words(&self) -> usize {
+        self.m.div_ceil(64) as usize
+    }
+
+    /// Words a filter occupies in memory: [`Self::words`] padded to whole
+    /// 64-byte cache lines.
+    #[inline]
+    pub fn padded_words(&self) -> usize {
+        self.words().div_ceil(8) * 8
+    }
+
+    /// Expected false-positive rate of one filter holding `n` distinct keys:
+    /// `(1 - (1 - 1/m)^(k n))^k`, the exact form of the summary-cache math.
+    pub fn expected_fpr(&self, n: u64) -> f64 {
+        let m = self.m as f64;
+        let kn = f64::from(self.k) * n as f64;
+        // (1 - 1/m)^(kn) computed as exp(kn * ln(1 - 1/m)) without losing
+        // precision for large m.
+        let zero = (kn * (-1.0 / m).ln_1p()).exp();
+        (1.0 - zero).powi(self.k as i32)
+    }
+
+    /// Hashes a key into the two words probe positions are derived from.
+    #[inline]
+    pub fn hash<K: crate::Key + ?Sized>(&self, key: &K) -> KeyHash {
+        key.key_hash(self.seed)
+    }
+
+    /// Writes the `k` probe positions of `hash` into `out[..k]`.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `out` is shorter than `k`.
+    #[inline]
+    pub fn positions_into(&self, hash: KeyHash, out: &mut [u32]) {
+        let mut x = hash.h1;
+        for slot in &mut out[..self.k as usize] {
+            *slot = fastrange(x, self.m);
+            x = x.wrapping_add(hash.h2);
+        }
+    }
+
+    /// The `k` probe positions of `hash`, in probe order.
+    pub fn positions(&self, hash: KeyHash) -> Vec<u32> {
+        let mut out = vec![0; self.k as usize];
+        self.positions_into(hash, &mut out);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bloofi_rule_gives_the_papers_defaults() {
+        let p = BloomParams::for_capacity(10_000, 0.01).unwrap();
+        assert_eq!((p.m(), p.k()), (100_992, 7));
+        // Section 7, Fig. 9: k goes from 24 to 4 as p goes from 1e-7 to 0.5.
+        assert_eq!(BloomParams::for_capacity(10_000, 1e-7).unwrap().k(), 24);
+        assert_eq!(BloomParams::for_capacity(10_000, 0.5).unwrap().k(), 1);
+    }
+
+    #[test]
+    fn invalid_parameters_are_typed_errors() {
+        assert_eq!(BloomParams::new(0, 3), Err(Error::ZeroBits));
+        assert_eq!(BloomParams::new(64, 0), Err(Error::ZeroHashes));
+        assert!(matches!(BloomParams::new(64, 65), Err(Error::TooManyHashes { .. })));
+        assert!(matches!(BloomParams::new(u64::MAX, 3), Err(Error::TooManyBits { .. })));
+        assert_eq!(BloomParams::for_capacity(0, 0.01), Err(Error::ZeroCapacity));
+        for p in [0.0, 1.0, -0.5, 2.0, f64::NAN, f64::INFINITY] {
+            assert!(matches!(BloomParams::for_capacity(10, p), Err(Error::InvalidFalsePositiveRate(_))));
+        }
+        assert!(matches!(BloomParams::for_capacity(u64::MAX, 0.01), Err(Error::TooManyBits { .. })));
+        assert!(matches!(BloomParams::for_capacity(10, 1e-300), Err(Error::TooManyHashes { .. })));
+    }
+
+    /// The formula agrees with the summary-cache tables (Tables 3 to 5) to
+    /// the three significant digits they print.
+    #[test]
+    fn expected_fpr_matches_summary_cache_tables() {
+        let cells = [
+            (4u64, 3u32, 0.147),
+            (8, 4, 0.024),
+            (10, 5, 0.00943),
+            (16, 8, 0.000574),
+            (20, 13, 6.79e-05),
+            (32, 24, 2.17e-07),
+        ];
+        let n = 100_000;
+        for (ratio, k, table) in cells {
+            let fpr = BloomParams::new(ratio * n, k).unwrap().expected_fpr(n);
+            let rel = (fpr - table).abs() / table;
+            assert!(rel < 0.01, "m/n={ratio} k={k}: {fpr} vs table {table}");
+        }
+    }
+
+    #[test]
+    fn positions_are_in_range_and_deterministic() {
+        let p = BloomParams::new(1000, 7).unwrap().with_seed(42);
+        for key in 0u64..1000 {
+            let a = p.positions(p.hash(&key.to_le_bytes()[..]));
+            assert!(a.iter().all(|&x| u64::from(x) < 1000));
+            assert_eq!(a, p.positions(p.hash(&key.to_le_bytes()[..])));
+        }
+    }
+}

@@ -1,0 +1,843 @@
+//! [`SlicedIndex`]: the bit-sliced (Flat-Bloofi style) index of many filters.
+//!
+//! Row `r` holds bit `r` of every filter. A query ANDs the `k` rows of its
+//! probe positions and reports the set bits, so one 512-bit operation tests
+//! 512 filters.
+//!
+//! # Layout
+//!
+//! Columns (filters) live in *shards*. A shard of `w` columns (a multiple of
+//! [`SHARD_COLUMN_STEP`], at most [`SlicedConfig::max_shard_columns`]) stores
+//! its `m` rows row-major: row `r` is `w / 64` contiguous words starting at
+//! word `r * w / 64`, 64-byte aligned and a whole number of cache lines long.
+//! A query therefore reads `k` contiguous runs per shard. The index grows by
+//! filling free columns, then by widening a shard by 512 columns, then by
+//! adding a shard; deleted columns are cleared and reused, and a shard that a
+//! delete empties is released.
+//!
+//! Unused columns are all zero in every row, so queries never need the
+//! used-column bitmap.
+//!
+//! # Queries
+//!
+//! Row runs are ANDed in 512-bit chunks with an early exit per chunk (see
+//! `bloomslice_kernels::arch::all::and_rows`): in a sparse index most chunks
+//! die after two rows and the rest of their memory is never read. Batches
+//! hash every key first, then prefetch the rows of key `i + D` while ANDing
+//! key `i`; how many rows of a run are prefetched follows the index's
+//! measured bit density, so a sparse index does not prefetch rows the early
+//! exit would skip.
+
+use core::mem::MaybeUninit;
+
+use bloomslice_kernels::{Kernels, arch::all::for_each_set_bit, prefetch_lines};
+use hashbrown::HashMap;
+
+use crate::error::{Error, Result};
+use crate::filter::BloomFilter;
+use crate::hash::{Key, KeyHash};
+use crate::params::{BloomParams, MAX_HASHES};
+use crate::storage::Words;
+
+/// Shards grow in steps of this many columns: one 512-bit chunk (a cache
+/// line) per row, the unit the kernels and the early exit work in.
+pub const SHARD_COLUMN_STEP: usize = 512;
+
+/// Upper bound on [`SlicedConfig::max_shard_columns`]: a query keeps one
+/// row run's AND result (at most this many bits) in a stack buffer.
+pub const MAX_SHARD_COLUMNS: usize = 32_768;
+
+const MAX_SHARD_WORDS: usize = MAX_SHARD_COLUMNS / 64;
+
+/// Tuning knobs of a [`SlicedIndex`]. The defaults were chosen by
+/// measurement with the `paper` benchmark (see `bench/RESULTS.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlicedConfig {
+    /// Widest shard, in columns; rounded up to a multiple of
+    /// [`SHARD_COLUMN_STEP`] and capped at [`MAX_SHARD_COLUMNS`]. Wider
+    /// shards mean fewer, longer row runs per query; narrower ones mean less
+    /// copying when a shard is widened. Default 4096.
+    pub max_shard_columns: usize,
+    /// How many keys ahead [`SlicedIndex::query_batch`] prefetches. Default 4.
+    pub prefetch_distance: usize,
+}
+
+impl Default for SlicedConfig {
+    fn default() -> Self {
+        SlicedConfig { max_shard_columns: 4096, prefetch_distance: 4 }
+    }
+}
+
+impl SlicedConfig {
+    fn normalized(self) -> Self {
+        let cols = self.max_shard_columns.clamp(SHARD_COLUMN_STEP, MAX_SHARD_COLUMNS);
+        SlicedConfig {
+            max_shard_columns: cols.next_multiple_of(SHARD_COLUMN_STEP),
+            prefetch_distance: self.prefetch_distance.min(64),
+        }
+    }
+}
+
+/// Where a filter's column lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Slot {
+    shard: u32,
+    col: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Shard {
+    /// Words per row: columns / 64, a multiple of 8.
+    wpr: usize,
+    /// `m * wpr` words, row-major.
+    rows: Words,
+    /// Local column -> filter id (meaningful where `used` is set).
+    owners: Vec<u64>,
+    /// Used-column bitmap, `wpr` words.
+    used: Vec<u64>,
+    n_used: usize,
+    /// Set bits in `rows`, for the prefetch policy and fill statistics.
+    ones: u64,
+}
+
+impl Shard {
+    fn new(m: usize, columns: usize) -> Result<Shard> {
+        let wpr = columns / 64;
+        let len = m.checked_mul(wpr).ok_or(Error::CapacityOverflow("shard size"))?;
+        Ok(Shard { wpr, rows: Words::zeroed(len)?, owners: vec![0; columns], used: vec![0; wpr], n_used: 0, ones: 0 })
+    }
+
+    fn columns(&self) -> usize {
+        self.wpr * 64
+    }
+
+    fn first_free(&self) -> Option<usize> {
+        self.used.iter().enumerate().find(|(_, w)| **w != !0).map(|(i, w)| i * 64 + w.trailing_ones() as usize)
+    }
+
+    /// A copy of this shard widened to `columns` columns.
+    fn widened(&self, m: usize, columns: usize) -> Result<Shard> {
+        let mut wide = Shard::new(m, columns)?;
+        for r in 0..m {
+            wide.rows[r * wide.wpr..][..self.wpr].copy_from_slice(&self.rows[r * self.wpr..][..self.wpr]);
+        }
+        wide.owners[..self.columns()].copy_from_slice(&self.owners);
+        wide.used[..self.wpr].copy_from_slice(&self.used);
+        wide.n_used = self.n_used;
+        wide.ones = self.ones;
+        Ok(wide)
+    }
+
+    #[inline]
+    fn run(&self, position: u32) -> &[u64] {
+        &self.rows[position as usize * self.wpr..][..self.wpr]
+    }
+
+    /// Sets the bits of `filter` in column `col`; returns the bits newly set.
+    fn or_column(&mut self, col: usize, filter: &BloomFilter) -> u64 {
+        let (word, bit) = (col / 64, 1u64 << (col % 64));
+        let mut new = 0;
+        let wpr = self.wpr;
+        let rows = &mut self.rows;
+        for_each_set_bit(filter.words(), |r| {
+            let w = &mut rows[r * wpr + word];
+            new += u64::from(*w & bit == 0);
+            *w |= bit;
+        });
+        self.ones += new;
+        new
+    }
+
+    /// Clears column `col` in every row.
+    fn clear_column(&mut self, m: usize, col: usize) {
+        let (word, bit) = (col / 64, 1u64 << (col % 64));
+        let mut cleared = 0;
+        for r in 0..m {
+            let w = &mut self.rows[r * self.wpr + word];
+            cleared += u64::from(*w & bit != 0);
+            *w &= !bit;
+        }
+        self.ones -= cleared;
+    }
+
+    /// Expected number of rows of a run a query reads per 512-bit chunk,
+    /// rounded up: how many rows are worth prefetching.
+    fn rows_worth_prefetching(&self, m: usize, k: usize) -> usize {
+        let density = self.ones as f64 / (m as f64 * self.columns() as f64);
+        let mut expected = 1.0;
+        let mut all_rows = density;
+        for _ in 1..k {
+            // P(a 512-column chunk still has a bit after ANDing i rows).
+            expected += 1.0 - (1.0 - all_rows).powi(SHARD_COLUMN_STEP as i32);
+            all_rows *= density;
+        }
+        ((expected - 0.05).ceil() as usize).clamp(1, k)
+    }
+}
+
+/// The per-key results of [`SlicedIndex::query_batch`], in a reusable buffer.
+///
+/// Keep one per thread and pass it to every batch: once its buffers have
+/// grown to the batch size, a batch allocates nothing.
+#[derive(Clone, Debug, Default)]
+pub struct BatchResults {
+    ids: Vec<u64>,
+    ends: Vec<usize>,
+    positions: Vec<u32>,
+    prefetch_rows: Vec<usize>,
+}
+
+impl BatchResults {
+    /// An empty result buffer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of keys in the last batch.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether the last batch had no keys.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The ids matching key `i` of the last batch (in index order, each once).
+    pub fn get(&self, i: usize) -> Option<&[u64]> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        Some(&self.ids[start..end])
+    }
+
+    /// Iterates over the per-key id lists.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u64]> + '_ {
+        (0..self.len()).map(|i| &self.ids[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])
+    }
+
+    /// Total matches over all keys of the last batch.
+    pub fn total_matches(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn clear(&mut self) {
+        self.ids.clear();
+        self.ends.clear();
+    }
+}
+
+/// Bit-sliced index of Bloom filters that share one [`BloomParams`].
+///
+/// ```
+/// use bloomslice::{BloomFilter, BloomParams, SlicedIndex};
+///
+/// let params = BloomParams::for_capacity(1_000, 0.01)?;
+/// let mut index = SlicedIndex::new(params);
+/// let mut fruit = BloomFilter::new(params)?;
+/// fruit.insert("apple");
+/// index.insert_filter(7, &fruit)?;
+/// index.insert_key(7, "pear")?;
+/// assert_eq!(index.query("apple"), vec![7]);
+/// assert_eq!(index.query("pear"), vec![7]);
+/// assert!(index.query("granite").is_empty() || index.query("granite") == vec![7]);
+/// # Ok::<(), bloomslice::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct SlicedIndex {
+    params: BloomParams,
+    config: SlicedConfig,
+    kernels: &'static Kernels,
+    shards: Vec<Shard>,
+    slots: HashMap<u64, Slot>,
+}
+
+impl SlicedIndex {
+    /// An empty index with the default configuration and the detected kernels.
+    pub fn new(params: BloomParams) -> Self {
+        Self::with_config(params, SlicedConfig::default())
+    }
+
+    /// An empty index with the given configuration.
+    pub fn with_config(params: BloomParams, config: SlicedConfig) -> Self {
+        SlicedIndex {
+            params,
+            config: config.normalized(),
+            kernels: Kernels::detect(),
+            shards: Vec::new(),
+            slots: HashMap::new(),
+        }
+    }
+
+    /// The parameters every filter of this index shares.
+    pub fn params(&self) -> &BloomParams {
+        &self.params
+    }
+
+    /// The configuration (normalised).
+    pub fn config(&self) -> &SlicedConfig {
+        &self.config
+    }
+
+    /// The kernel table queries use.
+    pub fn kernels(&self) -> &'static Kernels {
+        self.kernels
+    }
+
+    /// Uses another kernel table (for example [`Kernels::scalar`] to measure
+    /// the scalar fallback). Answers do not change.
+    pub fn set_kernels(&mut self, kernels: &'static Kernels) {
+        self.kernels = kernels;
+    }
+
+    /// Number of filters.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the index holds no filter.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Whether a filter with this id is indexed.
+    pub fn contains_id(&self, id: u64) -> bool {
+        self.slots.contains_key(&id)
+    }
+
+    /// The ids of all filters, in no particular order.
+    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.slots.keys().copied()
+    }
+
+    /// Columns allocated over all shards (used or free).
+    pub fn columns(&self) -> usize {
+        self.shards.iter().map(Shard::columns).sum()
+    }
+
+    /// Number of shards.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Set bits over all rows (all filters).
+    pub fn count_ones(&self) -> u64 {
+        self.shards.iter().map(|s| s.ones).sum()
+    }
+
+    /// Exact bytes of heap and inline memory this index holds: row storage,
+    /// column maps, the shard list and the id map.
+    pub fn memory_bytes(&self) -> usize {
+        core::mem::size_of::<Self>()
+            + self.shards.capacity() * core::mem::size_of::<Shard>()
+            + self
+                .shards
+                .iter()
+                .map(|s| s.rows.allocated_bytes() + s.owners.capacity() * 8 + s.used.capacity() * 8)
+                .sum::<usize>()
+            + self.slots.allocation_size()
+    }
+
+    /// Bytes of rows one query must read (all `k` runs of every shard),
+    /// before early exit.
+    pub fn bytes_per_query(&self) -> usize {
+        self.shards.iter().map(|s| s.wpr * 8).sum::<usize>() * self.params.k() as usize
+    }
+
+    fn check_params(&self, params: &BloomParams) -> Result<()> {
+        if *params != self.params {
+            return Err(Error::ParamsMismatch { expected: self.params, found: *params });
+        }
+        Ok(())
+    }
+
+    fn slot(&self, id: u64) -> Result<Slot> {
+        self.slots.get(&id).copied().ok_or(Error::UnknownId(id))
+    }
+
+    /// Makes sure at least `additional` free columns exist, allocating
+    /// shards (or widening one) as needed. All-or-nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CapacityOverflow`] if memory cannot be had; the index is unchanged.
+    pub fn reserve(&mut self, additional: usize) -> Result<()> {
+        let m = self.params.m() as usize;
+        let free: usize = self.shards.iter().map(|s| s.columns() - s.n_used).sum();
+        let mut needed = additional.saturating_sub(free);
+        if needed == 0 {
+            return Ok(());
+        }
+        self.slots.try_reserve(additional).map_err(|_| Error::CapacityOverflow("id map"))?;
+        let max = self.config.max_shard_columns;
+        // Widen the narrowest shard that is not at full width, then add shards.
+        let mut widened = None;
+        if let Some((i, s)) = self.shards.iter().enumerate().find(|(_, s)| s.columns() < max) {
+            let cols = (s.columns() + needed).next_multiple_of(SHARD_COLUMN_STEP).min(max);
+            needed = needed.saturating_sub(cols - s.columns());
+            widened = Some((i, s.widened(m, cols)?));
+        }
+        let mut fresh = Vec::new();
+        while needed > 0 {
+            let cols = needed.next_multiple_of(SHARD_COLUMN_STEP).min(max);
+            fresh.push(Shard::new(m, cols)?);
+            needed = needed.saturating_sub(cols);
+        }
+        self.shards.try_reserve(fresh.len()).map_err(|_| Error::CapacityOverflow("shard list"))?;
+        if let Some((i, s)) = widened {
+            self.shards[i] = s;
+        }
+        self.shards.extend(fresh);
+        Ok(())
+    }
+
+    /// Takes a free column (reserving one first if needed).
+    fn take_column(&mut self, id: u64) -> Result<Slot> {
+        self.reserve(1)?;
+        let (shard, col) = self
+            .shards
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.n_used < s.columns())
+            .and_then(|(i, s)| Some((i, s.first_free()?)))
+            .ok_or(Error::CapacityOverflow("no free column after reserve"))?;
+        let s = &mut self.shards[shard];
+        s.used[col / 64] |= 1 << (col % 64);
+        s.owners[col] = id;
+        s.n_used += 1;
+        let slot = Slot { shard: shard as u32, col: col as u32 };
+        self.slots.insert(id, slot);
+        Ok(slot)
+    }
+
+    /// Adds a filter under a new id.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ParamsMismatch`], [`Error::DuplicateId`], or
+    /// [`Error::CapacityOverflow`]; the index is unchanged after an error.
+    pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
+        self.check_params(filter.params())?;
+        if self.slots.contains_key(&id) {
+            return Err(Error::DuplicateId(id));
+        }
+        let slot = self.take_column(id)?;
+        self.shards[slot.shard as usize].or_column(slot.col as usize, filter);
+        Ok(())
+    }
+
+    /// Adds a filter given as raw words (see [`BloomFilter::from_words`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`BloomFilter::from_words`] and [`SlicedIndex::insert_filter`].
+    pub fn insert_words(&mut self, id: u64, params: &BloomParams, words: &[u64]) -> Result<()> {
+        self.check_params(params)?;
+        let filter = BloomFilter::from_words(*params, words)?;
+        self.insert_filter(id, &filter)
+    }
+
+    /// Adds many filters at once: all or nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlicedIndex::insert_filter`], also for an id repeated inside
+    /// `filters`; the index is unchanged after an error.
+    pub fn insert_filters<'f>(&mut self, filters: &[(u64, &'f BloomFilter)]) -> Result<()> {
+        let mut seen = hashbrown::HashSet::with_capacity(filters.len());
+        for (id, f) in filters {
+            self.check_params(f.params())?;
+            if self.slots.contains_key(id) || !seen.insert(*id) {
+                return Err(Error::DuplicateId(*id));
+            }
+        }
+        self.reserve(filters.len())?;
+        for (id, f) in filters {
+            self.insert_filter(*id, f)?;
+        }
+        Ok(())
+    }
+
+    /// Removes a filter; its column is cleared and reused later, and a shard
+    /// left empty is released.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`]; the index is unchanged.
+    pub fn delete_filter(&mut self, id: u64) -> Result<()> {
+        let slot = self.slot(id)?;
+        let m = self.params.m() as usize;
+        let (si, col) = (slot.shard as usize, slot.col as usize);
+        let s = &mut self.shards[si];
+        s.clear_column(m, col);
+        s.used[col / 64] &= !(1 << (col % 64));
+        s.n_used -= 1;
+        self.slots.remove(&id);
+        if s.n_used == 0 {
+            self.shards.swap_remove(si);
+            if let Some(moved) = self.shards.get(si) {
+                // The former last shard now sits at `si`: re-point its ids.
+                for_each_set_bit(&moved.used, |c| {
+                    if let Some(slot) = self.slots.get_mut(&moved.owners[c]) {
+                        slot.shard = si as u32;
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// ORs `filter` into the filter `id` (adds its keys).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; the index is unchanged.
+    pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
+        self.check_params(filter.params())?;
+        let slot = self.slot(id)?;
+        self.shards[slot.shard as usize].or_column(slot.col as usize, filter);
+        Ok(())
+    }
+
+    /// Inserts one key into filter `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`]; the index is unchanged.
+    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
+        self.insert_key_hash(id, self.params.hash(key))
+    }
+
+    /// [`SlicedIndex::insert_key`] by the key's hash.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`]; the index is unchanged.
+    pub fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<()> {
+        let slot = self.slot(id)?;
+        let mut pos = [0u32; MAX_HASHES as usize];
+        self.params.positions_into(hash, &mut pos);
+        let s = &mut self.shards[slot.shard as usize];
+        let (word, bit) = (slot.col as usize / 64, 1u64 << (slot.col % 64));
+        for &p in &pos[..self.params.k() as usize] {
+            let w = &mut s.rows[p as usize * s.wpr + word];
+            s.ones += u64::from(*w & bit == 0);
+            *w |= bit;
+        }
+        Ok(())
+    }
+
+    /// The filter stored under `id`, rebuilt from its column.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`], or [`Error::CapacityOverflow`] if the filter
+    /// cannot be allocated.
+    pub fn get_filter(&self, id: u64) -> Result<BloomFilter> {
+        let slot = self.slot(id)?;
+        let s = &self.shards[slot.shard as usize];
+        let (word, shift) = (slot.col as usize / 64, slot.col % 64);
+        let mut filter = BloomFilter::new(self.params)?;
+        let out = filter.padded_words_mut();
+        for r in 0..self.params.m() as usize {
+            out[r / 64] |= ((s.rows[r * s.wpr + word] >> shift) & 1) << (r % 64);
+        }
+        Ok(filter)
+    }
+
+    /// Ids of the filters that may contain `key`, in index order.
+    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
+        let mut out = Vec::new();
+        self.query_into(key, &mut out);
+        out
+    }
+
+    /// Like [`SlicedIndex::query`], into a caller buffer that is cleared
+    /// first. Allocates nothing once `out` has grown to the answer's size.
+    pub fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
+        self.query_hash_into(self.params.hash(key), out);
+    }
+
+    /// [`SlicedIndex::query_into`] by the key's hash.
+    pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        out.clear();
+        let mut pos = [0u32; MAX_HASHES as usize];
+        self.params.positions_into(hash, &mut pos);
+        self.query_positions(&pos[..self.params.k() as usize], out);
+    }
+
+    /// ANDs the rows at `positions` in every shard and appends matching ids.
+    #[inline]
+    fn query_positions(&self, positions: &[u32], out: &mut Vec<u64>) {
+        // Uninitialised on purpose: zeroing 4 KiB per query would cost as
+        // much as a small query; only the `wpr` words used are initialised.
+        #[repr(align(64))]
+        struct Acc([MaybeUninit<u64>; MAX_SHARD_WORDS]);
+        let mut acc = Acc([MaybeUninit::uninit(); MAX_SHARD_WORDS]);
+        let mut runs: [&[u64]; MAX_HASHES as usize] = [&[]; MAX_HASHES as usize];
+        for shard in &self.shards {
+            for (run, &p) in runs.iter_mut().zip(positions) {
+                *run = shard.run(p);
+            }
+            let acc = &mut acc.0[..shard.wpr];
+            for w in acc.iter_mut() {
+                w.write(0);
+            }
+            // SAFETY: every element of `acc` was initialised just above, and
+            // `MaybeUninit<u64>` has the layout of `u64`.
+            let acc = unsafe { &mut *(acc as *mut [MaybeUninit<u64>] as *mut [u64]) };
+            if (self.kernels.and_rows)(&runs[..positions.len()], acc) {
+                for_each_set_bit(acc, |c| out.push(shard.owners[c]));
+            }
+        }
+    }
+
+    fn prefetch(&self, positions: &[u32], rows: &[usize]) {
+        for (shard, &n) in self.shards.iter().zip(rows) {
+            for &p in &positions[..n] {
+                prefetch_lines(shard.run(p));
+            }
+        }
+    }
+
+    /// Queries a batch of keys. Hashes the whole batch first, then ANDs key
+    /// `i` while the rows of key `i + D` are being prefetched
+    /// ([`SlicedConfig::prefetch_distance`]). Results replace the contents of
+    /// `results`; once its buffers are warm, a batch allocates nothing.
+    pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
+        let k = self.params.k() as usize;
+        results.positions.resize(keys.len() * k, 0);
+        for (key, pos) in keys.iter().zip(results.positions.chunks_exact_mut(k)) {
+            self.params.positions_into(self.params.hash(key), pos);
+        }
+        self.run_batch(results);
+    }
+
+    /// [`SlicedIndex::query_batch`] for keys already hashed.
+    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
+        self.query_batch(hashes, results);
+    }
+
+    fn run_batch(&self, results: &mut BatchResults) {
+        results.clear();
+        let k = self.params.k() as usize;
+        let m = self.params.m() as usize;
+        let BatchResults { ids, ends, positions, prefetch_rows } = results;
+        prefetch_rows.clear();
+        prefetch_rows.extend(self.shards.iter().map(|s| s.rows_worth_prefetching(m, k)));
+        let n = positions.len() / k;
+        ends.reserve(n);
+        let d = self.config.prefetch_distance;
+        for i in 0..d.min(n) {
+            self.prefetch(&positions[i * k..][..k], prefetch_rows);
+        }
+        for i in 0..n {
+            if d > 0 && i + d < n {
+                self.prefetch(&positions[(i + d) * k..][..k], prefetch_rows);
+            }
+            self.query_positions(&positions[i * k..][..k], ids);
+            ends.push(ids.len());
+        }
+    }
+
+    /// Checks every internal invariant; tests and fuzzers call it after each
+    /// operation. Costs a full scan of the rows.
+    ///
+    /// # Errors
+    ///
+    /// A description of the first broken invariant.
+    pub fn validate(&self) -> core::result::Result<(), String> {
+        let m = self.params.m() as usize;
+        let mut used_total = 0;
+        for (si, s) in self.shards.iter().enumerate() {
+            if s.wpr == 0 || s.wpr % 8 != 0 || s.columns() > self.config.max_shard_columns {
+                return Err(format!("shard {si}: bad width {} words", s.wpr));
+            }
+            if s.rows.len() != m * s.wpr || s.owners.len() != s.columns() || s.used.len() != s.wpr {
+                return Err(format!("shard {si}: buffer sizes disagree with width"));
+            }
+            if s.rows.as_ptr() as usize % 64 != 0 {
+                return Err(format!("shard {si}: rows not 64-byte aligned"));
+            }
+            let n_used = s.used.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+            if n_used != s.n_used {
+                return Err(format!("shard {si}: n_used {} but bitmap has {n_used}", s.n_used));
+            }
+            used_total += n_used;
+            let ones = s.rows.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
+            if ones != s.ones {
+                return Err(format!("shard {si}: ones {} but rows hold {ones}", s.ones));
+            }
+            for r in 0..m {
+                for (w, &used) in s.rows[r * s.wpr..][..s.wpr].iter().zip(&s.used) {
+                    if w & !used != 0 {
+                        return Err(format!("shard {si}: row {r} has bits in unused columns"));
+                    }
+                }
+            }
+            let mut bad = None;
+            for_each_set_bit(&s.used, |c| {
+                let expect = Slot { shard: si as u32, col: c as u32 };
+                if self.slots.get(&s.owners[c]) != Some(&expect) {
+                    bad = Some(c);
+                }
+            });
+            if let Some(c) = bad {
+                return Err(format!("shard {si}: column {c} owner {} not mapped back", s.owners[c]));
+            }
+        }
+        if used_total != self.slots.len() {
+            return Err(format!("{used_total} used columns but {} ids", self.slots.len()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> BloomParams {
+        BloomParams::new(2000, 4).unwrap()
+    }
+
+    fn filter_of(keys: impl IntoIterator<Item = u64>) -> BloomFilter {
+        let mut f = BloomFilter::new(params()).unwrap();
+        for key in keys {
+            f.insert(&key.to_le_bytes());
+        }
+        f
+    }
+
+    #[test]
+    fn insert_query_delete_reuse() {
+        let mut index = SlicedIndex::new(params());
+        for id in 0..1500u64 {
+            index.insert_filter(id * 3, &filter_of([id])).unwrap();
+        }
+        index.validate().unwrap();
+        assert_eq!(index.len(), 1500);
+        assert_eq!(index.columns(), 1536);
+        for id in 0..1500u64 {
+            assert!(index.query(&id.to_le_bytes()).contains(&(id * 3)));
+        }
+        for id in (0..1500u64).step_by(2) {
+            index.delete_filter(id * 3).unwrap();
+        }
+        index.validate().unwrap();
+        assert_eq!(index.columns(), 1536, "freed columns are kept for reuse");
+        index.insert_filter(1, &filter_of([7])).unwrap();
+        assert_eq!(index.columns(), 1536);
+        assert!(index.query(&7u64.to_le_bytes()).contains(&1));
+        index.validate().unwrap();
+    }
+
+    #[test]
+    fn empty_shards_are_released() {
+        let cfg = SlicedConfig { max_shard_columns: 512, ..SlicedConfig::default() };
+        let mut index = SlicedIndex::with_config(params(), cfg);
+        for id in 0..1200u64 {
+            index.insert_filter(id, &filter_of([id])).unwrap();
+        }
+        assert_eq!(index.shard_count(), 3);
+        for id in 0..512u64 {
+            index.delete_filter(id).unwrap();
+        }
+        index.validate().unwrap();
+        assert_eq!(index.shard_count(), 2);
+        for id in 512..1200u64 {
+            assert!(index.query(&id.to_le_bytes()).contains(&id), "{id}");
+        }
+        for id in 512..1200u64 {
+            index.delete_filter(id).unwrap();
+        }
+        assert_eq!(index.shard_count(), 0);
+        assert!(index.is_empty());
+        index.validate().unwrap();
+    }
+
+    #[test]
+    fn errors_leave_the_index_unchanged() {
+        let mut index = SlicedIndex::new(params());
+        index.insert_filter(1, &filter_of([1])).unwrap();
+        let before = index.get_filter(1).unwrap();
+        assert_eq!(index.insert_filter(1, &filter_of([2])), Err(Error::DuplicateId(1)));
+        assert_eq!(index.delete_filter(2), Err(Error::UnknownId(2)));
+        assert_eq!(index.update_filter(2, &filter_of([2])), Err(Error::UnknownId(2)));
+        assert_eq!(index.insert_key(2, "x"), Err(Error::UnknownId(2)));
+        let other = BloomFilter::new(BloomParams::new(2000, 5).unwrap()).unwrap();
+        assert!(matches!(index.insert_filter(3, &other), Err(Error::ParamsMismatch { .. })));
+        assert!(matches!(index.update_filter(1, &other), Err(Error::ParamsMismatch { .. })));
+        let seeded = BloomFilter::new(params().with_seed(9)).unwrap();
+        assert!(matches!(index.insert_filter(3, &seeded), Err(Error::ParamsMismatch { .. })));
+        assert_eq!(
+            index.insert_filters(&[(5, &filter_of([5])), (5, &filter_of([6]))]),
+            Err(Error::DuplicateId(5))
+        );
+        assert!(matches!(index.insert_words(4, &params(), &[0; 3]), Err(Error::WordCountMismatch { .. })));
+        assert_eq!(index.len(), 1);
+        assert_eq!(index.get_filter(1).unwrap(), before);
+        index.validate().unwrap();
+    }
+
+    #[test]
+    fn get_update_and_insert_key_round_trip() {
+        let mut index = SlicedIndex::new(params());
+        let f = filter_of(0..50);
+        index.insert_filter(9, &f).unwrap();
+        assert_eq!(index.get_filter(9).unwrap(), f);
+        let g = filter_of(50..80);
+        index.update_filter(9, &g).unwrap();
+        let mut fg = f.clone();
+        fg.union_with(&g).unwrap();
+        assert_eq!(index.get_filter(9).unwrap(), fg);
+        index.insert_key(9, "late").unwrap();
+        fg.insert("late");
+        assert_eq!(index.get_filter(9).unwrap(), fg);
+        assert_eq!(index.count_ones(), fg.count_ones());
+        index.validate().unwrap();
+    }
+
+    #[test]
+    fn batch_equals_single_queries_for_every_backend() {
+        let mut index = SlicedIndex::new(params());
+        for id in 0..700u64 {
+            index.insert_filter(id, &filter_of(id * 10..id * 10 + 10)).unwrap();
+        }
+        let keys: Vec<[u8; 8]> = (0..9000u64).map(|k| k.to_le_bytes()).collect();
+        for kernels in Kernels::available() {
+            index.set_kernels(kernels);
+            let mut results = BatchResults::new();
+            index.query_batch(&keys, &mut results);
+            assert_eq!(results.len(), keys.len());
+            for (key, got) in keys.iter().zip(results.iter()) {
+                assert_eq!(got, index.query(key), "{}", kernels.backend);
+            }
+            let mut empty = BatchResults::new();
+            index.query_batch::<[u8; 8]>(&[], &mut empty);
+            assert!(empty.is_empty());
+        }
+    }
+
+    #[test]
+    fn memory_is_within_bound() {
+        let p = BloomParams::for_capacity(10_000, 0.01).unwrap();
+        let mut index = SlicedIndex::new(p);
+        let f = BloomFilter::new(p).unwrap();
+        for id in 0..1000 {
+            index.insert_filter(id, &f).unwrap();
+        }
+        let rows = p.m() as f64 * 1024.0 / 8.0;
+        let id_map = index.slots.allocation_size() as f64;
+        assert!((index.memory_bytes() as f64) <= 1.05 * rows + id_map, "{}", index.memory_bytes());
+    }
+
+    #[test]
+    fn prefetch_policy_follows_density() {
+        let mut s = Shard::new(1000, 512).unwrap();
+        assert_eq!(s.rows_worth_prefetching(1000, 7), 1);
+        s.ones = 1000 * 512 / 2;
+        assert_eq!(s.rows_worth_prefetching(1000, 7), 7);
+        s.ones = 1000 * 512 / 140;
+        assert_eq!(s.rows_worth_prefetching(1000, 7), 2);
+    }
+}

@@ -1,0 +1,140 @@
+//! Runtime dispatch: pick the best backend once, then call through a table.
+//!
+//! [`Kernels::detect`] reads `BLOOMSLICE_KERNELS` and the CPU's features the
+//! first time it is called and caches the chosen table in a `OnceLock`; every
+//! later call returns the same `&'static Kernels`. Hot loops take the table
+//! once and call its function pointers, so no per-word feature test exists.
+
+use std::sync::OnceLock;
+
+/// The instruction-set tier a [`Kernels`] table was built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// Plain `u64` code, the reference of record ([`crate::arch::all`]).
+    Scalar,
+    /// `wide` vectors, selected at compile time (SSE2 on x86-64, NEON on aarch64).
+    Portable,
+    /// AVX2 `core::arch` kernels, chosen only when the CPU reports AVX2.
+    Avx2,
+    /// AVX-512 kernels (F + BW + VPOPCNTDQ), chosen only when the CPU reports
+    /// them. **Unverified on hardware**: the development and CI machines have
+    /// no AVX-512, so this tier is compiled and reviewed but has never run.
+    Avx512,
+}
+
+impl Backend {
+    /// Every backend, fastest last.
+    pub const ALL: [Backend; 4] = [Backend::Scalar, Backend::Portable, Backend::Avx2, Backend::Avx512];
+
+    /// The lowercase name used by `BLOOMSLICE_KERNELS` and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Scalar => "scalar",
+            Backend::Portable => "portable",
+            Backend::Avx2 => "avx2",
+            Backend::Avx512 => "avx512",
+        }
+    }
+
+    /// Parses a name as accepted by `BLOOMSLICE_KERNELS` (`auto` is not a backend).
+    pub fn from_name(name: &str) -> Option<Backend> {
+        Backend::ALL.into_iter().find(|b| b.name().eq_ignore_ascii_case(name.trim()))
+    }
+}
+
+impl core::fmt::Display for Backend {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A table of kernels for one backend. Every entry has the contract of the
+/// scalar function of the same name in [`crate::arch::all`].
+///
+/// A table for a SIMD backend can only be obtained when the running CPU has
+/// the features it needs ([`Kernels::for_backend`] returns `None` otherwise),
+/// which is what makes its plain `fn` pointers safe to call.
+#[derive(Clone, Copy, Debug)]
+pub struct Kernels {
+    /// The backend these kernels run on.
+    pub backend: Backend,
+    /// See [`crate::arch::all::and_rows`].
+    pub and_rows: fn(&[&[u64]], &mut [u64]) -> bool,
+    /// See [`crate::arch::all::append_set_bits`].
+    pub append_set_bits: fn(&[u64], u32, &mut Vec<u32>),
+    /// See [`crate::arch::all::or_into`].
+    pub or_into: fn(&mut [u64], &[u64]) -> u64,
+    /// See [`crate::arch::all::popcount`].
+    pub popcount: fn(&[u64]) -> u64,
+    /// See [`crate::arch::all::and_popcount`].
+    pub and_popcount: fn(&[u64], &[u64]) -> u64,
+    /// See [`crate::arch::all::or_popcount`].
+    pub or_popcount: fn(&[u64], &[u64]) -> u64,
+    /// See [`crate::arch::all::xor_popcount`].
+    pub xor_popcount: fn(&[u64], &[u64]) -> u64,
+    /// See [`crate::arch::all::accumulate_bits`].
+    pub accumulate_bits: fn(&[u64], &mut [u16]),
+}
+
+/// The scalar table, always available; other backends start from it.
+pub(crate) const SCALAR_TABLE: Kernels = Kernels {
+    backend: Backend::Scalar,
+    and_rows: crate::arch::all::and_rows,
+    append_set_bits: crate::arch::all::append_set_bits,
+    or_into: crate::arch::all::or_into,
+    popcount: crate::arch::all::popcount,
+    and_popcount: crate::arch::all::and_popcount,
+    or_popcount: crate::arch::all::or_popcount,
+    xor_popcount: crate::arch::all::xor_popcount,
+    accumulate_bits: crate::arch::all::accumulate_bits,
+};
+
+static SCALAR: Kernels = SCALAR_TABLE;
+
+impl Kernels {
+    /// The scalar reference table.
+    pub fn scalar() -> &'static Kernels {
+        &SCALAR
+    }
+
+    /// The table for `backend`, or `None` when this CPU (or this target)
+    /// cannot run it.
+    pub fn for_backend(backend: Backend) -> Option<&'static Kernels> {
+        match backend {
+            Backend::Scalar => Some(&SCALAR),
+            Backend::Portable => Some(crate::arch::portable::kernels()),
+            #[cfg(target_arch = "x86_64")]
+            Backend::Avx2 => crate::arch::x86_64::avx2::kernels(),
+            #[cfg(target_arch = "x86_64")]
+            Backend::Avx512 => crate::arch::x86_64::avx512::kernels(),
+            #[cfg(not(target_arch = "x86_64"))]
+            Backend::Avx2 | Backend::Avx512 => None,
+        }
+    }
+
+    /// Every backend this CPU can run, the scalar one first.
+    pub fn available() -> Vec<&'static Kernels> {
+        Backend::ALL.into_iter().filter_map(Kernels::for_backend).collect()
+    }
+
+    /// The best table for this CPU, honouring `BLOOMSLICE_KERNELS`.
+    ///
+    /// Decided once per process. If the variable names a backend this CPU
+    /// cannot run, the best available backend no faster than it is used
+    /// (for example `avx512` on an AVX2 machine gives AVX2).
+    pub fn detect() -> &'static Kernels {
+        static CHOSEN: OnceLock<&'static Kernels> = OnceLock::new();
+        CHOSEN.get_or_init(|| {
+            let wanted = std::env::var("BLOOMSLICE_KERNELS")
+                .ok()
+                .and_then(|v| Backend::from_name(&v))
+                .unwrap_or(Backend::Avx512);
+            Backend::ALL
+                .into_iter()
+                .rev()
+                .filter(|b| (*b as usize) <= (wanted as usize))
+                .find_map(Kernels::for_backend)
+                .unwrap_or(&SCALAR)
+        })
+    }
+}

@@ -1,0 +1,49 @@
+//! Bit-level kernels over `u64` words, the inner loops of bloomslice.
+//!
+//! Every kernel has a scalar reference of record in [`arch::all`]. SIMD
+//! backends (AVX2 and AVX-512 on x86-64 with `core::arch`, a portable tier
+//! written with `wide`) must give bit-identical results and are tested
+//! against the scalar reference directly, on every length and alignment.
+//!
+//! Callers normally go through [`Kernels`], a table of function pointers
+//! chosen once per process by [`Kernels::detect`] (see [`dispatch`]). The
+//! environment variable `BLOOMSLICE_KERNELS` (`scalar`, `portable`, `avx2`,
+//! `avx512` or `auto`) overrides the choice, so the whole test suite can run
+//! with SIMD turned off on a machine that has it.
+#![deny(missing_docs)]
+#![warn(unsafe_op_in_unsafe_fn)]
+
+pub mod arch;
+pub mod dispatch;
+
+pub use dispatch::{Backend, Kernels};
+
+/// Number of `u64` words in one 64-byte cache line (and one 512-bit chunk).
+pub const WORDS_PER_LINE: usize = 8;
+
+/// Issues a read prefetch for every cache line covered by `words`.
+///
+/// A prefetch is a hint: it never faults and has no visible effect, so this
+/// is safe for any slice. On targets without a prefetch instruction it does
+/// nothing.
+#[inline]
+pub fn prefetch_lines(words: &[u64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut i = 0;
+        while i < words.len() {
+            // SAFETY: `_mm_prefetch` needs only SSE, which is part of the
+            // x86-64 baseline, and a prefetch never dereferences or faults.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                    words[i..].as_ptr().cast::<i8>(),
+                );
+            }
+            i += WORDS_PER_LINE;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = words;
+    }
+}

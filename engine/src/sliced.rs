@@ -769,10 +769,7 @@ mod tests {
         assert!(matches!(index.update_filter(1, &other), Err(Error::ParamsMismatch { .. })));
         let seeded = BloomFilter::new(params().with_seed(9)).unwrap();
         assert!(matches!(index.insert_filter(3, &seeded), Err(Error::ParamsMismatch { .. })));
-        assert_eq!(
-            index.insert_filters(&[(5, &filter_of([5])), (5, &filter_of([6]))]),
-            Err(Error::DuplicateId(5))
-        );
+        assert_eq!(index.insert_filters(&[(5, &filter_of([5])), (5, &filter_of([6]))]), Err(Error::DuplicateId(5)));
         assert!(matches!(index.insert_words(4, &params(), &[0; 3]), Err(Error::WordCountMismatch { .. })));
         assert_eq!(index.len(), 1);
         assert_eq!(index.get_filter(1).unwrap(), before);

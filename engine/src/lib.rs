@@ -49,3 +49,8 @@ pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
 pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
 pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -1,12 +1,205 @@
-//! Portable SIMD kernels written with `wide` (compile-time width).
+//! Portable SIMD kernels written with `wide`, always available.
 //!
-//! Placeholder: the scalar reference until the `wide` kernels land.
+//! The vector width is fixed at compile time by `wide`: on plain x86-64 a
+//! [`wide::u64x8`] is four SSE2 registers, on aarch64 four NEON registers,
+//! and with `-C target-cpu=native` on an AVX2 or AVX-512 machine it widens
+//! to match. No run-time detection is involved, so this is the fallback on
+//! every non-x86 target and a second, independent SIMD implementation on
+//! x86-64 (tested like the others against [`crate::arch::all`]).
+//!
+//! The algorithms are those of `arch::generic`. Two details differ
+//! from the `core::arch` backends because baseline SSE2 lacks the
+//! instructions: the per-lane popcount is the classic SWAR bit-twiddling
+//! sequence (no `pshufb`), and `accumulate_bits` uses sixteen `u16` lanes at
+//! a time through `wide::u16x16`.
 
-use crate::dispatch::{Backend, Kernels, SCALAR_TABLE};
+use wide::{u16x16, u64x8};
 
-static PORTABLE: Kernels = Kernels { backend: Backend::Portable, ..SCALAR_TABLE };
+use crate::arch::generic;
+use crate::dispatch::{Backend, Kernels};
 
 /// The portable table (always available).
 pub fn kernels() -> &'static Kernels {
     &PORTABLE
+}
+
+static PORTABLE: Kernels = Kernels {
+    backend: Backend::Portable,
+    and_rows,
+    append_set_bits,
+    or_into,
+    popcount,
+    and_popcount,
+    or_popcount,
+    xor_popcount,
+    accumulate_bits,
+};
+
+// SAFETY (for every `unsafe` block calling `generic` below): `WideLine`
+// needs no CPU feature beyond the compile-time target, so the generic
+// functions' only requirement is met everywhere.
+
+/// See [`crate::arch::all::and_rows`].
+pub fn and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool {
+    // SAFETY: `WideLine` has no run-time feature requirement (see above).
+    unsafe { generic::and_rows::<WideLine>(rows, out) }
+}
+
+/// See [`crate::arch::all::append_set_bits`].
+pub fn append_set_bits(words: &[u64], offset: u32, out: &mut Vec<u32>) {
+    // SAFETY: `WideLine` has no run-time feature requirement (see above).
+    unsafe { generic::append_set_bits::<WideLine>(words, offset, out) }
+}
+
+/// See [`crate::arch::all::or_into`].
+pub fn or_into(dst: &mut [u64], src: &[u64]) -> u64 {
+    // SAFETY: `WideLine` has no run-time feature requirement (see above).
+    unsafe { generic::or_into::<WideLine>(dst, src) }
+}
+
+/// See [`crate::arch::all::popcount`].
+pub fn popcount(words: &[u64]) -> u64 {
+    // SAFETY: `WideLine` has no run-time feature requirement (see above).
+    unsafe { generic::popcount::<WideLine>(words) }
+}
+
+/// See [`crate::arch::all::and_popcount`].
+pub fn and_popcount(a: &[u64], b: &[u64]) -> u64 {
+    // SAFETY: `WideLine` has no run-time feature requirement (see above).
+    unsafe { generic::and_popcount::<WideLine>(a, b) }
+}
+
+/// See [`crate::arch::all::or_popcount`].
+pub fn or_popcount(a: &[u64], b: &[u64]) -> u64 {
+    // SAFETY: `WideLine` has no run-time feature requirement (see above).
+    unsafe { generic::or_popcount::<WideLine>(a, b) }
+}
+
+/// See [`crate::arch::all::xor_popcount`].
+pub fn xor_popcount(a: &[u64], b: &[u64]) -> u64 {
+    // SAFETY: `WideLine` has no run-time feature requirement (see above).
+    unsafe { generic::xor_popcount::<WideLine>(a, b) }
+}
+
+/// See [`crate::arch::all::accumulate_bits`].
+///
+/// Sixteen counters per step: a 16-bit slice of the word is broadcast,
+/// masked with `1 << lane`, compared back to a 0/1 per lane and added with
+/// unsigned saturation. Slices with no set bit are skipped.
+pub fn accumulate_bits(words: &[u64], counters: &mut [u16]) {
+    assert!(words.len() * 64 >= counters.len(), "accumulate_bits: too few words");
+    const LANE_BIT: u16x16 = u16x16::new([
+        1 << 0,
+        1 << 1,
+        1 << 2,
+        1 << 3,
+        1 << 4,
+        1 << 5,
+        1 << 6,
+        1 << 7,
+        1 << 8,
+        1 << 9,
+        1 << 10,
+        1 << 11,
+        1 << 12,
+        1 << 13,
+        1 << 14,
+        1 << 15,
+    ]);
+    let one = u16x16::splat(1);
+    let done = counters.len() - counters.len() % 16;
+    for (g, group) in counters[..done].chunks_exact_mut(16).enumerate() {
+        let bits = (words[g / 4] >> (16 * (g % 4))) as u16;
+        if bits == 0 {
+            continue;
+        }
+        let hit = (u16x16::splat(bits) & LANE_BIT).simd_eq(LANE_BIT);
+        let lanes: &mut [u16; 16] = group.try_into().expect("chunks of 16");
+        *lanes = u16x16::new(*lanes).saturating_add(hit & one).to_array();
+    }
+    for (i, c) in counters.iter_mut().enumerate().skip(done) {
+        *c = c.saturating_add(((words[i / 64] >> (i % 64)) & 1) as u16);
+    }
+}
+
+/// A 512-bit line as one `wide::u64x8`.
+#[derive(Clone, Copy)]
+struct WideLine(u64x8);
+
+// SAFETY: every method is plain `wide` code (no run-time CPU requirement)
+// plus the unaligned pointer accesses its own contract allows.
+unsafe impl generic::Line for WideLine {
+    const NATIVE_POPCOUNT: bool = false;
+
+    #[inline(always)]
+    unsafe fn load(ptr: *const u64) -> Self {
+        // SAFETY: `ptr` is readable for eight words (the method's contract);
+        // `read_unaligned` has no alignment requirement.
+        WideLine(u64x8::new(unsafe { ptr.cast::<[u64; 8]>().read_unaligned() }))
+    }
+
+    #[inline(always)]
+    unsafe fn store(self, ptr: *mut u64) {
+        // SAFETY: `ptr` is writable for eight words (the method's contract);
+        // `write_unaligned` has no alignment requirement.
+        unsafe { ptr.cast::<[u64; 8]>().write_unaligned(self.0.to_array()) }
+    }
+
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        WideLine(u64x8::ZERO)
+    }
+
+    #[inline(always)]
+    unsafe fn and(self, other: Self) -> Self {
+        WideLine(self.0 & other.0)
+    }
+
+    #[inline(always)]
+    unsafe fn or(self, other: Self) -> Self {
+        WideLine(self.0 | other.0)
+    }
+
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        WideLine(self.0 ^ other.0)
+    }
+
+    #[inline(always)]
+    unsafe fn and_not(self, other: Self) -> Self {
+        WideLine(self.0 & !other.0)
+    }
+
+    #[inline(always)]
+    unsafe fn is_zero(self) -> bool {
+        self.0.to_array().iter().fold(0, |acc, &w| acc | w) == 0
+    }
+
+    #[inline(always)]
+    unsafe fn lane_popcounts(self) -> Self {
+        // SWAR popcount per lane (Hacker's Delight 5-1) without the final
+        // multiply, which SSE2 lacks for 64-bit lanes: after the nibble step
+        // every byte holds at most 8, so shifted adds sum the bytes.
+        let m1 = u64x8::splat(0x5555_5555_5555_5555);
+        let m2 = u64x8::splat(0x3333_3333_3333_3333);
+        let m4 = u64x8::splat(0x0f0f_0f0f_0f0f_0f0f);
+        let mut x = self.0;
+        x = x - (x.unbounded_shr_scalar(1) & m1);
+        x = (x & m2) + (x.unbounded_shr_scalar(2) & m2);
+        x = (x + x.unbounded_shr_scalar(4)) & m4;
+        x = x + x.unbounded_shr_scalar(8);
+        x = x + x.unbounded_shr_scalar(16);
+        x = x + x.unbounded_shr_scalar(32);
+        WideLine(x & u64x8::splat(0x7f))
+    }
+
+    #[inline(always)]
+    unsafe fn add_lanes(self, other: Self) -> Self {
+        WideLine(self.0 + other.0)
+    }
+
+    #[inline(always)]
+    unsafe fn sum_lanes(self) -> u64 {
+        self.0.reduce_add()
+    }
 }

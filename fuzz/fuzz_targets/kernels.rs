@@ -1,0 +1,135 @@
+//! Differential fuzzing of the bit kernels: every backend this CPU can run
+//! (`Kernels::available()`: scalar, portable, AVX2, and AVX-512 where
+//! present) against the scalar reference of record, `arch::all`, on
+//! arbitrary words, lengths, start offsets (alignments) and row counts.
+//! Any difference panics.
+#![no_main]
+
+use arbitrary::Arbitrary;
+use bloomslice_kernels::Kernels;
+use bloomslice_kernels::arch::all;
+use libfuzzer_sys::fuzz_target;
+
+/// Longest output, in words (64 lines, plus a partial one).
+const MAX_LEN: usize = 515;
+/// Start offsets range over this many words, so every alignment inside a
+/// cache line (and well beyond) is reached.
+const MAX_START: usize = 64;
+/// Most rows given to `and_rows`.
+const MAX_ROWS: usize = 8;
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    /// Raw material for every operand, cycled (and rotated) when short.
+    words: Vec<u64>,
+    /// Output length in words, reduced modulo `MAX_LEN + 1`.
+    len: u16,
+    /// Start offset in the pool of each row, then of operands `a` and `b`.
+    starts: [u8; MAX_ROWS + 2],
+    /// Extra words past `len` on each row (rows may be longer than `out`).
+    extra: [u8; MAX_ROWS],
+    /// Number of rows, reduced modulo `MAX_ROWS + 1`.
+    rows: u8,
+    /// Bit `c % 64` zeroes line `c` of row `c % rows`, so lines die at
+    /// every possible row and `and_rows` takes its early exit.
+    kill: u64,
+    /// Bit `c % 64` makes `a` sparse on line `c` (ANDed with `b`), giving
+    /// zero lines to skip in `append_set_bits`.
+    sparse: u64,
+    /// Position offset for `append_set_bits` (clamped so no position
+    /// overflows a `u32`, which is the caller's contract).
+    offset: u32,
+    /// Seed of the initial `accumulate_bits` counters.
+    counter_seed: u16,
+    /// Counters fewer than `64 * len`.
+    counter_trim: u8,
+}
+
+fn pool(words: &[u64]) -> Vec<u64> {
+    let n = MAX_LEN + MAX_START + 256;
+    if words.is_empty() {
+        return vec![0; n];
+    }
+    (0..n).map(|i| words[i % words.len()].rotate_left(7 * (i / words.len()) as u32)).collect()
+}
+
+fn check(k: &Kernels, input: &Input, pool: &[u64]) {
+    let len = input.len as usize % (MAX_LEN + 1);
+    let rows = input.rows as usize % (MAX_ROWS + 1);
+    let name = k.backend.name();
+
+    // and_rows: each row is a slice of its own copy of the pool, at its own
+    // start, with the chosen lines zeroed.
+    let row_bufs: Vec<(Vec<u64>, usize, usize)> = (0..rows)
+        .map(|r| {
+            let start = input.starts[r] as usize % MAX_START;
+            let mut buf = pool.to_vec();
+            for c in 0..len.div_ceil(8) {
+                if input.kill >> (c % 64) & 1 == 1 && c % rows == r {
+                    let lo = start + 8 * c;
+                    buf[lo..(lo + 8).min(start + len)].fill(0);
+                }
+            }
+            (buf, start, len + input.extra[r] as usize % 4)
+        })
+        .collect();
+    let row_refs: Vec<&[u64]> =
+        row_bufs.iter().map(|(buf, start, n)| &buf[*start..*start + *n]).collect();
+    let out_start = input.starts[0] as usize % 8;
+    let mut got = vec![0x5a5a_5a5a_5a5a_5a5a; len + 16];
+    let mut want = got.clone();
+    let got_any = (k.and_rows)(&row_refs, &mut got[out_start..out_start + len]);
+    let want_any = all::and_rows(&row_refs, &mut want[out_start..out_start + len]);
+    assert_eq!((got_any, &got), (want_any, &want), "{name}: and_rows");
+
+    // Two operands at independent starts; `a` made sparse line by line.
+    let a_start = input.starts[MAX_ROWS] as usize % MAX_START;
+    let b_start = input.starts[MAX_ROWS + 1] as usize % MAX_START;
+    let b = &pool[b_start..b_start + len];
+    let mut a_buf = pool.to_vec();
+    for (i, w) in a_buf[a_start..a_start + len].iter_mut().enumerate() {
+        if input.sparse >> (i / 8 % 64) & 1 == 1 {
+            *w &= b[i] & b[(i + 1) % len];
+        }
+    }
+    let a = &a_buf[a_start..a_start + len];
+
+    assert_eq!((k.popcount)(a), all::popcount(a), "{name}: popcount");
+    assert_eq!((k.and_popcount)(a, b), all::and_popcount(a, b), "{name}: and_popcount");
+    assert_eq!((k.or_popcount)(a, b), all::or_popcount(a, b), "{name}: or_popcount");
+    assert_eq!((k.xor_popcount)(a, b), all::xor_popcount(a, b), "{name}: xor_popcount");
+
+    let mut got = a_buf.clone();
+    let mut want = a_buf.clone();
+    let got_new = (k.or_into)(&mut got[a_start..a_start + len], b);
+    let want_new = all::or_into(&mut want[a_start..a_start + len], b);
+    assert_eq!((got_new, &got), (want_new, &want), "{name}: or_into");
+
+    let offset = input.offset.min(u32::MAX - 64 * len as u32);
+    let mut got = vec![1, 2, 3];
+    let mut want = got.clone();
+    (k.append_set_bits)(a, offset, &mut got);
+    all::append_set_bits(a, offset, &mut want);
+    assert_eq!(got, want, "{name}: append_set_bits");
+
+    let counters = (64 * len).saturating_sub(input.counter_trim as usize);
+    let init: Vec<u16> = (0..counters + 9)
+        .map(|i| {
+            let v = input.counter_seed.wrapping_add((i as u16).wrapping_mul(40_503));
+            if v % 5 == 0 { u16::MAX } else { v }
+        })
+        .collect();
+    let lo = input.counter_seed as usize % 9;
+    let mut got = init.clone();
+    let mut want = init;
+    (k.accumulate_bits)(a, &mut got[lo..lo + counters]);
+    all::accumulate_bits(a, &mut want[lo..lo + counters]);
+    assert_eq!(got, want, "{name}: accumulate_bits");
+}
+
+fuzz_target!(|input: Input| {
+    let pool = pool(&input.words);
+    for k in Kernels::available() {
+        check(k, &input, &pool);
+    }
+});

@@ -1,0 +1,507 @@
+//! The SIMD algorithms, written once over a 512-bit [`Line`] of eight words.
+//!
+//! Every SIMD backend (AVX2, AVX-512, portable `wide`) implements [`Line`]
+//! with its own registers (two `__m256i`, one `__m512i`, one `wide::u64x8`)
+//! and instantiates these functions inside its own `#[target_feature]`
+//! functions. Everything here is `#[inline(always)]` so that the line
+//! operations are inlined into a function compiled with the backend's
+//! features (the same trick as memchr's `arch/generic`); called from anywhere
+//! else they would still be correct but slow.
+//!
+//! A line is the unit of the engine's layout (one cache line, one 512-bit
+//! chunk of [`crate::arch::all::and_rows`]), so the chunked early exit of
+//! `and_rows` maps onto one `is_zero` test per line and row. Words past the
+//! last full line (fewer than eight) are handled with scalar code that
+//! follows the reference exactly.
+
+use crate::WORDS_PER_LINE;
+use crate::arch::all;
+
+/// Eight `u64` words held in SIMD registers.
+///
+/// # Safety
+///
+/// Implementors promise that every method is sound to call, given its own
+/// documented pointer requirements, whenever the CPU features named by the
+/// implementing backend are available. Callers of the methods (the generic
+/// functions below) must only run them where those features are present:
+/// that is the whole contract behind every `unsafe` in this module.
+pub(crate) unsafe trait Line: Copy {
+    /// True when the backend has a per-lane hardware popcount that is as
+    /// cheap as a bitwise operation (AVX-512 VPOPCNTDQ), so the Harley-Seal
+    /// carry-save tree would only add work.
+    const NATIVE_POPCOUNT: bool;
+
+    /// Loads eight words from `ptr`, which need not be aligned.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reading eight `u64`s, and the backend's CPU
+    /// features must be available.
+    unsafe fn load(ptr: *const u64) -> Self;
+
+    /// Stores the eight words to `ptr`, which need not be aligned.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for writing eight `u64`s, and the backend's CPU
+    /// features must be available.
+    unsafe fn store(self, ptr: *mut u64);
+
+    /// All bits clear.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    unsafe fn zero() -> Self;
+
+    /// `self & other`.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    unsafe fn and(self, other: Self) -> Self;
+
+    /// `self | other`.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    unsafe fn or(self, other: Self) -> Self;
+
+    /// `self ^ other`.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    unsafe fn xor(self, other: Self) -> Self;
+
+    /// `self & !other`.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    unsafe fn and_not(self, other: Self) -> Self;
+
+    /// Whether all 512 bits are clear.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    unsafe fn is_zero(self) -> bool;
+
+    /// The number of set bits of each 64-bit lane, as a `u64` in that lane.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    unsafe fn lane_popcounts(self) -> Self;
+
+    /// Lane-wise wrapping `u64` addition.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    unsafe fn add_lanes(self, other: Self) -> Self;
+
+    /// The sum of the eight `u64` lanes.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    unsafe fn sum_lanes(self) -> u64;
+}
+
+/// A carry-save adder over lines: adds three one-bit inputs per bit position
+/// and returns `(carry, sum)`, the building block of Harley-Seal.
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+unsafe fn carry_save_add<L: Line>(a: L, b: L, c: L) -> (L, L) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        let u = a.xor(b);
+        (a.and(b).or(u.and(c)), u.xor(c))
+    }
+}
+
+/// A stream of lines fed to [`popcount_lines`].
+///
+/// A trait with `#[inline(always)]` methods rather than a closure: a closure
+/// is a separate function that LLVM may decline to inline (it did, for
+/// `or_into`), and then its intrinsics are compiled without the backend's
+/// features, one call per vector operation.
+trait LineSource<L: Line> {
+    /// Line `i` of the stream. Called exactly once per index, in increasing
+    /// order, so it may have side effects (as [`OrIntoSource`] does).
+    ///
+    /// # Safety
+    ///
+    /// `L`'s CPU features must be available and `i` below the number of
+    /// lines the source was built for.
+    unsafe fn line(&mut self, i: usize) -> L;
+}
+
+/// The lines of one slice.
+struct WordsSource {
+    words: *const u64,
+}
+
+impl<L: Line> LineSource<L> for WordsSource {
+    #[inline(always)]
+    unsafe fn line(&mut self, i: usize) -> L {
+        // SAFETY: line `i` is in bounds and `L`'s features are available
+        // (the method's contract).
+        unsafe { L::load(self.words.add(i * WORDS_PER_LINE)) }
+    }
+}
+
+/// A bitwise operation on two operands, on lines and on scalar words.
+trait BinaryOp {
+    /// The operation on lines.
+    ///
+    /// # Safety
+    ///
+    /// `L`'s CPU features must be available.
+    unsafe fn lines<L: Line>(a: L, b: L) -> L;
+
+    /// The reference kernel, used for the tail words.
+    fn popcount_reference(a: &[u64], b: &[u64]) -> u64;
+}
+
+/// `a & b`.
+struct And;
+/// `a | b`.
+struct Or;
+/// `a ^ b`.
+struct Xor;
+
+impl BinaryOp for And {
+    #[inline(always)]
+    unsafe fn lines<L: Line>(a: L, b: L) -> L {
+        // SAFETY: forwarded from the method's contract.
+        unsafe { a.and(b) }
+    }
+
+    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
+        all::and_popcount(a, b)
+    }
+}
+
+impl BinaryOp for Or {
+    #[inline(always)]
+    unsafe fn lines<L: Line>(a: L, b: L) -> L {
+        // SAFETY: forwarded from the method's contract.
+        unsafe { a.or(b) }
+    }
+
+    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
+        all::or_popcount(a, b)
+    }
+}
+
+impl BinaryOp for Xor {
+    #[inline(always)]
+    unsafe fn lines<L: Line>(a: L, b: L) -> L {
+        // SAFETY: forwarded from the method's contract.
+        unsafe { a.xor(b) }
+    }
+
+    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
+        all::xor_popcount(a, b)
+    }
+}
+
+/// The lines of `a OP b`.
+struct BinarySource<Op> {
+    a: *const u64,
+    b: *const u64,
+    op: core::marker::PhantomData<Op>,
+}
+
+impl<L: Line, Op: BinaryOp> LineSource<L> for BinarySource<Op> {
+    #[inline(always)]
+    unsafe fn line(&mut self, i: usize) -> L {
+        // SAFETY: line `i` is in bounds of both operands and `L`'s features
+        // are available (the method's contract).
+        unsafe { Op::lines(L::load(self.a.add(i * WORDS_PER_LINE)), L::load(self.b.add(i * WORDS_PER_LINE))) }
+    }
+}
+
+/// ORs `src` into `dst` line by line, yielding each line's newly set bits
+/// (`src & !dst`).
+struct OrIntoSource {
+    dst: *mut u64,
+    src: *const u64,
+}
+
+impl<L: Line> LineSource<L> for OrIntoSource {
+    #[inline(always)]
+    unsafe fn line(&mut self, i: usize) -> L {
+        // SAFETY: line `i` is in bounds of both slices, which cannot overlap
+        // (`dst` comes from a `&mut`), and `L`'s features are available
+        // (the method's contract).
+        unsafe {
+            let dst = self.dst.add(i * WORDS_PER_LINE);
+            let d = L::load(dst);
+            let s = L::load(self.src.add(i * WORDS_PER_LINE));
+            d.or(s).store(dst);
+            s.and_not(d)
+        }
+    }
+}
+
+/// Population count of the `lines` lines of `source`.
+///
+/// Without a native lane popcount this is Harley-Seal (Muła, Kurz and
+/// Lemire, "Faster population counts using AVX2 instructions"): eight lines
+/// are folded through a tree of carry-save adders into `ones`, `twos`,
+/// `fours` and one `eights` line, and only the `eights` line is popcounted
+/// per step, so the expensive lane popcount runs once per 64 words.
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available, and `source` must hold at least
+/// `lines` lines.
+#[inline(always)]
+unsafe fn popcount_lines<L: Line>(lines: usize, mut source: impl LineSource<L>) -> u64 {
+    // SAFETY: `L`'s features are available (this function's contract) and
+    // the source is only asked for lines below `lines`.
+    unsafe {
+        let mut total = L::zero();
+        let mut i = 0;
+        if L::NATIVE_POPCOUNT {
+            while i < lines {
+                total = total.add_lanes(source.line(i).lane_popcounts());
+                i += 1;
+            }
+            return total.sum_lanes();
+        }
+        let mut ones = L::zero();
+        let mut twos = L::zero();
+        let mut fours = L::zero();
+        while i + 8 <= lines {
+            let (twos_a, o) = carry_save_add(ones, source.line(i), source.line(i + 1));
+            let (twos_b, o) = carry_save_add(o, source.line(i + 2), source.line(i + 3));
+            let (fours_a, t) = carry_save_add(twos, twos_a, twos_b);
+            let (twos_a, o) = carry_save_add(o, source.line(i + 4), source.line(i + 5));
+            let (twos_b, o) = carry_save_add(o, source.line(i + 6), source.line(i + 7));
+            let (fours_b, t) = carry_save_add(t, twos_a, twos_b);
+            let (eights, f) = carry_save_add(fours, fours_a, fours_b);
+            ones = o;
+            twos = t;
+            fours = f;
+            total = total.add_lanes(eights.lane_popcounts());
+            i += 8;
+        }
+        let mut count = 8 * total.sum_lanes()
+            + 4 * fours.lane_popcounts().sum_lanes()
+            + 2 * twos.lane_popcounts().sum_lanes()
+            + ones.lane_popcounts().sum_lanes();
+        let mut rest = L::zero();
+        while i < lines {
+            rest = rest.add_lanes(source.line(i).lane_popcounts());
+            i += 1;
+        }
+        count += rest.sum_lanes();
+        count
+    }
+}
+
+/// See [`all::and_rows`].
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn and_rows<L: Line>(rows: &[&[u64]], out: &mut [u64]) -> bool {
+    let n = out.len();
+    for row in rows {
+        assert!(row.len() >= n, "row run shorter than the output");
+    }
+    let Some((first, rest)) = rows.split_first() else {
+        out.fill(!0);
+        return !out.is_empty();
+    };
+    let full = n - n % WORDS_PER_LINE;
+    let out_ptr = out.as_mut_ptr();
+    // SAFETY: `L`'s features are available (this function's contract).
+    let mut any = unsafe { L::zero() };
+    let mut start = 0;
+    while start < full {
+        // SAFETY: `start + 8 <= full <= n`, every row holds at least `n`
+        // words (asserted above) and so does `out`, so each load and the
+        // store touch in-bounds words; `L`'s features are available.
+        unsafe {
+            let mut acc = L::load(first.as_ptr().add(start));
+            for row in rest {
+                if acc.is_zero() {
+                    break;
+                }
+                acc = acc.and(L::load(row.as_ptr().add(start)));
+            }
+            acc.store(out_ptr.add(start));
+            any = any.or(acc);
+        }
+        start += WORDS_PER_LINE;
+    }
+    // SAFETY: `L`'s features are available.
+    let mut any_set = !unsafe { any.is_zero() };
+    if full < n {
+        let chunk = &mut out[full..];
+        chunk.copy_from_slice(&first[full..n]);
+        for row in rest {
+            if chunk.iter().all(|&w| w == 0) {
+                break;
+            }
+            for (o, &w) in chunk.iter_mut().zip(&row[full..n]) {
+                *o &= w;
+            }
+        }
+        any_set |= chunk.iter().any(|&w| w != 0);
+    }
+    any_set
+}
+
+/// See [`all::append_set_bits`]. Lines that are all zero are skipped with
+/// one test (the common case for the sparse result of a query). For a
+/// non-zero line, room for all 512 positions is reserved once and each word
+/// is walked with `trailing_zeros` / clear-lowest-bit (`tzcnt` / `blsr`
+/// where the backend enables BMI1), writing straight into the spare
+/// capacity without a per-push capacity check. (Lemire's branch-free
+/// decoding, four unconditional writes per word, measured slower here at
+/// two bits per word: it is bound by the extra stores.)
+///
+/// The reservation may leave up to one line's worth (512 positions) of
+/// extra capacity in `out`. Positions are computed with wrapping
+/// arithmetic; callers keep
+/// `offset + 64 * words.len()` within `u32`, as the reference (which
+/// panics on overflow in debug builds) requires.
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn append_set_bits<L: Line>(words: &[u64], offset: u32, out: &mut Vec<u32>) {
+    let full = words.len() - words.len() % WORDS_PER_LINE;
+    let mut start = 0;
+    while start < full {
+        // SAFETY: `start + 8 <= words.len()`; `L`'s features are available.
+        let zero = unsafe { L::load(words.as_ptr().add(start)).is_zero() };
+        if !zero {
+            let line = &words[start..start + WORDS_PER_LINE];
+            out.reserve(WORDS_PER_LINE * 64);
+            let len = out.len();
+            let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u32>();
+            let mut written = 0;
+            for (j, &word) in line.iter().enumerate() {
+                let base = offset.wrapping_add(((start + j) * 64) as u32);
+                let mut w = word;
+                while w != 0 {
+                    // SAFETY: at most 64 positions per word, 512 per line,
+                    // within the reserved capacity.
+                    unsafe { dst.add(written).write(base.wrapping_add(w.trailing_zeros())) };
+                    w &= w - 1;
+                    written += 1;
+                }
+            }
+            // SAFETY: `reserve` made room and the first `written` spare
+            // slots were initialised above, in order.
+            unsafe { out.set_len(len + written) };
+        }
+        start += WORDS_PER_LINE;
+    }
+    let tail = &words[full..];
+    all::for_each_set_bit(tail, |i| {
+        out.push(offset.wrapping_add((full * 64 + i) as u32));
+    });
+}
+
+/// See [`all::or_into`]. The newly set bits of each line (`src & !dst`) are
+/// counted through the same Harley-Seal tree as the popcounts, fed by a
+/// closure that also stores `dst | src`.
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn or_into<L: Line>(dst: &mut [u64], src: &[u64]) -> u64 {
+    assert_eq!(dst.len(), src.len(), "or_into: length mismatch");
+    let lines = dst.len() / WORDS_PER_LINE;
+    let source = OrIntoSource { dst: dst.as_mut_ptr(), src: src.as_ptr() };
+    // SAFETY: `L`'s features are available and both slices hold `lines`
+    // lines.
+    let vector = unsafe { popcount_lines::<L>(lines, source) };
+    let tail = lines * WORDS_PER_LINE;
+    vector + all::or_into(&mut dst[tail..], &src[tail..])
+}
+
+/// See [`all::popcount`].
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn popcount<L: Line>(words: &[u64]) -> u64 {
+    let lines = words.len() / WORDS_PER_LINE;
+    // SAFETY: `L`'s features are available and `words` holds `lines` lines.
+    let vector = unsafe { popcount_lines::<L>(lines, WordsSource { words: words.as_ptr() }) };
+    vector + all::popcount(&words[lines * WORDS_PER_LINE..])
+}
+
+/// Shared body of the two-operand popcounts.
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+unsafe fn binary_popcount<L: Line, Op: BinaryOp>(a: &[u64], b: &[u64]) -> u64 {
+    // The callers assert equal lengths with their own message; the loads
+    // below rely on it, so check again (free after inlining).
+    assert_eq!(a.len(), b.len());
+    let lines = a.len() / WORDS_PER_LINE;
+    let source = BinarySource::<Op> { a: a.as_ptr(), b: b.as_ptr(), op: core::marker::PhantomData };
+    // SAFETY: `L`'s features are available and both operands hold `lines`
+    // lines.
+    let vector = unsafe { popcount_lines::<L>(lines, source) };
+    let tail = lines * WORDS_PER_LINE;
+    vector + Op::popcount_reference(&a[tail..], &b[tail..])
+}
+
+/// See [`all::and_popcount`].
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn and_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
+    assert_eq!(a.len(), b.len(), "and_popcount: length mismatch");
+    // SAFETY: forwarded from this function's contract.
+    unsafe { binary_popcount::<L, And>(a, b) }
+}
+
+/// See [`all::or_popcount`].
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn or_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
+    assert_eq!(a.len(), b.len(), "or_popcount: length mismatch");
+    // SAFETY: forwarded from this function's contract.
+    unsafe { binary_popcount::<L, Or>(a, b) }
+}
+
+/// See [`all::xor_popcount`].
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn xor_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
+    assert_eq!(a.len(), b.len(), "xor_popcount: length mismatch");
+    // SAFETY: forwarded from this function's contract.
+    unsafe { binary_popcount::<L, Xor>(a, b) }
+}

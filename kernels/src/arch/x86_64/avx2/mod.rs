@@ -1,0 +1,388 @@
+//! AVX2 kernels (`core::arch`), for x86-64 CPUs that report AVX2, POPCNT and
+//! BMI1 at run time.
+//!
+//! [`Avx2`] is the capability token: it can only be built where the CPU has
+//! those features, and its methods are then safe to call. Each method enters
+//! one `#[target_feature]` function that instantiates the shared algorithm of
+//! `arch::generic` with `Line256x2` (a 512-bit line held as two
+//! `__m256i`), so the whole loop is compiled for AVX2.
+//!
+//! - `and_rows`: two 256-bit loads per row and line; the running AND of a
+//!   line is tested with `vptest` (`_mm256_testz_si256`) before the next row
+//!   is read, so a line that is already zero stops costing memory traffic.
+//! - `append_set_bits`: one `vptest` skips an all-zero line; set bits of
+//!   the others are walked with `tzcnt` and `blsr`.
+//! - popcounts and `or_into`'s count of new bits: Harley-Seal carry-save adders over eight lines, with the
+//!   `vpshufb` nibble lookup and `vpsadbw` for the per-lane counts.
+//! - `accumulate_bits`: sixteen `u16` counters per register, the bits spread
+//!   with a broadcast, an AND and a compare, added with `vpaddusw`
+//!   (saturating, as the reference requires).
+
+use core::arch::x86_64::*;
+
+use crate::arch::generic;
+use crate::dispatch::{Backend, Kernels};
+
+/// Proof that the running CPU supports AVX2, POPCNT and BMI1.
+///
+/// POPCNT and BMI1 (`tzcnt`) are present on every AVX2 CPU shipped, but they
+/// are separate CPUID bits, so [`Avx2::new`] checks them too, and every
+/// kernel here is compiled with all three.
+///
+/// Obtained from [`Avx2::new`]; every method is a kernel with the contract
+/// of the function of the same name in [`crate::arch::all`].
+#[derive(Clone, Copy, Debug)]
+pub struct Avx2 {
+    _private: (),
+}
+
+impl Avx2 {
+    /// Returns the token if this CPU has AVX2, POPCNT and BMI1.
+    ///
+    /// The check is cached by the standard library, so this is cheap, but
+    /// hot loops should still keep the token (or a [`Kernels`] table).
+    #[inline]
+    pub fn new() -> Option<Avx2> {
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt") && is_x86_feature_detected!("bmi1") {
+            Some(Avx2 { _private: () })
+        } else {
+            None
+        }
+    }
+
+    /// Returns the token without checking the CPU.
+    ///
+    /// # Safety
+    ///
+    /// The running CPU must support AVX2, POPCNT and BMI1.
+    #[inline]
+    pub unsafe fn new_unchecked() -> Avx2 {
+        Avx2 { _private: () }
+    }
+
+    /// See [`crate::arch::all::and_rows`].
+    #[inline]
+    pub fn and_rows(self, rows: &[&[u64]], out: &mut [u64]) -> bool {
+        // SAFETY: the token proves the CPU has the features of `and_rows_avx2`.
+        unsafe { and_rows_avx2(rows, out) }
+    }
+
+    /// See [`crate::arch::all::append_set_bits`].
+    #[inline]
+    pub fn append_set_bits(self, words: &[u64], offset: u32, out: &mut Vec<u32>) {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { append_set_bits_avx2(words, offset, out) }
+    }
+
+    /// See [`crate::arch::all::or_into`].
+    #[inline]
+    pub fn or_into(self, dst: &mut [u64], src: &[u64]) -> u64 {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { or_into_avx2(dst, src) }
+    }
+
+    /// See [`crate::arch::all::popcount`].
+    #[inline]
+    pub fn popcount(self, words: &[u64]) -> u64 {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { popcount_avx2(words) }
+    }
+
+    /// See [`crate::arch::all::and_popcount`].
+    #[inline]
+    pub fn and_popcount(self, a: &[u64], b: &[u64]) -> u64 {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { and_popcount_avx2(a, b) }
+    }
+
+    /// See [`crate::arch::all::or_popcount`].
+    #[inline]
+    pub fn or_popcount(self, a: &[u64], b: &[u64]) -> u64 {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { or_popcount_avx2(a, b) }
+    }
+
+    /// See [`crate::arch::all::xor_popcount`].
+    #[inline]
+    pub fn xor_popcount(self, a: &[u64], b: &[u64]) -> u64 {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { xor_popcount_avx2(a, b) }
+    }
+
+    /// See [`crate::arch::all::accumulate_bits`].
+    #[inline]
+    pub fn accumulate_bits(self, words: &[u64], counters: &mut [u16]) {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { accumulate_bits_avx2(words, counters) }
+    }
+}
+
+/// The AVX2 table, when the CPU has AVX2 (see [`Avx2::new`]).
+pub fn kernels() -> Option<&'static Kernels> {
+    Avx2::new().map(|_| &AVX2_TABLE)
+}
+
+/// Every entry re-enters through a token. The table is only handed out by
+/// [`kernels`] after [`Avx2::new`] succeeded, which is what makes these
+/// plain, safe `fn` pointers sound.
+static AVX2_TABLE: Kernels = Kernels {
+    backend: Backend::Avx2,
+    and_rows: |rows, out| detected().and_rows(rows, out),
+    append_set_bits: |words, offset, out| detected().append_set_bits(words, offset, out),
+    or_into: |dst, src| detected().or_into(dst, src),
+    popcount: |words| detected().popcount(words),
+    and_popcount: |a, b| detected().and_popcount(a, b),
+    or_popcount: |a, b| detected().or_popcount(a, b),
+    xor_popcount: |a, b| detected().xor_popcount(a, b),
+    accumulate_bits: |words, counters| detected().accumulate_bits(words, counters),
+};
+
+/// The token for the table entries above.
+#[inline(always)]
+fn detected() -> Avx2 {
+    // SAFETY: only called from `AVX2_TABLE`, which is reachable only through
+    // `kernels()`, which returns it only when `Avx2::new()` is `Some`.
+    unsafe { Avx2::new_unchecked() }
+}
+
+// The entry points. They are safe `#[target_feature]` functions (Rust 1.86):
+// calling one from code not compiled with the same features is `unsafe`,
+// which the token methods above discharge.
+
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+fn and_rows_avx2(rows: &[&[u64]], out: &mut [u64]) -> bool {
+    // SAFETY: this function is compiled with, and only runs with, AVX2.
+    unsafe { generic::and_rows::<Line256x2>(rows, out) }
+}
+
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+fn append_set_bits_avx2(words: &[u64], offset: u32, out: &mut Vec<u32>) {
+    // SAFETY: this function is compiled with, and only runs with, AVX2.
+    unsafe { generic::append_set_bits::<Line256x2>(words, offset, out) }
+}
+
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+fn or_into_avx2(dst: &mut [u64], src: &[u64]) -> u64 {
+    // SAFETY: this function is compiled with, and only runs with, AVX2.
+    unsafe { generic::or_into::<Line256x2>(dst, src) }
+}
+
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+fn popcount_avx2(words: &[u64]) -> u64 {
+    // SAFETY: this function is compiled with, and only runs with, AVX2.
+    unsafe { generic::popcount::<Line256x2>(words) }
+}
+
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+fn and_popcount_avx2(a: &[u64], b: &[u64]) -> u64 {
+    // SAFETY: this function is compiled with, and only runs with, AVX2.
+    unsafe { generic::and_popcount::<Line256x2>(a, b) }
+}
+
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+fn or_popcount_avx2(a: &[u64], b: &[u64]) -> u64 {
+    // SAFETY: this function is compiled with, and only runs with, AVX2.
+    unsafe { generic::or_popcount::<Line256x2>(a, b) }
+}
+
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+fn xor_popcount_avx2(a: &[u64], b: &[u64]) -> u64 {
+    // SAFETY: this function is compiled with, and only runs with, AVX2.
+    unsafe { generic::xor_popcount::<Line256x2>(a, b) }
+}
+
+/// Sixteen counters per step: bit `j` of a 16-bit slice of the word is
+/// broadcast, isolated with lane mask `1 << j` and turned into a 0/1 `u16`
+/// by a compare, then added with unsigned saturation. Slices with no set bit
+/// (most of them, for sparse queries) are skipped.
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+fn accumulate_bits_avx2(words: &[u64], counters: &mut [u16]) {
+    assert!(words.len() * 64 >= counters.len(), "accumulate_bits: too few words");
+    let lane_bit = _mm256_setr_epi16(
+        1 << 0,
+        1 << 1,
+        1 << 2,
+        1 << 3,
+        1 << 4,
+        1 << 5,
+        1 << 6,
+        1 << 7,
+        1 << 8,
+        1 << 9,
+        1 << 10,
+        1 << 11,
+        1 << 12,
+        1 << 13,
+        1 << 14,
+        i16::MIN,
+    );
+    let one = _mm256_set1_epi16(1);
+    let groups = counters.len() / 16;
+    let ptr = counters.as_mut_ptr();
+    for g in 0..groups {
+        let bits = (words[g / 4] >> (16 * (g % 4))) as u16;
+        if bits == 0 {
+            continue;
+        }
+        let spread = _mm256_and_si256(_mm256_set1_epi16(bits as i16), lane_bit);
+        let increment = _mm256_and_si256(_mm256_cmpeq_epi16(spread, lane_bit), one);
+        // SAFETY: `g < counters.len() / 16`, so counters `16g..16g + 16` are
+        // in bounds; unaligned loads and stores are used.
+        unsafe {
+            let p = ptr.add(16 * g).cast::<__m256i>();
+            _mm256_storeu_si256(p, _mm256_adds_epu16(_mm256_loadu_si256(p), increment));
+        }
+    }
+    for (i, c) in counters.iter_mut().enumerate().skip(groups * 16) {
+        *c = c.saturating_add(((words[i / 64] >> (i % 64)) & 1) as u16);
+    }
+}
+
+/// A 512-bit line as two AVX2 registers.
+#[derive(Clone, Copy)]
+pub(crate) struct Line256x2 {
+    lo: __m256i,
+    hi: __m256i,
+}
+
+impl Line256x2 {
+    /// Both halves through `op`.
+    #[inline(always)]
+    fn map2(self, other: Self, op: impl Fn(__m256i, __m256i) -> __m256i) -> Self {
+        Line256x2 { lo: op(self.lo, other.lo), hi: op(self.hi, other.hi) }
+    }
+}
+
+/// Per-64-bit-lane popcount of one register: the `vpshufb` nibble lookup
+/// gives per-byte counts, `vpsadbw` against zero sums each group of eight
+/// bytes into its `u64` lane.
+///
+/// # Safety
+///
+/// The CPU must support AVX2.
+#[inline(always)]
+unsafe fn lane_popcounts_256(v: __m256i) -> __m256i {
+    // SAFETY: AVX2 is available (this function's contract).
+    unsafe {
+        #[rustfmt::skip]
+        let nibble_counts = _mm256_setr_epi8(
+            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
+            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
+        );
+        let low_nibbles = _mm256_set1_epi8(0x0f);
+        let lo = _mm256_and_si256(v, low_nibbles);
+        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), low_nibbles);
+        let bytes = _mm256_add_epi8(_mm256_shuffle_epi8(nibble_counts, lo), _mm256_shuffle_epi8(nibble_counts, hi));
+        _mm256_sad_epu8(bytes, _mm256_setzero_si256())
+    }
+}
+
+// SAFETY: every method only uses AVX2 intrinsics (and the pointer accesses
+// its own contract allows), so it is sound wherever AVX2 is available.
+unsafe impl generic::Line for Line256x2 {
+    const NATIVE_POPCOUNT: bool = false;
+
+    #[inline(always)]
+    unsafe fn load(ptr: *const u64) -> Self {
+        // SAFETY: `ptr` is readable for eight words and AVX2 is available
+        // (the method's contract); the loads are unaligned.
+        unsafe { Line256x2 { lo: _mm256_loadu_si256(ptr.cast()), hi: _mm256_loadu_si256(ptr.add(4).cast()) } }
+    }
+
+    #[inline(always)]
+    unsafe fn store(self, ptr: *mut u64) {
+        // SAFETY: `ptr` is writable for eight words and AVX2 is available
+        // (the method's contract); the stores are unaligned.
+        unsafe {
+            _mm256_storeu_si256(ptr.cast(), self.lo);
+            _mm256_storeu_si256(ptr.add(4).cast(), self.hi);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        // SAFETY: AVX2 is available (the method's contract).
+        let z = unsafe { _mm256_setzero_si256() };
+        Line256x2 { lo: z, hi: z }
+    }
+
+    #[inline(always)]
+    unsafe fn and(self, other: Self) -> Self {
+        // SAFETY: AVX2 is available (the method's contract).
+        self.map2(other, |a, b| unsafe { _mm256_and_si256(a, b) })
+    }
+
+    #[inline(always)]
+    unsafe fn or(self, other: Self) -> Self {
+        // SAFETY: AVX2 is available (the method's contract).
+        self.map2(other, |a, b| unsafe { _mm256_or_si256(a, b) })
+    }
+
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        // SAFETY: AVX2 is available (the method's contract).
+        self.map2(other, |a, b| unsafe { _mm256_xor_si256(a, b) })
+    }
+
+    #[inline(always)]
+    unsafe fn and_not(self, other: Self) -> Self {
+        // `_mm256_andnot_si256(a, b)` is `!a & b`.
+        // SAFETY: AVX2 is available (the method's contract).
+        self.map2(other, |a, b| unsafe { _mm256_andnot_si256(b, a) })
+    }
+
+    #[inline(always)]
+    unsafe fn is_zero(self) -> bool {
+        // SAFETY: AVX2 is available (the method's contract).
+        unsafe {
+            let both = _mm256_or_si256(self.lo, self.hi);
+            _mm256_testz_si256(both, both) == 1
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn lane_popcounts(self) -> Self {
+        // SAFETY: AVX2 is available (the method's contract).
+        unsafe { Line256x2 { lo: lane_popcounts_256(self.lo), hi: lane_popcounts_256(self.hi) } }
+    }
+
+    #[inline(always)]
+    unsafe fn add_lanes(self, other: Self) -> Self {
+        // SAFETY: AVX2 is available (the method's contract).
+        self.map2(other, |a, b| unsafe { _mm256_add_epi64(a, b) })
+    }
+
+    #[inline(always)]
+    unsafe fn sum_lanes(self) -> u64 {
+        // SAFETY: AVX2 is available (the method's contract).
+        unsafe {
+            let four = _mm256_add_epi64(self.lo, self.hi);
+            let two = _mm_add_epi64(_mm256_castsi256_si128(four), _mm256_extracti128_si256::<1>(four));
+            let one = _mm_add_epi64(two, _mm_unpackhi_epi64(two, two));
+            _mm_cvtsi128_si64(one) as u64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::all;
+
+    #[test]
+    fn token_methods_match_the_reference() {
+        let Some(avx2) = Avx2::new() else {
+            println!("skipped: this CPU has no AVX2");
+            return;
+        };
+        let a: Vec<u64> = (0..77u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        let b: Vec<u64> = (0..77u64).map(|i| (i * 31) ^ (i << 40)).collect();
+        assert_eq!(avx2.popcount(&a), all::popcount(&a));
+        assert_eq!(avx2.and_popcount(&a, &b), all::and_popcount(&a, &b));
+        assert_eq!(avx2.or_popcount(&a, &b), all::or_popcount(&a, &b));
+        assert_eq!(avx2.xor_popcount(&a, &b), all::xor_popcount(&a, &b));
+        let (mut out, mut expected) = (vec![0; 77], vec![0; 77]);
+        assert_eq!(avx2.and_rows(&[&a, &b], &mut out), all::and_rows(&[&a, &b], &mut expected));
+        assert_eq!(out, expected);
+    }
+}

@@ -1,0 +1,327 @@
+//! AVX-512 kernels (`core::arch`, AVX-512 F + BW + VPOPCNTDQ).
+//!
+//! **Unverified on hardware.** The machines this crate is developed and
+//! tested on have AVX2 but no AVX-512, so this module is compiled, reviewed
+//! and covered by tests that *skip* when [`Avx512::new`] returns `None`, but
+//! it has never executed. Dispatch only selects it on a CPU that reports all
+//! three features; set `BLOOMSLICE_KERNELS=avx2` to rule it out if a result
+//! ever looks suspicious on such a machine.
+//!
+//! The shape is the AVX2 one: [`Avx512`] is the capability token, each
+//! method enters a `#[target_feature]` function that instantiates
+//! `arch::generic` with `Line512` (one `__m512i` per 64-byte
+//! line). Differences that matter:
+//!
+//! - `is_zero` is `vptestmq` into a mask register.
+//! - popcounts use `vpopcntq` per lane directly, no Harley-Seal tree
+//!   (`Line::NATIVE_POPCOUNT`).
+//! - `accumulate_bits` feeds 32 bits of a word straight in as the
+//!   `__mmask32` of a masked saturating add on 32 `u16` counters.
+
+use core::arch::x86_64::*;
+
+use crate::arch::generic;
+use crate::dispatch::{Backend, Kernels};
+
+/// Proof that the running CPU supports AVX-512 F, BW and VPOPCNTDQ (plus
+/// POPCNT and BMI1, used by the scalar tails and the set-bit walk).
+///
+/// Obtained from [`Avx512::new`]; every method is a kernel with the contract
+/// of the function of the same name in [`crate::arch::all`]. Unverified on
+/// hardware: see the [module documentation](self).
+#[derive(Clone, Copy, Debug)]
+pub struct Avx512 {
+    _private: (),
+}
+
+impl Avx512 {
+    /// Returns the token if this CPU has AVX-512 F, BW and VPOPCNTDQ (and
+    /// POPCNT and BMI1).
+    #[inline]
+    pub fn new() -> Option<Avx512> {
+        if is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vpopcntdq")
+            && is_x86_feature_detected!("popcnt")
+            && is_x86_feature_detected!("bmi1")
+        {
+            Some(Avx512 { _private: () })
+        } else {
+            None
+        }
+    }
+
+    /// Returns the token without checking the CPU.
+    ///
+    /// # Safety
+    ///
+    /// The running CPU must support AVX-512 F, BW and VPOPCNTDQ, POPCNT and
+    /// BMI1.
+    #[inline]
+    pub unsafe fn new_unchecked() -> Avx512 {
+        Avx512 { _private: () }
+    }
+
+    /// See [`crate::arch::all::and_rows`].
+    #[inline]
+    pub fn and_rows(self, rows: &[&[u64]], out: &mut [u64]) -> bool {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { and_rows_avx512(rows, out) }
+    }
+
+    /// See [`crate::arch::all::append_set_bits`].
+    #[inline]
+    pub fn append_set_bits(self, words: &[u64], offset: u32, out: &mut Vec<u32>) {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { append_set_bits_avx512(words, offset, out) }
+    }
+
+    /// See [`crate::arch::all::or_into`].
+    #[inline]
+    pub fn or_into(self, dst: &mut [u64], src: &[u64]) -> u64 {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { or_into_avx512(dst, src) }
+    }
+
+    /// See [`crate::arch::all::popcount`].
+    #[inline]
+    pub fn popcount(self, words: &[u64]) -> u64 {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { popcount_avx512(words) }
+    }
+
+    /// See [`crate::arch::all::and_popcount`].
+    #[inline]
+    pub fn and_popcount(self, a: &[u64], b: &[u64]) -> u64 {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { and_popcount_avx512(a, b) }
+    }
+
+    /// See [`crate::arch::all::or_popcount`].
+    #[inline]
+    pub fn or_popcount(self, a: &[u64], b: &[u64]) -> u64 {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { or_popcount_avx512(a, b) }
+    }
+
+    /// See [`crate::arch::all::xor_popcount`].
+    #[inline]
+    pub fn xor_popcount(self, a: &[u64], b: &[u64]) -> u64 {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { xor_popcount_avx512(a, b) }
+    }
+
+    /// See [`crate::arch::all::accumulate_bits`].
+    #[inline]
+    pub fn accumulate_bits(self, words: &[u64], counters: &mut [u16]) {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { accumulate_bits_avx512(words, counters) }
+    }
+}
+
+/// The AVX-512 table, when the CPU has AVX-512 F, BW and VPOPCNTDQ (see
+/// [`Avx512::new`]). Unverified on hardware.
+pub fn kernels() -> Option<&'static Kernels> {
+    Avx512::new().map(|_| &AVX512_TABLE)
+}
+
+/// Every entry re-enters through a token. The table is only handed out by
+/// [`kernels`] after [`Avx512::new`] succeeded, which is what makes these
+/// plain, safe `fn` pointers sound.
+static AVX512_TABLE: Kernels = Kernels {
+    backend: Backend::Avx512,
+    and_rows: |rows, out| detected().and_rows(rows, out),
+    append_set_bits: |words, offset, out| detected().append_set_bits(words, offset, out),
+    or_into: |dst, src| detected().or_into(dst, src),
+    popcount: |words| detected().popcount(words),
+    and_popcount: |a, b| detected().and_popcount(a, b),
+    or_popcount: |a, b| detected().or_popcount(a, b),
+    xor_popcount: |a, b| detected().xor_popcount(a, b),
+    accumulate_bits: |words, counters| detected().accumulate_bits(words, counters),
+};
+
+/// The token for the table entries above.
+#[inline(always)]
+fn detected() -> Avx512 {
+    // SAFETY: only called from `AVX512_TABLE`, which is reachable only
+    // through `kernels()`, which returns it only when `Avx512::new()` is
+    // `Some`.
+    unsafe { Avx512::new_unchecked() }
+}
+
+// The entry points: safe `#[target_feature]` functions whose callers (the
+// token methods) discharge the feature requirement.
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
+fn and_rows_avx512(rows: &[&[u64]], out: &mut [u64]) -> bool {
+    // SAFETY: this function is compiled with, and only runs with, AVX-512.
+    unsafe { generic::and_rows::<Line512>(rows, out) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
+fn append_set_bits_avx512(words: &[u64], offset: u32, out: &mut Vec<u32>) {
+    // SAFETY: this function is compiled with, and only runs with, AVX-512.
+    unsafe { generic::append_set_bits::<Line512>(words, offset, out) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
+fn or_into_avx512(dst: &mut [u64], src: &[u64]) -> u64 {
+    // SAFETY: this function is compiled with, and only runs with, AVX-512.
+    unsafe { generic::or_into::<Line512>(dst, src) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
+fn popcount_avx512(words: &[u64]) -> u64 {
+    // SAFETY: this function is compiled with, and only runs with, AVX-512.
+    unsafe { generic::popcount::<Line512>(words) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
+fn and_popcount_avx512(a: &[u64], b: &[u64]) -> u64 {
+    // SAFETY: this function is compiled with, and only runs with, AVX-512.
+    unsafe { generic::and_popcount::<Line512>(a, b) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
+fn or_popcount_avx512(a: &[u64], b: &[u64]) -> u64 {
+    // SAFETY: this function is compiled with, and only runs with, AVX-512.
+    unsafe { generic::or_popcount::<Line512>(a, b) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
+fn xor_popcount_avx512(a: &[u64], b: &[u64]) -> u64 {
+    // SAFETY: this function is compiled with, and only runs with, AVX-512.
+    unsafe { generic::xor_popcount::<Line512>(a, b) }
+}
+
+/// Thirty-two counters per step: the matching 32 bits of the word are the
+/// write mask of a saturating `u16` add of one (`vpaddusw` with a `k`
+/// mask), so lanes whose bit is clear keep their counter. Half-words with
+/// no set bit are skipped.
+#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
+fn accumulate_bits_avx512(words: &[u64], counters: &mut [u16]) {
+    assert!(words.len() * 64 >= counters.len(), "accumulate_bits: too few words");
+    let one = _mm512_set1_epi16(1);
+    let groups = counters.len() / 32;
+    let ptr = counters.as_mut_ptr();
+    for g in 0..groups {
+        let bits = (words[g / 2] >> (32 * (g % 2))) as u32;
+        if bits == 0 {
+            continue;
+        }
+        // SAFETY: `g < counters.len() / 32`, so counters `32g..32g + 32`
+        // (64 bytes) are in bounds; the load and store are unaligned.
+        unsafe {
+            let p = ptr.add(32 * g).cast::<__m512i>();
+            let c = _mm512_loadu_si512(p);
+            _mm512_storeu_si512(p, _mm512_mask_adds_epu16(c, bits, c, one));
+        }
+    }
+    for (i, c) in counters.iter_mut().enumerate().skip(groups * 32) {
+        *c = c.saturating_add(((words[i / 64] >> (i % 64)) & 1) as u16);
+    }
+}
+
+/// A 512-bit line in one AVX-512 register.
+#[derive(Clone, Copy)]
+pub(crate) struct Line512(__m512i);
+
+// SAFETY: every method only uses AVX-512 F and VPOPCNTDQ intrinsics (and the
+// pointer accesses its own contract allows), so it is sound wherever the
+// token's features are available.
+unsafe impl generic::Line for Line512 {
+    const NATIVE_POPCOUNT: bool = true;
+
+    #[inline(always)]
+    unsafe fn load(ptr: *const u64) -> Self {
+        // SAFETY: `ptr` is readable for eight words and AVX-512 F is
+        // available (the method's contract); the load is unaligned.
+        Line512(unsafe { _mm512_loadu_si512(ptr.cast()) })
+    }
+
+    #[inline(always)]
+    unsafe fn store(self, ptr: *mut u64) {
+        // SAFETY: `ptr` is writable for eight words and AVX-512 F is
+        // available (the method's contract); the store is unaligned.
+        unsafe { _mm512_storeu_si512(ptr.cast(), self.0) }
+    }
+
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        // SAFETY: AVX-512 F is available (the method's contract).
+        Line512(unsafe { _mm512_setzero_si512() })
+    }
+
+    #[inline(always)]
+    unsafe fn and(self, other: Self) -> Self {
+        // SAFETY: AVX-512 F is available (the method's contract).
+        Line512(unsafe { _mm512_and_si512(self.0, other.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn or(self, other: Self) -> Self {
+        // SAFETY: AVX-512 F is available (the method's contract).
+        Line512(unsafe { _mm512_or_si512(self.0, other.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        // SAFETY: AVX-512 F is available (the method's contract).
+        Line512(unsafe { _mm512_xor_si512(self.0, other.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn and_not(self, other: Self) -> Self {
+        // `_mm512_andnot_si512(a, b)` is `!a & b`.
+        // SAFETY: AVX-512 F is available (the method's contract).
+        Line512(unsafe { _mm512_andnot_si512(other.0, self.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn is_zero(self) -> bool {
+        // One mask bit per lane that has any bit set.
+        // SAFETY: AVX-512 F is available (the method's contract).
+        unsafe { _mm512_test_epi64_mask(self.0, self.0) == 0 }
+    }
+
+    #[inline(always)]
+    unsafe fn lane_popcounts(self) -> Self {
+        // SAFETY: AVX-512 VPOPCNTDQ is available (the method's contract).
+        Line512(unsafe { _mm512_popcnt_epi64(self.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn add_lanes(self, other: Self) -> Self {
+        // SAFETY: AVX-512 F is available (the method's contract).
+        Line512(unsafe { _mm512_add_epi64(self.0, other.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn sum_lanes(self) -> u64 {
+        // SAFETY: AVX-512 F is available (the method's contract).
+        unsafe { _mm512_reduce_add_epi64(self.0) as u64 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::all;
+
+    #[test]
+    fn token_methods_match_the_reference() {
+        let Some(avx512) = Avx512::new() else {
+            println!("skipped: this CPU has no AVX-512 F/BW/VPOPCNTDQ (backend unverified)");
+            return;
+        };
+        let a: Vec<u64> = (0..77u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        let b: Vec<u64> = (0..77u64).map(|i| (i * 31) ^ (i << 40)).collect();
+        assert_eq!(avx512.popcount(&a), all::popcount(&a));
+        assert_eq!(avx512.and_popcount(&a, &b), all::and_popcount(&a, &b));
+        assert_eq!(avx512.or_popcount(&a, &b), all::or_popcount(&a, &b));
+        assert_eq!(avx512.xor_popcount(&a, &b), all::xor_popcount(&a, &b));
+        let (mut out, mut expected) = (vec![0; 77], vec![0; 77]);
+        assert_eq!(avx512.and_rows(&[&a, &b], &mut out), all::and_rows(&[&a, &b], &mut expected));
+        assert_eq!(out, expected);
+    }
+}

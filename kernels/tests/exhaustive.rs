@@ -1,0 +1,252 @@
+//! Every SIMD backend, called directly (not through `Kernels::detect`),
+//! against the scalar reference of record on every length from 0 to
+//! `MAX_WORDS` words and every start offset inside a 64-byte line, with
+//! guard words on both sides of every slice.
+//!
+//! Backends the CPU cannot run (AVX-512 here) print a note and pass.
+
+mod common;
+
+use bloomslice_kernels::Kernels;
+use bloomslice_kernels::arch::all;
+use common::{Arena, Pattern, Rng};
+
+/// Longest input tried, in words.
+const MAX_WORDS: usize = 300;
+/// Start offsets tried, in words from a 64-byte boundary.
+const OFFSETS: usize = 8;
+/// Most rows given to `and_rows`.
+const MAX_ROWS: usize = 8;
+
+/// Row sets for `and_rows`, each of `rows` rows of `MAX_WORDS + 2` words.
+fn row_sets(rows: usize, rng: &mut Rng) -> Vec<Vec<Vec<u64>>> {
+    let n = MAX_WORDS + 2;
+    let dense = |rng: &mut Rng| rng.next_u64() | rng.next_u64() | rng.next_u64();
+    let mut sets = Vec::new();
+    // Dense rows where chunk `c` is killed by row `die(c)`, or by none when
+    // `die(c) == rows`: the early exit fires after every possible row.
+    let die = |c: usize| (c * 5 + 3) % (rows + 1);
+    sets.push((0..rows).map(|r| (0..n).map(|i| if die(i / 8) == r { 0 } else { dense(rng) }).collect()).collect());
+    // Same, but the killing row leaves a single bit alive in some chunks.
+    sets.push(
+        (0..rows)
+            .map(|r| {
+                (0..n)
+                    .map(|i| match (die(i / 8) == r, i % 8 == (i / 8) % 8) {
+                        (true, true) => !0,
+                        (true, false) => 0,
+                        (false, _) => !0,
+                    })
+                    .collect()
+            })
+            .collect(),
+    );
+    for pattern in Pattern::ALL {
+        sets.push((0..rows).map(|_| pattern.words(n, rng)).collect());
+    }
+    // Ones everywhere but the first row empty: every chunk dies at once.
+    sets.push((0..rows).map(|r| if r == 0 { vec![0; n] } else { vec![!0; n] }).collect());
+    sets
+}
+
+/// `and_rows` for every row count, length, offset and row set.
+fn check_and_rows(k: &Kernels) {
+    let mut rng = Rng(1);
+    for rows in 0..=MAX_ROWS {
+        for set in row_sets(rows, &mut rng) {
+            for offset in 0..OFFSETS {
+                // Rows start at different offsets from each other and the
+                // output, and some are longer than the output.
+                let arenas: Vec<Arena> =
+                    set.iter().enumerate().map(|(r, row)| Arena::new(row, (offset + 3 * r) % OFFSETS)).collect();
+                let garbage = vec![0x5a5a_5a5a_5a5a_5a5a; MAX_WORDS];
+                let mut out = Arena::new(&garbage, offset);
+                let mut expected = garbage.clone();
+                for len in 0..=MAX_WORDS {
+                    let inputs: Vec<&[u64]> = arenas.iter().enumerate().map(|(r, a)| a.prefix(len + r % 3)).collect();
+                    let got_any = (k.and_rows)(&inputs, &mut out.words_mut()[..len]);
+                    let want_any = all::and_rows(&inputs, &mut expected[..len]);
+                    assert_eq!(
+                        (got_any, &out.words()[..len]),
+                        (want_any, &expected[..len]),
+                        "{} and_rows rows={rows} len={len} offset={offset}",
+                        k.backend
+                    );
+                    out.check_guards();
+                }
+            }
+        }
+    }
+}
+
+/// Calls `check(a, b, label)` on every pattern pair, length and offset,
+/// with `a` and `b` at different offsets.
+fn sweep_pairs(mut check: impl FnMut(&[u64], &[u64], &str)) {
+    let mut rng = Rng(2);
+    for (pa, pb) in Pattern::ALL.into_iter().zip(Pattern::ALL.into_iter().cycle().skip(2)) {
+        let a = pa.words(MAX_WORDS, &mut rng);
+        let b = pb.words(MAX_WORDS, &mut rng);
+        for offset in 0..OFFSETS {
+            let arena_a = Arena::new(&a, offset);
+            let arena_b = Arena::new(&b, (offset + 5) % OFFSETS);
+            for len in 0..=MAX_WORDS {
+                let label = format!("{pa:?}/{pb:?} len={len} offset={offset}");
+                check(arena_a.prefix(len), arena_b.prefix(len), &label);
+            }
+        }
+    }
+}
+
+fn check_popcounts(k: &Kernels) {
+    sweep_pairs(|a, b, label| {
+        assert_eq!((k.popcount)(a), all::popcount(a), "{} popcount {label}", k.backend);
+        assert_eq!((k.and_popcount)(a, b), all::and_popcount(a, b), "{} and {label}", k.backend);
+        assert_eq!((k.or_popcount)(a, b), all::or_popcount(a, b), "{} or {label}", k.backend);
+        assert_eq!((k.xor_popcount)(a, b), all::xor_popcount(a, b), "{} xor {label}", k.backend);
+    });
+}
+
+fn check_or_into(k: &Kernels) {
+    sweep_pairs(|a, b, label| {
+        let mut dst = Arena::new(a, (a.as_ptr() as usize / 8) % OFFSETS);
+        let mut expected = a.to_vec();
+        let got = (k.or_into)(dst.words_mut(), b);
+        let want = all::or_into(&mut expected, b);
+        assert_eq!((got, dst.words()), (want, &expected[..]), "{} or_into {label}", k.backend);
+        dst.check_guards();
+    });
+}
+
+fn check_append_set_bits(k: &Kernels) {
+    sweep_pairs(|a, _, label| {
+        let offset = (a.len() as u32).wrapping_mul(2_654_435_761) >> 8;
+        let mut got = vec![7, 1, 3];
+        let mut want = got.clone();
+        (k.append_set_bits)(a, offset, &mut got);
+        all::append_set_bits(a, offset, &mut want);
+        assert_eq!(got, want, "{} append_set_bits {label}", k.backend);
+    });
+}
+
+fn check_accumulate_bits(k: &Kernels) {
+    let mut rng = Rng(3);
+    sweep_pairs(|a, _, label| {
+        // Several counter lengths up to all the bits, initial values that
+        // include saturated and nearly saturated counters, and counters
+        // starting at odd `u16` offsets. The reference is slow (a division
+        // per counter), so long inputs are sampled rather than swept.
+        if a.len() > 48 && a.len() % 16 != 5 {
+            return;
+        }
+        let bits = a.len() * 64;
+        for counters_len in [bits, bits.saturating_sub(1), bits.saturating_sub(17), bits / 3] {
+            let init: Vec<u16> = (0..counters_len)
+                .map(|_| match rng.below(4) {
+                    0 => u16::MAX,
+                    1 => u16::MAX - 1,
+                    _ => rng.next_u64() as u16,
+                })
+                .collect();
+            let start = (counters_len % 13) + 1;
+            let mut buf = vec![0xbeef_u16; start + counters_len + 8];
+            buf[start..start + counters_len].copy_from_slice(&init);
+            let mut want = init.clone();
+            (k.accumulate_bits)(a, &mut buf[start..start + counters_len]);
+            all::accumulate_bits(a, &mut want);
+            assert_eq!(
+                &buf[start..start + counters_len],
+                &want[..],
+                "{} accumulate_bits counters={counters_len} {label}",
+                k.backend
+            );
+            assert!(buf[..start].iter().chain(&buf[start + counters_len..]).all(|&c| c == 0xbeef));
+        }
+    });
+}
+
+/// One module of tests per backend. `$kernels` is an expression giving
+/// that backend's own `Option<&'static Kernels>`.
+macro_rules! backend_tests {
+    ($name:ident, $kernels:expr) => {
+        mod $name {
+            use super::*;
+
+            fn kernels() -> Option<&'static Kernels> {
+                let k = $kernels;
+                if k.is_none() {
+                    println!("skipped: {} is not available on this CPU", stringify!($name));
+                }
+                k
+            }
+
+            #[test]
+            fn and_rows() {
+                if let Some(k) = kernels() {
+                    check_and_rows(k);
+                }
+            }
+
+            #[test]
+            fn popcounts() {
+                if let Some(k) = kernels() {
+                    check_popcounts(k);
+                }
+            }
+
+            #[test]
+            fn or_into() {
+                if let Some(k) = kernels() {
+                    check_or_into(k);
+                }
+            }
+
+            #[test]
+            fn append_set_bits() {
+                if let Some(k) = kernels() {
+                    check_append_set_bits(k);
+                }
+            }
+
+            #[test]
+            fn accumulate_bits() {
+                if let Some(k) = kernels() {
+                    check_accumulate_bits(k);
+                }
+            }
+        }
+    };
+}
+
+backend_tests!(portable, Some(bloomslice_kernels::arch::portable::kernels()));
+#[cfg(target_arch = "x86_64")]
+backend_tests!(avx2, bloomslice_kernels::arch::x86_64::avx2::kernels());
+#[cfg(target_arch = "x86_64")]
+backend_tests!(avx512, bloomslice_kernels::arch::x86_64::avx512::kernels());
+
+/// The table each backend module hands out is labelled with that backend.
+#[test]
+fn tables_are_labelled() {
+    use bloomslice_kernels::Backend;
+    assert_eq!(bloomslice_kernels::arch::portable::kernels().backend, Backend::Portable);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use bloomslice_kernels::arch::x86_64::{avx2, avx512};
+        assert_eq!(avx2::kernels().map(|k| k.backend), avx2::Avx2::new().map(|_| Backend::Avx2));
+        assert_eq!(avx512::kernels().map(|k| k.backend), avx512::Avx512::new().map(|_| Backend::Avx512));
+    }
+}
+
+/// Mismatched lengths panic like the reference.
+#[test]
+fn length_mismatches_panic() {
+    for k in Kernels::available() {
+        let (a, b) = (vec![1u64; 9], vec![1u64; 10]);
+        let run = |f: &dyn Fn()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err();
+        assert!(run(&|| _ = (k.and_popcount)(&a, &b)), "{}", k.backend);
+        assert!(run(&|| _ = (k.or_popcount)(&a, &b)), "{}", k.backend);
+        assert!(run(&|| _ = (k.xor_popcount)(&a, &b)), "{}", k.backend);
+        assert!(run(&|| _ = (k.or_into)(&mut a.clone(), &b)), "{}", k.backend);
+        assert!(run(&|| _ = (k.and_rows)(&[&a], &mut [0; 10])), "{}", k.backend);
+        assert!(run(&|| (k.accumulate_bits)(&a, &mut [0; 9 * 64 + 1])), "{}", k.backend);
+    }
+}

@@ -633,12 +633,24 @@ impl SlicedIndex {
     /// ANDs the rows at `positions` in every shard and appends matching ids.
     #[inline]
     fn query_positions(&self, positions: &[u32], out: &mut Vec<u64>) {
+        // The row-run table lives on the stack; sizing it to k's bracket
+        // keeps its initialisation (two words a slot) off the hot path.
+        match positions.len() {
+            0..=8 => self.query_positions_n::<8>(positions, out),
+            9..=16 => self.query_positions_n::<16>(positions, out),
+            _ => self.query_positions_n::<{ MAX_HASHES as usize }>(positions, out),
+        }
+    }
+
+    #[inline(always)]
+    fn query_positions_n<const N: usize>(&self, positions: &[u32], out: &mut Vec<u64>) {
         // Uninitialised on purpose: zeroing 4 KiB per query would cost as
         // much as a small query; only the `wpr` words used are initialised.
         #[repr(align(64))]
         struct Acc([MaybeUninit<u64>; MAX_SHARD_WORDS]);
         let mut acc = Acc([MaybeUninit::uninit(); MAX_SHARD_WORDS]);
-        let mut runs: [&[u64]; MAX_HASHES as usize] = [&[]; MAX_HASHES as usize];
+        let mut runs: [&[u64]; N] = [&[]; N];
+        let runs = &mut runs[..positions.len()];
         for shard in &self.shards {
             for (run, &p) in runs.iter_mut().zip(positions) {
                 *run = shard.run(p);
@@ -650,7 +662,7 @@ impl SlicedIndex {
             // SAFETY: every element of `acc` was initialised just above, and
             // `MaybeUninit<u64>` has the layout of `u64`.
             let acc = unsafe { &mut *(acc as *mut [MaybeUninit<u64>] as *mut [u64]) };
-            if (self.kernels.and_rows)(&runs[..positions.len()], acc) {
+            if (self.kernels.and_rows)(runs, acc) {
                 for_each_set_bit(acc, |c| out.push(shard.owners[c]));
             }
         }

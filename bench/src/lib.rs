@@ -1,1 +1,26 @@
-//! bench
+//! Benchmarks for bloomslice.
+//!
+//! This crate holds the `paper` binary (reproduces the papers' query
+//! experiments and compares bloomslice against a naive list of filters and
+//! against `fastbloom`), plus the criterion (`benches/query.rs`) and
+//! iai-callgrind (`benches/iai.rs`) benches. The library part is what the
+//! binary and the benches share:
+//!
+//! - [`workload`]: the named workloads of `DESIGN.md` and their query sets;
+//! - [`engines`]: the compared engines, their construction and query loops;
+//! - [`reference`](mod@reference): reference answers and the checks every engine passes
+//!   before it is timed;
+//! - [`roofline`]: the memory roofline measured in the same run;
+//! - [`experiment`]: the `paper query` experiment itself;
+//! - [`report`]: table and JSON output;
+//! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`.
+//!
+//! Results and the commands that produced them are in `bench/RESULTS.md`.
+
+pub mod engines;
+pub mod experiment;
+pub mod reference;
+pub mod report;
+pub mod roofline;
+pub mod sysinfo;
+pub mod workload;

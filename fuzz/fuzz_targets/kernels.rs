@@ -73,14 +73,27 @@ fn check(k: &Kernels, input: &Input, pool: &[u64]) {
             (buf, start, len + input.extra[r] as usize % 4)
         })
         .collect();
-    let row_refs: Vec<&[u64]> =
-        row_bufs.iter().map(|(buf, start, n)| &buf[*start..*start + *n]).collect();
+    let row_refs: Vec<&[u64]> = row_bufs.iter().map(|(buf, start, n)| &buf[*start..*start + *n]).collect();
     let out_start = input.starts[0] as usize % 8;
     let mut got = vec![0x5a5a_5a5a_5a5a_5a5a; len + 16];
     let mut want = got.clone();
     let got_any = (k.and_rows)(&row_refs, &mut got[out_start..out_start + len]);
     let want_any = all::and_rows(&row_refs, &mut want[out_start..out_start + len]);
     assert_eq!((got_any, &got), (want_any, &want), "{name}: and_rows");
+
+    // and_runs: the same rows, copied back to back at a stride into one
+    // buffer and named by position (repeats allowed).
+    let stride = len + 4;
+    let mut flat = vec![0u64; stride * rows.max(1)];
+    for (r, row) in row_refs.iter().enumerate() {
+        flat[r * stride..r * stride + len].copy_from_slice(&row[..len]);
+    }
+    let positions: Vec<u32> = (0..rows).map(|r| u32::from(input.starts[r] % 2 == 0) * r as u32).collect();
+    let mut got = vec![0x5a5a_5a5a_5a5a_5a5a; len + 16];
+    let mut want = got.clone();
+    let got_any = (k.and_runs)(&flat, stride, &positions, &mut got[out_start..out_start + len]);
+    let want_any = all::and_runs(&flat, stride, &positions, &mut want[out_start..out_start + len]);
+    assert_eq!((got_any, &got), (want_any, &want), "{name}: and_runs");
 
     // Two operands at independent starts; `a` made sparse line by line.
     let a_start = input.starts[MAX_ROWS] as usize % MAX_START;

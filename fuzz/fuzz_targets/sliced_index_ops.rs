@@ -48,10 +48,7 @@ fuzz_target!(|input: Input| {
         return;
     };
     let params = params.with_seed(input.seed);
-    let config = SlicedConfig {
-        max_shard_columns: if input.narrow_shards { 512 } else { 2048 },
-        prefetch_distance: 2,
-    };
+    let config = SlicedConfig { max_shard_columns: if input.narrow_shards { 512 } else { 2048 }, prefetch_distance: 2 };
     let mut sliced = SlicedIndex::with_config(params, config);
     let mut naive = NaiveIndex::new(params);
     let backends = Kernels::available();

@@ -60,6 +60,8 @@ pub struct Kernels {
     pub backend: Backend,
     /// See [`crate::arch::all::and_rows`].
     pub and_rows: fn(&[&[u64]], &mut [u64]) -> bool,
+    /// See [`crate::arch::all::and_runs`].
+    pub and_runs: fn(&[u64], usize, &[u32], &mut [u64]) -> bool,
     /// See [`crate::arch::all::append_set_bits`].
     pub append_set_bits: fn(&[u64], u32, &mut Vec<u32>),
     /// See [`crate::arch::all::or_into`].
@@ -80,6 +82,7 @@ pub struct Kernels {
 pub(crate) const SCALAR_TABLE: Kernels = Kernels {
     backend: Backend::Scalar,
     and_rows: crate::arch::all::and_rows,
+    and_runs: crate::arch::all::and_runs,
     append_set_bits: crate::arch::all::append_set_bits,
     or_into: crate::arch::all::or_into,
     popcount: crate::arch::all::popcount,

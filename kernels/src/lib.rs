@@ -35,22 +35,28 @@ pub const WORDS_PER_LINE: usize = 8;
 /// nothing.
 #[inline]
 pub fn prefetch_lines(words: &[u64]) {
+    let ptr = words.as_ptr();
+    let mut i = 0;
+    while i < words.len() {
+        prefetch_line(ptr.wrapping_add(i));
+        i += WORDS_PER_LINE;
+    }
+}
+
+/// Issues a read prefetch (into all cache levels) for the line holding `ptr`.
+///
+/// Any address is allowed: a prefetch never dereferences its operand in a
+/// way that can fault, so this is safe even for dangling or null pointers.
+#[inline(always)]
+pub fn prefetch_line(ptr: *const u64) {
     #[cfg(target_arch = "x86_64")]
-    {
-        let mut i = 0;
-        while i < words.len() {
-            // SAFETY: `_mm_prefetch` needs only SSE, which is part of the
-            // x86-64 baseline, and a prefetch never dereferences or faults.
-            unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                    words[i..].as_ptr().cast::<i8>(),
-                );
-            }
-            i += WORDS_PER_LINE;
-        }
+    // SAFETY: `_mm_prefetch` needs only SSE, which is part of the x86-64
+    // baseline, and a prefetch never faults whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(ptr.cast::<i8>());
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = words;
+        let _ = ptr;
     }
 }

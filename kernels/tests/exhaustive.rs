@@ -79,6 +79,44 @@ fn check_and_rows(k: &Kernels) {
     }
 }
 
+/// `and_runs` against the scalar `and_runs` and against `and_rows` on the
+/// same runs as slices, for every row count, length (the stride is the
+/// length plus a little), offset and row set.
+fn check_and_runs(k: &Kernels) {
+    let mut rng = Rng(3);
+    for rows in 0..=MAX_ROWS {
+        for set in row_sets(rows.max(1), &mut rng) {
+            let stride = MAX_WORDS + 2;
+            // One buffer holding every row of the set back to back, twice
+            // (positions may repeat a row), placed at every offset.
+            let flat: Vec<u64> = set.iter().chain(set.iter()).flatten().copied().collect();
+            let positions: Vec<u32> = (0..rows).map(|r| ((r * 7 + 3) % (2 * set.len())) as u32).collect();
+            for offset in 0..OFFSETS {
+                let arena = Arena::new(&flat, offset);
+                let garbage = vec![0x5a5a_5a5a_5a5a_5a5a; MAX_WORDS];
+                let mut out = Arena::new(&garbage, (offset + 5) % OFFSETS);
+                let mut expected = garbage.clone();
+                let mut via_rows = garbage.clone();
+                for len in 0..=MAX_WORDS {
+                    let got_any = (k.and_runs)(arena.words(), stride, &positions, &mut out.words_mut()[..len]);
+                    let want_any = all::and_runs(arena.words(), stride, &positions, &mut expected[..len]);
+                    let slices: Vec<&[u64]> =
+                        positions.iter().map(|&p| &arena.words()[p as usize * stride..][..len]).collect();
+                    let rows_any = all::and_rows(&slices, &mut via_rows[..len]);
+                    assert_eq!(
+                        (got_any, &out.words()[..len]),
+                        (want_any, &expected[..len]),
+                        "{} and_runs rows={rows} len={len} offset={offset}",
+                        k.backend
+                    );
+                    assert_eq!((want_any, &expected[..len]), (rows_any, &via_rows[..len]), "reference disagrees");
+                    out.check_guards();
+                }
+            }
+        }
+    }
+}
+
 /// Calls `check(a, b, label)` on every pattern pair, length and offset,
 /// with `a` and `b` at different offsets.
 fn sweep_pairs(mut check: impl FnMut(&[u64], &[u64], &str)) {
@@ -183,6 +221,13 @@ macro_rules! backend_tests {
             fn and_rows() {
                 if let Some(k) = kernels() {
                     check_and_rows(k);
+                }
+            }
+
+            #[test]
+            fn and_runs() {
+                if let Some(k) = kernels() {
+                    check_and_runs(k);
                 }
             }
 

@@ -86,6 +86,25 @@ macro_rules! backend_properties {
                 }
 
                 #[test]
+                fn and_runs_equals_and_rows_on_the_same_runs((rows, n) in rows(), rev in any::<bool>()) {
+                    let Some(k) = kernels() else { return Ok(()) };
+                    let stride = rows.iter().map(Vec::len).max().unwrap_or(0).max(n);
+                    let mut flat = vec![0u64; stride * rows.len().max(1)];
+                    for (r, row) in rows.iter().enumerate() {
+                        flat[r * stride..r * stride + row.len()].copy_from_slice(row);
+                    }
+                    let mut positions: Vec<u32> = (0..rows.len() as u32).collect();
+                    if rev {
+                        positions.reverse();
+                    }
+                    let refs: Vec<&[u64]> = positions.iter().map(|&p| &flat[p as usize * stride..][..n]).collect();
+                    let (mut got, mut want) = (vec![3; n], vec![3; n]);
+                    let got_any = (k.and_runs)(&flat, stride, &positions, &mut got);
+                    let want_any = all::and_rows(&refs, &mut want);
+                    prop_assert_eq!((got_any, &got), (want_any, &want));
+                }
+
+                #[test]
                 fn and_rows_matches_reference_and_model((rows, n) in rows()) {
                     let Some(k) = kernels() else { return Ok(()) };
                     let refs: Vec<&[u64]> = rows.iter().map(Vec::as_slice).collect();

@@ -48,6 +48,51 @@ pub fn and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool {
     any != 0
 }
 
+/// [`and_rows`] over row runs named by position: run `i` is
+/// `rows[positions[i] * stride..][..out.len()]`. This is the form the sliced
+/// index uses (row `p` of a shard starts at word `p * stride`); it spares the
+/// caller building a table of slices for every query.
+///
+/// # Panics
+///
+/// Panics if a run reaches past the end of `rows`.
+pub fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
+    let n = out.len();
+    for &p in positions {
+        assert!(run_fits(rows.len(), stride, p, n), "row run past the end of the rows");
+    }
+    let Some((&first, rest)) = positions.split_first() else {
+        out.fill(!0);
+        return !out.is_empty();
+    };
+    let mut any = 0u64;
+    let mut start = 0;
+    while start < n {
+        let end = (start + WORDS_PER_LINE).min(n);
+        let chunk = &mut out[start..end];
+        let at = |p: u32| p as usize * stride;
+        chunk.copy_from_slice(&rows[at(first) + start..at(first) + end]);
+        for &p in rest {
+            if chunk.iter().all(|&w| w == 0) {
+                break;
+            }
+            for (o, &w) in chunk.iter_mut().zip(&rows[at(p) + start..at(p) + end]) {
+                *o &= w;
+            }
+        }
+        any |= chunk.iter().fold(0, |acc, &w| acc | w);
+        start = end;
+    }
+    any != 0
+}
+
+/// Whether the run of `len` words at row `position` (stride `stride`) lies
+/// inside `rows_len` words, without overflow.
+#[inline]
+pub(crate) fn run_fits(rows_len: usize, stride: usize, position: u32, len: usize) -> bool {
+    (position as usize).checked_mul(stride).and_then(|s| s.checked_add(len)).is_some_and(|end| end <= rows_len)
+}
+
 /// Calls `f` with the index of every set bit of `words`, in increasing order
 /// (bit `j` of word `i` has index `64 * i + j`).
 #[inline]

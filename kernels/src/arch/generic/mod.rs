@@ -365,6 +365,64 @@ pub(crate) unsafe fn and_rows<L: Line>(rows: &[&[u64]], out: &mut [u64]) -> bool
     any_set
 }
 
+/// See [`all::and_runs`].
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn and_runs<L: Line>(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
+    let n = out.len();
+    for &p in positions {
+        assert!(all::run_fits(rows.len(), stride, p, n), "row run past the end of the rows");
+    }
+    let Some((&first, rest)) = positions.split_first() else {
+        out.fill(!0);
+        return !out.is_empty();
+    };
+    let full = n - n % WORDS_PER_LINE;
+    let base = rows.as_ptr();
+    let out_ptr = out.as_mut_ptr();
+    // SAFETY: `L`'s features are available (this function's contract).
+    let mut any = unsafe { L::zero() };
+    let mut start = 0;
+    while start < full {
+        // SAFETY: for every position `p`, `p * stride + n <= rows.len()`
+        // (asserted above) and `start + 8 <= full <= n`, so each load reads
+        // in-bounds words of `rows`; the store is in bounds of `out`; `L`'s
+        // features are available.
+        unsafe {
+            let mut acc = L::load(base.add(first as usize * stride + start));
+            for &p in rest {
+                if acc.is_zero() {
+                    break;
+                }
+                acc = acc.and(L::load(base.add(p as usize * stride + start)));
+            }
+            acc.store(out_ptr.add(start));
+            any = any.or(acc);
+        }
+        start += WORDS_PER_LINE;
+    }
+    // SAFETY: `L`'s features are available.
+    let mut any_set = !unsafe { any.is_zero() };
+    if full < n {
+        let at = |p: u32| p as usize * stride;
+        let chunk = &mut out[full..];
+        chunk.copy_from_slice(&rows[at(first) + full..at(first) + n]);
+        for &p in rest {
+            if chunk.iter().all(|&w| w == 0) {
+                break;
+            }
+            for (o, &w) in chunk.iter_mut().zip(&rows[at(p) + full..at(p) + n]) {
+                *o &= w;
+            }
+        }
+        any_set |= chunk.iter().any(|&w| w != 0);
+    }
+    any_set
+}
+
 /// See [`all::append_set_bits`]. Lines that are all zero are skipped with
 /// one test (the common case for the sparse result of a query). For a
 /// non-zero line, room for all 512 positions is reserved once and each word

@@ -26,6 +26,7 @@ pub fn kernels() -> &'static Kernels {
 static PORTABLE: Kernels = Kernels {
     backend: Backend::Portable,
     and_rows,
+    and_runs,
     append_set_bits,
     or_into,
     popcount,
@@ -43,6 +44,12 @@ static PORTABLE: Kernels = Kernels {
 pub fn and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool {
     // SAFETY: `WideLine` has no run-time feature requirement (see above).
     unsafe { generic::and_rows::<WideLine>(rows, out) }
+}
+
+/// See [`crate::arch::all::and_runs`].
+pub fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
+    // SAFETY: `WideLine` has no run-time feature requirement (see above).
+    unsafe { generic::and_runs::<WideLine>(rows, stride, positions, out) }
 }
 
 /// See [`crate::arch::all::append_set_bits`].

@@ -67,6 +67,13 @@ impl Avx2 {
         unsafe { and_rows_avx2(rows, out) }
     }
 
+    /// See [`crate::arch::all::and_runs`].
+    #[inline]
+    pub fn and_runs(self, rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
+        // SAFETY: the token proves the CPU has the features of the callee.
+        unsafe { and_runs_avx2(rows, stride, positions, out) }
+    }
+
     /// See [`crate::arch::all::append_set_bits`].
     #[inline]
     pub fn append_set_bits(self, words: &[u64], offset: u32, out: &mut Vec<u32>) {
@@ -128,6 +135,7 @@ pub fn kernels() -> Option<&'static Kernels> {
 static AVX2_TABLE: Kernels = Kernels {
     backend: Backend::Avx2,
     and_rows: |rows, out| detected().and_rows(rows, out),
+    and_runs: |rows, stride, positions, out| detected().and_runs(rows, stride, positions, out),
     append_set_bits: |words, offset, out| detected().append_set_bits(words, offset, out),
     or_into: |dst, src| detected().or_into(dst, src),
     popcount: |words| detected().popcount(words),
@@ -153,6 +161,12 @@ fn detected() -> Avx2 {
 fn and_rows_avx2(rows: &[&[u64]], out: &mut [u64]) -> bool {
     // SAFETY: this function is compiled with, and only runs with, AVX2.
     unsafe { generic::and_rows::<Line256x2>(rows, out) }
+}
+
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+fn and_runs_avx2(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
+    // SAFETY: this function is compiled with, and only runs with, the features.
+    unsafe { generic::and_runs::<Line256x2>(rows, stride, positions, out) }
 }
 
 #[target_feature(enable = "avx2,popcnt,bmi1")]

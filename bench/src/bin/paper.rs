@@ -1,0 +1,135 @@
+//! `paper`: reproduces the papers' query experiments on the named workloads
+//! and compares bloomslice with a naive list of filters and with
+//! `fastbloom`, against the memory roofline measured in the same run.
+//!
+//! ```text
+//! paper query --workload full --filters 10000 --format json
+//! ```
+
+use std::process::ExitCode;
+
+use bloomslice::SlicedConfig;
+use bloomslice_bench::engines::EngineKind;
+use bloomslice_bench::experiment::{QueryOptions, run_query};
+use bloomslice_bench::report;
+use bloomslice_bench::workload::{WorkloadKind, WorkloadSpec};
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Reproduces the papers' experiments for bloomslice.
+#[derive(Parser, Debug)]
+#[command(name = "paper", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// All-membership queries: which of N filters may hold each key?
+    Query(QueryArgs),
+}
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// A table with context and a footer.
+    Table,
+    /// One JSON array of row objects.
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
+struct QueryArgs {
+    /// Workload (see DESIGN.md, "Workloads").
+    #[arg(long, value_enum, default_value_t = WorkloadKind::Paper)]
+    workload: WorkloadKind,
+    /// Number of filters [default: paper 1000, full 1000, large 100000].
+    #[arg(long)]
+    filters: Option<usize>,
+    /// Number of queries, half present and half absent.
+    #[arg(long, default_value_t = 100_000)]
+    queries: usize,
+    /// Seed of the random keys and queries.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// SlicedConfig::max_shard_columns [default: the engine's].
+    #[arg(long)]
+    shard_columns: Option<usize>,
+    /// SlicedConfig::prefetch_distance [default: the engine's].
+    #[arg(long)]
+    prefetch: Option<usize>,
+    /// Engines to run, comma separated [default: all].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    engines: Option<Vec<EngineKind>>,
+    /// Keys per query_batch_hashes call in the batched rows.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    batch: u32,
+    /// Timed passes per sliced engine; the best is reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    repeat: u32,
+    /// Queries the naive engines are checked and timed on [default: 2e8 / N, at least 1000].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    naive_queries: Option<u64>,
+    /// Also write the JSON rows to this file (whatever --format says).
+    #[arg(long)]
+    json_out: Option<std::path::PathBuf>,
+    /// Threads for building filters and reference answers [default: all cores].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: Option<u32>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let Command::Query(args) = cli.command;
+    let defaults = SlicedConfig::default();
+    let mut spec = WorkloadSpec::new(args.workload, args.queries, args.seed);
+    if let Some(n) = args.filters {
+        spec = spec.with_filters(n);
+    }
+    let opts = QueryOptions {
+        spec,
+        config: SlicedConfig {
+            max_shard_columns: args.shard_columns.unwrap_or(defaults.max_shard_columns),
+            prefetch_distance: args.prefetch.unwrap_or(defaults.prefetch_distance),
+        },
+        engines: args.engines.unwrap_or_else(|| EngineKind::ALL.to_vec()),
+        batch: args.batch as usize,
+        repeat: args.repeat as usize,
+        naive_queries: args.naive_queries.map(|q| q.try_into().unwrap_or(usize::MAX)),
+        threads: args
+            .threads
+            .map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize),
+    };
+    let mut log = |line: &str| eprintln!("[paper] {line}");
+    match run_query(&opts, &mut log) {
+        Ok(report) => {
+            if let Some(path) = &args.json_out {
+                let written = report::json(&report)
+                    .map_err(|e| e.to_string())
+                    .and_then(|s| std::fs::write(path, s + "\n").map_err(|e| e.to_string()));
+                if let Err(e) = written {
+                    eprintln!("error: cannot write {}: {e}", path.display());
+                    return ExitCode::FAILURE;
+                }
+            }
+            match args.format {
+                Format::Table => print!("{}", report::table(&report)),
+                Format::Json => match report::json(&report) {
+                    Ok(s) => println!("{s}"),
+                    Err(e) => {
+                        eprintln!("error: cannot serialise the report: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                },
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The memory roofline a query engine is held against, measured in the same
+//! run as the engines.
+//!
+//! Over a buffer at least as large as the sliced index (and at least
+//! [`MIN_BUFFER_BYTES`]), backed by transparent huge pages like the index's
+//! rows, two figures are measured single-threaded:
+//!
+//! 1. `ns_per_random_read`: throughput time of one random, 128-byte aligned,
+//!    128-byte read (two cache lines) when the offsets are known ahead and
+//!    prefetched `D` reads ahead, the access pattern of a batched sliced
+//!    query (the best of a few `D`);
+//! 2. `seq_gb_per_s`: sequential read bandwidth (summing every word).
+//!
+//! A third figure is measured for information: `ns_per_random_run`, the
+//! throughput time of one random read of `run_bytes` contiguous bytes (the
+//! mean row-run length of the sliced index), prefetched whole a few runs
+//! ahead. It shows how far a single core is from streaming when the stream
+//! is cut into runs of that length.
+//!
+//! The roofline time of a query that must touch `bytes` bytes in `runs`
+//! separate contiguous runs is `max(bytes / seq_bandwidth, runs *
+//! ns_per_random_read)`: it can go no faster than streaming its bytes, and
+//! no faster than paying one random access per run.
+
+use std::alloc::{Layout, alloc, dealloc};
+use std::hint::black_box;
+use std::time::Instant;
+
+use bloomslice_kernels::prefetch_lines;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// Smallest buffer measured: far larger than the 32 MiB L3 of the
+/// development machine, so the figures are DRAM figures.
+pub const MIN_BUFFER_BYTES: usize = 64 << 20;
+
+/// Transparent huge page size on x86-64: buffer alignment and rounding.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Bytes of one random read: two cache lines, the row run of a 1024-column
+/// shard.
+pub const RANDOM_READ_BYTES: usize = 128;
+
+const WORDS_PER_READ: usize = RANDOM_READ_BYTES / 8;
+
+/// Random reads per timed pass.
+const RANDOM_READS: usize = 1 << 22;
+
+/// Prefetch distances tried for the random-read figure (the best is kept).
+const PREFETCH_DISTANCES: [usize; 4] = [4, 8, 16, 32];
+
+/// The measured roofline.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Roofline {
+    /// Size of the measured buffer.
+    pub buffer_bytes: usize,
+    /// Bytes of the buffer the kernel backed with huge pages (from
+    /// `/proc/self/smaps`), when known.
+    pub huge_page_bytes: Option<u64>,
+    /// Nanoseconds per random 128-byte read, prefetched.
+    pub ns_per_random_read: f64,
+    /// Prefetch distance that gave `ns_per_random_read`.
+    pub random_read_prefetch: usize,
+    /// Sequential read bandwidth in GB/s (10^9 bytes per second, which is
+    /// bytes per nanosecond).
+    pub seq_gb_per_s: f64,
+    /// Length of the runs of `ns_per_random_run` (a multiple of 64 bytes).
+    pub run_bytes: usize,
+    /// Nanoseconds per random read of `run_bytes` contiguous bytes, prefetched.
+    pub ns_per_random_run: f64,
+}
+
+impl Roofline {
+    /// Measures the roofline over a buffer of at least `bytes` bytes
+    /// (rounded up to [`MIN_BUFFER_BYTES`] and to whole huge pages), with
+    /// random runs of `run_bytes` (rounded up to whole cache lines).
+    pub fn measure(bytes: usize, run_bytes: usize) -> Self {
+        let buffer = HugeBuffer::new(bytes.max(MIN_BUFFER_BYTES));
+        let words = buffer.words();
+        let huge_page_bytes = crate::sysinfo::anon_huge_page_bytes(words.as_ptr() as usize);
+        let blocks = words.len() / WORDS_PER_READ;
+        let mut rng = SmallRng::seed_from_u64(0x00f1_00f1);
+        let offsets: Vec<u32> = (0..RANDOM_READS).map(|_| rng.random_range(0..blocks as u32)).collect();
+        let mut best_random = (f64::INFINITY, 0);
+        for &d in &PREFETCH_DISTANCES {
+            for _ in 0..2 {
+                let start = Instant::now();
+                black_box(random_reads(words, &offsets, d));
+                let ns = start.elapsed().as_nanos() as f64 / offsets.len() as f64;
+                if ns < best_random.0 {
+                    best_random = (ns, d);
+                }
+            }
+        }
+        let mut best_seq = 0.0f64;
+        for _ in 0..3 {
+            let start = Instant::now();
+            black_box(sum_words(black_box(words)));
+            let gbps = (words.len() * 8) as f64 / start.elapsed().as_nanos() as f64;
+            best_seq = best_seq.max(gbps);
+        }
+        let run_words = run_bytes.clamp(64, 1 << 20).next_multiple_of(64) / 8;
+        let runs = ((256usize << 20) / (run_words * 8)).clamp(1 << 14, 1 << 22);
+        let lines = (words.len() - run_words) / 8;
+        let starts: Vec<u32> = (0..runs).map(|_| rng.random_range(0..=lines as u32)).collect();
+        let mut best_run = f64::INFINITY;
+        for &d in &[1usize, 2, 4, 8] {
+            let start = Instant::now();
+            black_box(random_runs(words, &starts, run_words, d));
+            best_run = best_run.min(start.elapsed().as_nanos() as f64 / starts.len() as f64);
+        }
+        Roofline {
+            run_bytes: run_words * 8,
+            ns_per_random_run: best_run,
+            buffer_bytes: words.len() * 8,
+            huge_page_bytes,
+            ns_per_random_read: best_random.0,
+            random_read_prefetch: best_random.1,
+            seq_gb_per_s: best_seq,
+        }
+    }
+
+    /// Roofline nanoseconds of a query touching `bytes` bytes in `runs`
+    /// contiguous runs.
+    pub fn query_ns(&self, bytes: f64, runs: f64) -> f64 {
+        (bytes / self.seq_gb_per_s).max(runs * self.ns_per_random_read)
+    }
+}
+
+/// Reads the 128-byte blocks at `offsets` (in blocks), prefetching `d` ahead.
+fn random_reads(words: &[u64], offsets: &[u32], d: usize) -> u64 {
+    let block = |i: usize| &words[offsets[i] as usize * WORDS_PER_READ..][..WORDS_PER_READ];
+    let mut acc = 0u64;
+    for i in 0..d.min(offsets.len()) {
+        prefetch_lines(block(i));
+    }
+    for i in 0..offsets.len() {
+        if i + d < offsets.len() {
+            prefetch_lines(block(i + d));
+        }
+        acc = block(i).iter().fold(acc, |a, &w| a.wrapping_add(w));
+    }
+    acc
+}
+
+/// Reads runs of `run_words` words starting at the cache lines `starts`,
+/// prefetching whole runs `d` ahead.
+fn random_runs(words: &[u64], starts: &[u32], run_words: usize, d: usize) -> u64 {
+    let run = |i: usize| &words[starts[i] as usize * 8..][..run_words];
+    let mut acc = 0u64;
+    for i in 0..d.min(starts.len()) {
+        prefetch_lines(run(i));
+    }
+    for i in 0..starts.len() {
+        if i + d < starts.len() {
+            prefetch_lines(run(i + d));
+        }
+        acc = acc.wrapping_add(sum_words(run(i)));
+    }
+    acc
+}
+
+/// Sums every word, with independent lanes so the adds do not serialise.
+fn sum_words(words: &[u64]) -> u64 {
+    let mut lanes = [0u64; 8];
+    let chunks = words.chunks_exact(8);
+    let tail = chunks.remainder().iter().fold(0u64, |a, &w| a.wrapping_add(w));
+    for c in chunks {
+        for (l, &w) in lanes.iter_mut().zip(c) {
+            *l = l.wrapping_add(w);
+        }
+    }
+    lanes.iter().fold(tail, |a, &l| a.wrapping_add(l))
+}
+
+/// A filled word buffer aligned to 2 MiB and advised to use transparent
+/// huge pages before it is first touched.
+struct HugeBuffer {
+    ptr: core::ptr::NonNull<u64>,
+    layout: Layout,
+}
+
+impl HugeBuffer {
+    fn new(bytes: usize) -> Self {
+        let bytes = bytes.next_multiple_of(HUGE_PAGE);
+        let layout = Layout::from_size_align(bytes, HUGE_PAGE).expect("buffer layout");
+        // Not `alloc_zeroed`: for this alignment it zeroes with a memset,
+        // which would fault every page in as a small page before the advice.
+        // SAFETY: `layout` has a non-zero size (at least MIN_BUFFER_BYTES).
+        let raw = unsafe { alloc(layout) };
+        let Some(ptr) = core::ptr::NonNull::new(raw.cast::<u64>()) else {
+            std::alloc::handle_alloc_error(layout);
+        };
+        #[cfg(target_os = "linux")]
+        // SAFETY: the range is exactly the allocation just made, 2 MiB
+        // aligned; MADV_HUGEPAGE only changes how the kernel backs it. The
+        // result is advice, so an error (THP disabled) is ignored.
+        unsafe {
+            libc::madvise(raw.cast(), bytes, libc::MADV_HUGEPAGE);
+        }
+        // Initialise every word (touching every page) with distinct values
+        // before any slice of the buffer is made.
+        for i in 0..bytes / 8 {
+            // SAFETY: `i < bytes / 8`, so the write stays inside the
+            // allocation, which is aligned for `u64`.
+            unsafe { ptr.as_ptr().add(i).write(i as u64) };
+        }
+        HugeBuffer { ptr, layout }
+    }
+
+    fn words(&self) -> &[u64] {
+        // SAFETY: `ptr` is a live, fully initialised allocation of
+        // `layout.size()` bytes aligned to 2 MiB (so to `u64`), owned by
+        // this value until `drop`; the borrow of `self` keeps it alive.
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size() / 8) }
+    }
+}
+
+impl Drop for HugeBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the pointer and layout are those of the allocation made in
+        // `new`, and no borrow of it outlives `self`.
+        unsafe { dealloc(self.ptr.as_ptr().cast(), self.layout) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_ns_is_the_larger_bound() {
+        let r = Roofline {
+            buffer_bytes: 0,
+            huge_page_bytes: None,
+            ns_per_random_read: 10.0,
+            random_read_prefetch: 8,
+            seq_gb_per_s: 20.0,
+            run_bytes: 512,
+            ns_per_random_run: 30.0,
+        };
+        assert_eq!(r.query_ns(2000.0, 7.0), 100.0);
+        assert_eq!(r.query_ns(200.0, 7.0), 70.0);
+    }
+
+    #[test]
+    fn kernels_of_the_measurement_compute_sums() {
+        let words: Vec<u64> = (0..100).collect();
+        assert_eq!(sum_words(&words), 4950);
+        let offsets = [0u32, 2];
+        assert_eq!(random_reads(&words, &offsets, 1), (0..16).sum::<u64>() + (32..48).sum::<u64>());
+        assert_eq!(random_runs(&words, &[1, 3], 8, 1), (8..16).sum::<u64>() + (24..32).sum::<u64>());
+    }
+}

@@ -1,0 +1,206 @@
+//! The named workloads of `DESIGN.md` ("Workloads"): which keys each filter
+//! holds and which keys are queried.
+//!
+//! Everything here is a pure function of the [`WorkloadSpec`] (including its
+//! seed), so two runs with the same arguments build the same filters and ask
+//! the same queries. Keys never need to be stored: the `j`-th key of filter
+//! `i` is recomputed by [`WorkloadSpec::key`].
+//!
+//! Present keys always have the top bit clear and absent keys always have it
+//! set, so an "absent" query is outside every inserted range by
+//! construction, not merely with high probability.
+
+use bloomslice::{BloomParams, KeyHash};
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+/// Expected keys per filter of every workload (`n_exp` of the Bloofi paper).
+pub const CAPACITY: u64 = 10_000;
+
+/// Target false-positive rate at [`CAPACITY`] keys.
+pub const FALSE_POSITIVE_RATE: f64 = 0.01;
+
+/// Top bit of a key: set on absent query keys, clear on inserted keys.
+const ABSENT_BIT: u64 = 1 << 63;
+
+/// The parameters every workload shares: `n_exp = 10 000`, `p = 0.01`, which
+/// gives `m = 100 992`, `k = 7`.
+pub fn params() -> BloomParams {
+    BloomParams::for_capacity(CAPACITY, FALSE_POSITIVE_RATE).expect("the workload parameters are valid")
+}
+
+/// The workloads of `DESIGN.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadKind {
+    /// Filter `i` holds keys `[i * 100, (i + 1) * 100)`: filters far below
+    /// capacity, so rows are sparse (the Bloofi paper's default).
+    Paper,
+    /// Every filter holds 10 000 random keys: filters at capacity, rows
+    /// about half ones.
+    Full,
+    /// 100 000 filters of 100 keys each, laid out like `paper`.
+    Large,
+}
+
+impl WorkloadKind {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Paper => "paper",
+            WorkloadKind::Full => "full",
+            WorkloadKind::Large => "large",
+        }
+    }
+
+    /// Number of filters when `--filters` is not given.
+    pub fn default_filters(self) -> usize {
+        match self {
+            WorkloadKind::Paper | WorkloadKind::Full => 1_000,
+            WorkloadKind::Large => 100_000,
+        }
+    }
+
+    /// Keys inserted into each filter.
+    pub fn keys_per_filter(self) -> usize {
+        match self {
+            WorkloadKind::Paper | WorkloadKind::Large => 100,
+            WorkloadKind::Full => CAPACITY as usize,
+        }
+    }
+}
+
+impl core::fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One fully specified workload: kind, size and seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkloadSpec {
+    /// Which workload.
+    pub kind: WorkloadKind,
+    /// Number of filters (filter ids are `0..filters`).
+    pub filters: usize,
+    /// Keys inserted into each filter.
+    pub keys_per_filter: usize,
+    /// Number of queries (half present, half absent).
+    pub queries: usize,
+    /// Seed of the random keys (`full`) and of the query set.
+    pub seed: u64,
+}
+
+/// One query key and, when it was inserted, the filter that holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Query {
+    /// The key; hashed as its 8 little-endian bytes.
+    pub key: u64,
+    /// The filter the key was inserted into (`None` for an absent key).
+    pub owner: Option<u64>,
+}
+
+impl WorkloadSpec {
+    /// A spec with the workload's default number of filters and keys per filter.
+    pub fn new(kind: WorkloadKind, queries: usize, seed: u64) -> Self {
+        WorkloadSpec { kind, filters: kind.default_filters(), keys_per_filter: kind.keys_per_filter(), queries, seed }
+    }
+
+    /// The same spec with another number of filters.
+    #[must_use]
+    pub fn with_filters(mut self, filters: usize) -> Self {
+        self.filters = filters;
+        self
+    }
+
+    /// The `j`-th key inserted into filter `filter` (`j < keys_per_filter`).
+    #[inline]
+    pub fn key(&self, filter: usize, j: usize) -> u64 {
+        let serial = (filter * self.keys_per_filter + j) as u64;
+        match self.kind {
+            WorkloadKind::Paper | WorkloadKind::Large => serial,
+            // A bijective mix of (seed, serial): distinct serials give
+            // distinct keys before the top bit is dropped, and random-looking
+            // keys after.
+            WorkloadKind::Full => splitmix64(serial ^ splitmix64(self.seed)) & !ABSENT_BIT,
+        }
+    }
+
+    /// The query set: `queries / 2` present keys (a uniformly random filter,
+    /// then a uniformly random key of it) and the rest absent (random keys
+    /// with the top bit set), shuffled together. Deterministic per seed.
+    pub fn queries(&self) -> Vec<Query> {
+        let mut rng = SmallRng::seed_from_u64(self.seed ^ 0x5eed_0f9e_e1e5);
+        let present = self.queries / 2;
+        let mut out = Vec::with_capacity(self.queries);
+        for _ in 0..present {
+            let filter = rng.random_range(0..self.filters);
+            let j = rng.random_range(0..self.keys_per_filter);
+            out.push(Query { key: self.key(filter, j), owner: Some(filter as u64) });
+        }
+        for _ in present..self.queries {
+            out.push(Query { key: rng.random::<u64>() | ABSENT_BIT, owner: None });
+        }
+        out.shuffle(&mut rng);
+        out
+    }
+}
+
+/// The hash of a workload key, as every engine that uses bloomslice's
+/// hashing sees it: seeded xxh3 of the key's 8 little-endian bytes.
+#[inline]
+pub fn key_hash(params: &BloomParams, key: u64) -> KeyHash {
+    params.hash(&key.to_le_bytes())
+}
+
+/// SplitMix64's output function: a bijection of `u64` with full avalanche.
+#[inline]
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_the_papers() {
+        let p = params();
+        assert_eq!((p.m(), p.k()), (100_992, 7));
+    }
+
+    #[test]
+    fn queries_are_deterministic_per_seed() {
+        let spec = WorkloadSpec::new(WorkloadKind::Full, 1000, 7).with_filters(20);
+        assert_eq!(spec.queries(), spec.queries());
+        let other = WorkloadSpec { seed: 8, ..spec };
+        assert_ne!(spec.queries(), other.queries());
+        assert_ne!(spec.key(3, 4), other.key(3, 4), "full keys depend on the seed");
+    }
+
+    #[test]
+    fn half_present_and_absent_keys_are_outside() {
+        for kind in [WorkloadKind::Paper, WorkloadKind::Full, WorkloadKind::Large] {
+            let spec = WorkloadSpec::new(kind, 1001, 1).with_filters(30);
+            let queries = spec.queries();
+            assert_eq!(queries.len(), 1001);
+            assert_eq!(queries.iter().filter(|q| q.owner.is_some()).count(), 500);
+            for q in &queries {
+                match q.owner {
+                    Some(owner) => {
+                        let owner = owner as usize;
+                        assert!(owner < 30);
+                        assert!((0..spec.keys_per_filter).any(|j| spec.key(owner, j) == q.key), "{kind}");
+                    }
+                    None => assert!(q.key & ABSENT_BIT != 0),
+                }
+            }
+        }
+        let paper = WorkloadSpec::new(WorkloadKind::Paper, 10, 1);
+        assert_eq!((paper.key(0, 0), paper.key(3, 99), paper.key(4, 0)), (0, 399, 400));
+    }
+}

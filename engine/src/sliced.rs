@@ -43,6 +43,10 @@ use crate::storage::Words;
 /// line) per row, the unit the kernels and the early exit work in.
 pub const SHARD_COLUMN_STEP: usize = 512;
 
+/// Row runs of at most this many cache lines are prefetched for all `k`
+/// rows (see `Shard::rows_worth_prefetching`).
+const PREFETCH_WHOLE_RUN_LINES: usize = 4;
+
 /// Upper bound on [`SlicedConfig::max_shard_columns`]: a query keeps one
 /// row run's AND result (at most this many bits) in a stack buffer.
 pub const MAX_SHARD_COLUMNS: usize = 32_768;
@@ -177,9 +181,21 @@ impl Shard {
         self.ones -= cleared;
     }
 
-    /// Expected number of rows of a run a query reads per 512-bit chunk,
-    /// rounded up: how many rows are worth prefetching.
+    /// How many of a query's `k` rows are worth prefetching in this shard.
+    ///
+    /// The early exit reads, per 512-bit chunk, `1 + sum_i P(chunk alive
+    /// after i rows)` rows on average, from the shard's bit density. A
+    /// present key also keeps its owner's chunk alive through all `k` rows,
+    /// so one row more is prefetched; and short runs (at most
+    /// [`PREFETCH_WHOLE_RUN_LINES`] lines) are prefetched whole, since the
+    /// extra lines are few and half of a typical workload's keys need them.
+    /// Measured on `paper` N = 1000 (2-line runs): 61 ns per query with all
+    /// rows against 115 ns with the density estimate alone; on `paper`
+    /// N = 10 000 (20-line runs) the estimate plus one row was best.
     fn rows_worth_prefetching(&self, m: usize, k: usize) -> usize {
+        if self.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES {
+            return k;
+        }
         let density = self.ones as f64 / (m as f64 * self.columns() as f64);
         let mut expected = 1.0;
         let mut all_rows = density;
@@ -188,7 +204,7 @@ impl Shard {
             expected += 1.0 - (1.0 - all_rows).powi(SHARD_COLUMN_STEP as i32);
             all_rows *= density;
         }
-        ((expected - 0.05).ceil() as usize).clamp(1, k)
+        ((expected - 0.05).ceil() as usize + 1).clamp(1, k)
     }
 }
 
@@ -959,11 +975,17 @@ mod tests {
 
     #[test]
     fn prefetch_policy_follows_density() {
+        // Short runs: every row.
         let mut s = Shard::new(1000, 512).unwrap();
-        assert_eq!(s.rows_worth_prefetching(1000, 7), 1);
-        s.ones = 1000 * 512 / 2;
         assert_eq!(s.rows_worth_prefetching(1000, 7), 7);
-        s.ones = 1000 * 512 / 140;
-        assert_eq!(s.rows_worth_prefetching(1000, 7), 2);
+        // Long runs: the expected rows read per chunk, plus one.
+        let mut s4 = Shard::new(1000, 4096).unwrap();
+        assert_eq!(s4.rows_worth_prefetching(1000, 7), 2);
+        s4.ones = 1000 * 4096 / 2;
+        assert_eq!(s4.rows_worth_prefetching(1000, 7), 7);
+        s4.ones = 1000 * 4096 / 140;
+        assert_eq!(s4.rows_worth_prefetching(1000, 7), 3);
+        s.ones = 1;
+        assert_eq!(s.rows_worth_prefetching(1000, 7), 7);
     }
 }

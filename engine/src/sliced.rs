@@ -684,12 +684,22 @@ impl SlicedIndex {
     fn prefetch(&self, positions: &[u32], rows: &[usize]) {
         for (shard, &n) in self.shards.iter().zip(rows) {
             let base = shard.rows.as_ptr();
+            // Short runs are prefetched whole. Of a long run only the first
+            // line: the hardware stream prefetcher fetches the rest once the
+            // run is touched, and prefetching every line of every run
+            // (140 lines per key on `full` N = 10 000) only queues behind
+            // the miss buffers: 1630 ns per query against 1370 ns measured.
+            let prefetch_words = if shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES {
+                shard.wpr
+            } else {
+                WORDS_PER_LINE
+            };
             for &p in &positions[..n] {
                 // Addresses only: a prefetch never faults, and every
                 // position is `< m` so the run lies inside `rows` anyway.
                 let run = base.wrapping_add(p as usize * shard.wpr);
                 let mut line = 0;
-                while line < shard.wpr {
+                while line < prefetch_words {
                     prefetch_line(run.wrapping_add(line));
                     line += WORDS_PER_LINE;
                 }

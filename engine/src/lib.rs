@@ -33,17 +33,21 @@
 //! ```
 #![warn(missing_docs)]
 
+mod bloofi;
 mod error;
 mod filter;
+mod flat_paper;
 mod hash;
 mod naive;
 mod params;
 mod sliced;
 mod storage;
 
+pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MAX_FILTERS, MIN_ORDER, MaintenanceStats, Metric};
 pub use bloomslice_kernels as kernels;
 pub use error::{Error, Result};
 pub use filter::BloomFilter;
+pub use flat_paper::{FLAT_GROUP, FlatBloofiPaper};
 pub use hash::{Key, KeyHash, Prehashed};
 pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};

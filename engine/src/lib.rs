@@ -41,6 +41,7 @@ mod hash;
 mod naive;
 mod params;
 mod sliced;
+pub mod stable;
 mod storage;
 
 pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MAX_FILTERS, MIN_ORDER, MaintenanceStats, Metric};
@@ -52,6 +53,7 @@ pub use hash::{Key, KeyHash, Prehashed};
 pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
 pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
+pub use stable::{MAX_CELL_VALUE, Policy, StableBloomFilter, StableError, StableParams};
 pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};
 
 /// The README's examples, compiled and run as doctests.

@@ -1,0 +1,553 @@
+//! Stable and importance-aware Bloom filters for duplicate detection on
+//! unbounded streams (Kulkarni et al., *Importance-aware Bloom Filter for Set
+//! Membership Queries in Streaming Data*, `importance-aware-bloom-filter.txt`).
+//!
+//! # Mapping to the paper
+//!
+//! | Paper (Table III)                              | Here                                   |
+//! |------------------------------------------------|----------------------------------------|
+//! | BF: M-insert with M = 1                        | [`Policy::Bf`] (no decrements)         |
+//! | SBF: M-insert + random delete (Section II-A)   | [`Policy::Sbf`]                        |
+//! | IBF-2C: M/2-insert + random delete (Alg. 1)    | [`Policy::Ibf2c`]                      |
+//! | IBF-MC: imp-insert + random delete (Alg. 2)    | [`Policy::IbfMc`]                      |
+//! | IBF-H: imp-insert + probabilistic-delete-val   | [`Policy::IbfH`]                       |
+//! | m cells of d bits, max value M, K hashes, P    | [`StableParams`]                       |
+//! | Markov chain of Section III, V0, FPS bound     | [`theory`]                             |
+//! | Section IV-D synthetic streams, Table I metrics| [`experiment`]                         |
+//!
+//! Every filter processes a stream item with [`StableBloomFilter::observe`],
+//! which follows Algorithms 1 and 2 in the paper's order:
+//!
+//! 1. probe the K cells of the key; the item is reported as a duplicate iff
+//!    none of them is zero (the pseudocode's unconditional `DupFlag = no`
+//!    after the `if` is read as the `else` branch it obviously is);
+//! 2. decrement P cells chosen uniformly at random (with replacement), each
+//!    by one unless it is already zero ([`Policy::IbfH`] chooses them with
+//!    probability inversely proportional to their value instead);
+//! 3. raise each of the K cells to the policy's insert value `v`:
+//!    `cell = max(cell, v)` (Algorithm 2's `if cell < f(imp) then cell = f(imp)`).
+//!
+//! # Choices the paper leaves open
+//!
+//! * **Importance** is an integer in `1..=max_importance` (the paper's
+//!   synthetic streams use 1..=50). IBF-MC maps it to
+//!   `f(imp) = ceil(imp * M / max_importance)`, which lies in `1..=M` and is
+//!   `M` exactly for the most important items.
+//! * **IBF-2C** calls an item important when `2 * imp > max_importance` (the
+//!   upper half of the range) and then sets its cells to `M`; other items
+//!   raise their cells to `ceil(M / 2)` (M = 2^d - 1 is odd, so `M / 2` is not
+//!   an integer; rounding up keeps it >= 1 for M = 1).
+//! * **IBF-H** samples each of its P decrements by rejection: a uniformly
+//!   random cell of value `v > 0` is accepted with probability `1 / v`, so
+//!   the accepted cell has probability proportional to `1 / v` among the
+//!   non-zero cells, as the paper specifies. After [`IBF_H_MAX_ATTEMPTS`]
+//!   rejections the decrement is skipped: that only happens when almost
+//!   every cell is zero, where a uniform decrement would also be a no-op.
+//! * **P = 0** is allowed (a filter that never forgets; handy as a model in
+//!   tests); **P > m** is rejected because it cannot mean "P distinct cells".
+//! * Random cells come from a seeded wyrand generator (64-bit state, defined
+//!   here so that a run is reproducible given the seed on every platform).
+//! * The cell index is drawn with 32-bit fast range reduction
+//!   (`(r * m) >> 32`), whose bias is below `m / 2^32`, negligible for the
+//!   filter sizes of the paper.
+
+pub mod experiment;
+pub mod theory;
+
+use crate::{BloomParams, Key, KeyHash, MAX_HASHES};
+
+/// The largest cell value: cells are stored as `u8`.
+pub const MAX_CELL_VALUE: u32 = u8::MAX as u32;
+
+/// How many uniformly random cells IBF-H's probabilistic delete tries before
+/// it gives up on one decrement. With a stable filter at the paper's
+/// parameters a try succeeds with probability about 0.1 to 0.3, so 64 tries
+/// fail with probability below 1e-3; giving up only matters for a nearly
+/// empty filter, where decrementing is a no-op anyway.
+pub const IBF_H_MAX_ATTEMPTS: u32 = 64;
+
+/// IBF-H draws its rejection-sampling candidates this many at a time
+/// (a divisor of [`IBF_H_MAX_ATTEMPTS`]).
+const IBF_H_BATCH: u32 = 8;
+
+/// Typed errors of the stable and importance-aware filters.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StableError {
+    /// The maximum cell value M must be at least 1.
+    #[error("the maximum cell value M must be at least 1 (M = 0)")]
+    ZeroMax,
+    /// The maximum cell value does not fit a `u8` cell.
+    #[error("the maximum cell value M = {max} is more than {MAX_CELL_VALUE}")]
+    MaxTooLarge {
+        /// The requested M.
+        max: u32,
+    },
+    /// At least one hash function (K >= 1) is needed.
+    #[error("a stable filter needs at least one hash function (K = 0)")]
+    ZeroHashes,
+    /// More decrements per item than there are cells.
+    #[error("P = {decrements} decrements per item is more than the m = {cells} cells")]
+    DecrementsExceedCells {
+        /// The requested P.
+        decrements: u32,
+        /// The number of cells m.
+        cells: u64,
+    },
+    /// The importance range must be at least `1..=1`.
+    #[error("the largest importance must be at least 1")]
+    ZeroMaxImportance,
+    /// An importance outside `1..=max_importance`.
+    #[error("importance {importance} is outside 1..={max}")]
+    ImportanceOutOfRange {
+        /// The importance that was offered.
+        importance: u32,
+        /// The largest importance of the filter.
+        max: u32,
+    },
+    /// A probability (such as a stream's repeat fraction) that is not a
+    /// finite number in the allowed interval.
+    #[error("probability {value} for {what} is outside {allowed}")]
+    InvalidProbability {
+        /// What the probability describes.
+        what: &'static str,
+        /// The offered value.
+        value: f64,
+        /// The allowed interval, for the message.
+        allowed: &'static str,
+    },
+    /// A synthetic stream needs at least one distinct element.
+    #[error("a synthetic stream needs at least one distinct element")]
+    EmptyStream,
+    /// A cell holds a value above M (only reported by
+    /// [`StableBloomFilter::validate`]; it indicates a bug).
+    #[error("cell {index} holds {value}, more than the maximum {max}")]
+    CellOutOfRange {
+        /// The cell index.
+        index: usize,
+        /// Its value.
+        value: u8,
+        /// The filter's M.
+        max: u8,
+    },
+    /// The underlying hashing parameters were rejected (m = 0, m too large,
+    /// K too large).
+    #[error(transparent)]
+    Bloom(#[from] crate::Error),
+}
+
+/// The parameters of a stable filter: m cells, K hashes, P decrements per
+/// item, cell maximum M and the importance range `1..=max_importance`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StableParams {
+    bloom: BloomParams,
+    decrements: u32,
+    max_value: u8,
+    max_importance: u32,
+}
+
+impl StableParams {
+    /// Validates and builds parameters with importance range `1..=1`
+    /// (change it with [`with_max_importance`](Self::with_max_importance)).
+    ///
+    /// Errors: `max_value` of 0 or above [`MAX_CELL_VALUE`], `hashes` of 0,
+    /// `decrements > cells`, and whatever [`BloomParams::new`] rejects
+    /// (m = 0, m or K too large).
+    pub fn new(cells: u64, hashes: u32, decrements: u32, max_value: u32) -> Result<Self, StableError> {
+        if max_value == 0 {
+            return Err(StableError::ZeroMax);
+        }
+        if max_value > MAX_CELL_VALUE {
+            return Err(StableError::MaxTooLarge { max: max_value });
+        }
+        if hashes == 0 {
+            return Err(StableError::ZeroHashes);
+        }
+        let bloom = BloomParams::new(cells, hashes)?;
+        if u64::from(decrements) > cells {
+            return Err(StableError::DecrementsExceedCells { decrements, cells });
+        }
+        Ok(StableParams { bloom, decrements, max_value: max_value as u8, max_importance: 1 })
+    }
+
+    /// The parameters of the paper's experiments (Table II): 16 KB at one byte
+    /// per cell (m = 16 384), M = 7, K = 5, P = 10, importance 1..=50.
+    pub fn paper() -> Self {
+        StableParams::new(16 * 1024, 5, 10, 7)
+            .and_then(|p| p.with_max_importance(50))
+            .expect("the paper's parameters are valid")
+    }
+
+    /// The same parameters with importance range `1..=max_importance`.
+    pub fn with_max_importance(mut self, max_importance: u32) -> Result<Self, StableError> {
+        if max_importance == 0 {
+            return Err(StableError::ZeroMaxImportance);
+        }
+        self.max_importance = max_importance;
+        Ok(self)
+    }
+
+    /// The same parameters with another hash seed (see
+    /// [`BloomParams::with_seed`]).
+    pub fn with_hash_seed(mut self, seed: u64) -> Self {
+        self.bloom = self.bloom.with_seed(seed);
+        self
+    }
+
+    /// The number of cells m.
+    pub fn cells(&self) -> u64 {
+        self.bloom.m()
+    }
+
+    /// The number of hash functions K.
+    pub fn hashes(&self) -> u32 {
+        self.bloom.k()
+    }
+
+    /// The number of random decrements per item P.
+    pub fn decrements(&self) -> u32 {
+        self.decrements
+    }
+
+    /// The maximum cell value M.
+    pub fn max_value(&self) -> u8 {
+        self.max_value
+    }
+
+    /// The largest importance; importances are `1..=max_importance`.
+    pub fn max_importance(&self) -> u32 {
+        self.max_importance
+    }
+
+    /// The hashing parameters (m, K, seed) shared with [`crate::BloomFilter`].
+    pub fn bloom(&self) -> &BloomParams {
+        &self.bloom
+    }
+}
+
+/// Insert and delete procedures of Table III.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// Plain Bloom filter: sets its K cells to 1 and never decrements (M and
+    /// P are ignored); it fills up on an unbounded stream.
+    Bf,
+    /// Stable Bloom filter: P random decrements, K cells set to M.
+    Sbf,
+    /// IBF-2C: P random decrements, K cells set to M (important items) or
+    /// raised to `ceil(M / 2)` (the others).
+    Ibf2c,
+    /// IBF-MC: P random decrements, K cells raised to `f(imp)` in `1..=M`.
+    IbfMc,
+    /// IBF-H: like IBF-MC but each decrement picks a non-zero cell with
+    /// probability inversely proportional to its value.
+    IbfH,
+}
+
+impl Policy {
+    /// All policies in the order of the paper's Table I.
+    pub const ALL: [Policy; 5] = [Policy::Bf, Policy::Sbf, Policy::Ibf2c, Policy::IbfMc, Policy::IbfH];
+
+    /// The name used in the paper's tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Bf => "BF",
+            Policy::Sbf => "SBF",
+            Policy::Ibf2c => "IBF-2C",
+            Policy::IbfMc => "IBF-MC",
+            Policy::IbfH => "IBF-H",
+        }
+    }
+
+    /// The value this policy raises a cell to for an item of `importance`
+    /// (assumed to be in `1..=params.max_importance()`).
+    pub fn insert_value(self, params: &StableParams, importance: u32) -> u8 {
+        let max = params.max_value;
+        match self {
+            Policy::Bf => 1,
+            Policy::Sbf => max,
+            Policy::Ibf2c => {
+                if u64::from(importance) * 2 > u64::from(params.max_importance) {
+                    max
+                } else {
+                    max.div_ceil(2)
+                }
+            }
+            Policy::IbfMc | Policy::IbfH => {
+                let scaled = u64::from(importance) * u64::from(max);
+                // ceil(imp * M / max_imp): 1 for imp = 1 when max_imp >= M,
+                // M for imp = max_imp; clamped so out-of-range input stays in 1..=M.
+                scaled.div_ceil(u64::from(params.max_importance)).clamp(1, u64::from(max)) as u8
+            }
+        }
+    }
+
+    /// Whether this policy decrements cells at all.
+    pub fn forgets(self) -> bool {
+        self != Policy::Bf
+    }
+}
+
+/// A stable or importance-aware Bloom filter over a stream (see the module
+/// documentation for the algorithm and the paper mapping).
+///
+/// ```
+/// use bloomslice::{Policy, StableBloomFilter, StableParams};
+///
+/// let params = StableParams::paper();
+/// let mut filter = StableBloomFilter::new(params, Policy::IbfMc, 42);
+/// assert!(!filter.observe(b"AAPL", 50)?); // first sighting
+/// assert!(filter.observe(b"AAPL", 50)?); // duplicate
+/// # Ok::<(), bloomslice::StableError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct StableBloomFilter {
+    params: StableParams,
+    policy: Policy,
+    cells: Vec<u8>,
+    rng: WyRand,
+}
+
+impl StableBloomFilter {
+    /// An empty filter (every cell 0) whose random decrements are drawn from
+    /// a generator seeded with `seed`.
+    pub fn new(params: StableParams, policy: Policy, seed: u64) -> Self {
+        StableBloomFilter { params, policy, cells: vec![0; params.cells() as usize], rng: WyRand(seed) }
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &StableParams {
+        &self.params
+    }
+
+    /// The insert/delete policy.
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// The cell values, each in `0..=M` (`0..=1` for [`Policy::Bf`]).
+    pub fn cells(&self) -> &[u8] {
+        &self.cells
+    }
+
+    /// The fraction of cells that are zero (the quantity V0 predicts).
+    pub fn zero_fraction(&self) -> f64 {
+        let zeros = self.cells.iter().filter(|&&c| c == 0).count();
+        zeros as f64 / self.cells.len() as f64
+    }
+
+    /// Sets every cell to zero (the random generator keeps its state).
+    pub fn clear(&mut self) {
+        self.cells.fill(0);
+    }
+
+    /// Checks that every cell is within `0..=M`; tests and fuzzers call this
+    /// after every operation.
+    pub fn validate(&self) -> Result<(), StableError> {
+        let max = if self.policy == Policy::Bf { 1 } else { self.params.max_value };
+        match self.cells.iter().position(|&c| c > max) {
+            Some(index) => Err(StableError::CellOutOfRange { index, value: self.cells[index], max }),
+            None => Ok(()),
+        }
+    }
+
+    /// Processes one stream item: reports whether it is a duplicate (all K
+    /// cells non-zero), then decrements P cells and raises the K cells to the
+    /// policy's insert value, in the paper's order.
+    ///
+    /// Errors (leaving the filter unchanged) when `importance` is outside
+    /// `1..=max_importance`.
+    #[inline]
+    pub fn observe<K: Key + ?Sized>(&mut self, key: &K, importance: u32) -> Result<bool, StableError> {
+        self.observe_hash(self.params.bloom.hash(key), importance)
+    }
+
+    /// [`observe`](Self::observe) for a key hashed with
+    /// [`StableParams::bloom`]'s [`BloomParams::hash`].
+    #[inline]
+    pub fn observe_hash(&mut self, hash: KeyHash, importance: u32) -> Result<bool, StableError> {
+        let value = self.checked_insert_value(importance)?;
+        let mut positions = [0u32; MAX_HASHES as usize];
+        let positions = self.positions(hash, &mut positions);
+        let duplicate = positions.iter().all(|&p| self.cells[p as usize] != 0);
+        self.decrement();
+        self.raise(positions, value);
+        Ok(duplicate)
+    }
+
+    /// Whether `key` would be reported as a duplicate now (all its K cells are
+    /// non-zero). Does not change the filter.
+    #[inline]
+    pub fn contains<K: Key + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash(self.params.bloom.hash(key))
+    }
+
+    /// [`contains`](Self::contains) for a pre-computed hash.
+    #[inline]
+    pub fn contains_hash(&self, hash: KeyHash) -> bool {
+        let mut positions = [0u32; MAX_HASHES as usize];
+        let positions = self.positions(hash, &mut positions);
+        positions.iter().all(|&p| self.cells[p as usize] != 0)
+    }
+
+    /// The update half of [`observe`](Self::observe) without the query: P
+    /// decrements, then the K cells are raised to the insert value.
+    pub fn insert<K: Key + ?Sized>(&mut self, key: &K, importance: u32) -> Result<(), StableError> {
+        let value = self.checked_insert_value(importance)?;
+        let mut positions = [0u32; MAX_HASHES as usize];
+        let positions = self.positions(self.params.bloom.hash(key), &mut positions);
+        self.decrement();
+        self.raise(positions, value);
+        Ok(())
+    }
+
+    fn checked_insert_value(&self, importance: u32) -> Result<u8, StableError> {
+        let max = self.params.max_importance;
+        if importance == 0 || importance > max {
+            return Err(StableError::ImportanceOutOfRange { importance, max });
+        }
+        Ok(self.policy.insert_value(&self.params, importance))
+    }
+
+    #[inline]
+    fn positions<'a>(&self, hash: KeyHash, buffer: &'a mut [u32; MAX_HASHES as usize]) -> &'a [u32] {
+        let k = self.params.hashes() as usize;
+        self.params.bloom.positions_into(hash, &mut buffer[..k]);
+        &buffer[..k]
+    }
+
+    #[inline]
+    fn raise(&mut self, positions: &[u32], value: u8) {
+        for &p in positions {
+            let cell = &mut self.cells[p as usize];
+            *cell = (*cell).max(value);
+        }
+    }
+
+    /// Step 2 of the algorithm: P decrements.
+    #[inline]
+    fn decrement(&mut self) {
+        match self.policy {
+            Policy::Bf => {}
+            Policy::Sbf | Policy::Ibf2c | Policy::IbfMc => self.decrement_uniform(),
+            Policy::IbfH => self.decrement_inverse_value(),
+        }
+    }
+
+    /// P cells uniformly at random, two 32-bit draws per 64-bit random word.
+    #[inline]
+    fn decrement_uniform(&mut self) {
+        let m = self.cells.len() as u64;
+        let cells = &mut self.cells[..];
+        let decrements = self.params.decrements;
+        // A local copy of the generator stays in registers; through `self`
+        // its state would be reloaded after every (possibly aliasing) store
+        // to a cell, putting a store-forwarding round trip on the chain.
+        let mut rng = self.rng.clone();
+        for _ in 0..decrements / 2 {
+            let r = rng.next_u64();
+            let first = fastrange32(r as u32, m);
+            cells[first] = cells[first].saturating_sub(1);
+            let second = fastrange32((r >> 32) as u32, m);
+            cells[second] = cells[second].saturating_sub(1);
+        }
+        if decrements % 2 == 1 {
+            let last = fastrange32(rng.next_u64() as u32, m);
+            cells[last] = cells[last].saturating_sub(1);
+        }
+        self.rng = rng;
+    }
+
+    /// IBF-H's probabilistic delete: each of the P decrements accepts a
+    /// uniformly random non-zero cell of value v with probability 1/v.
+    fn decrement_inverse_value(&mut self) {
+        let m = self.cells.len() as u64;
+        let cells = &mut self.cells[..];
+        let mut rng = self.rng.clone(); // kept in registers, as above
+        for _ in 0..self.params.decrements {
+            // Candidates are drawn in batches of IBF_H_BATCH and the first
+            // accepted one is taken: the same distribution as one-at-a-time
+            // rejection (the unused draws of a batch are simply discarded),
+            // but without a hard-to-predict branch per candidate.
+            'decrement: for _ in 0..IBF_H_MAX_ATTEMPTS / IBF_H_BATCH {
+                let mut index = [0usize; IBF_H_BATCH as usize];
+                let mut accepted = 0u32;
+                for (slot, index) in index.iter_mut().enumerate() {
+                    let r = rng.next_u64();
+                    *index = fastrange32(r as u32, m);
+                    let value = u64::from(cells[*index]);
+                    // Accept with probability 1/value: the high 32 bits are a
+                    // uniform draw in [0, value) that must come out 0.
+                    let accept = (value != 0) & ((((r >> 32) * value) >> 32) == 0);
+                    accepted |= u32::from(accept) << slot;
+                }
+                if accepted != 0 {
+                    let chosen = index[accepted.trailing_zeros() as usize];
+                    cells[chosen] -= 1;
+                    break 'decrement;
+                }
+            }
+        }
+        self.rng = rng;
+    }
+}
+
+/// The wyrand generator (Wang Yi): one 64-bit word of state, one 128-bit
+/// multiply per output, passes BigCrush and PractRand. Its output is fully
+/// determined by the seed on every platform and independent of the `rand`
+/// version, which is what reproducible runs need.
+#[derive(Clone, Debug)]
+struct WyRand(u64);
+
+impl WyRand {
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0xa076_1d64_78bd_642f);
+        let t = u128::from(self.0) * u128::from(self.0 ^ 0xe703_7ed1_a0b4_28db);
+        (t >> 64) as u64 ^ t as u64
+    }
+}
+
+/// Maps a uniform 32-bit `r` to `[0, n)` for `n <= 2^32`.
+#[inline]
+fn fastrange32(r: u32, n: u64) -> usize {
+    ((u64::from(r) * n) >> 32) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_values_follow_the_policies() {
+        let params = StableParams::paper();
+        assert_eq!(Policy::Sbf.insert_value(&params, 1), 7);
+        assert_eq!(Policy::Bf.insert_value(&params, 50), 1);
+        assert_eq!(Policy::Ibf2c.insert_value(&params, 25), 4);
+        assert_eq!(Policy::Ibf2c.insert_value(&params, 26), 7);
+        assert_eq!(Policy::IbfMc.insert_value(&params, 1), 1);
+        assert_eq!(Policy::IbfMc.insert_value(&params, 50), 7);
+        for imp in 1..=50 {
+            let v = Policy::IbfMc.insert_value(&params, imp);
+            assert!((1..=7).contains(&v));
+            assert!(v >= Policy::IbfMc.insert_value(&params, imp.saturating_sub(1).max(1)));
+        }
+    }
+
+    #[test]
+    fn fastrange32_stays_in_range() {
+        assert_eq!(fastrange32(u32::MAX, 7), 6);
+        assert_eq!(fastrange32(0, 7), 0);
+        assert_eq!(fastrange32(u32::MAX, 1), 0);
+    }
+
+    #[test]
+    fn decrements_hit_roughly_uniformly() {
+        let params = StableParams::new(64, 1, 64, 255).unwrap();
+        let mut filter = StableBloomFilter::new(params, Policy::Sbf, 7);
+        filter.cells.fill(255);
+        filter.decrement_uniform();
+        filter.decrement_uniform();
+        let total: u32 = filter.cells.iter().map(|&c| u32::from(255 - c)).sum();
+        assert_eq!(total, 128);
+    }
+}

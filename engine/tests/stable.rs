@@ -1,0 +1,357 @@
+//! Stable and importance-aware Bloom filters: typed errors, laws that hold
+//! on every operation sequence (checked with proptest against an exact
+//! model), the Section III theory against measurement, and a small version
+//! of the Section IV-D experiment. The `#[ignore]`d tests print the full-size
+//! Table I-style grid and the stream throughput:
+//! `cargo test --release -p bloomslice --test stable -- --ignored --nocapture`.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use bloomslice::stable::experiment::{self, Distribution, StreamConfig};
+use bloomslice::stable::theory;
+use bloomslice::{BloomFilter, BloomParams, Error, Policy, StableBloomFilter, StableError, StableParams};
+use proptest::prelude::*;
+
+const STABLE_POLICIES: [Policy; 4] = [Policy::Sbf, Policy::Ibf2c, Policy::IbfMc, Policy::IbfH];
+
+fn small_params(cells: u64, hashes: u32, decrements: u32, max: u32) -> StableParams {
+    StableParams::new(cells, hashes, decrements, max).unwrap().with_max_importance(50).unwrap()
+}
+
+#[test]
+fn bad_parameters_are_typed_errors() {
+    assert_eq!(StableParams::new(100, 3, 1, 0), Err(StableError::ZeroMax));
+    assert_eq!(StableParams::new(100, 3, 1, 256), Err(StableError::MaxTooLarge { max: 256 }));
+    assert_eq!(StableParams::new(100, 0, 1, 7), Err(StableError::ZeroHashes));
+    assert_eq!(
+        StableParams::new(100, 3, 101, 7),
+        Err(StableError::DecrementsExceedCells { decrements: 101, cells: 100 })
+    );
+    assert_eq!(StableParams::new(0, 3, 0, 7), Err(StableError::Bloom(Error::ZeroBits)));
+    assert!(matches!(StableParams::new(100, 65, 1, 7), Err(StableError::Bloom(Error::TooManyHashes { .. }))));
+    assert_eq!(StableParams::new(100, 3, 1, 7).unwrap().with_max_importance(0), Err(StableError::ZeroMaxImportance));
+    // P = m and P = 0 are allowed.
+    assert!(StableParams::new(100, 3, 100, 255).is_ok());
+    assert!(StableParams::new(100, 3, 0, 1).is_ok());
+}
+
+#[test]
+fn importance_out_of_range_is_refused_without_change() {
+    let mut filter = StableBloomFilter::new(StableParams::paper(), Policy::IbfMc, 1);
+    filter.observe(b"a", 10).unwrap();
+    let before = filter.cells().to_vec();
+    assert_eq!(filter.observe(b"b", 0), Err(StableError::ImportanceOutOfRange { importance: 0, max: 50 }));
+    assert_eq!(filter.observe(b"b", 51), Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 }));
+    assert_eq!(filter.insert(b"b", 51), Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 }));
+    assert_eq!(filter.cells(), &before[..]);
+}
+
+#[test]
+fn bad_stream_configs_are_typed_errors() {
+    let config = StreamConfig {
+        distinct: 100,
+        repeat_fraction: 0.3,
+        distribution: Distribution::Uniform,
+        max_importance: 50,
+        seed: 1,
+    };
+    for bad in [-0.1, 1.0, f64::NAN, f64::INFINITY] {
+        let c = StreamConfig { repeat_fraction: bad, ..config };
+        assert!(matches!(experiment::synthetic_stream(&c), Err(StableError::InvalidProbability { .. })));
+    }
+    assert_eq!(experiment::synthetic_stream(&StreamConfig { distinct: 0, ..config }), Err(StableError::EmptyStream));
+    assert_eq!(
+        experiment::synthetic_stream(&StreamConfig { max_importance: 0, ..config }),
+        Err(StableError::ZeroMaxImportance)
+    );
+    let narrow = StableParams::new(1000, 3, 2, 7).unwrap().with_max_importance(10).unwrap();
+    assert!(matches!(experiment::run(&narrow, &config, 1), Err(StableError::ImportanceOutOfRange { .. })));
+}
+
+#[test]
+fn synthetic_streams_have_the_requested_shape() {
+    for distribution in Distribution::ALL {
+        let config = StreamConfig { distinct: 4000, repeat_fraction: 0.5, distribution, max_importance: 50, seed: 9 };
+        let stream = experiment::synthetic_stream(&config).unwrap();
+        assert_eq!(stream.len(), 8000);
+        let elements: HashSet<u32> = stream.iter().map(|s| s.element).collect();
+        assert_eq!(elements.len(), 4000);
+        assert!(stream.iter().all(|s| (1..=50).contains(&s.importance)));
+        // Mean importance of the repeats follows the distribution.
+        let mut first = HashSet::new();
+        let repeats: Vec<f64> =
+            stream.iter().filter(|s| !first.insert(s.element)).map(|s| f64::from(s.importance)).collect();
+        let mean = repeats.iter().sum::<f64>() / repeats.len() as f64;
+        match distribution {
+            Distribution::Uniform => assert!((mean - 25.5).abs() < 2.0, "{mean}"),
+            Distribution::Proportional => assert!(mean > 30.0, "{mean}"),
+            Distribution::Inverse => assert!(mean < 18.0, "{mean}"),
+        }
+        assert_eq!(experiment::synthetic_stream(&config).unwrap(), stream);
+    }
+}
+
+#[test]
+fn theory_matches_measured_zero_fraction() {
+    // m = 2048, K = 3, P = 6, M = 7: stable after a few thousand items.
+    let params = small_params(2048, 3, 6, 7);
+    for policy in STABLE_POLICIES {
+        let predicted = theory::stable_zero_fraction(&params, policy);
+        let mut filter = StableBloomFilter::new(params, policy, 3);
+        let mut sum = 0.0;
+        let mut samples = 0;
+        let mut false_positives = 0u32;
+        for i in 0..60_000u64 {
+            let reported = filter.observe(&i.to_le_bytes(), (i % 50) as u32 + 1).unwrap();
+            if i >= 20_000 {
+                false_positives += u32::from(reported);
+                if i % 200 == 0 {
+                    sum += filter.zero_fraction();
+                    samples += 1;
+                }
+            }
+        }
+        let measured = sum / f64::from(samples);
+        assert!((measured - predicted).abs() < 0.02, "{policy:?}: measured {measured}, predicted {predicted}");
+        // Every key is new, so every positive is a false positive; the
+        // measured rate stays under the stable bound (plus sampling noise).
+        let fp = f64::from(false_positives) / 40_000.0;
+        let bound = theory::false_positive_bound(&params, policy);
+        assert!(fp < bound + 0.02, "{policy:?}: FP {fp} above bound {bound}");
+    }
+}
+
+#[test]
+fn paper_parameters_theory() {
+    let params = StableParams::paper();
+    let sbf = theory::stable_zero_fraction(&params, Policy::Sbf);
+    assert!((sbf - theory::sbf_zero_fraction_closed_form(&params)).abs() < 1e-12);
+    let mc = theory::stable_zero_fraction(&params, Policy::IbfMc);
+    assert!(mc > sbf);
+    assert!(theory::false_positive_bound(&params, Policy::IbfMc) < theory::false_positive_bound(&params, Policy::Sbf));
+}
+
+#[test]
+fn small_experiment_orders_the_filters() {
+    let params = StableParams::paper();
+    let config = StreamConfig {
+        distinct: 6000,
+        repeat_fraction: 0.3,
+        distribution: Distribution::Inverse,
+        max_importance: 50,
+        seed: 11,
+    };
+    let result = experiment::run(&params, &config, 5).unwrap();
+    let by = |p: Policy| result.metrics.iter().find(|m| m.policy == p).unwrap();
+    for m in &result.metrics {
+        assert_eq!(m.distinct, 6000);
+        assert_eq!(m.distinct + m.repeats, 6000 + 2571);
+        assert_eq!(m.distinct_by_importance.iter().sum::<u64>(), m.distinct);
+        assert_eq!(m.false_negatives_by_importance.iter().sum::<u64>(), m.false_negatives);
+        assert_eq!(m.fp_by_importance().len(), 50);
+        assert!(m.weighted_fp() <= 1.0 && m.weighted_fn() <= 1.0);
+    }
+    // The plain BF never forgets; the filters are nested pathwise (same
+    // stream, same decrement draws): BF >= SBF >= IBF-MC and SBF >= IBF-2C.
+    assert_eq!(by(Policy::Bf).false_negatives, 0);
+    assert!(by(Policy::Bf).false_positives >= by(Policy::Sbf).false_positives);
+    assert!(by(Policy::Sbf).false_positives >= by(Policy::IbfMc).false_positives);
+    assert!(by(Policy::Sbf).false_positives >= by(Policy::Ibf2c).false_positives);
+    assert!(by(Policy::Sbf).false_negatives <= by(Policy::IbfMc).false_negatives);
+    let table = experiment::format_table(std::slice::from_ref(&result));
+    assert!(table.contains("IBF-MC"));
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Observe(u16, u32),
+    Insert(u16, u32),
+    Query(u16),
+}
+
+fn op(max_importance: u32) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0u16..200, 1..=max_importance).prop_map(|(k, i)| Op::Observe(k, i)),
+        (0u16..200, 1..=max_importance).prop_map(|(k, i)| Op::Insert(k, i)),
+        (0u16..200).prop_map(Op::Query),
+    ]
+}
+
+fn policy() -> impl Strategy<Value = Policy> {
+    prop::sample::select(Policy::ALL.to_vec())
+}
+
+fn params() -> impl Strategy<Value = StableParams> {
+    (1u64..400, 1u32..8, 1u32..=255, 1u32..30).prop_flat_map(|(m, k, max, imp)| {
+        (0u32..=(m.min(20) as u32))
+            .prop_map(move |p| StableParams::new(m, k, p, max).unwrap().with_max_importance(imp).unwrap())
+    })
+}
+
+fn apply(filter: &mut StableBloomFilter, op: &Op) -> Option<bool> {
+    match *op {
+        Op::Observe(key, imp) => Some(filter.observe(&key.to_le_bytes(), imp).unwrap()),
+        Op::Insert(key, imp) => {
+            filter.insert(&key.to_le_bytes(), imp).unwrap();
+            None
+        }
+        Op::Query(key) => Some(filter.contains(&key.to_le_bytes())),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Cells stay in 0..=M, and a key is always present right after it was
+    /// inserted (decrements come before the set).
+    #[test]
+    fn cells_in_range_and_fresh_key_present(
+        (params, ops) in params().prop_flat_map(|p| (Just(p), prop::collection::vec(op(p.max_importance()), 0..300))),
+        policy in policy(),
+        seed in any::<u64>(),
+    ) {
+        let mut filter = StableBloomFilter::new(params, policy, seed);
+        for op in &ops {
+            apply(&mut filter, op);
+            prop_assert!(filter.validate().is_ok());
+            if let Op::Observe(key, _) | Op::Insert(key, _) = *op {
+                prop_assert!(filter.contains(&key.to_le_bytes()));
+            }
+        }
+    }
+
+    /// With P = 0 nothing is forgotten: against an exact set, there is never a
+    /// false negative (every policy; BF never decrements anyway).
+    #[test]
+    fn no_false_negatives_without_decrements(
+        (m, k, max) in (1u64..400, 1u32..8, 1u32..=255),
+        ops in prop::collection::vec(op(50), 0..300),
+        policy in policy(),
+        seed in any::<u64>(),
+    ) {
+        let params = StableParams::new(m, k, 0, max).unwrap().with_max_importance(50).unwrap();
+        let mut filter = StableBloomFilter::new(params, policy, seed);
+        let mut model = HashSet::new();
+        for op in &ops {
+            let answer = apply(&mut filter, op);
+            match *op {
+                Op::Observe(key, _) => {
+                    if !model.insert(key) { prop_assert_eq!(answer, Some(true)); }
+                }
+                Op::Insert(key, _) => { model.insert(key); }
+                Op::Query(key) => if model.contains(&key) { prop_assert_eq!(answer, Some(true)); },
+            }
+        }
+    }
+
+    /// A run is reproducible given the seed.
+    #[test]
+    fn reproducible_given_the_seed(
+        (params, ops) in params().prop_flat_map(|p| (Just(p), prop::collection::vec(op(p.max_importance()), 0..200))),
+        policy in policy(),
+        seed in any::<u64>(),
+    ) {
+        let mut a = StableBloomFilter::new(params, policy, seed);
+        let mut b = StableBloomFilter::new(params, policy, seed);
+        for op in &ops {
+            prop_assert_eq!(apply(&mut a, op), apply(&mut b, op));
+        }
+        prop_assert_eq!(a.cells(), b.cells());
+    }
+
+    /// Pathwise nesting on the same stream and seed: SBF cells dominate
+    /// IBF-2C's and IBF-MC's (they draw the same decrements and set lower or
+    /// equal values), and a BF cell is set wherever an SBF cell is.
+    #[test]
+    fn sbf_dominates_importance_aware_filters(
+        (params, ops) in params().prop_flat_map(|p| (Just(p), prop::collection::vec(op(p.max_importance()), 0..300))),
+        seed in any::<u64>(),
+    ) {
+        let mut bf = StableBloomFilter::new(params, Policy::Bf, seed);
+        let mut sbf = StableBloomFilter::new(params, Policy::Sbf, seed);
+        let mut two = StableBloomFilter::new(params, Policy::Ibf2c, seed);
+        let mut mc = StableBloomFilter::new(params, Policy::IbfMc, seed);
+        for op in &ops {
+            let answers = [apply(&mut bf, op), apply(&mut sbf, op), apply(&mut two, op), apply(&mut mc, op)];
+            if answers[1] == Some(true) { prop_assert_eq!(answers[0], Some(true)); }
+            if answers[2] == Some(true) || answers[3] == Some(true) { prop_assert_eq!(answers[1], Some(true)); }
+            for i in 0..sbf.cells().len() {
+                prop_assert!(sbf.cells()[i] >= two.cells()[i] && sbf.cells()[i] >= mc.cells()[i]);
+                prop_assert!(sbf.cells()[i] == 0 || bf.cells()[i] == 1);
+            }
+        }
+    }
+}
+
+/// Full-size Section IV-D grid (Table I-style). Run in release mode.
+#[test]
+#[ignore = "full-size experiment; run with --release -- --ignored --nocapture"]
+fn paper_grid_full_size() {
+    for distinct in [20_000, 100_000] {
+        let results = experiment::paper_grid(distinct, 2026).unwrap();
+        println!("{}", experiment::format_table(&results));
+        for r in &results {
+            let mc = &r.metrics[3];
+            println!(
+                "{} {:.0}%: IBF-MC I_fp[41..50] {:?}",
+                r.config.distribution.name(),
+                r.config.repeat_fraction * 100.0,
+                mc.fp_by_importance()[40..].iter().map(|x| (x * 1000.0).round() / 10.0).collect::<Vec<_>>()
+            );
+        }
+    }
+    let params = StableParams::paper();
+    for policy in Policy::ALL {
+        println!(
+            "{:<7} V0 = {:.4}  FPS = (1 - V0)^K = {:.4}",
+            policy.name(),
+            theory::stable_zero_fraction(&params, policy),
+            theory::false_positive_bound(&params, policy)
+        );
+    }
+}
+
+/// Stream items per second at the paper's parameters, beside the plain BF.
+#[test]
+#[ignore = "timing; run with --release -- --ignored --nocapture"]
+fn stream_throughput() {
+    const ITEMS: u64 = 20_000_000;
+    // Keys cycle through 2^20 ids and importances through a table, so the
+    // loop itself costs no divisions.
+    let importance: Vec<u32> = (0..64).map(|i| i % 50 + 1).collect();
+    let params = StableParams::paper();
+    for policy in Policy::ALL {
+        let mut filter = StableBloomFilter::new(params, policy, 1);
+        let start = Instant::now();
+        let mut duplicates = 0u64;
+        for i in 0..ITEMS {
+            let key = (i & 0xf_ffff).to_le_bytes();
+            duplicates += u64::from(filter.observe(&key, importance[(i & 63) as usize]).unwrap());
+        }
+        let rate = ITEMS as f64 / start.elapsed().as_secs_f64() / 1e6;
+        println!("{:<7} {rate:6.1} M items/s (duplicates {duplicates})", policy.name());
+    }
+    // Attribution: the SBF without its P decrements (hash, query, set only).
+    let no_decrements = StableParams::new(16 * 1024, 5, 0, 7).unwrap().with_max_importance(50).unwrap();
+    let mut filter = StableBloomFilter::new(no_decrements, Policy::Sbf, 1);
+    let start = Instant::now();
+    let mut duplicates = 0u64;
+    for i in 0..ITEMS {
+        let key = (i & 0xf_ffff).to_le_bytes();
+        duplicates += u64::from(filter.observe(&key, importance[(i & 63) as usize]).unwrap());
+    }
+    let rate = ITEMS as f64 / start.elapsed().as_secs_f64() / 1e6;
+    println!("SBF P=0 {rate:6.1} M items/s (duplicates {duplicates})");
+    // Baseline: the engine's bit-vector BloomFilter of the same 16 KB.
+    let mut bloom = BloomFilter::new(BloomParams::new(16 * 1024 * 8, 5).unwrap()).unwrap();
+    let start = Instant::now();
+    let mut duplicates = 0u64;
+    for i in 0..ITEMS {
+        let key = (i & 0xf_ffff).to_le_bytes();
+        duplicates += u64::from(bloom.contains(&key));
+        bloom.insert(&key);
+    }
+    let rate = ITEMS as f64 / start.elapsed().as_secs_f64() / 1e6;
+    println!("BloomFilter (bits) {rate:6.1} M items/s (duplicates {duplicates})");
+}

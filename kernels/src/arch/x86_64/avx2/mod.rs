@@ -59,150 +59,14 @@ impl Avx2 {
     pub unsafe fn new_unchecked() -> Avx2 {
         Avx2 { _private: () }
     }
-
-    /// See [`crate::arch::all::and_rows`].
-    #[inline]
-    pub fn and_rows(self, rows: &[&[u64]], out: &mut [u64]) -> bool {
-        // SAFETY: the token proves the CPU has the features of `and_rows_avx2`.
-        unsafe { and_rows_avx2(rows, out) }
-    }
-
-    /// See [`crate::arch::all::and_runs`].
-    #[inline]
-    pub fn and_runs(self, rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { and_runs_avx2(rows, stride, positions, out) }
-    }
-
-    /// See [`crate::arch::all::append_set_bits`].
-    #[inline]
-    pub fn append_set_bits(self, words: &[u64], offset: u32, out: &mut Vec<u32>) {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { append_set_bits_avx2(words, offset, out) }
-    }
-
-    /// See [`crate::arch::all::or_into`].
-    #[inline]
-    pub fn or_into(self, dst: &mut [u64], src: &[u64]) -> u64 {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { or_into_avx2(dst, src) }
-    }
-
-    /// See [`crate::arch::all::popcount`].
-    #[inline]
-    pub fn popcount(self, words: &[u64]) -> u64 {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { popcount_avx2(words) }
-    }
-
-    /// See [`crate::arch::all::and_popcount`].
-    #[inline]
-    pub fn and_popcount(self, a: &[u64], b: &[u64]) -> u64 {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { and_popcount_avx2(a, b) }
-    }
-
-    /// See [`crate::arch::all::or_popcount`].
-    #[inline]
-    pub fn or_popcount(self, a: &[u64], b: &[u64]) -> u64 {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { or_popcount_avx2(a, b) }
-    }
-
-    /// See [`crate::arch::all::xor_popcount`].
-    #[inline]
-    pub fn xor_popcount(self, a: &[u64], b: &[u64]) -> u64 {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { xor_popcount_avx2(a, b) }
-    }
-
-    /// See [`crate::arch::all::accumulate_bits`].
-    #[inline]
-    pub fn accumulate_bits(self, words: &[u64], counters: &mut [u16]) {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { accumulate_bits_avx2(words, counters) }
-    }
 }
 
-/// The AVX2 table, when the CPU has AVX2 (see [`Avx2::new`]).
-pub fn kernels() -> Option<&'static Kernels> {
-    Avx2::new().map(|_| &AVX2_TABLE)
-}
-
-/// Every entry re-enters through a token. The table is only handed out by
-/// [`kernels`] after [`Avx2::new`] succeeded, which is what makes these
-/// plain, safe `fn` pointers sound.
-static AVX2_TABLE: Kernels = Kernels {
+x86_backend! {
+    token: Avx2,
+    line: Line256x2,
+    features: "avx2,popcnt,bmi1",
     backend: Backend::Avx2,
-    and_rows: |rows, out| detected().and_rows(rows, out),
-    and_runs: |rows, stride, positions, out| detected().and_runs(rows, stride, positions, out),
-    append_set_bits: |words, offset, out| detected().append_set_bits(words, offset, out),
-    or_into: |dst, src| detected().or_into(dst, src),
-    popcount: |words| detected().popcount(words),
-    and_popcount: |a, b| detected().and_popcount(a, b),
-    or_popcount: |a, b| detected().or_popcount(a, b),
-    xor_popcount: |a, b| detected().xor_popcount(a, b),
-    accumulate_bits: |words, counters| detected().accumulate_bits(words, counters),
-};
-
-/// The token for the table entries above.
-#[inline(always)]
-fn detected() -> Avx2 {
-    // SAFETY: only called from `AVX2_TABLE`, which is reachable only through
-    // `kernels()`, which returns it only when `Avx2::new()` is `Some`.
-    unsafe { Avx2::new_unchecked() }
-}
-
-// The entry points. They are safe `#[target_feature]` functions (Rust 1.86):
-// calling one from code not compiled with the same features is `unsafe`,
-// which the token methods above discharge.
-
-#[target_feature(enable = "avx2,popcnt,bmi1")]
-fn and_rows_avx2(rows: &[&[u64]], out: &mut [u64]) -> bool {
-    // SAFETY: this function is compiled with, and only runs with, AVX2.
-    unsafe { generic::and_rows::<Line256x2>(rows, out) }
-}
-
-#[target_feature(enable = "avx2,popcnt,bmi1")]
-fn and_runs_avx2(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
-    // SAFETY: this function is compiled with, and only runs with, the features.
-    unsafe { generic::and_runs::<Line256x2>(rows, stride, positions, out) }
-}
-
-#[target_feature(enable = "avx2,popcnt,bmi1")]
-fn append_set_bits_avx2(words: &[u64], offset: u32, out: &mut Vec<u32>) {
-    // SAFETY: this function is compiled with, and only runs with, AVX2.
-    unsafe { generic::append_set_bits::<Line256x2>(words, offset, out) }
-}
-
-#[target_feature(enable = "avx2,popcnt,bmi1")]
-fn or_into_avx2(dst: &mut [u64], src: &[u64]) -> u64 {
-    // SAFETY: this function is compiled with, and only runs with, AVX2.
-    unsafe { generic::or_into::<Line256x2>(dst, src) }
-}
-
-#[target_feature(enable = "avx2,popcnt,bmi1")]
-fn popcount_avx2(words: &[u64]) -> u64 {
-    // SAFETY: this function is compiled with, and only runs with, AVX2.
-    unsafe { generic::popcount::<Line256x2>(words) }
-}
-
-#[target_feature(enable = "avx2,popcnt,bmi1")]
-fn and_popcount_avx2(a: &[u64], b: &[u64]) -> u64 {
-    // SAFETY: this function is compiled with, and only runs with, AVX2.
-    unsafe { generic::and_popcount::<Line256x2>(a, b) }
-}
-
-#[target_feature(enable = "avx2,popcnt,bmi1")]
-fn or_popcount_avx2(a: &[u64], b: &[u64]) -> u64 {
-    // SAFETY: this function is compiled with, and only runs with, AVX2.
-    unsafe { generic::or_popcount::<Line256x2>(a, b) }
-}
-
-#[target_feature(enable = "avx2,popcnt,bmi1")]
-fn xor_popcount_avx2(a: &[u64], b: &[u64]) -> u64 {
-    // SAFETY: this function is compiled with, and only runs with, AVX2.
-    unsafe { generic::xor_popcount::<Line256x2>(a, b) }
+    table: AVX2_TABLE,
 }
 
 /// Sixteen counters per step: bit `j` of a 16-bit slice of the word is
@@ -210,7 +74,7 @@ fn xor_popcount_avx2(a: &[u64], b: &[u64]) -> u64 {
 /// by a compare, then added with unsigned saturation. Slices with no set bit
 /// (most of them, for sparse queries) are skipped.
 #[target_feature(enable = "avx2,popcnt,bmi1")]
-fn accumulate_bits_avx2(words: &[u64], counters: &mut [u16]) {
+fn accumulate_bits_entry(words: &[u64], counters: &mut [u16]) {
     assert!(words.len() * 64 >= counters.len(), "accumulate_bits: too few words");
     let lane_bit = _mm256_setr_epi16(
         1 << 0,

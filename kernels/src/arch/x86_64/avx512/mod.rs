@@ -61,151 +61,14 @@ impl Avx512 {
     pub unsafe fn new_unchecked() -> Avx512 {
         Avx512 { _private: () }
     }
-
-    /// See [`crate::arch::all::and_rows`].
-    #[inline]
-    pub fn and_rows(self, rows: &[&[u64]], out: &mut [u64]) -> bool {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { and_rows_avx512(rows, out) }
-    }
-
-    /// See [`crate::arch::all::and_runs`].
-    #[inline]
-    pub fn and_runs(self, rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { and_runs_avx512(rows, stride, positions, out) }
-    }
-
-    /// See [`crate::arch::all::append_set_bits`].
-    #[inline]
-    pub fn append_set_bits(self, words: &[u64], offset: u32, out: &mut Vec<u32>) {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { append_set_bits_avx512(words, offset, out) }
-    }
-
-    /// See [`crate::arch::all::or_into`].
-    #[inline]
-    pub fn or_into(self, dst: &mut [u64], src: &[u64]) -> u64 {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { or_into_avx512(dst, src) }
-    }
-
-    /// See [`crate::arch::all::popcount`].
-    #[inline]
-    pub fn popcount(self, words: &[u64]) -> u64 {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { popcount_avx512(words) }
-    }
-
-    /// See [`crate::arch::all::and_popcount`].
-    #[inline]
-    pub fn and_popcount(self, a: &[u64], b: &[u64]) -> u64 {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { and_popcount_avx512(a, b) }
-    }
-
-    /// See [`crate::arch::all::or_popcount`].
-    #[inline]
-    pub fn or_popcount(self, a: &[u64], b: &[u64]) -> u64 {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { or_popcount_avx512(a, b) }
-    }
-
-    /// See [`crate::arch::all::xor_popcount`].
-    #[inline]
-    pub fn xor_popcount(self, a: &[u64], b: &[u64]) -> u64 {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { xor_popcount_avx512(a, b) }
-    }
-
-    /// See [`crate::arch::all::accumulate_bits`].
-    #[inline]
-    pub fn accumulate_bits(self, words: &[u64], counters: &mut [u16]) {
-        // SAFETY: the token proves the CPU has the features of the callee.
-        unsafe { accumulate_bits_avx512(words, counters) }
-    }
 }
 
-/// The AVX-512 table, when the CPU has AVX-512 F, BW and VPOPCNTDQ (see
-/// [`Avx512::new`]). Unverified on hardware.
-pub fn kernels() -> Option<&'static Kernels> {
-    Avx512::new().map(|_| &AVX512_TABLE)
-}
-
-/// Every entry re-enters through a token. The table is only handed out by
-/// [`kernels`] after [`Avx512::new`] succeeded, which is what makes these
-/// plain, safe `fn` pointers sound.
-static AVX512_TABLE: Kernels = Kernels {
+x86_backend! {
+    token: Avx512,
+    line: Line512,
+    features: "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1",
     backend: Backend::Avx512,
-    and_rows: |rows, out| detected().and_rows(rows, out),
-    and_runs: |rows, stride, positions, out| detected().and_runs(rows, stride, positions, out),
-    append_set_bits: |words, offset, out| detected().append_set_bits(words, offset, out),
-    or_into: |dst, src| detected().or_into(dst, src),
-    popcount: |words| detected().popcount(words),
-    and_popcount: |a, b| detected().and_popcount(a, b),
-    or_popcount: |a, b| detected().or_popcount(a, b),
-    xor_popcount: |a, b| detected().xor_popcount(a, b),
-    accumulate_bits: |words, counters| detected().accumulate_bits(words, counters),
-};
-
-/// The token for the table entries above.
-#[inline(always)]
-fn detected() -> Avx512 {
-    // SAFETY: only called from `AVX512_TABLE`, which is reachable only
-    // through `kernels()`, which returns it only when `Avx512::new()` is
-    // `Some`.
-    unsafe { Avx512::new_unchecked() }
-}
-
-// The entry points: safe `#[target_feature]` functions whose callers (the
-// token methods) discharge the feature requirement.
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
-fn and_rows_avx512(rows: &[&[u64]], out: &mut [u64]) -> bool {
-    // SAFETY: this function is compiled with, and only runs with, AVX-512.
-    unsafe { generic::and_rows::<Line512>(rows, out) }
-}
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
-fn and_runs_avx512(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
-    // SAFETY: this function is compiled with, and only runs with, the features.
-    unsafe { generic::and_runs::<Line512>(rows, stride, positions, out) }
-}
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
-fn append_set_bits_avx512(words: &[u64], offset: u32, out: &mut Vec<u32>) {
-    // SAFETY: this function is compiled with, and only runs with, AVX-512.
-    unsafe { generic::append_set_bits::<Line512>(words, offset, out) }
-}
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
-fn or_into_avx512(dst: &mut [u64], src: &[u64]) -> u64 {
-    // SAFETY: this function is compiled with, and only runs with, AVX-512.
-    unsafe { generic::or_into::<Line512>(dst, src) }
-}
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
-fn popcount_avx512(words: &[u64]) -> u64 {
-    // SAFETY: this function is compiled with, and only runs with, AVX-512.
-    unsafe { generic::popcount::<Line512>(words) }
-}
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
-fn and_popcount_avx512(a: &[u64], b: &[u64]) -> u64 {
-    // SAFETY: this function is compiled with, and only runs with, AVX-512.
-    unsafe { generic::and_popcount::<Line512>(a, b) }
-}
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
-fn or_popcount_avx512(a: &[u64], b: &[u64]) -> u64 {
-    // SAFETY: this function is compiled with, and only runs with, AVX-512.
-    unsafe { generic::or_popcount::<Line512>(a, b) }
-}
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
-fn xor_popcount_avx512(a: &[u64], b: &[u64]) -> u64 {
-    // SAFETY: this function is compiled with, and only runs with, AVX-512.
-    unsafe { generic::xor_popcount::<Line512>(a, b) }
+    table: AVX512_TABLE,
 }
 
 /// Thirty-two counters per step: the matching 32 bits of the word are the
@@ -213,7 +76,7 @@ fn xor_popcount_avx512(a: &[u64], b: &[u64]) -> u64 {
 /// mask), so lanes whose bit is clear keep their counter. Half-words with
 /// no set bit are skipped.
 #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
-fn accumulate_bits_avx512(words: &[u64], counters: &mut [u16]) {
+fn accumulate_bits_entry(words: &[u64], counters: &mut [u16]) {
     assert!(words.len() * 64 >= counters.len(), "accumulate_bits: too few words");
     let one = _mm512_set1_epi16(1);
     let groups = counters.len() / 32;

@@ -27,6 +27,22 @@ struct Cli {
 enum Command {
     /// All-membership queries: which of N filters may hold each key?
     Query(QueryArgs),
+    /// Importance-aware and stable Bloom filters (Section IV-D streams:
+    /// three distributions x 10/30/50% repeats, importance 1..=50, 16 KB,
+    /// M = 7, K = 5, P = 10): the Table I-style FP/FN table and the
+    /// stable-state theory.
+    Stable(StableArgs),
+}
+
+/// Arguments of `paper stable`.
+#[derive(clap::Args, Debug)]
+struct StableArgs {
+    /// Distinct elements per stream.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(100..=10_000_000))]
+    distinct: u64,
+    /// Seed of the streams and of the filters' random decrements.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
 }
 
 /// Output formats.
@@ -83,7 +99,10 @@ struct QueryArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let Command::Query(args) = cli.command;
+    let args = match cli.command {
+        Command::Query(args) => args,
+        Command::Stable(args) => return run_stable(&args),
+    };
     let defaults = SlicedConfig::default();
     let mut spec = WorkloadSpec::new(args.workload, args.queries, args.seed);
     if let Some(n) = args.filters {
@@ -130,6 +149,35 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `paper stable`: the stable-state theory per policy, then the measured
+/// Table I-style grid.
+fn run_stable(args: &StableArgs) -> ExitCode {
+    use bloomslice::stable::{experiment, theory};
+    use bloomslice::{Policy, StableParams};
+    let params = StableParams::paper();
+    println!("stable-state theory (m = 16384 cells, M = 7, K = 5, P = 10):");
+    println!("{:<8} {:>10} {:>16}", "policy", "V0", "FP bound");
+    for policy in Policy::ALL {
+        println!(
+            "{:<8} {:>10.4} {:>16.4}",
+            policy.name(),
+            theory::stable_zero_fraction(&params, policy),
+            theory::false_positive_bound(&params, policy)
+        );
+    }
+    println!();
+    match experiment::paper_grid(args.distinct as usize, args.seed) {
+        Ok(results) => {
+            print!("{}", experiment::format_table(&results));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
         }
     }
 }

@@ -29,6 +29,7 @@
 //! exit would skip.
 
 use core::mem::MaybeUninit;
+use std::sync::Arc;
 
 use bloomslice_kernels::{Kernels, WORDS_PER_LINE, arch::all::for_each_set_bit, prefetch_line};
 use hashbrown::HashMap;
@@ -319,7 +320,9 @@ pub struct SlicedIndex {
     params: BloomParams,
     config: SlicedConfig,
     kernels: &'static Kernels,
-    shards: Vec<Shard>,
+    /// Shards behind `Arc`: cloning an index shares them, and a write
+    /// copies only the shard it touches (`Arc::make_mut`).
+    shards: Vec<Arc<Shard>>,
     slots: HashMap<u64, Slot>,
 }
 
@@ -383,7 +386,7 @@ impl SlicedIndex {
 
     /// Columns allocated over all shards (used or free).
     pub fn columns(&self) -> usize {
-        self.shards.iter().map(Shard::columns).sum()
+        self.shards.iter().map(|s| s.columns()).sum()
     }
 
     /// Number of shards.
@@ -397,14 +400,20 @@ impl SlicedIndex {
     }
 
     /// Exact bytes of heap and inline memory this index holds: row storage,
-    /// column maps, the shard list and the id map.
+    /// column maps, the shard list and the id map. Shards shared with a
+    /// clone of this index are counted in full by each.
     pub fn memory_bytes(&self) -> usize {
         core::mem::size_of::<Self>()
-            + self.shards.capacity() * core::mem::size_of::<Shard>()
+            + self.shards.capacity() * core::mem::size_of::<Arc<Shard>>()
             + self
                 .shards
                 .iter()
-                .map(|s| s.rows.allocated_bytes() + s.owners.capacity() * 8 + s.used.capacity() * 8)
+                .map(|s| {
+                    core::mem::size_of::<Shard>()
+                        + s.rows.allocated_bytes()
+                        + s.owners.capacity() * 8
+                        + s.used.capacity() * 8
+                })
                 .sum::<usize>()
             + self.slots.allocation_size()
     }
@@ -456,9 +465,9 @@ impl SlicedIndex {
         }
         self.shards.try_reserve(fresh.len()).map_err(|_| Error::CapacityOverflow("shard list"))?;
         if let Some((i, s)) = widened {
-            self.shards[i] = s;
+            self.shards[i] = Arc::new(s);
         }
-        self.shards.extend(fresh);
+        self.shards.extend(fresh.into_iter().map(Arc::new));
         Ok(())
     }
 
@@ -472,7 +481,7 @@ impl SlicedIndex {
             .find(|(_, s)| s.n_used < s.columns())
             .and_then(|(i, s)| Some((i, s.first_free()?)))
             .ok_or(Error::CapacityOverflow("no free column after reserve"))?;
-        let s = &mut self.shards[shard];
+        let s = Arc::make_mut(&mut self.shards[shard]);
         s.used[col / 64] |= 1 << (col % 64);
         s.owners[col] = id;
         s.n_used += 1;
@@ -493,7 +502,7 @@ impl SlicedIndex {
             return Err(Error::DuplicateId(id));
         }
         let slot = self.take_column(id)?;
-        self.shards[slot.shard as usize].or_column(slot.col as usize, filter);
+        Arc::make_mut(&mut self.shards[slot.shard as usize]).or_column(slot.col as usize, filter);
         Ok(())
     }
 
@@ -534,7 +543,7 @@ impl SlicedIndex {
         let mut group: [Option<&BloomFilter>; 64] = [None; 64];
         for run in placed.chunk_by(|(a, _), (b, _)| a.shard == b.shard && a.col / 64 == b.col / 64) {
             let (first, _) = run[0];
-            let shard = &mut self.shards[first.shard as usize];
+            let shard = Arc::make_mut(&mut self.shards[first.shard as usize]);
             if run.len() < TRANSPOSE_MIN_GROUP {
                 for (slot, f) in run {
                     shard.or_column(slot.col as usize, f);
@@ -560,7 +569,7 @@ impl SlicedIndex {
         let slot = self.slot(id)?;
         let m = self.params.m() as usize;
         let (si, col) = (slot.shard as usize, slot.col as usize);
-        let s = &mut self.shards[si];
+        let s = Arc::make_mut(&mut self.shards[si]);
         s.clear_column(m, col);
         s.used[col / 64] &= !(1 << (col % 64));
         s.n_used -= 1;
@@ -587,7 +596,7 @@ impl SlicedIndex {
     pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
         self.check_params(filter.params())?;
         let slot = self.slot(id)?;
-        self.shards[slot.shard as usize].or_column(slot.col as usize, filter);
+        Arc::make_mut(&mut self.shards[slot.shard as usize]).or_column(slot.col as usize, filter);
         Ok(())
     }
 
@@ -609,7 +618,7 @@ impl SlicedIndex {
         let slot = self.slot(id)?;
         let mut pos = [0u32; MAX_HASHES as usize];
         self.params.positions_into(hash, &mut pos);
-        let s = &mut self.shards[slot.shard as usize];
+        let s = Arc::make_mut(&mut self.shards[slot.shard as usize]);
         let (word, bit) = (slot.col as usize / 64, 1u64 << (slot.col % 64));
         for &p in &pos[..self.params.k() as usize] {
             let w = &mut s.rows[p as usize * s.wpr + word];

@@ -13,6 +13,7 @@
 //! - [`roofline`]: the memory roofline measured in the same run;
 //! - [`experiment`]: the `paper query` experiment itself;
 //! - [`report`]: table and JSON output;
+//! - [`stable_speed`]: stream throughput of the stable and importance-aware filters;
 //! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`.
 //!
 //! Results and the commands that produced them are in `bench/RESULTS.md`.
@@ -22,5 +23,6 @@ pub mod experiment;
 pub mod reference;
 pub mod report;
 pub mod roofline;
+pub mod stable_speed;
 pub mod sysinfo;
 pub mod workload;

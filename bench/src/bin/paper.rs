@@ -43,6 +43,9 @@ struct StableArgs {
     /// Seed of the streams and of the filters' random decrements.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Stream items of the throughput measurement (0 skips it).
+    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
+    speed_items: u64,
 }
 
 /// Output formats.
@@ -171,8 +174,20 @@ fn run_stable(args: &StableArgs) -> ExitCode {
     }
     println!();
     match experiment::paper_grid(args.distinct as usize, args.seed) {
-        Ok(results) => {
-            print!("{}", experiment::format_table(&results));
+        Ok(results) => print!("{}", experiment::format_table(&results)),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    if args.speed_items == 0 {
+        return ExitCode::SUCCESS;
+    }
+    println!();
+    println!("throughput ({} items, uniform, 10% repeats, one thread, best of 3; answers checked):", args.speed_items);
+    match bloomslice_bench::stable_speed::measure(args.speed_items as usize, 3, args.seed) {
+        Ok(rows) => {
+            print!("{}", bloomslice_bench::stable_speed::format_rows(&rows));
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -250,3 +250,28 @@ proptest! {
         }
     }
 }
+
+/// Writes the fuzz target's seed corpus (valid files of several shapes):
+/// `BLOOMSLICE_CORPUS_DIR=fuzz/corpus/load cargo test -p bloomslice --test persist -- --ignored`.
+#[test]
+#[ignore = "writes the fuzz seed corpus when asked"]
+fn write_fuzz_seed_corpus() {
+    let Ok(dir) = std::env::var("BLOOMSLICE_CORPUS_DIR") else { return };
+    std::fs::create_dir_all(&dir).unwrap();
+    let (index, names) = small();
+    let mut seeds = vec![("small", persist::to_bytes(&index, &names).unwrap())];
+    let empty = SlicedIndex::new(BloomParams::new(100, 3).unwrap());
+    seeds.push(("empty", persist::to_bytes(&empty, &SetNames::new()).unwrap()));
+    let sets: Vec<(u64, Vec<u64>)> = (0..600u64).map(|i| (i, vec![i])).collect();
+    let config = SlicedConfig { max_shard_columns: 512, prefetch_distance: 2 };
+    let (two, names) = build(BloomParams::new(16, 1).unwrap(), &sets, config);
+    seeds.push(("two-shards", persist::to_bytes(&two, &names).unwrap()));
+    let (mut holes, names) = build(BloomParams::new(7, 3).unwrap(), &sets[..40], SlicedConfig::default());
+    for id in (0..40).step_by(3) {
+        holes.delete_filter(id).unwrap();
+    }
+    seeds.push(("holes", persist::to_bytes(&holes, &names).unwrap()));
+    for (name, bytes) in seeds {
+        std::fs::write(std::path::Path::new(&dir).join(name), bytes).unwrap();
+    }
+}

@@ -82,7 +82,9 @@ pub enum Error {
     #[error("not a bloomslice index file (wrong magic bytes)")]
     BadMagic,
     /// The file's major format version is not one this build reads.
-    #[error("index file format version {major}.{minor} is not supported (this build reads version {supported}.x); rebuild the index or use a matching bloomslice")]
+    #[error(
+        "index file format version {major}.{minor} is not supported (this build reads version {supported}.x); rebuild the index or use a matching bloomslice"
+    )]
     UnsupportedVersion {
         /// Major version in the file.
         major: u16,

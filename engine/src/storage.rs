@@ -37,7 +37,11 @@ enum Backing {
     /// and the map starts on a page boundary, so the words are 64-byte
     /// aligned. Only built on little-endian targets (the file is
     /// little-endian, and the words are used in place).
-    Mapped { map: Arc<memmap2::Mmap>, offset: usize, len: usize },
+    Mapped {
+        map: Arc<memmap2::Mmap>,
+        offset: usize,
+        len: usize,
+    },
 }
 
 impl Words {

@@ -265,10 +265,8 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
             .collect();
         rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         if o.json {
-            let sets: Vec<_> = rows
-                .iter()
-                .map(|(name, c, f)| serde_json::json!({"set": name, "count": c, "fraction": f}))
-                .collect();
+            let sets: Vec<_> =
+                rows.iter().map(|(name, c, f)| serde_json::json!({"set": name, "count": c, "fraction": f})).collect();
             let doc = serde_json::json!({"keys": keys.len(), "threshold": threshold, "sets": sets});
             write(writeln!(out, "{doc}"))?;
         } else {
@@ -311,8 +309,11 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
                 serde_json::json!({"id": id, "name": name_of(names, id), "ones": ones, "fill": fill, "estimated_fp": fp})
             })
             .collect();
-        let sums: Vec<_> =
-            info.checksums.iter().map(|(s, c)| serde_json::json!({"section": s, "xxh3": format!("{c:016x}")})).collect();
+        let sums: Vec<_> = info
+            .checksums
+            .iter()
+            .map(|(s, c)| serde_json::json!({"section": s, "xxh3": format!("{c:016x}")}))
+            .collect();
         let doc = serde_json::json!({
             "file": path.display().to_string(),
             "format_version": format!("{}.{}", info.version.0, info.version.1),
@@ -380,7 +381,9 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
     }
     let matches = a.total_matches();
     println!("index: {} ({} sets, m = {}, k = {})", path.display(), loaded.index.len(), p.m(), p.k());
-    println!("queries: {queries} (paper workload keys, half in sets 0..N if built by `demo --save`), {matches} matches");
+    println!(
+        "queries: {queries} (paper workload keys, half in sets 0..N if built by `demo --save`), {matches} matches"
+    );
     println!(
         "open: mmap (deferred checks) {:.3} ms, mmap (verified) {:.3} ms, read into memory {:.3} ms",
         t_lazy.as_secs_f64() * 1e3,

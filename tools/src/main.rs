@@ -309,8 +309,14 @@ fn main() -> ExitCode {
                 // One line: clap's first line, which says what is wrong; the
                 // usage and help pointer follow on later lines.
                 let rendered = e.render().to_string();
-                let first = rendered.lines().next().unwrap_or("error: invalid command line");
-                eprintln!("{first} (see `bloomslice --help`)");
+                let what: Vec<&str> = rendered
+                    .lines()
+                    .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+                    .map(str::trim)
+                    .filter(|l| !l.starts_with("tip:"))
+                    .collect();
+                let what = if what.is_empty() { "error: invalid command line".to_owned() } else { what.join(" ") };
+                eprintln!("{what} (see `bloomslice --help`)");
             } else {
                 let _ = e.print();
             }

@@ -255,7 +255,9 @@ pub(crate) fn read_meta(r: &mut impl Read, real_len: u64) -> Result<Meta> {
         }
         let declared = le_u64(e, 16);
         if declared != offset {
-            return corrupt(format!("shard {i}: rows declared at {declared}, expected at {offset} (misaligned section)"));
+            return corrupt(format!(
+                "shard {i}: rows declared at {declared}, expected at {offset} (misaligned section)"
+            ));
         }
         let ones = le_u64(e, 8);
         if ones > m * wpr * 64 {

@@ -47,8 +47,8 @@ use std::sync::Arc;
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
 pub use self::format::{FORMAT_MAJOR, FORMAT_MINOR, HEADER_BYTES, MAGIC, ROWS_ALIGN};
-pub use self::names::{MAX_NAME_BYTES, SetNames};
 use self::format::{Header, Layout, Meta, encode_header, read_meta};
+pub use self::names::{MAX_NAME_BYTES, SetNames};
 use crate::error::{Error, Result};
 use crate::sliced::{ShardParts, SlicedIndex};
 use crate::storage::Words;
@@ -220,9 +220,8 @@ pub fn to_bytes(index: &SlicedIndex, names: &SetNames) -> Result<Vec<u8>> {
 pub fn save(path: impl AsRef<Path>, index: &SlicedIndex, names: &SetNames) -> Result<()> {
     let path = path.as_ref();
     let tmp = temp_path(path)?;
-    let result = write_temp(&tmp, index, names).and_then(|()| {
-        std::fs::rename(&tmp, path).map_err(|e| Error::io("rename the temporary file over", path, &e))
-    });
+    let result = write_temp(&tmp, index, names)
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io("rename the temporary file over", path, &e)));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
         return result;
@@ -246,11 +245,8 @@ fn temp_path(path: &Path) -> Result<PathBuf> {
 }
 
 fn write_temp(tmp: &Path, index: &SlicedIndex, names: &SetNames) -> Result<()> {
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(tmp)
-        .map_err(|e| Error::io("create", tmp, &e))?;
+    let file =
+        std::fs::OpenOptions::new().write(true).create_new(true).open(tmp).map_err(|e| Error::io("create", tmp, &e))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
     write_to(&mut w, index, names).map_err(|e| match e {
         Error::Io { op, kind, message, .. } => Error::Io { op, path: tmp.display().to_string(), kind, message },

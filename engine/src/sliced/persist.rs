@@ -112,7 +112,13 @@ impl SlicedIndex {
             s.owners[c] = id;
             s.n_used += 1;
         }
-        Ok(SlicedIndex { params, config, kernels: Kernels::detect(), shards: shards.into_iter().map(Arc::new).collect(), slots })
+        Ok(SlicedIndex {
+            params,
+            config,
+            kernels: Kernels::detect(),
+            shards: shards.into_iter().map(Arc::new).collect(),
+            slots,
+        })
     }
 }
 

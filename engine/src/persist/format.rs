@@ -242,7 +242,7 @@ pub(crate) fn read_meta(r: &mut impl Read, real_len: u64) -> Result<Meta> {
     let mut offset = layout.rows;
     for (i, e) in body.chunks_exact(SHARD_ENTRY_BYTES as usize).enumerate() {
         let columns = le_u64(e, 0);
-        if columns == 0 || columns % 512 != 0 || columns > header.config.max_shard_columns as u64 {
+        if columns == 0 || !columns.is_multiple_of(512) || columns > header.config.max_shard_columns as u64 {
             return corrupt(format!("shard {i}: {columns} columns is not a multiple of 512 up to the maximum"));
         }
         let wpr = columns / 64;

@@ -13,7 +13,11 @@ mkdir -p "$dir"
 cargo build --release -p bloomslice-cli --bins
 bin=${CARGO_TARGET_DIR:-target}/release
 echo "== dd (1 GiB)"
+echo "(write + fdatasync)"
 dd if=/dev/zero of="$dir/dd.bin" bs=1M count=1024 conv=fdatasync 2>&1 | tail -1
+echo "(read, direct I/O: the disk itself)"
+dd if="$dir/dd.bin" of=/dev/null bs=1M iflag=direct 2>&1 | tail -1
+echo "(read, page cache)"
 dd if="$dir/dd.bin" of=/dev/null bs=1M 2>&1 | tail -1
 rm -f "$dir/dd.bin"
 echo "== persist-speed"

@@ -3,8 +3,9 @@
 //! are bytes: lines need not be UTF-8. Filters are built while reading, so
 //! keys are never held in memory.
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, IsTerminal, Read};
+use std::io::{BufRead, IsTerminal, Read};
+
+use hashbrown::HashMap;
 use std::path::{Path, PathBuf};
 
 use bloomslice::{BloomFilter, BloomParams};
@@ -53,6 +54,50 @@ fn trim_eol(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
+/// Calls `f` on every line of `r` (without its `\n` or `\r\n`). Lines are
+/// found with `memchr` in 1 MiB blocks and handed out in place: nothing is
+/// copied per line (`BufRead::read_until` copies every line, which cost a
+/// third of the build time of a 10-million-line TSV).
+fn for_each_line(
+    mut r: impl Read,
+    path: &Path,
+    mut f: impl FnMut(&[u8]) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut start, mut end) = (0, 0);
+    loop {
+        if end == buf.len() {
+            if start > 0 {
+                buf.copy_within(start..end, 0);
+                end -= start;
+                start = 0;
+            } else {
+                // One line longer than the buffer: grow it.
+                buf.resize(buf.len() * 2, 0);
+            }
+        }
+        let n = match r.read(&mut buf[end..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(CliError::Runtime(format!("cannot read {}: {e}", path.display()))),
+        };
+        if n == 0 {
+            if start < end {
+                f(trim_eol(&buf[start..end]))?;
+            }
+            return Ok(());
+        }
+        let mut line_start = start;
+        for nl in memchr::memchr_iter(b'\n', &buf[end..end + n]) {
+            let nl = end + nl;
+            f(trim_eol(&buf[line_start..nl]))?;
+            line_start = nl + 1;
+        }
+        start = line_start;
+        end += n;
+    }
+}
+
 /// Reads every set of `source`, in name order.
 pub fn read_sets(source: &Source<'_>, params: BloomParams) -> Result<Vec<InputSet>, CliError> {
     let sets = match source {
@@ -86,23 +131,14 @@ fn read_dir(dir: &Path, params: BloomParams) -> Result<Vec<InputSet>, CliError> 
         let file = std::fs::File::open(&path)
             .map_err(|e| CliError::Runtime(format!("cannot open {}: {e}", path.display())))?;
         let mut filter = BloomFilter::new(params).map_err(CliError::engine)?;
-        let mut reader = BufReader::with_capacity(1 << 20, bar.wrap_read(file));
-        let mut line = Vec::new();
         let mut keys = 0u64;
-        loop {
-            line.clear();
-            let n = reader
-                .read_until(b'\n', &mut line)
-                .map_err(|e| CliError::Runtime(format!("cannot read {}: {e}", path.display())))?;
-            if n == 0 {
-                break;
-            }
-            let key = trim_eol(&line);
+        for_each_line(bar.wrap_read(file), &path, |key| {
             if !key.is_empty() {
                 filter.insert(key);
                 keys += 1;
             }
-        }
+            Ok(())
+        })?;
         if keys > 0 {
             out.push(InputSet { name: file_name_bytes(&path), filter, keys });
         }
@@ -132,26 +168,16 @@ fn read_tsv(path: &Path, params: BloomParams) -> Result<Vec<InputSet>, CliError>
         (Box::new(file), len)
     };
     let bar = progress(total, "reading TSV");
-    let mut reader = BufReader::with_capacity(1 << 20, bar.wrap_read(reader));
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut sets: Vec<InputSet> = Vec::new();
     let mut last: Option<usize> = None;
-    let mut line = Vec::new();
     let mut line_no = 0u64;
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| CliError::Runtime(format!("cannot read {}: {e}", path.display())))?;
-        if n == 0 {
-            break;
-        }
+    for_each_line(bar.wrap_read(reader), path, |row| {
         line_no += 1;
-        let row = trim_eol(&line);
         if row.is_empty() {
-            continue;
+            return Ok(());
         }
-        let Some(tab) = row.iter().position(|&b| b == b'\t') else {
+        let Some(tab) = memchr::memchr(b'\t', row) else {
             return Err(CliError::Runtime(format!(
                 "{}:{line_no}: expected `set<TAB>key`, found no tab (one set name, a tab, then the key)",
                 path.display()
@@ -177,7 +203,8 @@ fn read_tsv(path: &Path, params: BloomParams) -> Result<Vec<InputSet>, CliError>
         last = Some(slot);
         sets[slot].filter.insert(key);
         sets[slot].keys += 1;
-    }
+        Ok(())
+    })?;
     bar.finish_and_clear();
     sets.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(sets)

@@ -11,7 +11,7 @@ use std::io::Read;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::names::{MAX_NAME_BYTES, SetNames};
+use super::names::{MAX_NAME_BYTES, Raw, SetNames};
 use crate::error::{Error, Result};
 use crate::params::{BloomParams, HashScheme};
 use crate::sliced::{ColumnEntry, MAX_SHARD_COLUMNS, SlicedConfig};
@@ -294,15 +294,17 @@ pub(crate) fn read_meta(r: &mut impl Read, real_len: u64) -> Result<Meta> {
 
     // Names.
     let blob = read_vec(r, layout.names_end - layout.names, "names", layout.names, file_len)?;
-    let (mut body, names_sum) = checked_body(&blob, "names")?;
-    let mut names = SetNames::new();
+    let (_, names_sum) = checked_body(&blob, "names")?;
+    let mut spans = Vec::with_capacity(entries.len());
+    let mut offset = 0;
     for (&(id, _, _), &len) in entries.iter().zip(&name_lens) {
-        let (name, rest) = body.split_at(len);
-        body = rest;
-        if !name.is_empty() {
-            names.insert(id, name).map_err(|e| Error::CorruptFile(format!("set {id}: {e}")))?;
-        }
+        spans.push((id, offset, len));
+        offset += len;
     }
+    let mut blob = blob;
+    blob.truncate(offset);
+    // Built on first use; `persist` checks uniqueness when it verifies.
+    let names = SetNames::from_raw(Raw { blob, spans });
 
     // Padding to the first shard's rows: zeros.
     let pad = read_vec(r, layout.rows - layout.names_end, "padding", layout.names_end, file_len)?;

@@ -59,8 +59,9 @@ pub enum Verify {
     /// Every checksum and every index invariant (reads the whole file).
     #[default]
     Full,
-    /// Header, shard table, id map and names only; row checksums wait for
-    /// [`LoadedIndex::verify`]. Opening then costs the same for a 1 MB and
+    /// Header, shard table, id map and names only; row checksums (and the
+    /// uniqueness of set names, checked when the name maps are built on
+    /// first use) wait for [`LoadedIndex::verify`]. Opening then costs the same for a 1 MB and
     /// a 100 GB index.
     Deferred,
 }
@@ -105,6 +106,7 @@ impl LoadedIndex {
             check_rows(rows, want, i)?;
         }
         self.index.validate().map_err(Error::CorruptFile)?;
+        self.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
         self.info.rows_verified = true;
         Ok(())
     }
@@ -308,6 +310,7 @@ fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<Loa
     }
     let index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
     index.validate().map_err(Error::CorruptFile)?;
+    meta.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
     let info = info_of(&meta, true);
     Ok(LoadedIndex { index, names: meta.names, info })
 }
@@ -383,7 +386,8 @@ pub fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<LoadedIndex> 
         parts.push(ShardParts { wpr: s.wpr, ones: s.ones, rows });
     }
     let index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
-    let mut loaded = LoadedIndex { index, names: meta.names.clone(), info: info_of(&meta, false) };
+    let info = info_of(&meta, false);
+    let mut loaded = LoadedIndex { index, names: meta.names, info };
     if verify == Verify::Full {
         loaded.verify()?;
     }

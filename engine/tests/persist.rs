@@ -2,9 +2,61 @@
 //! atomic save, and hostile files (every byte flipped, every truncation,
 //! wrong magic and version, absurd counts) giving typed errors.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
 use bloomslice::persist::{self, FORMAT_MAJOR, HEADER_BYTES, MAGIC};
 use bloomslice::{BloomFilter, BloomParams, Error, SetNames, SlicedConfig, SlicedIndex, Verify};
 use proptest::prelude::*;
+
+/// The system allocator, recording the largest single allocation made by
+/// the current thread while tracking is on (tests run on several threads).
+struct Tracking;
+
+thread_local! {
+    static TRACK: Cell<bool> = const { Cell::new(false) };
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note(size: usize) {
+    // `try_with`: the thread-locals may be gone while a thread exits.
+    let _ = TRACK.try_with(|t| {
+        if t.get() {
+            let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+        }
+    });
+}
+
+// SAFETY: forwards every call to the system allocator; the bookkeeping
+// touches only const-initialised thread-locals (no allocation, no reentry).
+unsafe impl GlobalAlloc for Tracking {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Tracking = Tracking;
+
+/// The largest single allocation `f` makes on this thread.
+fn largest_allocation(f: impl FnOnce()) -> usize {
+    LARGEST.with(|l| l.set(0));
+    TRACK.with(|t| t.set(true));
+    f();
+    TRACK.with(|t| t.set(false));
+    LARGEST.with(Cell::get)
+}
 
 fn build(params: BloomParams, sets: &[(u64, Vec<u64>)], config: SlicedConfig) -> (SlicedIndex, SetNames) {
     let mut index = SlicedIndex::with_config(params, config);
@@ -173,6 +225,37 @@ fn forge(bytes: &[u8], at: usize, value: &[u8]) -> Vec<u8> {
     let sum = xxhash_rust::xxh3::xxh3_64(&b[..120]);
     b[120..128].copy_from_slice(&sum.to_le_bytes());
     b
+}
+
+#[test]
+fn no_allocation_beyond_what_the_file_implies() {
+    let (index, names) = small();
+    let bytes = persist::to_bytes(&index, &names).unwrap();
+    // The bound of docs/FORMAT.md: per-column owner tables are at most 64x
+    // the row bytes; the rest is proportional to the file.
+    let bound = 64 * bytes.len() + 4096;
+    for (at, value) in [
+        (56usize, u64::MAX / 64),
+        (56, 1 << 40),
+        (64, u64::MAX / 64),
+        (64, 1 << 40),
+        (72, 1 << 50),
+        (16, 1 << 40),
+        (24, (1 << 32) - 512),
+    ] {
+        let hostile = forge(&bytes, at, &value.to_le_bytes());
+        let largest = largest_allocation(|| assert!(persist::from_bytes(&hostile).is_err(), "field at {at}"));
+        assert!(largest <= bound, "field at {at}: allocated {largest} bytes for a {}-byte file", bytes.len());
+    }
+    let mut copy = bytes.clone();
+    let largest = largest_allocation(|| {
+        for i in 0..copy.len() {
+            copy[i] ^= 0x80;
+            let _ = persist::from_bytes(&copy);
+            copy[i] ^= 0x80;
+        }
+    });
+    assert!(largest > 0 && largest <= bound, "allocated {largest} bytes for a {}-byte file", bytes.len());
 }
 
 #[test]

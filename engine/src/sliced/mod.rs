@@ -182,7 +182,9 @@ impl Shard {
             cleared += u64::from(*w & bit != 0);
             *w &= !bit;
         }
-        self.ones -= cleared;
+        // Saturating: an index mapped from a file with deferred checks
+        // carries the file's bit count until it is verified.
+        self.ones = self.ones.saturating_sub(cleared);
     }
 
     /// How many of a query's `k` rows are worth prefetching in this shard.

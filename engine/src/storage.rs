@@ -196,6 +196,30 @@ mod tests {
         }
     }
 
+    #[cfg(target_endian = "little")]
+    #[test]
+    fn mapped_words_are_read_in_place_and_copied_on_write() {
+        use std::io::Write;
+        let mut file = tempfile::tempfile().unwrap();
+        let words: Vec<u64> = (0..64).collect();
+        file.write_all(&[0u8; 64]).unwrap();
+        file.write_all(bytemuck::cast_slice(&words)).unwrap();
+        // SAFETY: a private temporary file nobody else writes.
+        let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.unwrap());
+        assert!(Words::mapped(Arc::clone(&map), 8, 8).is_err(), "misaligned");
+        assert!(Words::mapped(Arc::clone(&map), 64, 65).is_err(), "past the end");
+        let mut w = Words::mapped(Arc::clone(&map), 64, 64).unwrap();
+        assert!(w.is_mapped());
+        assert_eq!(&w[..], &words[..]);
+        let shared = w.clone();
+        assert!(shared.is_mapped());
+        w[3] = 99;
+        assert!(!w.is_mapped());
+        assert_eq!(w[3], 99);
+        assert_eq!(shared[3], 3, "the map is never written through");
+        assert_eq!(w.as_ptr() as usize % CACHE_LINE_BYTES, 0);
+    }
+
     #[test]
     fn absurd_sizes_are_errors() {
         assert!(Words::zeroed(usize::MAX).is_err());

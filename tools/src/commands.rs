@@ -294,10 +294,7 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
     let loaded = persist::open_mmap(path, Verify::Full).map_err(|e| CliError::index_file(path, &e))?;
     let (index, names, info) = (&loaded.index, &loaded.names, &loaded.info);
     let p = index.params();
-    let mut sets: Vec<(u64, u64)> = Vec::with_capacity(index.len());
-    for id in index.ids() {
-        sets.push((id, index.get_filter(id).map_err(CliError::engine)?.count_ones()));
-    }
+    let mut sets = index.ones_per_filter();
     sets.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let fill = index.count_ones() as f64 / (p.m() as f64 * index.len().max(1) as f64);
     if json {

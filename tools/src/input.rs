@@ -248,3 +248,43 @@ fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
 fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
     s.to_string_lossy().into_owned().into_bytes()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for_each_line(input, Path::new("test"), |l| {
+            out.push(l.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn lines_split_on_newlines_with_crlf_and_no_final_newline() {
+        assert_eq!(lines(b"a\nb\r\n\nc"), vec![b"a".to_vec(), b"b".to_vec(), vec![], b"c".to_vec()]);
+        assert!(lines(b"").is_empty());
+        assert_eq!(lines(b"\xff\xfe\n"), vec![b"\xff\xfe".to_vec()]);
+    }
+
+    #[test]
+    fn lines_longer_than_the_buffer_and_across_reads() {
+        let long = vec![b'x'; 3 << 20];
+        let mut input = long.clone();
+        input.extend_from_slice(b"\nshort\n");
+        input.extend_from_slice(&long);
+        let got = lines(&input);
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0], long);
+        assert_eq!(got[1], b"short");
+        assert_eq!(got[2], long);
+        // Many lines across 1 MiB block boundaries.
+        let many: Vec<u8> = (0..300_000u32).flat_map(|i| format!("{i}\n").into_bytes()).collect();
+        let got = lines(&many);
+        assert_eq!(got.len(), 300_000);
+        assert!(got.iter().enumerate().all(|(i, l)| l == i.to_string().as_bytes()));
+    }
+}

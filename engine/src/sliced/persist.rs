@@ -42,6 +42,22 @@ impl SlicedIndex {
         out
     }
 
+    /// `(id, set bits)` of every filter, in `(shard, column)` order: one
+    /// pass over the set bits of the rows, where [`SlicedIndex::get_filter`]
+    /// per filter would read every row once per filter (tools use this for
+    /// fill ratios and false-positive estimates).
+    pub fn ones_per_filter(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::with_capacity(self.slots.len());
+        for s in &self.shards {
+            let mut counts = vec![0u64; s.columns()];
+            for row in s.rows.chunks_exact(s.wpr) {
+                for_each_set_bit(row, |c| counts[c] += 1);
+            }
+            for_each_set_bit(&s.used, |c| out.push((s.owners[c], counts[c])));
+        }
+        out
+    }
+
     /// Whether any shard's rows are a window of a mapped file.
     pub(crate) fn is_mapped(&self) -> bool {
         self.shards.iter().any(|s| s.rows.is_mapped())
@@ -153,6 +169,16 @@ mod tests {
         assert_eq!(back.column_entries(), entries);
         for key in 0..40u64 {
             assert_eq!(back.query(&key.to_le_bytes()), index.query(&key.to_le_bytes()));
+        }
+    }
+
+    #[test]
+    fn ones_per_filter_matches_get_filter() {
+        let index = sample();
+        let ones = index.ones_per_filter();
+        assert_eq!(ones.len(), index.len());
+        for (id, n) in ones {
+            assert_eq!(n, index.get_filter(id).unwrap().count_ones(), "{id}");
         }
     }
 

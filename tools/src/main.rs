@@ -63,7 +63,10 @@ Examples:
   # Look inside, benchmark, or see the paper comparison:
   bloomslice inspect sites.bsi
   bloomslice bench sites.bsi
-  bloomslice demo";
+  bloomslice demo
+
+Exit codes: 0 success, 1 runtime error (missing or damaged file, bad input
+data), 2 usage error (wrong command line). Errors are one line on stderr.";
 
 /// Which of these Bloom filters may contain this key?
 ///

@@ -64,6 +64,65 @@ pub enum Error {
     /// A filter id that is not in the index.
     #[error("filter id {0} is not in the index")]
     UnknownId(u64),
+    /// An operating-system I/O error while saving or loading an index file.
+    /// (`std::io::Error` is neither `Clone` nor `PartialEq`, so its kind and
+    /// message are kept.)
+    #[error("cannot {op} {path}: {message}")]
+    Io {
+        /// What was being done ("open", "read", "write", "rename", ...).
+        op: &'static str,
+        /// The file concerned.
+        path: String,
+        /// The I/O error kind.
+        kind: std::io::ErrorKind,
+        /// The operating system's message.
+        message: String,
+    },
+    /// The file does not start with the index file magic bytes.
+    #[error("not a bloomslice index file (wrong magic bytes)")]
+    BadMagic,
+    /// The file's major format version is not one this build reads.
+    #[error(
+        "index file format version {major}.{minor} is not supported (this build reads version {supported}.x); rebuild the index or use a matching bloomslice"
+    )]
+    UnsupportedVersion {
+        /// Major version in the file.
+        major: u16,
+        /// Minor version in the file.
+        minor: u16,
+        /// The major version this build reads.
+        supported: u16,
+    },
+    /// The file ends before a section it declares.
+    #[error("index file is truncated: {section} needs {needed} bytes but the file has {len}")]
+    Truncated {
+        /// The section that does not fit.
+        section: &'static str,
+        /// Bytes the file would need.
+        needed: u64,
+        /// Bytes the file has.
+        len: u64,
+    },
+    /// A section's xxh3 checksum does not match its bytes.
+    #[error("index file is corrupt: checksum mismatch in the {section}")]
+    ChecksumMismatch {
+        /// The section whose checksum failed.
+        section: String,
+    },
+    /// A structurally invalid index file: absurd sizes or counts, sections
+    /// at unexpected or misaligned offsets, inconsistent tables.
+    #[error("index file is corrupt: {0}")]
+    CorruptFile(String),
+    /// A set name that is already used by another set.
+    #[error("set name {0:?} is already used by another set")]
+    DuplicateName(String),
+}
+
+impl Error {
+    /// An [`Error::Io`] from an `std::io::Error`.
+    pub(crate) fn io(op: &'static str, path: &std::path::Path, e: &std::io::Error) -> Self {
+        Error::Io { op, path: path.display().to_string(), kind: e.kind(), message: e.to_string() }
+    }
 }
 
 /// `Result` with [`Error`].

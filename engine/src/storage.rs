@@ -5,6 +5,13 @@
 //! machine (fewer TLB misses), so buffers of at least [`HUGE_PAGE_BYTES`] are
 //! aligned to 2 MiB and `madvise(MADV_HUGEPAGE)`d before they are first
 //! touched. That is advice: a kernel that refuses it changes nothing else.
+//!
+//! A buffer may instead be a read-only window of a memory-mapped index file
+//! (see [`crate::persist`]): queries read it in place, and the first write
+//! copies it into an owned buffer (copy on write), so a mapped file is never
+//! written through.
+
+use std::sync::Arc;
 
 use aligned_vec::{AVec, RuntimeAlign};
 
@@ -18,9 +25,23 @@ pub const HUGE_PAGE_BYTES: usize = 2 << 20;
 /// straddles two lines.
 pub const CACHE_LINE_BYTES: usize = 64;
 
-/// A zero-initialised, cache-line aligned buffer of `u64` words.
+/// A cache-line aligned buffer of `u64` words: owned, or a window of a
+/// memory-mapped file.
 pub(crate) struct Words {
-    buf: AVec<u64, RuntimeAlign>,
+    buf: Backing,
+}
+
+enum Backing {
+    Owned(AVec<u64, RuntimeAlign>),
+    /// `len` words at byte `offset` of `map`; `offset` is a multiple of 64
+    /// and the map starts on a page boundary, so the words are 64-byte
+    /// aligned. Only built on little-endian targets (the file is
+    /// little-endian, and the words are used in place).
+    Mapped {
+        map: Arc<memmap2::Mmap>,
+        offset: usize,
+        len: usize,
+    },
 }
 
 impl Words {
@@ -38,12 +59,49 @@ impl Words {
             advise_huge_pages(buf.as_ptr().cast(), buf.capacity() * 8);
         }
         buf.resize(len, 0);
-        Ok(Words { buf })
+        Ok(Words { buf: Backing::Owned(buf) })
     }
 
-    /// Bytes allocated.
+    /// `len` words at byte `offset` of a mapped file, used in place.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CorruptFile`] when the window is not 64-byte aligned or does
+    /// not lie inside the map.
+    #[cfg(target_endian = "little")]
+    pub(crate) fn mapped(map: Arc<memmap2::Mmap>, offset: usize, len: usize) -> Result<Self> {
+        let end = len.checked_mul(8).and_then(|b| b.checked_add(offset));
+        if end.is_none_or(|end| end > map.len()) {
+            return Err(Error::CorruptFile(format!("mapped window at {offset} of {len} words is outside the file")));
+        }
+        if !(map.as_ptr() as usize + offset).is_multiple_of(CACHE_LINE_BYTES) {
+            return Err(Error::CorruptFile(format!("mapped window at {offset} is not 64-byte aligned")));
+        }
+        Ok(Words { buf: Backing::Mapped { map, offset, len } })
+    }
+
+    /// Whether the words are a window of a mapped file.
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(self.buf, Backing::Mapped { .. })
+    }
+
+    /// Bytes allocated (for a mapped window: the bytes mapped).
     pub(crate) fn allocated_bytes(&self) -> usize {
-        self.buf.capacity() * 8
+        match &self.buf {
+            Backing::Owned(buf) => buf.capacity() * 8,
+            Backing::Mapped { len, .. } => len * 8,
+        }
+    }
+
+    /// The words as bytes (little-endian on the targets that save them in
+    /// place).
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(self)
+    }
+
+    /// The words as mutable bytes (copies a mapped window first).
+    pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(self)
     }
 }
 
@@ -51,28 +109,56 @@ impl core::ops::Deref for Words {
     type Target = [u64];
     #[inline]
     fn deref(&self) -> &[u64] {
-        &self.buf
+        match &self.buf {
+            Backing::Owned(buf) => buf,
+            Backing::Mapped { map, offset, len } => {
+                let bytes = &map[*offset..][..len * 8];
+                // Alignment and bounds were checked in `Words::mapped`; any
+                // bit pattern is a valid `u64`.
+                bytemuck::cast_slice(bytes)
+            }
+        }
     }
 }
 
 impl core::ops::DerefMut for Words {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u64] {
-        &mut self.buf
+        if self.is_mapped() {
+            // Copy on write: a mapped file is never written through.
+            let copy = self.to_owned_words();
+            *self = copy;
+        }
+        match &mut self.buf {
+            Backing::Owned(buf) => buf,
+            Backing::Mapped { .. } => unreachable!("copied to owned just above"),
+        }
+    }
+}
+
+impl Words {
+    fn to_owned_words(&self) -> Words {
+        let mut copy = Words::zeroed(self.len()).expect("copy of an existing buffer");
+        copy.copy_from_slice(self);
+        copy
     }
 }
 
 impl Clone for Words {
     fn clone(&self) -> Self {
-        let mut copy = Words::zeroed(self.buf.len()).expect("clone of an existing buffer");
-        copy.copy_from_slice(&self.buf);
-        copy
+        match &self.buf {
+            // Read-only and shared: cloning a window is free.
+            Backing::Mapped { map, offset, len } => {
+                Words { buf: Backing::Mapped { map: Arc::clone(map), offset: *offset, len: *len } }
+            }
+            Backing::Owned(_) => self.to_owned_words(),
+        }
     }
 }
 
 impl core::fmt::Debug for Words {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "Words({} words)", self.buf.len())
+        write!(f, "Words({} words{})", self.len(), if self.is_mapped() { ", mapped" } else { "" })
     }
 }
 
@@ -108,6 +194,30 @@ mod tests {
             assert!(w.iter().all(|&x| x == 0));
             assert_eq!(w.as_ptr() as usize % CACHE_LINE_BYTES, 0);
         }
+    }
+
+    #[cfg(target_endian = "little")]
+    #[test]
+    fn mapped_words_are_read_in_place_and_copied_on_write() {
+        use std::io::Write;
+        let mut file = tempfile::tempfile().unwrap();
+        let words: Vec<u64> = (0..64).collect();
+        file.write_all(&[0u8; 64]).unwrap();
+        file.write_all(bytemuck::cast_slice(&words)).unwrap();
+        // SAFETY: a private temporary file nobody else writes.
+        let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.unwrap());
+        assert!(Words::mapped(Arc::clone(&map), 8, 8).is_err(), "misaligned");
+        assert!(Words::mapped(Arc::clone(&map), 64, 65).is_err(), "past the end");
+        let mut w = Words::mapped(Arc::clone(&map), 64, 64).unwrap();
+        assert!(w.is_mapped());
+        assert_eq!(&w[..], &words[..]);
+        let shared = w.clone();
+        assert!(shared.is_mapped());
+        w[3] = 99;
+        assert!(!w.is_mapped());
+        assert_eq!(w[3], 99);
+        assert_eq!(shared[3], 3, "the map is never written through");
+        assert_eq!(w.as_ptr() as usize % CACHE_LINE_BYTES, 0);
     }
 
     #[test]

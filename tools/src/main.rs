@@ -1,21 +1,81 @@
-//! `bloomslice`: the command-line tool.
+//! `bloomslice`: build, query, inspect and benchmark index files of Bloom
+//! filters from the command line (see `bloomslice --help`).
 //!
-//! A first, small tool: show the parameters the Bloofi rule gives, and query
-//! an index built on the fly from a TSV of `set<TAB>key` lines. Persistence,
-//! `inspect` and `bench` come with the file format.
+//! Errors are one line on stderr saying what is wrong and how to fix it;
+//! the exit code is 2 for usage errors and 1 for runtime errors.
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+mod commands;
+mod input;
+
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bloomslice::kernels::Kernels;
-use bloomslice::{BloomFilter, BloomParams, SlicedIndex};
+use bloomslice::BloomParams;
 use clap::{Args, Parser, Subcommand};
 
+/// A command-line failure: usage (exit code 2) or runtime (exit code 1).
+#[derive(Debug)]
+pub enum CliError {
+    /// The command line is wrong.
+    Usage(String),
+    /// The command line is fine but the work failed.
+    Runtime(String),
+}
+
+impl CliError {
+    /// A runtime error from the engine.
+    pub fn engine(e: bloomslice::Error) -> Self {
+        CliError::Runtime(e.to_string())
+    }
+
+    /// A runtime error about an index file, with a hint for the common cases.
+    pub fn index_file(path: &std::path::Path, e: &bloomslice::Error) -> Self {
+        let hint = match e {
+            bloomslice::Error::Io { kind: std::io::ErrorKind::NotFound, .. } => {
+                " (check the path, or create the index with `bloomslice build`)"
+            }
+            bloomslice::Error::BadMagic => " (is this a file written by `bloomslice build`?)",
+            bloomslice::Error::Truncated { .. } | bloomslice::Error::ChecksumMismatch { .. } => {
+                " (the file is damaged: rebuild it or restore a copy)"
+            }
+            _ => "",
+        };
+        CliError::Runtime(format!("{}: {e}{hint}", path.display()))
+    }
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  # Index a directory of text files (one set per file, one key per line):
+  bloomslice build sites.bsi --dir ./sites/
+  # ... or a TSV of `set<TAB>key` lines, sized for 1 million keys per set at 0.1% FP:
+  bloomslice build sites.bsi --tsv keys.tsv --n-exp 1000000 --fp 0.001
+  # Which sets may contain these keys?
+  bloomslice query sites.bsi apple pear
+  cat keys.txt | bloomslice query sites.bsi --json
+  # How many of these keys does each set hold (at least 80% of them)?
+  bloomslice query sites.bsi --count --threshold 0.8 < keys.txt
+  # Maintain the index:
+  bloomslice add sites.bsi --tsv new-sites.tsv
+  bloomslice update sites.bsi --dir ./changed-sites/
+  bloomslice remove sites.bsi site-17
+  # Look inside, benchmark, or see the paper comparison:
+  bloomslice inspect sites.bsi
+  bloomslice bench sites.bsi
+  bloomslice demo
+
+Exit codes: 0 success, 1 runtime error (missing or damaged file, bad input
+data), 2 usage error (wrong command line). Errors are one line on stderr.";
+
 /// Which of these Bloom filters may contain this key?
+///
+/// bloomslice keeps many sets (for example the documents each site holds) as
+/// Bloom filters in one index file and answers, for a key, which sets may
+/// contain it: never a false negative, and false positives at the rate you
+/// choose. Build an index once from text files, then query it instantly.
 #[derive(Parser, Debug)]
-#[command(name = "bloomslice", version, about, long_about = None)]
+#[command(name = "bloomslice", version, about, after_help = EXAMPLES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,40 +83,224 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Build an index file from a directory of text files or a TSV.
+    ///
+    /// Example: bloomslice build sites.bsi --dir ./sites/
+    Build(BuildArgs),
+    /// Add new sets to an index file (from files, a TSV, or another index).
+    ///
+    /// Example: bloomslice add sites.bsi --tsv new.tsv
+    Add(AddArgs),
+    /// Remove sets, by name, from an index file.
+    ///
+    /// Example: bloomslice remove sites.bsi site-17 site-18
+    Remove(RemoveArgs),
+    /// Add keys to sets already in an index file.
+    ///
+    /// Example: bloomslice update sites.bsi --tsv more-keys.tsv
+    Update(UpdateArgs),
+    /// Which sets may contain each key? Keys from arguments or stdin.
+    ///
+    /// Example: bloomslice query sites.bsi apple pear
+    Query(QueryArgs),
+    /// Show an index file's parameters, sets, memory, fill and FP rates; verify its checksums.
+    ///
+    /// Example: bloomslice inspect sites.bsi
+    Inspect(InspectArgs),
+    /// Time opening and querying an index file (paper-style query set).
+    ///
+    /// Example: bloomslice bench sites.bsi --queries 100000
+    Bench(BenchArgs),
+    /// Build the `paper` workload in memory and print the engine comparison table.
+    ///
+    /// Example: cargo run --release -p bloomslice-cli -- demo
+    Demo(DemoArgs),
     /// Print the filter parameters for an expected key count and false-positive rate.
     ///
     /// Example: bloomslice params --n-exp 10000 --fp 0.01
-    Params(ParamArgs),
-    /// Build an index from a TSV of `set<TAB>key` lines and query keys.
-    ///
-    /// Example: bloomslice query --tsv sets.tsv apple pear
-    Query {
-        /// TSV file: one `set<TAB>key` per line.
-        #[arg(long)]
-        tsv: PathBuf,
-        #[command(flatten)]
-        params: ParamArgs,
-        /// Keys to look up.
-        #[arg(required = true)]
-        keys: Vec<String>,
-    },
+    Params(CapacityArgs),
+}
+
+/// Where the sets come from.
+#[derive(Args, Debug)]
+#[group(required = true, multiple = false)]
+pub struct SourceArgs {
+    /// A directory of text files: one set per file, named after the file, one key per line.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// A TSV file of `set<TAB>key` lines (`-` reads stdin).
+    #[arg(long, value_name = "FILE")]
+    pub tsv: Option<PathBuf>,
+}
+
+impl SourceArgs {
+    fn source(&self) -> input::Source<'_> {
+        match (&self.dir, &self.tsv) {
+            (Some(d), _) => input::Source::Dir(d),
+            (None, Some(t)) => input::Source::Tsv(t),
+            (None, None) => unreachable!("clap requires one of --dir and --tsv"),
+        }
+    }
+}
+
+/// Expected keys per set and false-positive rate.
+#[derive(Args, Debug)]
+pub struct CapacityArgs {
+    /// Expected number of keys per set.
+    #[arg(long, default_value_t = 10_000)]
+    pub n_exp: u64,
+    /// Target false-positive rate per set at --n-exp keys, in (0, 1).
+    #[arg(long, default_value_t = 0.01)]
+    pub fp: f64,
+}
+
+impl CapacityArgs {
+    fn params(&self) -> Result<BloomParams, CliError> {
+        BloomParams::for_capacity(self.n_exp, self.fp)
+            .map_err(|e| CliError::Usage(format!("invalid parameters: {e} (check --n-exp and --fp)")))
+    }
+}
+
+/// Filter parameters: from --n-exp/--fp, or exactly with --m/--k.
+#[derive(Args, Debug)]
+pub struct ParamsArgs {
+    #[command(flatten)]
+    capacity: CapacityArgs,
+    /// Bits per filter (instead of --n-exp/--fp; needs --k).
+    #[arg(long, requires = "k", conflicts_with_all = ["n_exp", "fp"])]
+    m: Option<u64>,
+    /// Hash functions per key (with --m).
+    #[arg(long, requires = "m")]
+    k: Option<u32>,
+    /// Hash seed (indexes can only be combined if their seeds match).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+impl ParamsArgs {
+    fn params(&self) -> Result<BloomParams, CliError> {
+        let p = match (self.m, self.k) {
+            (Some(m), Some(k)) => BloomParams::new(m, k)
+                .map_err(|e| CliError::Usage(format!("invalid parameters: {e} (check --m and --k)")))?,
+            _ => self.capacity.params()?,
+        };
+        Ok(p.with_seed(self.seed))
+    }
 }
 
 #[derive(Args, Debug)]
-struct ParamArgs {
-    /// Expected number of keys per set.
-    #[arg(long, default_value_t = 10_000)]
-    n_exp: u64,
-    /// Target false-positive rate per set, in (0, 1).
-    #[arg(long, default_value_t = 0.01)]
-    fp: f64,
+struct BuildArgs {
+    /// The index file to write.
+    output: PathBuf,
+    #[command(flatten)]
+    source: SourceArgs,
+    #[command(flatten)]
+    params: ParamsArgs,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    force: bool,
 }
 
-impl ParamArgs {
-    fn params(&self) -> Result<BloomParams, String> {
-        BloomParams::for_capacity(self.n_exp, self.fp)
-            .map_err(|e| format!("invalid parameters: {e} (check --n-exp and --fp)"))
-    }
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("from_source").required(true).multiple(false)))]
+struct AddArgs {
+    /// The index file to change.
+    index: PathBuf,
+    /// A directory of text files (one new set per file).
+    #[arg(long, value_name = "DIR", group = "from_source")]
+    dir: Option<PathBuf>,
+    /// A TSV of `set<TAB>key` lines (`-` reads stdin).
+    #[arg(long, value_name = "FILE", group = "from_source")]
+    tsv: Option<PathBuf>,
+    /// Another index file whose sets are added (its parameters must match).
+    #[arg(long, value_name = "INDEX", group = "from_source")]
+    from: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct RemoveArgs {
+    /// The index file to change.
+    index: PathBuf,
+    /// Names of the sets to remove.
+    #[arg(required = true, value_name = "SET")]
+    sets: Vec<OsString>,
+}
+
+#[derive(Args, Debug)]
+struct UpdateArgs {
+    /// The index file to change.
+    index: PathBuf,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Create sets that are not in the index yet (default: an error).
+    #[arg(long)]
+    create: bool,
+}
+
+#[derive(Args, Debug)]
+struct QueryArgs {
+    /// The index file.
+    index: PathBuf,
+    /// Keys to look up; none, or `-`, reads one key per line from stdin.
+    #[arg(value_name = "KEY")]
+    keys: Vec<OsString>,
+    /// One JSON object per key (`{"key": ..., "sets": [...]}`), or one object for --count.
+    #[arg(long)]
+    json: bool,
+    /// Score sets instead: how many of the keys each set may contain.
+    #[arg(long)]
+    count: bool,
+    /// With --count: only sets matching at least this fraction of the keys, in [0, 1].
+    #[arg(long, requires = "count", value_name = "FRACTION")]
+    threshold: Option<f64>,
+    /// Open without verifying row checksums (instant for huge files; answers
+    /// from a damaged file may be wrong).
+    #[arg(long)]
+    no_verify: bool,
+}
+
+#[derive(Args, Debug)]
+struct InspectArgs {
+    /// The index file.
+    index: PathBuf,
+    /// Print at most this many sets (the ones with the highest FP rate first).
+    #[arg(long, default_value_t = 50)]
+    limit: usize,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// The index file.
+    index: PathBuf,
+    /// Number of queries, half of them keys of the `paper` workload (the
+    /// 8-byte little-endian integers `demo --save` indexes), half absent.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(2..=100_000_000))]
+    queries: u64,
+    /// Keys per batch for the batched timing.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    batch: u64,
+    /// Seed of the query set.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+#[derive(Args, Debug)]
+struct DemoArgs {
+    /// Number of filters (sets) of the `paper` workload.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    filters: u64,
+    /// Number of queries, half present and half absent.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(2..=10_000_000))]
+    queries: u64,
+    /// Queries the slow naive engines are timed on.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    naive_queries: u64,
+    /// Also save the workload's index to this file (try `query`, `inspect`, `bench` on it).
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -64,76 +308,64 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
+            if e.use_stderr() {
+                // One line: clap's first line, which says what is wrong; the
+                // usage and help pointer follow on later lines.
+                let rendered = e.render().to_string();
+                let what: Vec<&str> = rendered
+                    .lines()
+                    .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+                    .map(str::trim)
+                    .filter(|l| !l.starts_with("tip:"))
+                    .collect();
+                let what = if what.is_empty() { "error: invalid command line".to_owned() } else { what.join(" ") };
+                eprintln!("{what} (see `bloomslice --help`)");
+            } else {
+                let _ = e.print();
+            }
             return ExitCode::from(code);
         }
     };
-    match run(cli) {
+    let result = match cli.command {
+        Command::Build(a) => commands::build(&a.output, &a.source.source(), a.params.params(), a.force),
+        Command::Add(a) => {
+            let source = match (&a.dir, &a.tsv, &a.from) {
+                (Some(d), _, _) => commands::AddFrom::Sets(input::Source::Dir(d)),
+                (None, Some(t), _) => commands::AddFrom::Sets(input::Source::Tsv(t)),
+                (None, None, Some(f)) => commands::AddFrom::Index(f),
+                (None, None, None) => unreachable!("clap requires one of --dir, --tsv and --from"),
+            };
+            commands::add(&a.index, source)
+        }
+        Command::Remove(a) => commands::remove(&a.index, &a.sets),
+        Command::Update(a) => commands::update(&a.index, &a.source.source(), a.create),
+        Command::Query(a) => commands::query(&commands::QueryOptions {
+            index: &a.index,
+            keys: &a.keys,
+            json: a.json,
+            count: a.count,
+            threshold: a.threshold,
+            verify: !a.no_verify,
+        }),
+        Command::Inspect(a) => commands::inspect(&a.index, a.limit, a.json),
+        Command::Bench(a) => commands::bench(&a.index, a.queries as usize, a.batch as usize, a.seed),
+        Command::Demo(a) => {
+            commands::demo(a.filters as usize, a.queries as usize, a.naive_queries as usize, a.save.as_deref())
+        }
+        Command::Params(a) => a.params().map(|p| {
+            println!("m = {} bits, k = {}, expected FP at n_exp = {:.6}", p.m(), p.k(), p.expected_fpr(a.n_exp));
+            println!("kernels: {}", bloomslice::kernels::Kernels::detect().backend);
+        }),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(msg) => {
+        Err(CliError::Usage(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+        Err(CliError::Runtime(msg)) => {
             eprintln!("error: {msg}");
             ExitCode::from(1)
-        }
-    }
-}
-
-fn run(cli: Cli) -> Result<(), String> {
-    match cli.command {
-        Command::Params(args) => {
-            let p = args.params()?;
-            println!("m = {} bits, k = {}, expected FP at n_exp = {:.6}", p.m(), p.k(), p.expected_fpr(args.n_exp));
-            println!("kernels: {}", Kernels::detect().backend);
-            Ok(())
-        }
-        Command::Query { tsv, params, keys } => {
-            let params = params.params()?;
-            let file = std::fs::File::open(&tsv).map_err(|e| format!("cannot open {}: {e}", tsv.display()))?;
-            let mut sets: BTreeMap<Vec<u8>, BloomFilter> = BTreeMap::new();
-            let mut reader = BufReader::new(file);
-            let mut line = Vec::new();
-            let mut line_no = 0u64;
-            loop {
-                line.clear();
-                let n =
-                    reader.read_until(b'\n', &mut line).map_err(|e| format!("cannot read {}: {e}", tsv.display()))?;
-                if n == 0 {
-                    break;
-                }
-                line_no += 1;
-                let row = line.strip_suffix(b"\n").unwrap_or(&line);
-                let row = row.strip_suffix(b"\r").unwrap_or(row);
-                if row.is_empty() {
-                    continue;
-                }
-                let Some(tab) = row.iter().position(|&b| b == b'\t') else {
-                    return Err(format!("{}:{line_no}: expected `set<TAB>key`", tsv.display()));
-                };
-                let filter = match sets.entry(row[..tab].to_vec()) {
-                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::btree_map::Entry::Vacant(e) => {
-                        e.insert(BloomFilter::new(params).map_err(|e| e.to_string())?)
-                    }
-                };
-                filter.insert(&row[tab + 1..]);
-            }
-            if sets.is_empty() {
-                return Err(format!("{} holds no `set<TAB>key` lines", tsv.display()));
-            }
-            let mut index = SlicedIndex::new(params);
-            let names: Vec<&Vec<u8>> = sets.keys().collect();
-            for (id, filter) in sets.values().enumerate() {
-                index.insert_filter(id as u64, filter).map_err(|e| e.to_string())?;
-            }
-            for key in keys {
-                let mut hits: Vec<String> = index
-                    .query(key.as_bytes())
-                    .into_iter()
-                    .map(|id| String::from_utf8_lossy(names[id as usize]).into_owned())
-                    .collect();
-                hits.sort();
-                println!("{key}\t{}", hits.join(","));
-            }
-            Ok(())
         }
     }
 }

@@ -1,54 +1,202 @@
-//! End-to-end tests of the `bloomslice` binary: good and bad input.
+//! End-to-end tests of the `bloomslice` binary: every subcommand, good and
+//! bad input, exit codes (2 usage, 1 runtime) and one-line errors.
 
-use std::process::Command;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bloomslice"))
 }
 
-fn tsv(name: &str, body: &[u8]) -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("bloomslice-cli-{}-{name}", std::process::id()));
-    std::fs::write(&path, body).unwrap();
-    path
+fn run(args: &[&str], dir: &Path) -> Output {
+    bin().args(args).current_dir(dir).output().unwrap()
+}
+
+fn run_stdin(args: &[&str], dir: &Path, stdin: &[u8]) -> Output {
+    let mut child = bin()
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// Exit code `code`, one line on stderr starting with `error:`, no panic.
+fn fails(out: &Output, code: i32) -> String {
+    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
+    assert!(stderr.starts_with("error:"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+/// A directory with `sites/fruit`, `sites/rock` (one non-UTF-8 key) and `sets.tsv`.
+fn fixture() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let sites = dir.path().join("sites");
+    std::fs::create_dir(&sites).unwrap();
+    std::fs::write(sites.join("fruit"), b"apple\npear\r\n\n").unwrap();
+    std::fs::write(sites.join("rock"), b"granite\n\xff\xfe bytes\n").unwrap();
+    std::fs::write(
+        dir.path().join("sets.tsv"),
+        b"fruit\tapple\nfruit\tpear\r\nrock\tgranite\n\nrock\t\xff\xfe bytes\n",
+    )
+    .unwrap();
+    let p = dir.path().to_path_buf();
+    (dir, p)
 }
 
 #[test]
-fn query_reports_matching_sets() {
-    let path = tsv("ok.tsv", b"fruit\tapple\nfruit\tpear\r\nrock\tgranite\n\nrock\t\xff\xfe bytes\n");
-    let out = bin().args(["query", "--tsv"]).arg(&path).args(["apple", "granite"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.contains("apple\tfruit"), "{stdout}");
-    assert!(stdout.contains("granite\trock"), "{stdout}");
+fn build_from_dir_and_tsv_then_query() {
+    let (_guard, dir) = fixture();
+    let summary = ok(&run(&["build", "d.bsi", "--dir", "sites"], &dir));
+    assert!(summary.contains("sets: 2, keys: 4"), "{summary}");
+    assert!(summary.contains("worst set:"), "{summary}");
+    ok(&run(&["build", "t.bsi", "--tsv", "sets.tsv", "--m", "4096", "--k", "3", "--seed", "9"], &dir));
+    for index in ["d.bsi", "t.bsi"] {
+        let out = ok(&run(&["query", index, "apple", "granite"], &dir));
+        assert!(out.contains("apple\tfruit\n"), "{out}");
+        assert!(out.contains("granite\trock\n"), "{out}");
+        // Non-UTF-8 keys are bytes, from stdin.
+        let out = ok(&run_stdin(&["query", index], &dir, b"\xff\xfe bytes\npear\n"));
+        assert!(out.contains("\trock\n") && out.contains("pear\tfruit\n"), "{out}");
+    }
+    let out = ok(&run(&["query", "d.bsi", "--json", "apple"], &dir));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["sets"][0], "fruit");
+    let out = ok(&run_stdin(&["query", "d.bsi", "--count", "--threshold", "0.5"], &dir, b"apple\npear\ngranite\n"));
+    assert_eq!(out, "fruit\t2\t0.6667\n");
+    let out = ok(&run_stdin(&["query", "d.bsi", "--count", "--json", "-"], &dir, b"apple\ngranite\n"));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["keys"], 2);
+    assert_eq!(v["sets"].as_array().unwrap().len(), 2);
+    let out = ok(&run(&["query", "d.bsi", "--no-verify", "pear"], &dir));
+    assert_eq!(out, "pear\tfruit\n");
 }
 
 #[test]
-fn params_prints_the_bloofi_defaults() {
-    let out = bin().args(["params", "--n-exp", "10000", "--fp", "0.01"]).output().unwrap();
-    assert!(out.status.success());
-    assert!(String::from_utf8(out.stdout).unwrap().contains("m = 100992 bits, k = 7"));
+fn add_update_remove_and_inspect() {
+    let (_guard, dir) = fixture();
+    ok(&run(&["build", "i.bsi", "--dir", "sites"], &dir));
+    std::fs::write(dir.join("veg.tsv"), b"veg\tcarrot\n").unwrap();
+    ok(&run(&["add", "i.bsi", "--tsv", "veg.tsv"], &dir));
+    assert_eq!(ok(&run(&["query", "i.bsi", "carrot"], &dir)), "carrot\tveg\n");
+    fails(&run(&["add", "i.bsi", "--tsv", "veg.tsv"], &dir), 1);
+    ok(&run_stdin(&["update", "i.bsi", "--tsv", "-"], &dir, b"veg\tleek\n"));
+    assert_eq!(ok(&run(&["query", "i.bsi", "leek", "carrot"], &dir)), "leek\tveg\ncarrot\tveg\n");
+    let e = fails(&run_stdin(&["update", "i.bsi", "--tsv", "-"], &dir, b"new\tx\n"), 1);
+    assert!(e.contains("--create"), "{e}");
+    ok(&run_stdin(&["update", "i.bsi", "--tsv", "-", "--create"], &dir, b"new\tx\n"));
+    assert_eq!(ok(&run(&["query", "i.bsi", "x"], &dir)), "x\tnew\n");
+    ok(&run(&["remove", "i.bsi", "rock"], &dir));
+    assert_eq!(ok(&run(&["query", "i.bsi", "granite"], &dir)), "granite\t\n");
+    fails(&run(&["remove", "i.bsi", "rock"], &dir), 1);
+    // Sets from another index with the same params; another with other params is refused.
+    std::fs::write(dir.join("b.tsv"), b"other\tzinc\n").unwrap();
+    ok(&run(&["build", "b.bsi", "--tsv", "b.tsv"], &dir));
+    ok(&run(&["add", "i.bsi", "--from", "b.bsi"], &dir));
+    assert_eq!(ok(&run(&["query", "i.bsi", "zinc"], &dir)), "zinc\tother\n");
+    ok(&run(&["build", "c.bsi", "--tsv", "b.tsv", "--m", "1000", "--k", "3"], &dir));
+    let e = fails(&run(&["add", "i.bsi", "--from", "c.bsi"], &dir), 1);
+    assert!(e.contains("other parameters"), "{e}");
+    let out = ok(&run(&["inspect", "i.bsi"], &dir));
+    for needle in ["format version: 1.0", "checksums verified: yes", "m = 100992 bits, k = 7", "veg", "est. FP"] {
+        assert!(out.contains(needle), "{needle}: {out}");
+    }
+    let out = ok(&run(&["inspect", "i.bsi", "--json"], &dir));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["sets"], 4);
+    assert_eq!(v["checksums_verified"], true);
 }
 
 #[test]
-fn bad_input_is_one_line_and_nonzero() {
-    let cases: [(&[&str], i32); 4] = [
+fn bad_input_is_one_line_with_the_right_exit_code() {
+    let (_guard, dir) = fixture();
+    ok(&run(&["build", "i.bsi", "--dir", "sites"], &dir));
+    std::fs::write(dir.join("notab.tsv"), b"no tab here\n").unwrap();
+    std::fs::write(dir.join("empty.tsv"), b"").unwrap();
+    std::fs::create_dir(dir.join("emptydir")).unwrap();
+    let mut damaged = std::fs::read(dir.join("i.bsi")).unwrap();
+    let n = damaged.len();
+    damaged[n - 1] ^= 1;
+    std::fs::write(dir.join("damaged.bsi"), &damaged).unwrap();
+    std::fs::write(dir.join("short.bsi"), &damaged[..100]).unwrap();
+    let cases: &[(&[&str], i32)] = &[
         (&["bogus"], 2),
-        (&["params", "--fp", "1.5"], 1),
-        (&["query", "--tsv", "/definitely/not/here.tsv", "k"], 1),
-        (&["params", "--n-exp", "0"], 1),
+        (&["build", "x.bsi"], 2),
+        (&["build", "x.bsi", "--dir", "sites", "--tsv", "sets.tsv"], 2),
+        (&["build", "x.bsi", "--dir", "sites", "--m", "100"], 2),
+        (&["build", "x.bsi", "--dir", "sites", "--fp", "1.5"], 2),
+        (&["build", "x.bsi", "--dir", "sites", "--m", "0", "--k", "3"], 2),
+        (&["build", "i.bsi", "--dir", "sites"], 1),
+        (&["build", "x.bsi", "--tsv", "notab.tsv"], 1),
+        (&["build", "x.bsi", "--tsv", "empty.tsv"], 1),
+        (&["build", "x.bsi", "--dir", "emptydir"], 1),
+        (&["build", "x.bsi", "--tsv", "missing.tsv"], 1),
+        (&["build", "x.bsi", "--dir", "missing"], 1),
+        (&["query", "missing.bsi", "k"], 1),
+        (&["query", "sets.tsv", "k"], 1),
+        (&["query", "damaged.bsi", "k"], 1),
+        (&["query", "short.bsi", "k"], 1),
+        (&["query", "i.bsi", "--threshold", "0.5", "k"], 2),
+        (&["query", "i.bsi", "--count", "--threshold", "2", "k"], 2),
+        (&["inspect", "damaged.bsi"], 1),
+        (&["inspect"], 2),
+        (&["remove", "i.bsi"], 2),
+        (&["remove", "i.bsi", "nope"], 1),
+        (&["add", "i.bsi"], 2),
+        (&["update", "missing.bsi", "--dir", "sites"], 1),
+        (&["bench", "missing.bsi"], 1),
+        (&["params", "--n-exp", "0"], 2),
+        (&["demo", "--filters", "0"], 2),
     ];
     for (args, code) in cases {
-        let out = bin().args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(code), "{args:?}");
-        let stderr = String::from_utf8(out.stderr).unwrap();
-        assert!(stderr.starts_with("error:"), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        let out = run(args, &dir);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {stderr}");
+        fails(&out, *code);
     }
-    let bad = tsv("bad.tsv", b"no tab here\n");
-    let out = bin().args(["query", "--tsv"]).arg(&bad).arg("k").output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(String::from_utf8(out.stderr).unwrap().lines().count(), 1);
-    let empty = tsv("empty.tsv", b"");
-    let out = bin().args(["query", "--tsv"]).arg(&empty).arg("k").output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    fails(&run_stdin(&["query", "i.bsi"], &dir, b""), 2);
+    assert!(!dir.join("x.bsi").exists(), "a failed build leaves no file");
+    // The damaged file is rejected unless checks are deferred, and left alone.
+    assert_eq!(std::fs::read(dir.join("damaged.bsi")).unwrap(), damaged);
+}
+
+#[test]
+fn help_has_examples_and_params_prints_the_bloofi_defaults() {
+    let help = ok(&bin().arg("--help").output().unwrap());
+    assert!(help.contains("Examples:") && help.contains("bloomslice build sites.bsi --dir"), "{help}");
+    for sub in ["build", "add", "remove", "update", "query", "inspect", "bench", "demo", "params"] {
+        let h = ok(&bin().args([sub, "--help"]).output().unwrap());
+        assert!(h.contains("Example") || h.contains("Usage"), "{sub}: {h}");
+    }
+    let out = ok(&bin().args(["params", "--n-exp", "10000", "--fp", "0.01"]).output().unwrap());
+    assert!(out.contains("m = 100992 bits, k = 7"), "{out}");
+}
+
+#[test]
+fn demo_saves_an_index_that_bench_and_query_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out =
+        ok(&run(&["demo", "--filters", "40", "--queries", "2000", "--naive-queries", "200", "--save", "p.bsi"], d));
+    assert!(out.contains("sliced") && out.contains("naive-fastbloom"), "{out}");
+    let out = ok(&run(&["bench", "p.bsi", "--queries", "2000"], d));
+    assert!(out.contains("open: mmap") && out.contains("memory") && out.contains("batch"), "{out}");
+    // Key 3 of the paper workload (8 little-endian bytes) is in filter 0.
+    let mut key = 3u64.to_le_bytes().to_vec();
+    key.push(b'\n');
+    let out = ok(&run_stdin(&["query", "p.bsi", "--json"], d, &key));
+    assert!(out.contains("filter-0"), "{out}");
 }

@@ -40,6 +40,9 @@ use crate::hash::{Key, KeyHash};
 use crate::params::{BloomParams, MAX_HASHES};
 use crate::storage::Words;
 
+mod persist;
+pub(crate) use persist::{ColumnEntry, ShardParts};
+
 /// Shards grow in steps of this many columns: one 512-bit chunk (a cache
 /// line) per row, the unit the kernels and the early exit work in.
 pub const SHARD_COLUMN_STEP: usize = 512;
@@ -179,7 +182,9 @@ impl Shard {
             cleared += u64::from(*w & bit != 0);
             *w &= !bit;
         }
-        self.ones -= cleared;
+        // Saturating: an index mapped from a file with deferred checks
+        // carries the file's bit count until it is verified.
+        self.ones = self.ones.saturating_sub(cleared);
     }
 
     /// How many of a query's `k` rows are worth prefetching in this shard.

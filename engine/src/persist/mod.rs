@@ -1,0 +1,395 @@
+//! Saving and loading a [`SlicedIndex`] with its [`SetNames`]: the index
+//! file format of `docs/FORMAT.md`.
+//!
+//! - [`save`] writes a temporary file in the target's directory, syncs it and
+//!   renames it over the target, so a crash or an error mid-save never leaves
+//!   a partial file at the destination and never loses the previous one.
+//! - [`load`] reads a file into memory: a mutable index.
+//! - [`open_mmap`] maps a file with `memmap2` and queries it in place (zero
+//!   copy). The index is usable as soon as the header and the small tables
+//!   (shard table, id map, names) are checked. A write to a mapped index
+//!   copies the shard it touches into memory first; the file is never
+//!   written through.
+//! - [`from_bytes`] and [`to_bytes`] do the same in memory (the fuzz target
+//!   uses them).
+//!
+//! # Checksum policy
+//!
+//! Every section carries an xxh3-64 checksum. The header, shard table, id
+//! map and names are always verified before an index is returned. Row data
+//! (almost all of the file) is verified, together with
+//! [`SlicedIndex::validate`]'s invariants, by [`load`], [`from_bytes`] and by
+//! [`open_mmap`] with [`Verify::Full`]. With [`Verify::Deferred`],
+//! [`open_mmap`] returns without reading the rows (opening costs only the
+//! tables, whatever the file size); call [`LoadedIndex::verify`] later
+//! (for example in the background) to check them. Until then a flipped bit
+//! in the rows can change answers (a false positive or negative), but can
+//! never cause a panic or undefined behaviour: every offset and size was
+//! checked against the file.
+//!
+//! # Files modified underneath a map
+//!
+//! Mapping is only sound if the file does not change while it is mapped.
+//! [`save`] never writes into an existing file (it renames a new one over
+//! it), so processes that only use this module to update index files keep
+//! seeing their old, intact mapping. Truncating or writing into a mapped
+//! index file by other means is not supported: it may change answers or
+//! terminate the process with `SIGBUS`.
+
+mod format;
+mod names;
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use xxhash_rust::xxh3::{Xxh3, xxh3_64};
+
+pub use self::format::{FORMAT_MAJOR, FORMAT_MINOR, HEADER_BYTES, MAGIC, ROWS_ALIGN};
+use self::format::{Header, Layout, Meta, encode_header, read_meta};
+pub use self::names::{MAX_NAME_BYTES, SetNames};
+use crate::error::{Error, Result};
+use crate::sliced::{ShardParts, SlicedIndex};
+use crate::storage::Words;
+
+/// How much of a file [`open_mmap`] checks before returning.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Verify {
+    /// Every checksum and every index invariant (reads the whole file).
+    #[default]
+    Full,
+    /// Header, shard table, id map and names only; row checksums (and the
+    /// uniqueness of set names, checked when the name maps are built on
+    /// first use) wait for [`LoadedIndex::verify`]. Opening then costs the same for a 1 MB and
+    /// a 100 GB index.
+    Deferred,
+}
+
+/// What the file said about itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileInfo {
+    /// Format version `(major, minor)`.
+    pub version: (u16, u16),
+    /// File size in bytes.
+    pub file_bytes: u64,
+    /// `(section, xxh3-64)` of every section: header, shard table, id map,
+    /// names, then one per shard.
+    pub checksums: Vec<(String, u64)>,
+    /// Whether the row checksums and index invariants have been verified.
+    pub rows_verified: bool,
+}
+
+/// An index read or mapped from a file, with its set names.
+#[derive(Clone, Debug)]
+pub struct LoadedIndex {
+    /// The index (shards may be windows of a memory map; writes copy them).
+    pub index: SlicedIndex,
+    /// The set names stored with it.
+    pub names: SetNames,
+    /// Version, size and checksums.
+    pub info: FileInfo,
+}
+
+impl LoadedIndex {
+    /// Verifies the row checksums (if not done yet) and the index invariants.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ChecksumMismatch`] or [`Error::CorruptFile`].
+    pub fn verify(&mut self) -> Result<()> {
+        if self.info.rows_verified {
+            return Ok(());
+        }
+        let sums: Vec<u64> = self.info.checksums.iter().skip(4).map(|(_, s)| *s).collect();
+        for (i, ((_, _, rows), want)) in self.index.shard_views().zip(sums).enumerate() {
+            check_rows(rows, want, i)?;
+        }
+        self.index.validate().map_err(Error::CorruptFile)?;
+        self.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
+        self.info.rows_verified = true;
+        Ok(())
+    }
+
+    /// Whether the index reads (some of) its rows from a memory map.
+    pub fn is_mapped(&self) -> bool {
+        self.index.is_mapped()
+    }
+}
+
+fn check_rows(rows: &Words, want: u64, shard: usize) -> Result<()> {
+    if rows_checksum(rows) != want {
+        return Err(Error::ChecksumMismatch { section: format!("rows of shard {shard}") });
+    }
+    Ok(())
+}
+
+/// xxh3-64 of a shard's rows as little-endian bytes.
+fn rows_checksum(rows: &Words) -> u64 {
+    if cfg!(target_endian = "little") {
+        xxh3_64(rows.as_bytes())
+    } else {
+        let mut h = Xxh3::new();
+        for w in rows.iter() {
+            h.update(&w.to_le_bytes());
+        }
+        h.digest()
+    }
+}
+
+/// Writes `index` and `names` in the index file format to `w`; returns
+/// the bytes written. Names of ids not in the index are not written.
+///
+/// # Errors
+///
+/// [`Error::Io`] from the writer.
+pub fn write_to<W: Write>(w: &mut W, index: &SlicedIndex, names: &SetNames) -> Result<u64> {
+    let io = |e: std::io::Error| Error::io("write", Path::new("index file"), &e);
+    let entries = index.column_entries();
+    let mut id_map = Vec::with_capacity(entries.len() * 24 + 8);
+    let mut blob = Vec::new();
+    for &(id, shard, col) in &entries {
+        let name = names.name(id).unwrap_or_default();
+        id_map.extend_from_slice(&id.to_le_bytes());
+        id_map.extend_from_slice(&shard.to_le_bytes());
+        id_map.extend_from_slice(&col.to_le_bytes());
+        id_map.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        id_map.extend_from_slice(&0u32.to_le_bytes());
+        blob.extend_from_slice(name);
+    }
+    let n_shards = index.shard_views().len() as u64;
+    let layout = Layout::new(n_shards, entries.len() as u64, blob.len() as u64)
+        .ok_or(Error::CapacityOverflow("index file layout"))?;
+    let mut table = Vec::with_capacity(n_shards as usize * 32 + 8);
+    let mut offset = layout.rows;
+    for (wpr, ones, rows) in index.shard_views() {
+        table.extend_from_slice(&(wpr as u64 * 64).to_le_bytes());
+        table.extend_from_slice(&ones.to_le_bytes());
+        table.extend_from_slice(&offset.to_le_bytes());
+        table.extend_from_slice(&rows_checksum(rows).to_le_bytes());
+        offset += rows.len() as u64 * 8;
+    }
+    for section in [&mut table, &mut id_map, &mut blob] {
+        let sum = xxh3_64(section);
+        section.extend_from_slice(&sum.to_le_bytes());
+    }
+    let header = Header {
+        minor: FORMAT_MINOR,
+        file_len: offset,
+        params: *index.params(),
+        config: *index.config(),
+        n_shards,
+        n_sets: entries.len() as u64,
+        names_len: (blob.len() - 8) as u64,
+        checksum: 0,
+    };
+    w.write_all(&encode_header(&header, &layout)).map_err(io)?;
+    w.write_all(&table).map_err(io)?;
+    w.write_all(&id_map).map_err(io)?;
+    w.write_all(&blob).map_err(io)?;
+    w.write_all(&[0u8; 64][..(layout.rows - layout.names_end) as usize]).map_err(io)?;
+    for (_, _, rows) in index.shard_views() {
+        if cfg!(target_endian = "little") {
+            w.write_all(rows.as_bytes()).map_err(io)?;
+        } else {
+            for chunk in rows.chunks(8192) {
+                let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
+                w.write_all(&bytes).map_err(io)?;
+            }
+        }
+    }
+    Ok(offset)
+}
+
+/// The index file bytes of `index` and `names`.
+///
+/// # Errors
+///
+/// [`Error::CapacityOverflow`] if the buffer cannot be allocated.
+pub fn to_bytes(index: &SlicedIndex, names: &SetNames) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    write_to(&mut out, index, names)?;
+    Ok(out)
+}
+
+/// Saves atomically: writes `path`'s directory's temporary file, syncs it,
+/// renames it over `path` and syncs the directory. On any error the
+/// temporary file is removed and `path` is untouched.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the step and the file.
+pub fn save(path: impl AsRef<Path>, index: &SlicedIndex, names: &SetNames) -> Result<()> {
+    let path = path.as_ref();
+    let tmp = temp_path(path)?;
+    let result = write_temp(&tmp, index, names)
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io("rename the temporary file over", path, &e)));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+        return result;
+    }
+    sync_dir(path);
+    Ok(())
+}
+
+fn temp_path(path: &Path) -> Result<PathBuf> {
+    let name = path.file_name().ok_or_else(|| Error::Io {
+        op: "save to",
+        path: path.display().to_string(),
+        kind: std::io::ErrorKind::InvalidInput,
+        message: "not a file name".into(),
+    })?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let mut tmp = std::ffi::OsString::from(".");
+    tmp.push(name);
+    tmp.push(format!(".tmp-{}-{nanos}", std::process::id()));
+    Ok(path.with_file_name(tmp))
+}
+
+fn write_temp(tmp: &Path, index: &SlicedIndex, names: &SetNames) -> Result<()> {
+    let file =
+        std::fs::OpenOptions::new().write(true).create_new(true).open(tmp).map_err(|e| Error::io("create", tmp, &e))?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    write_to(&mut w, index, names).map_err(|e| match e {
+        Error::Io { op, kind, message, .. } => Error::Io { op, path: tmp.display().to_string(), kind, message },
+        e => e,
+    })?;
+    let file = w.into_inner().map_err(|e| Error::io("write", tmp, e.error()))?;
+    file.sync_all().map_err(|e| Error::io("sync", tmp, &e))
+}
+
+/// Makes the rename durable. Best effort: some file systems refuse to
+/// open or sync a directory, and the data itself is already synced.
+fn sync_dir(path: &Path) {
+    #[cfg(unix)]
+    {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
+fn info_of(meta: &Meta, rows_verified: bool) -> FileInfo {
+    let mut checksums = vec![
+        ("header".to_owned(), meta.header.checksum),
+        ("shard table".to_owned(), meta.section_checksums[0]),
+        ("id map".to_owned(), meta.section_checksums[1]),
+        ("names".to_owned(), meta.section_checksums[2]),
+    ];
+    checksums.extend(meta.shards.iter().enumerate().map(|(i, s)| (format!("rows of shard {i}"), s.checksum)));
+    FileInfo { version: (FORMAT_MAJOR, meta.header.minor), file_bytes: meta.header.file_len, checksums, rows_verified }
+}
+
+/// Reads every shard's rows from `r` (positioned at the first row byte),
+/// checks them and builds the index.
+fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<LoadedIndex> {
+    let meta = read_meta(r, real_len)?;
+    let m = meta.header.params.m() as usize;
+    let mut parts = Vec::with_capacity(meta.shards.len());
+    for (i, s) in meta.shards.iter().enumerate() {
+        let mut rows = Words::zeroed(m * s.wpr)?;
+        r.read_exact(rows.as_bytes_mut()).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                Error::Truncated { section: "shard rows", needed: meta.header.file_len, len: real_len }
+            }
+            _ => Error::io("read", what, &e),
+        })?;
+        if cfg!(target_endian = "big") {
+            for w in rows.iter_mut() {
+                *w = u64::from_le(*w);
+            }
+        }
+        check_rows(&rows, s.checksum, i)?;
+        parts.push(ShardParts { wpr: s.wpr, ones: s.ones, rows });
+    }
+    let index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
+    index.validate().map_err(Error::CorruptFile)?;
+    meta.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
+    let info = info_of(&meta, true);
+    Ok(LoadedIndex { index, names: meta.names, info })
+}
+
+/// Loads an index from index file bytes (into memory, fully verified).
+///
+/// # Errors
+///
+/// A typed error for any malformed input ([`Error::BadMagic`],
+/// [`Error::UnsupportedVersion`], [`Error::Truncated`],
+/// [`Error::ChecksumMismatch`], [`Error::CorruptFile`]); never a panic.
+pub fn from_bytes(bytes: &[u8]) -> Result<LoadedIndex> {
+    let mut r = bytes;
+    load_from_reader(&mut r, bytes.len() as u64, Path::new("index bytes"))
+}
+
+fn open(path: &Path) -> Result<(File, u64)> {
+    let file = File::open(path).map_err(|e| Error::io("open", path, &e))?;
+    let len = file.metadata().map_err(|e| Error::io("stat", path, &e))?.len();
+    Ok((file, len))
+}
+
+/// Reads an index file into memory (a mutable index), fully verified.
+///
+/// # Errors
+///
+/// [`Error::Io`], or the errors of [`from_bytes`].
+pub fn load(path: impl AsRef<Path>) -> Result<LoadedIndex> {
+    let path = path.as_ref();
+    let (file, len) = open(path)?;
+    let mut r = std::io::BufReader::with_capacity(1 << 16, file);
+    load_from_reader(&mut r, len, path)
+}
+
+/// Maps an index file and queries it in place (see the module docs for the
+/// checksum policy and for files modified underneath). Answers are those
+/// of [`load`]. On big-endian targets the rows are copied and converted.
+///
+/// # Errors
+///
+/// [`Error::Io`], or the errors of [`from_bytes`].
+pub fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<LoadedIndex> {
+    let path = path.as_ref();
+    let (file, len) = open(path)?;
+    if len < HEADER_BYTES {
+        // Too short to map usefully (and an empty file cannot be mapped).
+        let mut bytes = Vec::new();
+        (&file).take(HEADER_BYTES).read_to_end(&mut bytes).map_err(|e| Error::io("read", path, &e))?;
+        return from_bytes(&bytes);
+    }
+    // SAFETY: mapping a file is sound only while no one truncates or writes
+    // it; that is this module's documented contract (`save` replaces files
+    // by rename and never writes into one). The map is read-only, and every
+    // offset taken from it below is checked against its length.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, &e))?;
+    let map = Arc::new(map);
+    let mut r: &[u8] = &map;
+    let meta = read_meta(&mut r, map.len() as u64)?;
+    let m = meta.header.params.m() as usize;
+    let mut parts = Vec::with_capacity(meta.shards.len());
+    for s in &meta.shards {
+        let offset = usize::try_from(s.offset).map_err(|_| Error::CapacityOverflow("file offset"))?;
+        #[cfg(target_endian = "little")]
+        let rows = Words::mapped(Arc::clone(&map), offset, m * s.wpr)?;
+        #[cfg(target_endian = "big")]
+        let rows = {
+            let mut rows = Words::zeroed(m * s.wpr)?;
+            for (w, b) in rows.iter_mut().zip(map[offset..][..m * s.wpr * 8].chunks_exact(8)) {
+                *w = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+            }
+            rows
+        };
+        parts.push(ShardParts { wpr: s.wpr, ones: s.ones, rows });
+    }
+    let index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
+    let info = info_of(&meta, false);
+    let mut loaded = LoadedIndex { index, names: meta.names, info };
+    if verify == Verify::Full {
+        loaded.verify()?;
+    }
+    Ok(loaded)
+}

@@ -1,0 +1,360 @@
+//! Index files: round trips (save, load, mmap: same answers, ids and names),
+//! atomic save, and hostile files (every byte flipped, every truncation,
+//! wrong magic and version, absurd counts) giving typed errors.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use bloomslice::persist::{self, FORMAT_MAJOR, HEADER_BYTES, MAGIC};
+use bloomslice::{BloomFilter, BloomParams, Error, SetNames, SlicedConfig, SlicedIndex, Verify};
+use proptest::prelude::*;
+
+/// The system allocator, recording the largest single allocation made by
+/// the current thread while tracking is on (tests run on several threads).
+struct Tracking;
+
+thread_local! {
+    static TRACK: Cell<bool> = const { Cell::new(false) };
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note(size: usize) {
+    // `try_with`: the thread-locals may be gone while a thread exits.
+    let _ = TRACK.try_with(|t| {
+        if t.get() {
+            let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+        }
+    });
+}
+
+// SAFETY: forwards every call to the system allocator; the bookkeeping
+// touches only const-initialised thread-locals (no allocation, no reentry).
+unsafe impl GlobalAlloc for Tracking {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Tracking = Tracking;
+
+/// The largest single allocation `f` makes on this thread.
+fn largest_allocation(f: impl FnOnce()) -> usize {
+    LARGEST.with(|l| l.set(0));
+    TRACK.with(|t| t.set(true));
+    f();
+    TRACK.with(|t| t.set(false));
+    LARGEST.with(Cell::get)
+}
+
+fn build(params: BloomParams, sets: &[(u64, Vec<u64>)], config: SlicedConfig) -> (SlicedIndex, SetNames) {
+    let mut index = SlicedIndex::with_config(params, config);
+    let mut names = SetNames::new();
+    for (id, keys) in sets {
+        let mut f = BloomFilter::new(params).unwrap();
+        for k in keys {
+            f.insert(&k.to_le_bytes());
+        }
+        index.insert_filter(*id, &f).unwrap();
+        if id % 3 != 0 {
+            names.insert(*id, format!("set-{id}").into_bytes()).unwrap();
+        }
+    }
+    (index, names)
+}
+
+/// A few-KB index: m = 64, 10 sets in one 512-column shard.
+fn small() -> (SlicedIndex, SetNames) {
+    let sets: Vec<(u64, Vec<u64>)> = (0..10u64).map(|i| (i * 11, (i * 3..i * 3 + 3).collect())).collect();
+    build(BloomParams::new(64, 2).unwrap().with_seed(5), &sets, SlicedConfig::default())
+}
+
+fn same(a: &SlicedIndex, b: &SlicedIndex, keys: impl IntoIterator<Item = u64>) {
+    assert_eq!(a.params(), b.params());
+    let (mut ia, mut ib): (Vec<u64>, Vec<u64>) = (a.ids().collect(), b.ids().collect());
+    ia.sort_unstable();
+    ib.sort_unstable();
+    assert_eq!(ia, ib);
+    for key in keys {
+        assert_eq!(a.query(&key.to_le_bytes()), b.query(&key.to_le_bytes()), "key {key}");
+    }
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[test]
+fn save_load_mmap_round_trip() {
+    let (index, names) = small();
+    let dir = tempdir();
+    let path = dir.path().join("small.bsi");
+    persist::save(&path, &index, &names).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes, persist::to_bytes(&index, &names).unwrap());
+    assert!(bytes.len() < 8192, "{}", bytes.len());
+    let loaded = persist::load(&path).unwrap();
+    assert!(!loaded.is_mapped() && loaded.info.rows_verified);
+    for verify in [Verify::Full, Verify::Deferred] {
+        let mut mapped = persist::open_mmap(&path, verify).unwrap();
+        assert!(mapped.is_mapped());
+        assert_eq!(mapped.info.rows_verified, verify == Verify::Full);
+        mapped.verify().unwrap();
+        same(&index, &mapped.index, 0..200);
+        assert_eq!(mapped.names, names);
+    }
+    same(&index, &loaded.index, 0..200);
+    assert_eq!(loaded.names, names);
+    assert_eq!(loaded.info.version, (FORMAT_MAJOR, 0));
+    assert_eq!(loaded.info.file_bytes, bytes.len() as u64);
+    assert_eq!(persist::to_bytes(&loaded.index, &loaded.names).unwrap(), bytes, "a loaded index saves identically");
+}
+
+#[test]
+fn a_mapped_index_is_writable_by_copy_and_the_file_is_untouched() {
+    let (index, names) = small();
+    let dir = tempdir();
+    let path = dir.path().join("cow.bsi");
+    persist::save(&path, &index, &names).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let mut mapped = persist::open_mmap(&path, Verify::Deferred).unwrap();
+    let p = *index.params();
+    let mut f = BloomFilter::new(p).unwrap();
+    f.insert("new key");
+    mapped.index.insert_filter(999, &f).unwrap();
+    mapped.index.delete_filter(0).unwrap();
+    mapped.index.validate().unwrap();
+    assert!(mapped.index.query("new key").contains(&999));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    // Saving over a mapped file replaces it by rename: the old map stays valid.
+    let old = persist::open_mmap(&path, Verify::Full).unwrap();
+    persist::save(&path, &mapped.index, &mapped.names).unwrap();
+    same(&index, &old.index, 0..100);
+    let new = persist::load(&path).unwrap();
+    same(&mapped.index, &new.index, 0..100);
+}
+
+#[test]
+fn save_is_atomic_and_leaves_no_temporary_file() {
+    let (index, names) = small();
+    let dir = tempdir();
+    let path = dir.path().join("a.bsi");
+    persist::save(&path, &index, &names).unwrap();
+    let first = std::fs::read(&path).unwrap();
+    // A failing save (the target is a directory) keeps the old file and
+    // cleans up its temporary.
+    let target_dir = dir.path().join("sub");
+    std::fs::create_dir(&target_dir).unwrap();
+    std::fs::write(target_dir.join("x"), b"x").unwrap();
+    assert!(matches!(persist::save(&target_dir, &index, &names), Err(Error::Io { .. })));
+    assert!(matches!(persist::save(dir.path().join("missing/a.bsi"), &index, &names), Err(Error::Io { .. })));
+    let listing: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(listing.len(), 2, "{listing:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), first);
+}
+
+#[test]
+fn every_flipped_byte_and_every_truncation_is_a_typed_error() {
+    let (index, names) = small();
+    let bytes = persist::to_bytes(&index, &names).unwrap();
+    let mut copy = bytes.clone();
+    for i in 0..bytes.len() {
+        for flip in [0xffu8, 1 << (i % 8)] {
+            copy[i] ^= flip;
+            let err = persist::from_bytes(&copy).expect_err(&format!("byte {i} ^ {flip:#x} was accepted"));
+            assert!(
+                matches!(
+                    err,
+                    Error::BadMagic
+                        | Error::UnsupportedVersion { .. }
+                        | Error::ChecksumMismatch { .. }
+                        | Error::CorruptFile(_)
+                        | Error::Truncated { .. }
+                ),
+                "byte {i}: {err:?}"
+            );
+            copy[i] ^= flip;
+        }
+    }
+    for len in 0..bytes.len() {
+        let err = persist::from_bytes(&bytes[..len]).expect_err(&format!("truncated at {len} was accepted"));
+        assert!(matches!(err, Error::BadMagic | Error::Truncated { .. }), "len {len}: {err:?}");
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(matches!(persist::from_bytes(&longer), Err(Error::CorruptFile(_))));
+}
+
+#[test]
+fn flipped_bytes_through_mmap_are_caught_by_verify() {
+    let (index, names) = small();
+    let bytes = persist::to_bytes(&index, &names).unwrap();
+    let dir = tempdir();
+    let path = dir.path().join("flip.bsi");
+    for i in (0..bytes.len()).step_by(97) {
+        let mut copy = bytes.clone();
+        copy[i] ^= 0x10;
+        std::fs::write(&path, &copy).unwrap();
+        assert!(persist::open_mmap(&path, Verify::Full).is_err(), "byte {i}");
+        if let Ok(mut lazy) = persist::open_mmap(&path, Verify::Deferred) {
+            assert!(i as u64 >= HEADER_BYTES, "byte {i}: only row bytes may pass a deferred open");
+            assert!(matches!(lazy.verify(), Err(Error::ChecksumMismatch { .. })), "byte {i}");
+        }
+    }
+    std::fs::write(&path, b"").unwrap();
+    assert_eq!(persist::open_mmap(&path, Verify::Full).unwrap_err(), Error::BadMagic);
+    assert!(matches!(persist::load(dir.path().join("nope")), Err(Error::Io { op: "open", .. })));
+}
+
+/// Rewrites the header fields at `at` and fixes the header checksum, the way
+/// a hostile (not merely corrupt) file would.
+fn forge(bytes: &[u8], at: usize, value: &[u8]) -> Vec<u8> {
+    let mut b = bytes.to_vec();
+    b[at..at + value.len()].copy_from_slice(value);
+    let sum = xxhash_rust::xxh3::xxh3_64(&b[..120]);
+    b[120..128].copy_from_slice(&sum.to_le_bytes());
+    b
+}
+
+#[test]
+fn no_allocation_beyond_what_the_file_implies() {
+    let (index, names) = small();
+    let bytes = persist::to_bytes(&index, &names).unwrap();
+    // The bound of docs/FORMAT.md: per-column owner tables are at most 64x
+    // the row bytes; the rest is proportional to the file.
+    let bound = 64 * bytes.len() + 4096;
+    for (at, value) in [
+        (56usize, u64::MAX / 64),
+        (56, 1 << 40),
+        (64, u64::MAX / 64),
+        (64, 1 << 40),
+        (72, 1 << 50),
+        (16, 1 << 40),
+        (24, (1 << 32) - 512),
+    ] {
+        let hostile = forge(&bytes, at, &value.to_le_bytes());
+        let largest = largest_allocation(|| assert!(persist::from_bytes(&hostile).is_err(), "field at {at}"));
+        assert!(largest <= bound, "field at {at}: allocated {largest} bytes for a {}-byte file", bytes.len());
+    }
+    let mut copy = bytes.clone();
+    let largest = largest_allocation(|| {
+        for i in 0..copy.len() {
+            copy[i] ^= 0x80;
+            let _ = persist::from_bytes(&copy);
+            copy[i] ^= 0x80;
+        }
+    });
+    assert!(largest > 0 && largest <= bound, "allocated {largest} bytes for a {}-byte file", bytes.len());
+}
+
+#[test]
+fn hostile_headers_are_typed_errors() {
+    let (index, names) = small();
+    let bytes = persist::to_bytes(&index, &names).unwrap();
+    assert_eq!(&bytes[..8], &MAGIC);
+    let mut wrong_magic = bytes.clone();
+    wrong_magic[0] = b'X';
+    assert_eq!(persist::from_bytes(&wrong_magic).unwrap_err(), Error::BadMagic);
+    let v2 = forge(&bytes, 8, &2u16.to_le_bytes());
+    let err = persist::from_bytes(&v2).unwrap_err();
+    assert!(matches!(err, Error::UnsupportedVersion { major: 2, supported: 1, .. }), "{err:?}");
+    assert!(err.to_string().contains("version 2.0 is not supported"), "{err}");
+    let minor = forge(&bytes, 10, &7u16.to_le_bytes());
+    assert_eq!(persist::from_bytes(&minor).unwrap().info.version, (1, 7), "newer minors are read");
+    for (at, value) in [
+        (16usize, u64::MAX.to_le_bytes().to_vec()), // file length
+        (24, 0u64.to_le_bytes().to_vec()),          // m = 0
+        (24, u64::MAX.to_le_bytes().to_vec()),      // absurd m
+        (32, 1000u32.to_le_bytes().to_vec()),       // absurd k
+        (36, 9u32.to_le_bytes().to_vec()),          // unknown scheme
+        (48, 100u32.to_le_bytes().to_vec()),        // shard width
+        (56, u64::MAX.to_le_bytes().to_vec()),      // absurd shard count
+        (56, (1u64 << 40).to_le_bytes().to_vec()),  // shard count beyond the file
+        (64, u64::MAX.to_le_bytes().to_vec()),      // absurd set count
+        (64, 1_000_000u64.to_le_bytes().to_vec()),  // set count beyond the file
+        (72, (1u64 << 50).to_le_bytes().to_vec()),  // names beyond the file
+        (80, 136u64.to_le_bytes().to_vec()),        // misaligned id map
+        (96, 65u64.to_le_bytes().to_vec()),         // misaligned rows
+        (104, 1u64.to_le_bytes().to_vec()),         // reserved
+    ] {
+        let err = persist::from_bytes(&forge(&bytes, at, &value)).unwrap_err();
+        assert!(matches!(err, Error::CorruptFile(_) | Error::Truncated { .. }), "field at {at}: {err:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn round_trip_keeps_answers_ids_and_names(
+        m in 1u64..3000,
+        k in 1u32..8,
+        seed in any::<u64>(),
+        shard_cols in prop::sample::select(vec![512usize, 1024, 2048]),
+        sets in prop::collection::btree_map(any::<u64>(), prop::collection::vec(0u64..500, 0..20), 0..1200),
+        deletes in prop::collection::vec(any::<prop::sample::Index>(), 0..50),
+    ) {
+        let params = BloomParams::new(m, k).unwrap().with_seed(seed);
+        let sets: Vec<(u64, Vec<u64>)> = sets.into_iter().collect();
+        let config = SlicedConfig { max_shard_columns: shard_cols, prefetch_distance: 3 };
+        let (mut index, mut names) = build(params, &sets, config);
+        for d in &deletes {
+            if !sets.is_empty() {
+                let id = sets[d.index(sets.len())].0;
+                if index.delete_filter(id).is_ok() {
+                    names.remove(id);
+                }
+            }
+        }
+        let bytes = persist::to_bytes(&index, &names).unwrap();
+        let loaded = persist::from_bytes(&bytes).unwrap();
+        same(&index, &loaded.index, 0..600);
+        prop_assert_eq!(&loaded.names, &names);
+        prop_assert_eq!(loaded.index.config(), index.config());
+        let dir = tempdir();
+        let path = dir.path().join("p.bsi");
+        persist::save(&path, &index, &names).unwrap();
+        let mapped = persist::open_mmap(&path, Verify::Full).unwrap();
+        same(&index, &mapped.index, 0..600);
+        prop_assert_eq!(&mapped.names, &names);
+        for id in index.ids() {
+            prop_assert_eq!(mapped.index.get_filter(id).unwrap(), index.get_filter(id).unwrap());
+        }
+    }
+}
+
+/// Writes the fuzz target's seed corpus (valid files of several shapes):
+/// `BLOOMSLICE_CORPUS_DIR=fuzz/corpus/load cargo test -p bloomslice --test persist -- --ignored`.
+#[test]
+#[ignore = "writes the fuzz seed corpus when asked"]
+fn write_fuzz_seed_corpus() {
+    let Ok(dir) = std::env::var("BLOOMSLICE_CORPUS_DIR") else { return };
+    std::fs::create_dir_all(&dir).unwrap();
+    let (index, names) = small();
+    let mut seeds = vec![("small", persist::to_bytes(&index, &names).unwrap())];
+    let empty = SlicedIndex::new(BloomParams::new(100, 3).unwrap());
+    seeds.push(("empty", persist::to_bytes(&empty, &SetNames::new()).unwrap()));
+    let sets: Vec<(u64, Vec<u64>)> = (0..600u64).map(|i| (i, vec![i])).collect();
+    let config = SlicedConfig { max_shard_columns: 512, prefetch_distance: 2 };
+    let (two, names) = build(BloomParams::new(16, 1).unwrap(), &sets, config);
+    seeds.push(("two-shards", persist::to_bytes(&two, &names).unwrap()));
+    let (mut holes, names) = build(BloomParams::new(7, 3).unwrap(), &sets[..40], SlicedConfig::default());
+    for id in (0..40).step_by(3) {
+        holes.delete_filter(id).unwrap();
+    }
+    seeds.push(("holes", persist::to_bytes(&holes, &names).unwrap()));
+    for (name, bytes) in seeds {
+        std::fs::write(std::path::Path::new(&dir).join(name), bytes).unwrap();
+    }
+}

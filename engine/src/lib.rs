@@ -52,8 +52,10 @@ pub use filter::BloomFilter;
 pub use flat_paper::{FLAT_GROUP, FlatBloofiPaper};
 pub use hash::{Key, KeyHash, Prehashed};
 pub use naive::NaiveIndex;
-pub use pool::{ConcurrentIndex, Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers, WriteOp};
 pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
+pub use pool::{
+    ConcurrentIndex, Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers, WriteOp,
+};
 pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
 pub use stable::{MAX_CELL_VALUE, Policy, StableBloomFilter, StableError, StableParams};
 pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};

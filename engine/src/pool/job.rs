@@ -97,8 +97,7 @@ impl Job {
         // SAFETY: submitted state: the hashes and the snapshot are only
         // read until `done`, and chunk `task` is written by this task alone
         // (each task index is queued exactly once per batch).
-        let (hashes, index, out) =
-            unsafe { (&*self.hashes.get(), &*self.index.get(), &mut *self.chunks[task].get()) };
+        let (hashes, index, out) = unsafe { (&*self.hashes.get(), &*self.index.get(), &mut *self.chunks[task].get()) };
         if let Some(index) = index {
             index.query_batch_hashes(&hashes[range], out);
         }

@@ -268,8 +268,7 @@ impl QueryPool {
         if config.queue_capacity == 0 {
             return Err(PoolError::Config("zero queue capacity"));
         }
-        let placement: Vec<Option<usize>> =
-            placement.into_iter().map(|c| if config.pin { c } else { None }).collect();
+        let placement: Vec<Option<usize>> = placement.into_iter().map(|c| if config.pin { c } else { None }).collect();
         let locals: Vec<Worker<Task>> = placement.iter().map(|_| Worker::new_lifo()).collect();
         let shared = Arc::new(Shared {
             injector: ArrayQueue::new(config.queue_capacity),
@@ -296,7 +295,7 @@ impl QueryPool {
             let shared = Arc::clone(&shared);
             let report = report_tx.clone();
             let spawned = std::thread::Builder::new().name(format!("bloomslice-pool-{me}")).spawn(move || {
-                let pinned = core.filter(|&id| core_affinity::set_for_current(core_affinity::CoreId { id }));
+                let pinned = core.filter(|&id| pin_current_thread(id));
                 // The receiver outlives startup; a send error cannot happen
                 // and would only lose a status entry.
                 let _ = report.send((me, pinned));
@@ -313,7 +312,8 @@ impl QueryPool {
         for (me, pinned) in report_rx.iter().take(workers) {
             pool.status.cores[me] = pinned;
         }
-        pool.status.pin_refused = placement.iter().zip(&pool.status.cores).any(|(want, got)| want.is_some() && got.is_none());
+        pool.status.pin_refused =
+            placement.iter().zip(&pool.status.cores).any(|(want, got)| want.is_some() && got.is_none());
         Ok(pool)
     }
 
@@ -408,6 +408,16 @@ impl Drop for QueryPool {
             let _ = handle.join();
         }
     }
+}
+
+/// Core ids at or above this are refused without asking the OS:
+/// `core_affinity` indexes a fixed `cpu_set_t` of 1024 bits (glibc's
+/// `CPU_SETSIZE`) and would panic across its FFI boundary beyond it.
+const MAX_CORE_ID: usize = 1024;
+
+/// Pins the calling thread to core `id`; false where that is refused.
+fn pin_current_thread(id: usize) -> bool {
+    id < MAX_CORE_ID && core_affinity::set_for_current(core_affinity::CoreId { id })
 }
 
 fn backoff(round: u32) {

@@ -113,7 +113,7 @@ fn pool_equals_query_batch_for_every_batch_size() {
         let start = rng.random_range(0..=10_000 - n);
         let batch = &all[start..start + n];
         let expected = &expected_all[start..start + n];
-        if n % 7 == 0 {
+        if n.is_multiple_of(7) {
             let ticket = pool.submit(&shared, batch, results);
             results = ticket.wait().unwrap();
         } else {
@@ -122,7 +122,7 @@ fn pool_equals_query_batch_for_every_batch_size() {
         // Checking every key of every size is quadratic; check every key of
         // the small sizes and of a spread of large ones, and the length and
         // a sample for the rest.
-        if n <= 300 || n % 97 == 0 || n == 10_000 {
+        if n <= 300 || n.is_multiple_of(97) || n == 10_000 {
             assert_same(&results, expected, &format!("batch of {n}"));
         } else {
             assert_eq!(results.len(), n);
@@ -389,7 +389,7 @@ fn stress_readers_and_writers_see_only_whole_writes() {
                 while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
                     round += 1;
                     let lo = done.load(Ordering::SeqCst);
-                    if (round + reader) % 3 == 0 {
+                    if (round + reader).is_multiple_of(3) {
                         results = pool.submit(shared, probe, results).wait().unwrap();
                     } else {
                         pool.query_batch(shared, probe, &mut results).unwrap();

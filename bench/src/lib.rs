@@ -13,7 +13,8 @@
 //! - [`roofline`]: the memory roofline measured in the same run;
 //! - [`experiment`]: the `paper query` experiment itself;
 //! - [`report`]: table and JSON output;
-//! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`.
+//! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`;
+//! - [`threads`]: `paper query --threads`: pool, rayon and latency.
 //!
 //! Results and the commands that produced them are in `bench/RESULTS.md`.
 
@@ -23,4 +24,5 @@ pub mod reference;
 pub mod report;
 pub mod roofline;
 pub mod sysinfo;
+pub mod threads;
 pub mod workload;

@@ -280,28 +280,48 @@ fn write_cost(index: &SlicedIndex, shared: &ConcurrentIndex, log: &mut dyn FnMut
         return Ok(String::new());
     }
     log("write cost");
-    let writes = 8;
-    let start = Instant::now();
-    for i in 0..writes {
-        shared.update_filter(ids[i % ids.len()], &filter)?;
-    }
-    let left_right = start.elapsed() / writes as u32;
-    let reader = shared.snapshot();
-    let cow_writes = 3;
-    let start = Instant::now();
-    for i in 0..cow_writes {
-        let mut copy = (*reader).clone();
-        copy.update_filter(ids[i % ids.len()], &filter)?;
-        std::hint::black_box(&copy);
-    }
-    let cow = start.elapsed() / cow_writes as u32;
-    Ok(format!(
-        "write cost, update_filter of one filter ({} shards of {} columns):\n  left-right (ConcurrentIndex): {:>12.3} ms per write\n  copy-on-write (clone + write while a reader holds the index): {:>12.3} ms per write\n",
+    let key = |i: usize| KeyHash::from_u64(i as u64 * 0x9e37_79b9_7f4a_7c15);
+    // Warm-up: the first write to each copy unshares its shards once.
+    shared.insert_key(ids[0], &key(0))?;
+    shared.insert_key(ids[0], &key(1))?;
+    let mut out = format!(
+        "write cost per write, {} shards of up to {} columns, {} MB (ms; left-right = ConcurrentIndex, \
+         copy-on-write = clone the index while a reader holds it, then write):\n",
         index.shard_count(),
         index.config().max_shard_columns,
-        left_right.as_secs_f64() * 1e3,
-        cow.as_secs_f64() * 1e3
-    ))
+        index.memory_bytes() >> 20
+    );
+    for (what, update) in [("insert_key", false), ("update_filter", true)] {
+        let writes = 8;
+        let start = Instant::now();
+        for i in 0..writes {
+            if update {
+                shared.update_filter(ids[i % ids.len()], &filter)?;
+            } else {
+                shared.insert_key(ids[i % ids.len()], &key(i + 2))?;
+            }
+        }
+        let left_right = start.elapsed() / writes as u32;
+        let reader = shared.snapshot();
+        let cow_writes = 3;
+        let start = Instant::now();
+        for i in 0..cow_writes {
+            let mut copy = (*reader).clone();
+            if update {
+                copy.update_filter(ids[i % ids.len()], &filter)?;
+            } else {
+                copy.insert_key_hash(ids[i % ids.len()], key(i + 100))?;
+            }
+            std::hint::black_box(&copy);
+        }
+        let cow = start.elapsed() / cow_writes as u32;
+        out += &format!(
+            "  {what:<14} left-right {:>10.3}   copy-on-write {:>10.3}\n",
+            left_right.as_secs_f64() * 1e3,
+            cow.as_secs_f64() * 1e3
+        );
+    }
+    Ok(out)
 }
 
 /// `paper query --threads ...`: runs [`run_threads`] with the common query

@@ -456,9 +456,11 @@ fn find_task(me: usize, shared: &Shared, local: &Worker<Task>) -> Option<Task> {
 
 fn worker_main(me: usize, shared: &Shared, local: &Worker<Task>) {
     let mut idle_since: Option<Instant> = None;
+    let mut idle_rounds = 0u32;
     loop {
         if let Some(task) = find_task(me, shared, local) {
             idle_since = None;
+            idle_rounds = 0;
             run(shared, local, task);
             continue;
         }
@@ -472,12 +474,20 @@ fn worker_main(me: usize, shared: &Shared, local: &Worker<Task>) {
         }
         let since = *idle_since.get_or_insert_with(Instant::now);
         if since.elapsed() < shared.idle_spin {
-            for _ in 0..64 {
-                core::hint::spin_loop();
+            // Spin a little, then yield (as rayon-core's idle rounds do), so
+            // an idle worker gives its core to a busy thread sharing it.
+            idle_rounds += 1;
+            if idle_rounds < 8 {
+                for _ in 0..64 {
+                    core::hint::spin_loop();
+                }
+            } else {
+                std::thread::yield_now();
             }
         } else {
             shared.sleep();
             idle_since = None;
+            idle_rounds = 0;
         }
     }
 }

@@ -14,8 +14,8 @@
 use std::time::{Duration, Instant};
 
 use bloomslice::{
-    BatchResults, BloomFilter, ConcurrentIndex, KeyHash, PoolConfig, PoolResults, QueryPool, SlicedConfig,
-    SlicedIndex, Workers,
+    BatchResults, BloomFilter, ConcurrentIndex, KeyHash, PoolConfig, PoolResults, QueryPool, SlicedConfig, SlicedIndex,
+    Workers,
 };
 use hdrhistogram::Histogram;
 use rayon::prelude::*;
@@ -71,7 +71,10 @@ pub struct ThreadOptions {
 pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<String, BenchError> {
     let spec = opts.spec;
     let p = params();
-    log(&format!("workload {} N={} x {} keys, {} queries", spec.kind, spec.filters, spec.keys_per_filter, spec.queries));
+    log(&format!(
+        "workload {} N={} x {} keys, {} queries",
+        spec.kind, spec.filters, spec.keys_per_filter, spec.queries
+    ));
     let hashes: Vec<KeyHash> = spec.queries().iter().map(|q| key_hash(&p, q.key)).collect();
     let filters = engines::build_filters(&spec, p, opts.build_threads)?;
     let naive = engines::naive_index(p, filters)?;
@@ -94,7 +97,10 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
             "throughput, {} N={}, {} queries (Mkeys/s, best pass of {:.1} s)\n",
             spec.kind, spec.filters, spec.queries, opts.args.seconds
         );
-        out += &format!("{:>8} {:>8} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "batch", "workers", "direct", "pool", "rayon", "pool/1w", "pool/rayon");
+        out += &format!(
+            "{:>8} {:>8} {:>10} {:>10} {:>10} {:>12} {:>10}\n",
+            "batch", "workers", "direct", "pool", "rayon", "pool/1w", "pool/rayon"
+        );
         for &batch in &opts.batches {
             let mut direct = BatchResults::new();
             let direct_rate = rate(opts.args.seconds, hashes.len(), || {
@@ -159,14 +165,18 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
                 log(&format!("batch {batch}, {workers} workers done"));
             }
         }
-        out += "(pool/1w: against the first --threads value; direct: SlicedIndex::query_batch on the calling thread)\n\n";
+        out +=
+            "(pool/1w: against the first --threads value; direct: SlicedIndex::query_batch on the calling thread)\n\n";
     }
 
     out += &format!(
         "latency from submit to result, {} N={}, one submission every {} us for {:.1} s (us)\n",
         spec.kind, spec.filters, opts.args.latency_interval_us, opts.args.latency_seconds
     );
-    out += &format!("{:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "workers", "pinned", "keys", "count", "p50", "p99", "p99.9", "max");
+    out += &format!(
+        "{:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "workers", "pinned", "keys", "count", "p50", "p99", "p99.9", "max"
+    );
     let workers = opts.threads.iter().copied().max().unwrap_or(2);
     for pin in [true, false] {
         let pool = pinned(workers, pin)?;
@@ -175,7 +185,13 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
             let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
             out += &format!(
                 "{workers:>8} {:>8} {keys:>8} {:>9} {:>9.2} {:>9.2} {:>9.2} {:>9.2}\n",
-                if pin && !pool.status().pin_refused { "yes" } else if pin { "refused" } else { "no" },
+                if pin && !pool.status().pin_refused {
+                    "yes"
+                } else if pin {
+                    "refused"
+                } else {
+                    "no"
+                },
                 h.len(),
                 us(0.5),
                 us(0.99),
@@ -219,7 +235,11 @@ fn check(
         run(chunk, &mut got);
     }
     if got.len() != expected.len() {
-        return Err(BenchError(format!("{engine} ({workers} workers, batch {batch}): {} answers for {} keys", got.len(), expected.len())));
+        return Err(BenchError(format!(
+            "{engine} ({workers} workers, batch {batch}): {} answers for {} keys",
+            got.len(),
+            expected.len()
+        )));
     }
     if let Some(i) = got.iter().zip(expected).position(|(a, b)| a.as_slice() != *b) {
         return Err(BenchError(format!("{engine} ({workers} workers, batch {batch}): wrong answer for query {i}")));
@@ -253,8 +273,9 @@ fn latency(
         if start.elapsed() > budget {
             break;
         }
+        // Yield rather than spin while pacing: the workers may need this core.
         while Instant::now() < next {
-            core::hint::spin_loop();
+            std::thread::yield_now();
         }
         next += interval;
         let t = Instant::now();
@@ -280,7 +301,7 @@ fn write_cost(index: &SlicedIndex, shared: &ConcurrentIndex, log: &mut dyn FnMut
         return Ok(String::new());
     }
     log("write cost");
-    let key = |i: usize| KeyHash::from_u64(i as u64 * 0x9e37_79b9_7f4a_7c15);
+    let key = |i: usize| KeyHash::from_u64((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     // Warm-up: the first write to each copy unshares its shards once.
     shared.insert_key(ids[0], &key(0))?;
     shared.insert_key(ids[0], &key(1))?;

@@ -39,7 +39,7 @@
 //!   first onto its local deque (`crossbeam_deque::Worker`, at most 63
 //!   entries, so it never grows beyond its initial 64 slots) and runs the
 //!   first; idle workers steal the rest. Keys rather than shards: a key
-//!   range produces each key's ids in order in its own [`BatchResults`], so
+//!   range produces each key's ids in order in its own [`BatchResults`](crate::BatchResults), so
 //!   results need no merge, while a split by shards must merge every key's
 //!   ids across tasks; and the default index (16 384-column shards) has a
 //!   single shard up to 16 384 filters, so only keys give parallelism there.
@@ -515,4 +515,68 @@ fn run(shared: &Shared, local: &Worker<Task>, task: Task) {
         job.mark_panicked();
     }
     job.finish_task();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BloomFilter, BloomParams, SlicedIndex};
+
+    fn pool(workers: usize) -> QueryPool {
+        QueryPool::new(PoolConfig { workers: Workers::Count(workers), ..PoolConfig::default() }).unwrap()
+    }
+
+    #[test]
+    fn split_rule() {
+        let pool = pool(2);
+        assert_eq!(pool.tasks_for(0), 1);
+        assert_eq!(pool.tasks_for(1), 1);
+        assert_eq!(pool.tasks_for(16), 1);
+        assert_eq!(pool.tasks_for(17), 2);
+        assert_eq!(pool.tasks_for(64), 4);
+        assert_eq!(pool.tasks_for(100_000), 16); // workers x tasks_per_worker
+        let wide = pool_with(64, 8);
+        assert_eq!(wide.tasks_for(10_000_000), MAX_TASKS_PER_BATCH);
+    }
+
+    fn pool_with(workers: usize, tasks_per_worker: usize) -> QueryPool {
+        QueryPool::new(PoolConfig { workers: Workers::Count(workers), tasks_per_worker, ..PoolConfig::default() })
+            .unwrap()
+    }
+
+    #[test]
+    fn bad_configs_are_errors() {
+        let cfg = |workers, queue_capacity| PoolConfig { workers, queue_capacity, ..PoolConfig::default() };
+        assert!(matches!(QueryPool::new(cfg(Workers::Count(0), 8)), Err(PoolError::Config(_))));
+        assert!(matches!(QueryPool::new(cfg(Workers::Cores(vec![]), 8)), Err(PoolError::Config(_))));
+        assert!(matches!(QueryPool::new(cfg(Workers::Count(1), 0)), Err(PoolError::Config(_))));
+    }
+
+    #[test]
+    fn per_core_default_starts_one_worker_per_core() {
+        let pool = QueryPool::new(PoolConfig::default()).unwrap();
+        assert!(pool.workers() >= 1);
+        assert_eq!(pool.status().cores.len(), pool.workers());
+    }
+
+    #[test]
+    fn buffers_give_back_the_snapshot_when_done() {
+        let params = BloomParams::new(512, 2).unwrap();
+        let mut f = BloomFilter::new(params).unwrap();
+        f.insert("k");
+        let mut index = SlicedIndex::new(params);
+        index.insert_filter(3, &f).unwrap();
+        let shared = ConcurrentIndex::new(index);
+        let pool = pool(1);
+        let mut results = PoolResults::new();
+        pool.query_batch(&shared, &["k"; 40], &mut results).unwrap();
+        assert!(results.iter().all(|ids| ids == [3]));
+        // The finished job dropped its snapshot: only the ArcSwap holds the
+        // current copy, so writers never wait for idle buffers.
+        assert_eq!(Arc::strong_count(&shared.snapshot()), 2);
+        shared.delete_filter(3).unwrap();
+        shared.insert_key(3, "x").unwrap_err();
+        pool.query_batch(&shared, &["k"; 40], &mut results).unwrap();
+        assert!(results.iter().all(<[u64]>::is_empty));
+    }
 }

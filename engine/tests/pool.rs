@@ -413,6 +413,7 @@ fn stress_readers_and_writers_see_only_whole_writes() {
     assert!(checked.load(Ordering::Relaxed) > 0);
     // After the writer: both copies hold the final state.
     let final_state = done.load(Ordering::SeqCst);
+    assert!(final_state > 0, "the writer made no progress");
     for _ in 0..2 {
         let snap = shared.snapshot();
         snap.validate().unwrap();

@@ -44,6 +44,12 @@ pub struct ThreadArgs {
     /// Skip the throughput table (latency and write cost only).
     #[arg(long)]
     pub latency_only: bool,
+    /// `PoolConfig::idle_spin` in microseconds [default: the pool's].
+    #[arg(long)]
+    pub idle_spin_us: Option<u64>,
+    /// `PoolConfig::wait_spin` in microseconds [default: the pool's].
+    #[arg(long)]
+    pub wait_spin_us: Option<u64>,
 }
 
 /// Everything the threads run needs.
@@ -87,10 +93,16 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
     let expected: Vec<&[u64]> = reference.iter().collect();
     let shared = ConcurrentIndex::new(index.clone());
     let mut out = String::new();
-    let pinned = |workers: usize, pin: bool| {
-        QueryPool::new(PoolConfig { workers: Workers::Count(workers), pin, ..PoolConfig::default() })
-            .map_err(|e| BenchError(format!("pool: {e}")))
+    let defaults = PoolConfig::default();
+    let config = |workers: usize, pin: bool| PoolConfig {
+        workers: Workers::Count(workers),
+        pin,
+        idle_spin: opts.args.idle_spin_us.map_or(defaults.idle_spin, Duration::from_micros),
+        wait_spin: opts.args.wait_spin_us.map_or(defaults.wait_spin, Duration::from_micros),
+        ..defaults.clone()
     };
+    let pinned =
+        |workers: usize, pin: bool| QueryPool::new(config(workers, pin)).map_err(|e| BenchError(format!("pool: {e}")));
 
     if !opts.args.latency_only {
         out += &format!(

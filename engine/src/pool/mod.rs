@@ -53,7 +53,8 @@
 //!   wake-up is excluded Dekker-style: the sleeper increments the count then
 //!   re-checks the queues, the waker pushes then reads the count, all
 //!   SeqCst, and the sleeper re-checks under the mutex the waker takes.
-//! - **Waiting.** The caller spins for [`PoolConfig::wait_spin`], then parks
+//! - **Waiting.** The caller spins for [`PoolConfig::wait_spin`] (short: a
+//!   spinning caller takes a core from the workers it waits for), then parks
 //!   on the job's condvar (see `job.rs` for the hand-over protocol).
 //! - **Faults.** Each task runs under `catch_unwind`; a panic marks its
 //!   batch failed ([`PoolError::TaskPanicked`]) and the worker goes on.
@@ -132,7 +133,10 @@ pub struct PoolConfig {
     pub tasks_per_worker: usize,
     /// How long an idle worker spins before sleeping. Default 100 us.
     pub idle_spin: Duration,
-    /// How long a waiting caller spins before parking. Default 50 us.
+    /// How long a waiting caller spins before parking. Default 1 us: long
+    /// enough for a tiny batch on an idle machine; spinning longer was
+    /// measured to slow the workers down where cores are shared (see
+    /// `job.rs`, `Job::wait`).
     pub wait_spin: Duration,
 }
 
@@ -145,7 +149,7 @@ impl Default for PoolConfig {
             min_keys_per_task: 16,
             tasks_per_worker: 8,
             idle_spin: Duration::from_micros(100),
-            wait_spin: Duration::from_micros(50),
+            wait_spin: Duration::from_micros(1),
         }
     }
 }

@@ -119,17 +119,7 @@ fn pool_equals_query_batch_for_every_batch_size() {
         } else {
             pool.query_batch(&shared, batch, &mut results).unwrap();
         }
-        // Checking every key of every size is quadratic; check every key of
-        // the small sizes and of a spread of large ones, and the length and
-        // a sample for the rest.
-        if n <= 300 || n.is_multiple_of(97) || n == 10_000 {
-            assert_same(&results, expected, &format!("batch of {n}"));
-        } else {
-            assert_eq!(results.len(), n);
-            for i in [0, n / 2, n - 1] {
-                assert_eq!(results.get(i), Some(expected[i].as_slice()), "batch of {n}, key {i}");
-            }
-        }
+        assert_same(&results, expected, &format!("batch of {n}"));
     }
 }
 

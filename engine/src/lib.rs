@@ -5,7 +5,9 @@
 //! cache-aligned bit slices ([`SlicedIndex`], Flat-Bloofi made fast), so one
 //! SIMD instruction tests hundreds of filters; the kernels are dispatched at
 //! run time and each is verified against a scalar twin
-//! (`bloomslice-kernels`).
+//! (`bloomslice-kernels`). Services that query from many threads while
+//! filters change use a [`QueryPool`] of pinned workers over a
+//! [`ConcurrentIndex`] (see [`pool`]).
 //!
 //! ```
 //! use bloomslice::{BatchResults, BloomFilter, BloomParams, NaiveIndex, SlicedIndex};

@@ -159,8 +159,9 @@ impl Default for PoolConfig {
 pub struct PoolStatus {
     /// Per worker: the core it is pinned to, or `None` if it runs unpinned.
     pub cores: Vec<Option<usize>>,
-    /// Pinning was asked for and refused for at least one worker (that
-    /// worker runs unpinned). Reported here once instead of printed.
+    /// Pinning was asked for and refused for at least one worker, or the
+    /// OS would not list the cores (those workers run unpinned). Reported
+    /// here once instead of printed.
     pub pin_refused: bool,
 }
 
@@ -316,8 +317,9 @@ impl QueryPool {
         for (me, pinned) in report_rx.iter().take(workers) {
             pool.status.cores[me] = pinned;
         }
-        pool.status.pin_refused =
-            placement.iter().zip(&pool.status.cores).any(|(want, got)| want.is_some() && got.is_none());
+        // Refused: a core the OS would not pin to, or no core list at all.
+        pool.status.pin_refused = (config.pin && cores.is_empty())
+            || placement.iter().zip(&pool.status.cores).any(|(want, got)| want.is_some() && got.is_none());
         Ok(pool)
     }
 

@@ -85,6 +85,19 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
     let filters = engines::build_filters(&spec, p, opts.build_threads)?;
     let naive = engines::naive_index(p, filters)?;
     let index = engines::sliced_index(&naive, opts.config)?;
+    // For the split-rule rows: the filters dealt into one sub-index per
+    // worker, as a split by shards would give each task.
+    let split_workers = opts.threads.iter().copied().max().unwrap_or(1);
+    let mut subs = Vec::new();
+    if !opts.args.latency_only && split_workers > 1 {
+        let filters = naive.filters();
+        for part in filters.chunks(filters.len().div_ceil(split_workers).max(1)) {
+            let mut sub = SlicedIndex::with_config(p, opts.config);
+            let refs: Vec<(u64, &BloomFilter)> = part.iter().map(|(id, f)| (*id, f)).collect();
+            sub.insert_filters(&refs)?;
+            subs.push(sub);
+        }
+    }
     drop(naive);
     log(&format!("sliced index: {} shards, {} MB", index.shard_count(), index.memory_bytes() >> 20));
 
@@ -179,6 +192,9 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
         }
         out +=
             "(pool/1w: against the first --threads value; direct: SlicedIndex::query_batch on the calling thread)\n\n";
+        if !subs.is_empty() {
+            out += &split_rule(&subs, &index, &hashes, &expected, &opts.batches, opts.args.seconds)?;
+        }
     }
 
     out += &format!(
@@ -384,4 +400,81 @@ pub fn main(
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// The split rule, measured: `rayon` over the same workers, splitting each
+/// batch by keys (each task: a key range against the whole index) or by
+/// shards (each task: every key against one sub-index of `1 / W` of the
+/// filters, then a merge of every key's ids), merge included.
+fn split_rule(
+    subs: &[SlicedIndex],
+    index: &SlicedIndex,
+    hashes: &[KeyHash],
+    expected: &[&[u64]],
+    batches: &[usize],
+    seconds: f64,
+) -> Result<String, BenchError> {
+    let workers = subs.len();
+    let rayon_pool =
+        rayon::ThreadPoolBuilder::new().num_threads(workers).build().map_err(|e| BenchError(format!("rayon: {e}")))?;
+    let mut out = format!(
+        "split rule, rayon with {workers} threads (Mkeys/s)\n{:>8} {:>10} {:>10} {:>12}\n",
+        "batch", "by keys", "by shards", "keys/shards"
+    );
+    let mut parts: Vec<BatchResults> = (0..workers).map(|_| BatchResults::new()).collect();
+    let mut merged_ids: Vec<u64> = Vec::new();
+    let mut merged_ends: Vec<usize> = Vec::new();
+    for &batch in batches {
+        let by_keys = |chunk: &[KeyHash], parts: &mut Vec<BatchResults>| {
+            let len = chunk.len().div_ceil(workers).max(1);
+            rayon_pool.install(|| {
+                chunk.par_chunks(len).zip(parts.par_iter_mut()).for_each(|(keys, r)| index.query_batch_hashes(keys, r));
+            });
+            parts.iter().take(chunk.len().div_ceil(len)).map(BatchResults::total_matches).sum::<usize>()
+        };
+        let by_shards =
+            |chunk: &[KeyHash], parts: &mut Vec<BatchResults>, ids: &mut Vec<u64>, ends: &mut Vec<usize>| {
+                rayon_pool.install(|| {
+                    subs.par_iter().zip(parts.par_iter_mut()).for_each(|(sub, r)| sub.query_batch_hashes(chunk, r));
+                });
+                ids.clear();
+                ends.clear();
+                for i in 0..chunk.len() {
+                    for part in parts.iter() {
+                        ids.extend_from_slice(part.get(i).unwrap_or_default());
+                    }
+                    ends.push(ids.len());
+                }
+                ids.len()
+            };
+        // Check the shard split's answers (as sets) before timing it.
+        let mut start = 0;
+        for chunk in hashes.chunks(batch) {
+            by_shards(chunk, &mut parts, &mut merged_ids, &mut merged_ends);
+            let mut from = 0;
+            for (i, &end) in merged_ends.iter().enumerate() {
+                let mut got = merged_ids[from..end].to_vec();
+                let mut want = expected[start + i].to_vec();
+                got.sort_unstable();
+                want.sort_unstable();
+                if got != want {
+                    return Err(BenchError(format!("split by shards: wrong answer for query {}", start + i)));
+                }
+                from = end;
+            }
+            start += chunk.len();
+        }
+        let keys_rate = rate(seconds, hashes.len(), || hashes.chunks(batch).map(|c| by_keys(c, &mut parts)).sum());
+        let shards_rate = rate(seconds, hashes.len(), || {
+            hashes.chunks(batch).map(|c| by_shards(c, &mut parts, &mut merged_ids, &mut merged_ends)).sum()
+        });
+        out += &format!(
+            "{batch:>8} {:>10.3} {:>10.3} {:>11.2}x\n",
+            keys_rate / 1e6,
+            shards_rate / 1e6,
+            keys_rate / shards_rate
+        );
+    }
+    out += "\n";
+    Ok(out)
 }

@@ -1,5 +1,5 @@
-//! `paper query --threads`: the pool, rayon and latency tables come out of a
-//! tiny run (answers are checked inside the binary before timing).
+//! `paper query --threads`: the pool, rayon, split-rule and latency tables
+//! come out of a tiny run (answers are checked inside the binary before timing).
 
 use std::process::Command;
 
@@ -29,8 +29,10 @@ fn threads_prints_throughput_latency_and_write_cost() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    for needle in ["throughput", "pool/rayon", "p99.9", "left-right", "copy-on-write", "insert_key"] {
+    for needle in
+        ["throughput", "pool/rayon", "split rule", "by shards", "p99.9", "left-right", "copy-on-write", "insert_key"]
+    {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
-    assert_eq!(text.lines().filter(|l| l.trim_start().starts_with("1000 ")).count(), 2, "{text}");
+    assert_eq!(text.lines().filter(|l| l.trim_start().starts_with("1000 ")).count(), 3, "{text}");
 }

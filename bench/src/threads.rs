@@ -123,8 +123,8 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
             spec.kind, spec.filters, spec.queries, opts.args.seconds
         );
         out += &format!(
-            "{:>8} {:>8} {:>10} {:>10} {:>10} {:>12} {:>10}\n",
-            "batch", "workers", "direct", "pool", "rayon", "pool/1w", "pool/rayon"
+            "{:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}\n",
+            "batch", "workers", "direct", "pool", "unpinned", "rayon", "pool/1w", "pool/rayon"
         );
         for &batch in &opts.batches {
             let mut direct = BatchResults::new();
@@ -151,6 +151,19 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
                         .sum()
                 });
                 drop(pool);
+                // The same pool unpinned: on a loaded machine a pinned worker
+                // cannot leave a busy core, so both are shown.
+                let unpinned_pool = pinned(workers, false)?;
+                let unpinned_rate = rate(opts.args.seconds, hashes.len(), || {
+                    hashes
+                        .chunks(batch)
+                        .map(|chunk| {
+                            unpinned_pool.query_batch(&shared, chunk, &mut results).expect("no task panics");
+                            results.total_matches()
+                        })
+                        .sum()
+                });
+                drop(unpinned_pool);
                 let rayon_pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(workers)
                     .build()
@@ -180,9 +193,10 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
                 });
                 let base = *one_worker.get_or_insert(pool_rate);
                 out += &format!(
-                    "{batch:>8} {workers:>8} {:>10.3} {:>10.3} {:>10.3} {:>11.2}x {:>9.2}x\n",
+                    "{batch:>8} {workers:>8} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>11.2}x {:>9.2}x\n",
                     direct_rate / 1e6,
                     pool_rate / 1e6,
+                    unpinned_rate / 1e6,
                     rayon_rate / 1e6,
                     pool_rate / base,
                     pool_rate / rayon_rate
@@ -190,8 +204,7 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
                 log(&format!("batch {batch}, {workers} workers done"));
             }
         }
-        out +=
-            "(pool/1w: against the first --threads value; direct: SlicedIndex::query_batch on the calling thread)\n\n";
+        out += "(pool: pinned workers; pool/1w: pinned pool against the first --threads value; direct: SlicedIndex::query_batch on the calling thread)\n\n";
         if !subs.is_empty() {
             out += &split_rule(&subs, &index, &hashes, &expected, &opts.batches, opts.args.seconds)?;
         }

@@ -442,3 +442,47 @@ fn writes_are_visible_after_they_return_and_snapshots_never_change() {
     assert_eq!(shared.snapshot().query(&key), vec![6]);
     shared.snapshot().validate().unwrap();
 }
+
+/// `ConcurrentIndex::apply` publishes several writes at once: readers see
+/// both filters of a pair or neither, never one alone.
+#[test]
+fn multi_write_publish_is_all_or_nothing() {
+    let _serial = serial();
+    let p = params();
+    let shared = ConcurrentIndex::new(SlicedIndex::new(p));
+    let key = 4242u64.to_le_bytes();
+    let mut f = BloomFilter::new(p).unwrap();
+    f.insert(&key);
+    let pool = pool(2);
+    let stop = AtomicBool::new(false);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for round in 0..300u64 {
+                if Instant::now() > deadline {
+                    break;
+                }
+                let (a, b) = (round * 2, round * 2 + 1);
+                let inserted = shared.apply(vec![
+                    WriteOp::InsertFilter { id: a, filter: f.clone() },
+                    WriteOp::InsertFilter { id: b, filter: f.clone() },
+                ]);
+                assert!(inserted.iter().all(Result::is_ok));
+                let deleted = shared.apply(vec![WriteOp::DeleteFilter { id: a }, WriteOp::DeleteFilter { id: b }]);
+                assert!(deleted.iter().all(Result::is_ok));
+            }
+            stop.store(true, Ordering::SeqCst);
+        });
+        s.spawn(|| {
+            let mut results = PoolResults::new();
+            let keys = [key; 8];
+            while !stop.load(Ordering::SeqCst) {
+                pool.query_batch(&shared, &keys, &mut results).unwrap();
+                for ids in results.iter() {
+                    assert!(ids.is_empty() || (ids.len() == 2 && ids[0] / 2 == ids[1] / 2), "saw {ids:?}");
+                }
+            }
+        });
+    });
+    assert!(shared.snapshot().is_empty());
+}

@@ -225,7 +225,7 @@ pub fn validate(opts: &QueryOptions) -> Result<(), BenchError> {
         return Err(BenchError("--engines must name at least one engine".into()));
     }
     if opts.batch == 0 || opts.repeat == 0 || opts.threads == 0 || opts.naive_queries == Some(0) {
-        return Err(BenchError("--batch, --repeat, --threads and --naive-queries must be at least 1".into()));
+        return Err(BenchError("--batch, --repeat, --build-threads and --naive-queries must be at least 1".into()));
     }
     let p = params();
     let filter_bytes = (p.padded_words() * 8) as f64 * s.filters as f64;

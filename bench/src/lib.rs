@@ -14,7 +14,8 @@
 //! - [`experiment`]: the `paper query` experiment itself;
 //! - [`report`]: table and JSON output;
 //! - [`stable_speed`]: stream throughput of the stable and importance-aware filters;
-//! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`.
+//! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`;
+//! - [`threads`]: `paper query --threads`: pool, rayon and latency.
 //!
 //! Results and the commands that produced them are in `bench/RESULTS.md`.
 
@@ -25,4 +26,5 @@ pub mod report;
 pub mod roofline;
 pub mod stable_speed;
 pub mod sysinfo;
+pub mod threads;
 pub mod workload;

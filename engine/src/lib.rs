@@ -5,7 +5,9 @@
 //! cache-aligned bit slices ([`SlicedIndex`], Flat-Bloofi made fast), so one
 //! SIMD instruction tests hundreds of filters; the kernels are dispatched at
 //! run time and each is verified against a scalar twin
-//! (`bloomslice-kernels`).
+//! (`bloomslice-kernels`). Services that query from many threads while
+//! filters change use a [`QueryPool`] of pinned workers over a
+//! [`ConcurrentIndex`] (see [`pool`]).
 //!
 //! ```
 //! use bloomslice::{BatchResults, BloomFilter, BloomParams, NaiveIndex, SlicedIndex};
@@ -41,6 +43,7 @@ mod hash;
 mod naive;
 mod params;
 pub mod persist;
+pub mod pool;
 mod sliced;
 pub mod stable;
 mod storage;
@@ -54,6 +57,9 @@ pub use hash::{Key, KeyHash, Prehashed};
 pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
 pub use persist::{LoadedIndex, SetNames, Verify};
+pub use pool::{
+    ConcurrentIndex, Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers, WriteOp,
+};
 pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
 pub use stable::{MAX_CELL_VALUE, Policy, StableBloomFilter, StableError, StableParams};
 pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};

@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// All-membership queries: which of N filters may hold each key?
-    Query(QueryArgs),
+    Query(Box<QueryArgs>),
     /// Importance-aware and stable Bloom filters (Section IV-D streams:
     /// three distributions x 10/30/50% repeats, importance 1..=50, 16 KB,
     /// M = 7, K = 5, P = 10): the Table I-style FP/FN table and the
@@ -83,9 +83,10 @@ struct QueryArgs {
     /// Engines to run, comma separated [default: all].
     #[arg(long, value_enum, value_delimiter = ',')]
     engines: Option<Vec<EngineKind>>,
-    /// Keys per query_batch_hashes call in the batched rows.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
-    batch: u32,
+    /// Keys per query_batch_hashes call in the batched rows (with
+    /// `--threads`: a comma-separated list of batch sizes).
+    #[arg(long, default_value = "1024", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    batch: Vec<u32>,
     /// Timed passes per sliced engine; the best is reported.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     repeat: u32,
@@ -97,7 +98,10 @@ struct QueryArgs {
     json_out: Option<std::path::PathBuf>,
     /// Threads for building filters and reference answers [default: all cores].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    threads: Option<u32>,
+    build_threads: Option<u32>,
+    /// Multi-threaded queries (`--threads`, see bench/src/threads.rs).
+    #[command(flatten)]
+    pool: bloomslice_bench::threads::ThreadArgs,
 }
 
 fn main() -> ExitCode {
@@ -118,14 +122,17 @@ fn main() -> ExitCode {
             prefetch_distance: args.prefetch.unwrap_or(defaults.prefetch_distance),
         },
         engines: args.engines.unwrap_or_else(|| EngineKind::ALL.to_vec()),
-        batch: args.batch as usize,
+        batch: args.batch[0] as usize,
         repeat: args.repeat as usize,
         naive_queries: args.naive_queries.map(|q| q.try_into().unwrap_or(usize::MAX)),
         threads: args
-            .threads
+            .build_threads
             .map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize),
     };
     let mut log = |line: &str| eprintln!("[paper] {line}");
+    if args.pool.threads.is_some() {
+        return bloomslice_bench::threads::main(&opts, &args.batch, &args.pool, &mut log);
+    }
     match run_query(&opts, &mut log) {
         Ok(report) => {
             if let Some(path) = &args.json_out {

@@ -1,0 +1,488 @@
+//! `QueryPool` and `ConcurrentIndex`: answers equal `SlicedIndex::query_batch`
+//! for every batch size, warm batches allocate nothing (counting global
+//! allocator), readers and writers together only ever see whole writes,
+//! panics fail only their batch, and shutdown with batches in flight
+//! finishes them.
+//!
+//! The tests share one counting allocator, so they run one at a time
+//! (`SERIAL`); each is bounded in time.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use bloomslice::{
+    BatchResults, BloomFilter, BloomParams, ConcurrentIndex, KeyHash, PoolConfig, PoolError, PoolResults, QueryPool,
+    SlicedConfig, SlicedIndex, Workers, WriteOp,
+};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator, only counting calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn params() -> BloomParams {
+    BloomParams::new(2048, 3).unwrap()
+}
+
+fn random_filter(rng: &mut SmallRng, params: BloomParams, keys: u64) -> BloomFilter {
+    let mut f = BloomFilter::new(params).unwrap();
+    for _ in 0..rng.random_range(1..=keys) {
+        f.insert(&rng.random_range(0..4000u64).to_le_bytes());
+    }
+    f
+}
+
+fn random_index(seed: u64, filters: u64, shard_columns: usize) -> SlicedIndex {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let config = SlicedConfig { max_shard_columns: shard_columns, ..SlicedConfig::default() };
+    let mut index = SlicedIndex::with_config(params(), config);
+    for id in 0..filters {
+        index.insert_filter(id * 3 + 1, &random_filter(&mut rng, params(), 60)).unwrap();
+    }
+    index
+}
+
+fn pool(workers: usize) -> QueryPool {
+    QueryPool::new(PoolConfig { workers: Workers::Count(workers), ..PoolConfig::default() }).unwrap()
+}
+
+fn keys(seed: u64, n: usize) -> Vec<[u8; 8]> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random_range(0..4000u64).to_le_bytes()).collect()
+}
+
+/// Per-key answers of the single-threaded engine.
+fn reference(index: &SlicedIndex, keys: &[[u8; 8]]) -> Vec<Vec<u64>> {
+    let mut r = BatchResults::new();
+    index.query_batch(keys, &mut r);
+    r.iter().map(<[u64]>::to_vec).collect()
+}
+
+fn assert_same(results: &PoolResults, expected: &[Vec<u64>], what: &str) {
+    assert_eq!(results.len(), expected.len(), "{what}: length");
+    assert_eq!(results.iter().count(), expected.len(), "{what}: iter length");
+    for (i, (got, want)) in results.iter().zip(expected).enumerate() {
+        assert_eq!(got, want.as_slice(), "{what}: key {i}");
+        assert_eq!(results.get(i), Some(want.as_slice()), "{what}: get({i})");
+    }
+    assert_eq!(results.get(expected.len()), None);
+    assert_eq!(results.total_matches(), expected.iter().map(Vec::len).sum::<usize>());
+}
+
+#[test]
+fn pool_equals_query_batch_for_every_batch_size() {
+    let _serial = serial();
+    let index = random_index(1, 300, 512); // several shards
+    let expected_all = reference(&index, &keys(2, 10_000));
+    let all = keys(2, 10_000);
+    let shared = ConcurrentIndex::new(index);
+    let pool = pool(2);
+    let mut results = PoolResults::new();
+    let mut rng = SmallRng::seed_from_u64(3);
+    for n in 0..=10_000usize {
+        let start = rng.random_range(0..=10_000 - n);
+        let batch = &all[start..start + n];
+        let expected = &expected_all[start..start + n];
+        if n.is_multiple_of(7) {
+            let ticket = pool.submit(&shared, batch, results);
+            results = ticket.wait().unwrap();
+        } else {
+            pool.query_batch(&shared, batch, &mut results).unwrap();
+        }
+        assert_same(&results, expected, &format!("batch of {n}"));
+    }
+}
+
+#[test]
+fn pool_equals_query_batch_on_random_indexes() {
+    let _serial = serial();
+    let pool = pool(3);
+    let mut results = PoolResults::new();
+    for seed in 0..6u64 {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let filters = rng.random_range(0..2000);
+        let shard_columns = [512, 1024, 16_384][seed as usize % 3];
+        let index = random_index(seed, filters, shard_columns);
+        let n = rng.random_range(0..5000);
+        let batch = keys(seed + 100, n);
+        let expected = reference(&index, &batch);
+        let shared = ConcurrentIndex::new(index);
+        pool.query_batch(&shared, &batch, &mut results).unwrap();
+        assert_same(&results, &expected, &format!("seed {seed}, {filters} filters, {n} keys"));
+        // Prehashed keys take the same path.
+        let hashes: Vec<KeyHash> = batch.iter().map(|k| shared.params().hash(k)).collect();
+        pool.query_batch(&shared, &hashes, &mut results).unwrap();
+        assert_same(&results, &expected, &format!("seed {seed}, hashes"));
+    }
+}
+
+#[test]
+fn warm_batches_do_not_allocate() {
+    let _serial = serial();
+    let shared = ConcurrentIndex::new(random_index(7, 1500, 512));
+    let pool = pool(2);
+    let big = keys(8, 10_000);
+    let mut results = PoolResults::new();
+    // An Option, not mem::take: a fresh PoolResults allocates.
+    let mut other = Some(PoolResults::new());
+    let run = |results: &mut PoolResults, other: &mut Option<PoolResults>| {
+        for size in [64, 1, 10_000, 0, 64] {
+            pool.query_batch(&shared, &big[..size], results).unwrap();
+        }
+        let ticket = pool.submit(&shared, &big[..64], other.take().unwrap());
+        *other = Some(ticket.wait().unwrap());
+    };
+    // Warm up: every buffer grows to its largest answer, every worker
+    // registers with the epoch collector of the deques.
+    for _ in 0..50 {
+        run(&mut results, &mut other);
+    }
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..50 {
+        run(&mut results, &mut other);
+    }
+    let allocated = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    assert_eq!(allocated, 0, "warm pool batches allocated {allocated} times");
+    assert_eq!(other.map(|o| o.len()), Some(64));
+}
+
+#[test]
+fn panicking_task_fails_only_its_batch() {
+    let _serial = serial();
+    let index = random_index(9, 400, 512);
+    let batch = keys(10, 3000);
+    let expected = reference(&index, &batch);
+    let shared = ConcurrentIndex::new(index);
+    let pool = pool(2);
+    let mut results = PoolResults::new();
+    pool.fail_next_tasks(1);
+    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(PoolError::TaskPanicked));
+    assert!(results.is_empty());
+    pool.query_batch(&shared, &batch, &mut results).unwrap();
+    assert_same(&results, &expected, "after a panic");
+    pool.fail_next_tasks(3);
+    let failed = pool.submit(&shared, &batch, results).wait().unwrap_err();
+    assert_eq!(failed.error, PoolError::TaskPanicked);
+    let results = pool.submit(&shared, &batch, failed.results).wait().unwrap();
+    assert_same(&results, &expected, "ticket after a panic");
+}
+
+#[test]
+fn dropping_the_pool_finishes_batches_in_flight() {
+    let _serial = serial();
+    let index = random_index(11, 600, 1024);
+    let batch = keys(12, 2000);
+    let expected = reference(&index, &batch);
+    let shared = ConcurrentIndex::new(index);
+    for workers in [1, 2, 4] {
+        let pool = QueryPool::new(PoolConfig {
+            workers: Workers::Count(workers),
+            queue_capacity: 8, // submitters back off while it is full
+            ..PoolConfig::default()
+        })
+        .unwrap();
+        let tickets: Vec<_> = (0..40).map(|_| pool.submit(&shared, &batch, PoolResults::new())).collect();
+        drop(pool); // joins every worker after the queue is drained
+        for ticket in tickets {
+            assert!(ticket.is_done(), "a queued batch was not finished before the pool was dropped");
+            let results = ticket.wait().unwrap();
+            assert_same(&results, &expected, "batch finished by drop");
+        }
+    }
+    // A pool dropped while idle (and asleep) joins too.
+    let pool = pool(2);
+    std::thread::sleep(Duration::from_millis(5));
+    drop(pool);
+}
+
+#[test]
+fn edge_batches_and_more_workers_than_cores() {
+    let _serial = serial();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let index = random_index(13, 200, 512);
+    let shared = ConcurrentIndex::new(index.clone());
+    let pool = pool(cores * 3 + 1);
+    assert_eq!(pool.workers(), cores * 3 + 1);
+    let mut results = PoolResults::new();
+    let none: [[u8; 8]; 0] = [];
+    pool.query_batch(&shared, &none, &mut results).unwrap();
+    assert!(results.is_empty());
+    assert_eq!(results.iter().count(), 0);
+    assert_eq!(results.get(0), None);
+    let one = keys(14, 1);
+    pool.query_batch(&shared, &one, &mut results).unwrap();
+    assert_same(&results, &reference(&index, &one), "one key");
+    // Two million keys: the largest task count, long tasks.
+    let many = keys(15, 2_000_000);
+    let expected = reference(&index, &many);
+    pool.query_batch(&shared, &many, &mut results).unwrap();
+    assert_eq!(results.len(), many.len());
+    assert!(results.iter().zip(&expected).all(|(a, b)| a == b.as_slice()), "two million keys");
+    // A zero-key ticket is done at once.
+    let ticket = pool.submit(&shared, &none, results);
+    assert!(ticket.is_done());
+    assert!(ticket.try_wait().unwrap().unwrap().is_empty());
+}
+
+#[test]
+fn pinning_refused_runs_unpinned_and_says_so() {
+    let _serial = serial();
+    let index = random_index(16, 100, 512);
+    let batch = keys(17, 500);
+    let expected = reference(&index, &batch);
+    let shared = ConcurrentIndex::new(index);
+    let refused =
+        QueryPool::new(PoolConfig { workers: Workers::Cores(vec![1_000_000, 0]), ..PoolConfig::default() }).unwrap();
+    assert!(refused.status().pin_refused);
+    assert_eq!(refused.status().cores[0], None);
+    let mut results = PoolResults::new();
+    refused.query_batch(&shared, &batch, &mut results).unwrap();
+    assert_same(&results, &expected, "unpinned");
+    let unpinned =
+        QueryPool::new(PoolConfig { workers: Workers::Count(2), pin: false, ..PoolConfig::default() }).unwrap();
+    assert!(!unpinned.status().pin_refused);
+    assert_eq!(unpinned.status().cores, vec![None, None]);
+    assert!(matches!(
+        QueryPool::new(PoolConfig { workers: Workers::Count(0), ..PoolConfig::default() }),
+        Err(PoolError::Config(_))
+    ));
+}
+
+/// A random write that succeeds on `model` (applied to it).
+fn random_write(rng: &mut SmallRng, model: &mut SlicedIndex, next_id: &mut u64) -> WriteOp {
+    let ids: Vec<u64> = model.ids().collect();
+    let op = match rng.random_range(0..10) {
+        0..4 => {
+            *next_id += 1;
+            WriteOp::InsertFilter { id: *next_id, filter: random_filter(rng, params(), 80) }
+        }
+        _ if ids.is_empty() => {
+            *next_id += 1;
+            WriteOp::InsertFilter { id: *next_id, filter: random_filter(rng, params(), 80) }
+        }
+        4..6 => WriteOp::DeleteFilter { id: ids[rng.random_range(0..ids.len())] },
+        6..8 => {
+            WriteOp::UpdateFilter { id: ids[rng.random_range(0..ids.len())], filter: random_filter(rng, params(), 80) }
+        }
+        _ => WriteOp::InsertKey {
+            id: ids[rng.random_range(0..ids.len())],
+            hash: params().hash(&rng.random_range(0..4000u64).to_le_bytes()),
+        },
+    };
+    let applied = match &op {
+        WriteOp::InsertFilter { id, filter } => model.insert_filter(*id, filter),
+        WriteOp::DeleteFilter { id } => model.delete_filter(*id),
+        WriteOp::UpdateFilter { id, filter } => model.update_filter(*id, filter),
+        WriteOp::InsertKey { id, hash } => model.insert_key_hash(*id, *hash),
+    };
+    applied.unwrap();
+    op
+}
+
+fn sorted(ids: &[u64]) -> Vec<u64> {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    v
+}
+
+/// Readers (through the pool, blocking and ticketed, and through direct
+/// snapshots) run while a writer applies random writes. Every batch must
+/// equal one whole state `j` with `done_before <= j <= started_after`: no
+/// half-written filter, no mix of states inside a batch, and no state older
+/// than a write that had completed before the batch was submitted.
+#[test]
+fn stress_readers_and_writers_see_only_whole_writes() {
+    let _serial = serial();
+    let writes = if cfg!(miri) { 10 } else { 400 };
+    let deadline = Instant::now() + Duration::from_secs(if cfg!(miri) { 60 } else { 4 });
+    let probe = keys(18, 48);
+    // States 0..=writes and their answers for the probe keys.
+    let mut rng = SmallRng::seed_from_u64(19);
+    let mut model =
+        SlicedIndex::with_config(params(), SlicedConfig { max_shard_columns: 512, ..SlicedConfig::default() });
+    let mut next_id = 0;
+    for _ in 0..50 {
+        random_write(&mut rng, &mut model, &mut next_id);
+    }
+    let shared = Arc::new(ConcurrentIndex::new(model.clone()));
+    let mut ops = Vec::new();
+    let mut states = vec![reference(&model, &probe)];
+    for _ in 0..writes {
+        ops.push(random_write(&mut rng, &mut model, &mut next_id));
+        states.push(reference(&model, &probe));
+    }
+    let states: Vec<Vec<Vec<u64>>> = states.into_iter().map(|s| s.iter().map(|ids| sorted(ids)).collect()).collect();
+    let started = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let pool = pool(2);
+    let checked = AtomicUsize::new(0);
+    let check = |batch: &mut dyn Iterator<Item = &[u64]>, lo: usize, hi: usize| {
+        let got: Vec<Vec<u64>> = batch.map(sorted).collect();
+        assert!((lo..=hi).any(|j| states[j] == got), "a batch matched no whole state between {lo} and {hi}");
+        checked.fetch_add(1, Ordering::Relaxed);
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut rng = SmallRng::seed_from_u64(20);
+            for (j, op) in ops.iter().enumerate() {
+                if Instant::now() > deadline {
+                    break;
+                }
+                started.store(j + 1, Ordering::SeqCst);
+                // One op per publish, so every model state is a valid one.
+                let result = shared.apply(vec![op.clone()]);
+                assert!(result.iter().all(Result::is_ok), "write {j} failed");
+                done.store(j + 1, Ordering::SeqCst);
+                if rng.random_range(0..4) == 0 {
+                    std::thread::yield_now();
+                }
+            }
+            stop.store(true, Ordering::SeqCst);
+        });
+        for reader in 0..2 {
+            let (pool, shared, probe, check, stop, started, done) =
+                (&pool, &shared, &probe, &check, &stop, &started, &done);
+            s.spawn(move || {
+                let mut results = PoolResults::new();
+                let mut round = 0usize;
+                while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
+                    round += 1;
+                    let lo = done.load(Ordering::SeqCst);
+                    if (round + reader).is_multiple_of(3) {
+                        results = pool.submit(shared, probe, results).wait().unwrap();
+                    } else {
+                        pool.query_batch(shared, probe, &mut results).unwrap();
+                    }
+                    let hi = started.load(Ordering::SeqCst);
+                    check(&mut results.iter(), lo, hi);
+                }
+            });
+        }
+        // A direct reader, without the pool.
+        s.spawn(|| {
+            let mut out = BatchResults::new();
+            while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
+                let lo = done.load(Ordering::SeqCst);
+                shared.snapshot().query_batch(&probe, &mut out);
+                let hi = started.load(Ordering::SeqCst);
+                check(&mut out.iter(), lo, hi);
+            }
+        });
+    });
+    assert!(checked.load(Ordering::Relaxed) > 0);
+    // After the writer: both copies hold the final state.
+    let final_state = done.load(Ordering::SeqCst);
+    assert!(final_state > 0, "the writer made no progress");
+    for _ in 0..2 {
+        let snap = shared.snapshot();
+        snap.validate().unwrap();
+        let got: Vec<Vec<u64>> = reference(&snap, &probe).iter().map(|ids| sorted(ids)).collect();
+        assert_eq!(got, states[final_state]);
+        drop(snap);
+        // A write that fails changes nothing but still swaps the copies.
+        assert!(shared.delete_filter(u64::MAX).is_err());
+    }
+}
+
+#[test]
+fn writes_are_visible_after_they_return_and_snapshots_never_change() {
+    let _serial = serial();
+    let p = params();
+    let shared = ConcurrentIndex::new(SlicedIndex::new(p));
+    let pool = pool(2);
+    let key = 77u64.to_le_bytes();
+    let mut results = PoolResults::new();
+    let mut f = BloomFilter::new(p).unwrap();
+    f.insert(&key);
+    shared.insert_filter(5, &f).unwrap();
+    pool.query_batch(&shared, &[key], &mut results).unwrap();
+    assert_eq!(results.get(0), Some(&[5u64][..]));
+    // A snapshot kept across writes: the writer waits for it at most
+    // `pool::DRAIN_PATIENCE`, then copies; the snapshot itself never changes.
+    let kept = shared.snapshot();
+    shared.insert_key(5, "pear").unwrap();
+    shared.delete_filter(5).unwrap();
+    assert_eq!(kept.query(&key), vec![5]);
+    assert!(shared.snapshot().query(&key).is_empty());
+    pool.query_batch(&shared, &[key], &mut results).unwrap();
+    assert_eq!(results.get(0), Some(&[][..]));
+    drop(kept);
+    shared.insert_filter(6, &f).unwrap();
+    assert_eq!(shared.snapshot().query(&key), vec![6]);
+    shared.snapshot().validate().unwrap();
+}
+
+/// `ConcurrentIndex::apply` publishes several writes at once: readers see
+/// both filters of a pair or neither, never one alone.
+#[test]
+fn multi_write_publish_is_all_or_nothing() {
+    let _serial = serial();
+    let p = params();
+    let shared = ConcurrentIndex::new(SlicedIndex::new(p));
+    let key = 4242u64.to_le_bytes();
+    let mut f = BloomFilter::new(p).unwrap();
+    f.insert(&key);
+    let pool = pool(2);
+    let stop = AtomicBool::new(false);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for round in 0..300u64 {
+                if Instant::now() > deadline {
+                    break;
+                }
+                let (a, b) = (round * 2, round * 2 + 1);
+                let inserted = shared.apply(vec![
+                    WriteOp::InsertFilter { id: a, filter: f.clone() },
+                    WriteOp::InsertFilter { id: b, filter: f.clone() },
+                ]);
+                assert!(inserted.iter().all(Result::is_ok));
+                let deleted = shared.apply(vec![WriteOp::DeleteFilter { id: a }, WriteOp::DeleteFilter { id: b }]);
+                assert!(deleted.iter().all(Result::is_ok));
+            }
+            stop.store(true, Ordering::SeqCst);
+        });
+        s.spawn(|| {
+            let mut results = PoolResults::new();
+            let keys = [key; 8];
+            while !stop.load(Ordering::SeqCst) {
+                pool.query_batch(&shared, &keys, &mut results).unwrap();
+                for ids in results.iter() {
+                    assert!(ids.is_empty() || (ids.len() == 2 && ids[0] / 2 == ids[1] / 2), "saw {ids:?}");
+                }
+            }
+        });
+    });
+    assert!(shared.snapshot().is_empty());
+}

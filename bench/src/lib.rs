@@ -13,12 +13,16 @@
 //! - [`roofline`]: the memory roofline measured in the same run;
 //! - [`experiment`]: the `paper query` experiment itself;
 //! - [`report`]: table and JSON output;
-//! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`.
+//! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`;
+//! - [`plot`]: line charts written as SVG and PNG (no system libraries);
+//! - [`bloofi_repro`]: `paper bloofi`, Section 7 of the Bloofi paper.
 //!
 //! Results and the commands that produced them are in `bench/RESULTS.md`.
 
+pub mod bloofi_repro;
 pub mod engines;
 pub mod experiment;
+pub mod plot;
 pub mod reference;
 pub mod report;
 pub mod roofline;

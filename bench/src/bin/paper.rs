@@ -32,6 +32,9 @@ enum Command {
     /// M = 7, K = 5, P = 10): the Table I-style FP/FN table and the
     /// stable-state theory.
     Stable(StableArgs),
+    /// Section 7 of the Bloofi paper (Figures 5-10, the Section 5.4
+    /// heuristic): CSVs, SVG/PNG plots and report.md.
+    Bloofi(bloomslice_bench::bloofi_repro::BloofiArgs),
 }
 
 /// Arguments of `paper stable`.
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
     let args = match cli.command {
         Command::Query(args) => args,
         Command::Stable(args) => return run_stable(&args),
+        Command::Bloofi(args) => return bloomslice_bench::bloofi_repro::main(&args),
     };
     let defaults = SlicedConfig::default();
     let mut spec = WorkloadSpec::new(args.workload, args.queries, args.seed);

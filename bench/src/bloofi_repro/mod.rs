@@ -112,7 +112,8 @@ pub struct BloofiArgs {
     /// Seed of the random data and searches.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Leave out grid points with more filters than this.
+    /// Leave out grid points with more filters than this (a list left
+    /// empty gets this value as its only point).
     #[arg(long, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
     pub max_filters: Option<u64>,
 }
@@ -178,8 +179,13 @@ impl Grid {
             }
         };
         if let Some(max) = max_filters {
-            g.filters.retain(|&n| n <= max);
-            g.heuristic_filters.retain(|&n| n <= max);
+            // Keep at least one point per list: `max` itself.
+            for list in [&mut g.filters, &mut g.heuristic_filters] {
+                list.retain(|&n| n <= max);
+                if list.is_empty() {
+                    list.push(max);
+                }
+            }
         }
         g
     }
@@ -245,7 +251,8 @@ fn run_point(
     let check = grid.check.min(q);
     let reference = reference(&filters, yes[..check].iter().chain(&no[..check]).copied());
     let config = BloofiConfig::with_order(setup.order).metric(setup.metric).all_ones_heuristic(setup.heuristic);
-    let point = Point { data: &data, config, filters: &filters, yes: &yes, no: &no, reference: &reference, ops: grid.ops };
+    let point =
+        Point { data: &data, config, filters: &filters, yes: &yes, no: &no, reference: &reference, ops: grid.ops };
     log(&format!(
         "N={} d={} m={} k={} n={} {} {}: data ready in {:.1}s, {q} searches of each kind",
         setup.filters,
@@ -323,7 +330,16 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     #[allow(clippy::too_many_arguments)]
-    fn chart(&mut self, stem: &str, title: &str, x: &str, y: &str, log_x: bool, log_y: bool, series: Vec<Series>) -> Result<(), String> {
+    fn chart(
+        &mut self,
+        stem: &str,
+        title: &str,
+        x: &str,
+        y: &str,
+        log_x: bool,
+        log_y: bool,
+        series: Vec<Series>,
+    ) -> Result<(), String> {
         let chart = LineChart { title: title.into(), x_label: x.into(), y_label: y.into(), log_x, log_y, series };
         write_chart(&chart, &self.out.join(stem))?;
         self.figures.push((stem.to_string(), title.to_string()));
@@ -391,17 +407,34 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
                     maint.extend(s);
                 }
             }
-            ctx.chart("fig06a_maintenance_time", "Fig. 6a: maintenance time vs N", nx, "operation time (ms)", true, true, maint)?;
+            ctx.chart(
+                "fig06a_maintenance_time",
+                "Fig. 6a: maintenance time vs N",
+                nx,
+                "operation time (ms)",
+                true,
+                true,
+                maint,
+            )?;
             let mut mc = series_of(&rows, &["Bloofi"], |r| r.insert_cost);
             mc.extend(series_of(&rows, &["Bloofi"], |r| r.delete_cost));
             mc.extend(series_of(&rows, &["Bloofi-AU"], |r| r.update_cost));
             for (s, name) in mc.iter_mut().zip(["Bloofi-Insert", "Bloofi-Delete", "Bloofi-Update"]) {
                 s.name = name.into();
             }
-            ctx.chart("fig06b_maintenance_cost", "Fig. 6b: maintenance bf-cost vs N", nx, "average nodes accessed", true, false, mc)?;
+            ctx.chart(
+                "fig06b_maintenance_cost",
+                "Fig. 6b: maintenance bf-cost vs N",
+                nx,
+                "average nodes accessed",
+                true,
+                false,
+                mc,
+            )?;
         }
         Experiment::Order => {
-            let variants = [Variant::plain(Bloofi), Variant::plain(BloofiBulk), Variant::au(Bloofi), Variant::plain(Naive)];
+            let variants =
+                [Variant::plain(Bloofi), Variant::plain(BloofiBulk), Variant::au(Bloofi), Variant::plain(Naive)];
             for &d in &grid.orders {
                 let mut r = run_point(&Setup { order: d, ..base }, &variants[..3], d as f64, "", grid, seed, log)?;
                 if d == grid.orders[0] {
@@ -414,10 +447,24 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
                 rows.extend(r);
             }
             let dx = "Bloofi order d";
-            ctx.chart("fig07a_search_time", "Fig. 7a: search time vs d", dx, time_y, false, false, series_of(&rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU"], |r| Some(r.search_ms)))?;
+            ctx.chart(
+                "fig07a_search_time",
+                "Fig. 7a: search time vs d",
+                dx,
+                time_y,
+                false,
+                false,
+                series_of(&rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU"], |r| Some(r.search_ms)),
+            )?;
             let mut cost = vec![
-                Series::new("Ideal-Skinny (d log_d N + 1)", grid.orders.iter().map(|&d| (d as f64, ideal_cost(d, base.filters))).collect()),
-                Series::new("Ideal-Full (2d log_2d N + 1)", grid.orders.iter().map(|&d| (d as f64, ideal_cost(2 * d, base.filters))).collect()),
+                Series::new(
+                    "Ideal-Skinny (d log_d N + 1)",
+                    grid.orders.iter().map(|&d| (d as f64, ideal_cost(d, base.filters))).collect(),
+                ),
+                Series::new(
+                    "Ideal-Full (2d log_2d N + 1)",
+                    grid.orders.iter().map(|&d| (d as f64, ideal_cost(2 * d, base.filters))).collect(),
+                ),
             ];
             cost.extend(series_of(&rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU"], |r| r.search_cost));
             ctx.chart("fig07b_search_cost", "Fig. 7b: search bf-cost vs d", dx, cost_y, false, false, cost)?;
@@ -436,10 +483,19 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
             for (s, name) in mc.iter_mut().zip(["Bloofi-Insert", "Bloofi-Delete", "Bloofi-Update"]) {
                 s.name = name.into();
             }
-            ctx.chart("fig06c_maintenance_cost_vs_d", "Fig. 6c: maintenance bf-cost vs d", dx, "average nodes accessed", false, false, mc)?;
+            ctx.chart(
+                "fig06c_maintenance_cost_vs_d",
+                "Fig. 6c: maintenance bf-cost vs d",
+                dx,
+                "average nodes accessed",
+                false,
+                false,
+                mc,
+            )?;
         }
         Experiment::Nexp | Experiment::P | Experiment::Elements => {
-            let variants = [Variant::plain(Bloofi), Variant::plain(Naive), Variant::plain(Flat), Variant::plain(Sliced)];
+            let variants =
+                [Variant::plain(Bloofi), Variant::plain(Naive), Variant::plain(Flat), Variant::plain(Sliced)];
             let small = Grid { ops: 0, ..grid.clone() };
             let points: Vec<(Setup, f64)> = match exp {
                 Experiment::Nexp => grid
@@ -456,16 +512,35 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
             for (setup, x) in points {
                 rows.extend(run_point(&setup, &variants, x, "", &small, seed, log)?);
             }
-            let ideal: Vec<(f64, f64)> =
-                rows.iter().filter(|r| r.label == "Bloofi").map(|r| (r.x, ideal_cost(2 * base.order, base.filters))).collect();
+            let ideal: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.label == "Bloofi")
+                .map(|r| (r.x, ideal_cost(2 * base.order, base.filters)))
+                .collect();
             let mut cost = vec![Series::new("Ideal", ideal)];
             cost.extend(series_of(&rows, &["Bloofi", "Naive"], |r| r.search_cost));
             let times = series_of(&rows, &["Flat", "Bloofi", "Naive", "Sliced"], |r| Some(r.search_ms));
             match exp {
                 Experiment::Nexp => {
                     let mx = "Bloom filter size m (bits)";
-                    ctx.chart("fig08a_search_cost_vs_m", "Fig. 8a: search bf-cost vs filter size", mx, cost_y, true, true, cost)?;
-                    ctx.chart("fig08b_search_time_vs_m", "Fig. 8b: search time vs filter size", mx, time_y, true, true, times)?;
+                    ctx.chart(
+                        "fig08a_search_cost_vs_m",
+                        "Fig. 8a: search bf-cost vs filter size",
+                        mx,
+                        cost_y,
+                        true,
+                        true,
+                        cost,
+                    )?;
+                    ctx.chart(
+                        "fig08b_search_time_vs_m",
+                        "Fig. 8b: search time vs filter size",
+                        mx,
+                        time_y,
+                        true,
+                        true,
+                        times,
+                    )?;
                 }
                 Experiment::P => {
                     let px = "desired false-positive probability p";
@@ -475,7 +550,15 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
                 _ => {
                     let ex = "number of elements n in each Bloom filter";
                     ctx.chart("fig09c_search_time_vs_n", "Fig. 9c: search time vs n", ex, time_y, true, true, times)?;
-                    ctx.chart("fig09d_search_cost_vs_n", "Search bf-cost vs n (not shown in the paper)", ex, cost_y, true, true, cost)?;
+                    ctx.chart(
+                        "fig09d_search_cost_vs_n",
+                        "Search bf-cost vs n (not shown in the paper)",
+                        ex,
+                        cost_y,
+                        true,
+                        true,
+                        cost,
+                    )?;
                 }
             }
         }
@@ -483,21 +566,54 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
             let small = Grid { ops: 0, ..grid.clone() };
             for &n in &grid.filters {
                 for metric in [Metric::Hamming, Metric::Cosine, Metric::Jaccard] {
-                    let mut r = run_point(&Setup { filters: n, metric, ..base }, &[Variant::plain(Bloofi)], n as f64, "", &small, seed, log)?;
+                    let mut r = run_point(
+                        &Setup { filters: n, metric, ..base },
+                        &[Variant::plain(Bloofi)],
+                        n as f64,
+                        "",
+                        &small,
+                        seed,
+                        log,
+                    )?;
                     r[0].label = metric_label(metric).to_string();
                     rows.extend(r);
                 }
             }
             let nx = "number of Bloom filters indexed N";
-            ctx.chart("fig08c_search_cost_vs_metric", "Fig. 8c: search bf-cost vs metric vs N", nx, cost_y, true, false, series_of(&rows, &[], |r| r.search_cost))?;
-            ctx.chart("fig10a_search_time_vs_metric", "Fig. 10a: search time vs metric vs N", nx, time_y, true, true, series_of(&rows, &[], |r| Some(r.search_ms)))?;
+            ctx.chart(
+                "fig08c_search_cost_vs_metric",
+                "Fig. 8c: search bf-cost vs metric vs N",
+                nx,
+                cost_y,
+                true,
+                false,
+                series_of(&rows, &[], |r| r.search_cost),
+            )?;
+            ctx.chart(
+                "fig10a_search_time_vs_metric",
+                "Fig. 10a: search time vs metric vs N",
+                nx,
+                time_y,
+                true,
+                true,
+                series_of(&rows, &[], |r| Some(r.search_ms)),
+            )?;
         }
         Experiment::Data => {
             let small = Grid { ops: 0, ..grid.clone() };
-            let variants = [Variant::plain(Flat), Variant::plain(Bloofi), Variant::plain(Naive), Variant::plain(Sliced)];
+            let variants =
+                [Variant::plain(Flat), Variant::plain(Bloofi), Variant::plain(Naive), Variant::plain(Sliced)];
             for &n in &grid.filters {
                 for dist in [Distribution::Nonrandom, Distribution::Random] {
-                    let mut r = run_point(&Setup { filters: n, distribution: dist, ..base }, &variants, n as f64, "", &small, seed, log)?;
+                    let mut r = run_point(
+                        &Setup { filters: n, distribution: dist, ..base },
+                        &variants,
+                        n as f64,
+                        "",
+                        &small,
+                        seed,
+                        log,
+                    )?;
                     let suffix = if dist == Distribution::Random { "-Random" } else { "-Nonrandom" };
                     for row in &mut r {
                         row.label.push_str(suffix);
@@ -513,20 +629,46 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
                 cost_y,
                 true,
                 true,
-                series_of(&rows, &["Bloofi-Nonrandom", "Naive-Nonrandom", "Bloofi-Random", "Naive-Random"], |r| r.search_cost),
+                series_of(&rows, &["Bloofi-Nonrandom", "Naive-Nonrandom", "Bloofi-Random", "Naive-Random"], |r| {
+                    r.search_cost
+                }),
             )?;
-            ctx.chart("fig10c_search_time_vs_data", "Fig. 10c: search time vs data distribution vs N", nx, time_y, true, true, series_of(&rows, &[], |r| Some(r.search_ms)))?;
+            ctx.chart(
+                "fig10c_search_time_vs_data",
+                "Fig. 10c: search time vs data distribution vs N",
+                nx,
+                time_y,
+                true,
+                true,
+                series_of(&rows, &[], |r| Some(r.search_ms)),
+            )?;
         }
         Experiment::Heuristic => {
             let small = Grid { ops: 0, ..grid.clone() };
             for &n in &grid.heuristic_filters {
                 for on in [true, false] {
                     let prefix = if on { "heuristic on: " } else { "heuristic off: " };
-                    rows.extend(run_point(&Setup { filters: n, heuristic: on, ..base }, &[Variant::plain(Bloofi)], n as f64, prefix, &small, seed, log)?);
+                    rows.extend(run_point(
+                        &Setup { filters: n, heuristic: on, ..base },
+                        &[Variant::plain(Bloofi)],
+                        n as f64,
+                        prefix,
+                        &small,
+                        seed,
+                        log,
+                    )?);
                 }
             }
             let nx = "number of Bloom filters indexed N";
-            ctx.chart("heuristic_search_cost", "Section 5.4 heuristic: search bf-cost vs N", nx, cost_y, true, false, series_of(&rows, &[], |r| r.search_cost))?;
+            ctx.chart(
+                "heuristic_search_cost",
+                "Section 5.4 heuristic: search bf-cost vs N",
+                nx,
+                cost_y,
+                true,
+                false,
+                series_of(&rows, &[], |r| r.search_cost),
+            )?;
         }
         Experiment::All => unreachable!("expanded by the caller"),
     }
@@ -600,7 +742,13 @@ pub fn run(args: &BloofiArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<Outcome>,
     let mut outcomes = Vec::new();
     let started = Instant::now();
     for (i, &exp) in list.iter().enumerate() {
-        log(&format!("[{}/{}] experiment {} ({:.0}s so far)", i + 1, list.len(), exp.name(), started.elapsed().as_secs_f64()));
+        log(&format!(
+            "[{}/{}] experiment {} ({:.0}s so far)",
+            i + 1,
+            list.len(),
+            exp.name(),
+            started.elapsed().as_secs_f64()
+        ));
         let mut ctx = Ctx { out: &args.out, grid: &grid, seed: args.seed, figures: Vec::new() };
         let rows = run_experiment(exp, &mut ctx, log)?;
         let path = args.out.join(format!("{}.csv", exp.name()));
@@ -612,7 +760,11 @@ pub fn run(args: &BloofiArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<Outcome>,
         let path = args.out.join("report.md");
         std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
-    log(&format!("done in {:.0}s; report in {}", started.elapsed().as_secs_f64(), args.out.join("report.md").display()));
+    log(&format!(
+        "done in {:.0}s; report in {}",
+        started.elapsed().as_secs_f64(),
+        args.out.join("report.md").display()
+    ));
     Ok(outcomes)
 }
 

@@ -88,8 +88,7 @@ fn findings_n(rows: &[Row], out: &mut Vec<Finding>) {
         ),
         agrees: ratio.map(|r| r >= 10.0),
     });
-    let flat_bloofi: Vec<(f64, f64)> =
-        ns.iter().filter_map(|&x| Some((x, t("Flat", x)? / t("Bloofi", x)?))).collect();
+    let flat_bloofi: Vec<(f64, f64)> = ns.iter().filter_map(|&x| Some((x, t("Flat", x)? / t("Bloofi", x)?))).collect();
     let cross = flat_bloofi.windows(2).find(|w| w[0].1 < 1.0 && w[1].1 >= 1.0).map(|w| w[1].0);
     out.push(Finding {
         figure: "5a",
@@ -103,7 +102,8 @@ fn findings_n(rows: &[Row], out: &mut Vec<Finding>) {
             }
         ),
         agrees: (flat_bloofi.len() >= 2).then(|| {
-            cross.is_some() || flat_bloofi.first().is_some_and(|f| f.1 < 1.0) && flat_bloofi.last().is_some_and(|l| l.1 > 1.0)
+            cross.is_some()
+                || flat_bloofi.first().is_some_and(|f| f.1 < 1.0) && flat_bloofi.last().is_some_and(|l| l.1 > 1.0)
         }),
     });
     let au: Vec<(f64, f64)> = ns.iter().filter_map(|&x| Some((x, c("Bloofi-AU", x)? / c("Bloofi", x)?))).collect();
@@ -238,7 +238,10 @@ fn findings_order(rows: &[Row], out: &mut Vec<Finding>) {
         figure: "6c",
         paper: "Insert and delete bf-cost (O(d log_d N)) grow with d; update cost (O(log_d N)) falls with d.",
         ours: format!("By d: insert {}; delete {}; update {}.", fmt_series(&ins), fmt_series(&del), fmt_series(&upd)),
-        agrees: ends(&ins).zip(ends(&del)).zip(ends(&upd)).map(|((i, d), u)| i.1 .1 > i.0 .1 && d.1 .1 > d.0 .1 && u.1 .1 < u.0 .1),
+        agrees: ends(&ins)
+            .zip(ends(&del))
+            .zip(ends(&upd))
+            .map(|((i, d), u)| i.1.1 > i.0.1 && d.1.1 > d.0.1 && u.1.1 < u.0.1),
     });
 }
 
@@ -251,8 +254,13 @@ fn findings_sizes(exp: Experiment, rows: &[Row], out: &mut Vec<Finding>) {
             out.push(Finding {
                 figure: "8a",
                 paper: "Bloofi's cost is always below naive's and falls to the ideal as m grows.",
-                ours: format!("Bloofi cost by m: {} (ideal {}, naive 1000).", fmt_series(&cost), short(ideal_cost(4, 1000))),
-                agrees: ends(&cost).map(|(f, l)| decreasing(&cost, 0.05) && l.1 <= 1.5 * ideal_cost(4, 1000) && f.1 <= 1000.0),
+                ours: format!(
+                    "Bloofi cost by m: {} (ideal {}, naive 1000).",
+                    fmt_series(&cost),
+                    short(ideal_cost(4, 1000))
+                ),
+                agrees: ends(&cost)
+                    .map(|(f, l)| decreasing(&cost, 0.05) && l.1 <= 1.5 * ideal_cost(4, 1000) && f.1 <= 1000.0),
             });
             out.push(Finding {
                 figure: "8b",
@@ -338,7 +346,8 @@ fn findings_data(rows: &[Row], out: &mut Vec<Finding>) {
             fmt_series(&ta),
             fmt_series(&tb)
         ),
-        agrees: (!a.is_empty() && a.len() == b.len()).then(|| a.iter().zip(&b).all(|(x, y)| y.1 <= 1.5 * x.1 && x.1 <= 1.5 * y.1)),
+        agrees: (!a.is_empty() && a.len() == b.len())
+            .then(|| a.iter().zip(&b).all(|(x, y)| y.1 <= 1.5 * x.1 && x.1 <= 1.5 * y.1)),
     });
 }
 
@@ -412,8 +421,10 @@ fn speed(rows: &[Row], s: &mut String) {
             "- Bloofi / `SlicedIndex` time by N: {}; {}.",
             fmt_series(&ratios),
             match cross {
-                Some(w) => format!("the tree overtakes `SlicedIndex` between N = {} and {}", short(w[0].0), short(w[1].0)),
-                None if ratios.iter().all(|r| r.1 >= 1.0) => "`SlicedIndex` is faster at every N of the grid (no crossover)".into(),
+                Some(w) =>
+                    format!("the tree overtakes `SlicedIndex` between N = {} and {}", short(w[0].0), short(w[1].0)),
+                None if ratios.iter().all(|r| r.1 >= 1.0) =>
+                    "`SlicedIndex` is faster at every N of the grid (no crossover)".into(),
                 None => "no single crossover in this grid".into(),
             }
         );
@@ -454,7 +465,15 @@ pub(super) fn markdown(args: &BloofiArgs, grid: &Grid, outcomes: &[Outcome], sec
     let _ = writeln!(
         s,
         "Defaults (Table 1): N = 1000, d = 2, n_exp = 10 000 (m = 100 992, k = 7), n = 100, p = 0.01, iterative construction, Hamming, nonrandom data; bulk builds use `BulkOrder::Auto` (the paper's exact greedy sort when estimated under two minutes, a MinHash-proposed greedy chain otherwise). Search cost and time are over \"yes\" searches (inserted values, as the paper); every engine was checked against the naive scan on {} \"yes\" and {} \"no\" searches per point before timing. Grid: N {:?}; d {:?}; n_exp {:?}; p {:?}; n {:?}; heuristic N {:?}; {} insert/delete pairs per maintenance point.\n",
-        grid.check, grid.check, grid.filters, grid.orders, grid.nexps, grid.ps, grid.elements, grid.heuristic_filters, grid.ops
+        grid.check,
+        grid.check,
+        grid.filters,
+        grid.orders,
+        grid.nexps,
+        grid.ps,
+        grid.elements,
+        grid.heuristic_filters,
+        grid.ops
     );
     let mut findings = Vec::new();
     let mut heuristic = String::new();
@@ -466,7 +485,9 @@ pub(super) fn markdown(args: &BloofiArgs, grid: &Grid, outcomes: &[Outcome], sec
                 speed(&o.rows, &mut speeds);
             }
             Experiment::Order => findings_order(&o.rows, &mut findings),
-            Experiment::Nexp | Experiment::P | Experiment::Elements => findings_sizes(o.experiment, &o.rows, &mut findings),
+            Experiment::Nexp | Experiment::P | Experiment::Elements => {
+                findings_sizes(o.experiment, &o.rows, &mut findings)
+            }
             Experiment::Metric => findings_metric(&o.rows, &mut findings),
             Experiment::Data => findings_data(&o.rows, &mut findings),
             Experiment::Heuristic => heuristic_table(&o.rows, &mut heuristic, &mut findings),

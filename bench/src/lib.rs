@@ -15,7 +15,8 @@
 //! - [`report`]: table and JSON output;
 //! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`;
 //! - [`plot`]: line charts written as SVG and PNG (no system libraries);
-//! - [`bloofi_repro`]: `paper bloofi`, Section 7 of the Bloofi paper.
+//! - [`bloofi_repro`]: `paper bloofi`, Section 7 of the Bloofi paper;
+//! - [`stable_plots`]: per-importance CSV and plots of `paper stable --out`.
 //!
 //! Results and the commands that produced them are in `bench/RESULTS.md`.
 
@@ -26,5 +27,6 @@ pub mod plot;
 pub mod reference;
 pub mod report;
 pub mod roofline;
+pub mod stable_plots;
 pub mod sysinfo;
 pub mod workload;

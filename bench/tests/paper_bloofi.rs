@@ -82,3 +82,18 @@ fn bad_bloofi_arguments_exit_2_and_runtime_errors_exit_1() {
     assert!(stderr.starts_with("error: cannot create") && !stderr.contains("panicked"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+#[test]
+fn stable_writes_per_importance_csv_and_plots() {
+    let dir = temp_dir("stable-plots");
+    let out = paper().args(["stable", "--distinct", "300", "--out"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(dir.join("stable_by_importance.csv")).unwrap();
+    assert!(csv.starts_with("distribution,repeat_fraction,policy,importance,fp_rate,fn_rate\n"));
+    assert!(csv.contains("uniform,0.1,SBF,50,"), "{}", &csv[..300.min(csv.len())]);
+    for stem in ["stable_fp_uniform_10", "stable_fn_inverse_50"] {
+        assert!(std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap().contains("<svg"));
+        assert_eq!(&std::fs::read(dir.join(format!("{stem}.png"))).unwrap()[1..4], b"PNG");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -46,6 +46,9 @@ struct StableArgs {
     /// Seed of the streams and of the filters' random decrements.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Also write per-importance FP/FN rates (CSV, SVG and PNG) here.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 /// Output formats.
@@ -177,6 +180,15 @@ fn run_stable(args: &StableArgs) -> ExitCode {
     match experiment::paper_grid(args.distinct as usize, args.seed) {
         Ok(results) => {
             print!("{}", experiment::format_table(&results));
+            if let Some(dir) = &args.out {
+                match bloomslice_bench::stable_plots::write_all(&results, dir) {
+                    Ok(files) => eprintln!("[stable] wrote {} files into {}", files.len(), dir.display()),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(1);
+                    }
+                }
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -21,7 +21,8 @@
 //! | `heuristic` | Section 7.2.1 text | Section 5.4 heuristic on/off at `N` = 10 000, 100 000 |
 //!
 //! Each experiment writes `EXP.csv` and its figures as `figNN.svg` and
-//! `figNN.png` into the output folder; the run ends with `report.md`, which
+//! `figNN.png` into the output folder; the run ends with `report.md`
+//! (`report-EXP.md` when one experiment runs), which
 //! states for every figure the paper's observation, ours with the numbers,
 //! and whether they agree, plus the speed figures. Before anything is timed
 //! every engine's answers are checked against the naive scan on a sample of
@@ -64,6 +65,9 @@ pub enum Experiment {
     Data,
     /// Section 7.2.1: the Section 5.4 heuristic on and off.
     Heuristic,
+    /// The speed figures alone (naive, Bloofi, Flat, Sliced at N = 1000
+    /// and the largest N), for re-measuring them on a quieter machine.
+    Speed,
     /// Every experiment above, in that order.
     All,
 }
@@ -92,6 +96,7 @@ impl Experiment {
             Experiment::Metric => "metric",
             Experiment::Data => "data",
             Experiment::Heuristic => "heuristic",
+            Experiment::Speed => "speed",
             Experiment::All => "all",
         }
     }
@@ -643,6 +648,16 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
                 series_of(&rows, &[], |r| Some(r.search_ms)),
             )?;
         }
+        Experiment::Speed => {
+            let small = Grid { ops: 0, ..grid.clone() };
+            let variants =
+                [Variant::plain(Naive), Variant::plain(Bloofi), Variant::plain(Flat), Variant::plain(Sliced)];
+            let mut ns = vec![1000];
+            ns.extend(grid.filters.last().filter(|&&n| n != 1000));
+            for n in ns {
+                rows.extend(run_point(&Setup { filters: n, ..base }, &variants, n as f64, "", &small, seed, log)?);
+            }
+        }
         Experiment::Heuristic => {
             let small = Grid { ops: 0, ..grid.clone() };
             for &n in &grid.heuristic_filters {
@@ -673,6 +688,12 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
         Experiment::All => unreachable!("expanded by the caller"),
     }
     Ok(rows)
+}
+
+/// `report.md` for `all`, `report-EXP.md` for one experiment (so that a
+/// single experiment run into the same folder keeps the full report).
+fn report_name(exp: Experiment) -> String {
+    if exp == Experiment::All { "report.md".into() } else { format!("report-{}.md", exp.name()) }
 }
 
 /// The paper's name of a metric.
@@ -718,7 +739,7 @@ pub fn csv(x_name: &str, rows: &[Row]) -> String {
 
 fn x_name(exp: Experiment) -> &'static str {
     match exp {
-        Experiment::N | Experiment::Metric | Experiment::Data | Experiment::Heuristic => "N",
+        Experiment::N | Experiment::Metric | Experiment::Data | Experiment::Heuristic | Experiment::Speed => "N",
         Experiment::Order => "d",
         Experiment::Nexp => "m",
         Experiment::P => "p",
@@ -757,13 +778,13 @@ pub fn run(args: &BloofiArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<Outcome>,
         // The report is rewritten after every experiment, so an interrupted
         // full run still leaves one for what finished.
         let text = report::markdown(args, &grid, &outcomes, started.elapsed().as_secs_f64());
-        let path = args.out.join("report.md");
+        let path = args.out.join(report_name(args.experiment));
         std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     log(&format!(
         "done in {:.0}s; report in {}",
         started.elapsed().as_secs_f64(),
-        args.out.join("report.md").display()
+        args.out.join(report_name(args.experiment)).display()
     ));
     Ok(outcomes)
 }

@@ -307,7 +307,11 @@ fn findings_sizes(exp: Experiment, rows: &[Row], out: &mut Vec<Finding>) {
                     fmt_series(&st),
                     fmt_series(&cost)
                 ),
-                agrees: ends(&bt).zip(ends(&ft)).map(|(b, f)| b.1 .1 > b.0 .1 && f.1 .1 < 3.0 * f.0 .1 && f.1 .1 < b.1 .1),
+                // "Almost constant": Flat at the largest n within 3x of Flat
+                // at the default n = 100 (n = 1 leaves rows nearly empty).
+                agrees: ends(&bt).zip(ends(&ft)).zip(ft.iter().find(|p| p.0 == 100.0)).map(|((b, f), f100)| {
+                    b.1 .1 > b.0 .1 && f.1 .1 < 3.0 * f100.1 && f.1 .1 < b.1 .1
+                }),
             });
         }
     }
@@ -491,6 +495,7 @@ pub(super) fn markdown(args: &BloofiArgs, grid: &Grid, outcomes: &[Outcome], sec
             Experiment::Metric => findings_metric(&o.rows, &mut findings),
             Experiment::Data => findings_data(&o.rows, &mut findings),
             Experiment::Heuristic => heuristic_table(&o.rows, &mut heuristic, &mut findings),
+            Experiment::Speed => speed(&o.rows, &mut speeds),
             Experiment::All => {}
         }
     }

@@ -84,8 +84,9 @@ fn register() -> Result<(), String> {
     result
 }
 
-/// Line colours, chosen to stay distinct in print (Tableau 10).
-const COLOURS: [RGBColor; 10] = [
+/// Line colours, chosen to stay distinct in print (Tableau 10, then
+/// black and darker tones for charts with more lines).
+const COLOURS: [RGBColor; 16] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -96,6 +97,12 @@ const COLOURS: [RGBColor; 10] = [
     RGBColor(127, 127, 127),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(0, 70, 120),
+    RGBColor(160, 70, 0),
+    RGBColor(0, 100, 0),
+    RGBColor(120, 0, 40),
+    RGBColor(90, 60, 140),
 ];
 
 /// Maps a value to plot space: `log10` on a log axis (`None` when not

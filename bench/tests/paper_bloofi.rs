@@ -63,6 +63,14 @@ fn quick_run_writes_csv_plots_and_report() {
     {
         assert!(report.contains(needle), "report lacks {needle:?}:\n{report}");
     }
+
+    // --replot redraws from the CSVs without measuring.
+    std::fs::remove_file(dir.join("fig05a_search_time.png")).unwrap();
+    let out = paper().args(["bloofi", "all", "--replot", "--out"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(dir.join("fig05a_search_time.png").exists());
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("redrawn from the CSVs") && report.contains("| 5a |"), "{report}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -117,6 +117,10 @@ pub struct BloofiArgs {
     /// Seed of the random data and searches.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Measure nothing: redraw the plots and the report from the CSVs
+    /// already in `--out` (experiments whose CSV is missing are skipped).
+    #[arg(long)]
+    pub replot: bool,
     /// Leave out grid points with more filters than this (a list left
     /// empty gets this value as its only point).
     #[arg(long, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
@@ -309,6 +313,75 @@ fn series_of(rows: &[Row], labels: &[&str], f: impl Fn(&Row) -> Option<f64>) -> 
         .collect()
 }
 
+/// The distinct `x` of the rows labelled `label`, ascending.
+fn xs_of(rows: &[Row], label: &str) -> Vec<f64> {
+    let mut v: Vec<f64> = rows.iter().filter(|r| r.label == label).map(|r| r.x).collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
+/// Reads back a CSV written by [`csv`].
+///
+/// # Errors
+///
+/// A missing column or a cell that is not a number.
+pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().ok_or("empty CSV")?.split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).ok_or(format!("no column {name}"));
+    let idx = [
+        0,
+        col("label")?,
+        col("filters")?,
+        col("m")?,
+        col("search_ms")?,
+        col("batch_ms")?,
+        col("search_cost")?,
+        col("no_cost")?,
+        col("matches")?,
+        col("storage_kb")?,
+        col("build_s")?,
+        col("insert_ms")?,
+        col("insert_cost")?,
+        col("delete_ms")?,
+        col("delete_cost")?,
+        col("update_ms")?,
+        col("update_cost")?,
+    ];
+    let mut rows = Vec::new();
+    for (ln, line) in lines.enumerate() {
+        let cells: Vec<&str> = line.split(',').collect();
+        let cell = |i: usize| cells.get(idx[i]).copied().ok_or(format!("line {}: too few cells", ln + 2));
+        let num = |i: usize| -> Result<f64, String> {
+            let c = cell(i)?;
+            c.parse().map_err(|_| format!("line {}: {c:?} is not a number", ln + 2))
+        };
+        let opt =
+            |i: usize| -> Result<Option<f64>, String> { if cell(i)?.is_empty() { Ok(None) } else { num(i).map(Some) } };
+        rows.push(Row {
+            x: num(0)?,
+            label: cell(1)?.to_string(),
+            filters: num(2)? as usize,
+            m: num(3)? as u64,
+            search_ms: num(4)?,
+            batch_ms: opt(5)?,
+            search_cost: opt(6)?,
+            no_cost: opt(7)?,
+            matches: num(8)?,
+            storage_kb: num(9)?,
+            build_s: num(10)?,
+            insert_ms: opt(11)?,
+            insert_cost: opt(12)?,
+            delete_ms: opt(13)?,
+            delete_cost: opt(14)?,
+            update_ms: opt(15)?,
+            update_cost: opt(16)?,
+        });
+    }
+    Ok(rows)
+}
+
 /// The ideal search cost `l log_l N + 1` of a tree with `l` children per
 /// inner node.
 pub fn ideal_cost(l: usize, filters: usize) -> f64 {
@@ -352,11 +425,29 @@ impl Ctx<'_> {
     }
 }
 
-fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str)) -> Result<Vec<Row>, String> {
+/// Runs `exp` and draws its figures; with `replay`, measures nothing and
+/// draws the figures of those rows (read back from the CSV).
+fn run_experiment(
+    exp: Experiment,
+    ctx: &mut Ctx<'_>,
+    replay: Option<Vec<Row>>,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>, String> {
     use Engine::*;
-    let (grid, seed) = (ctx.grid, ctx.seed);
+    let replaying = replay.is_some();
+    // Replaying: every grid list empty, so no loop measures anything.
+    let empty = Grid {
+        filters: Vec::new(),
+        heuristic_filters: Vec::new(),
+        orders: Vec::new(),
+        nexps: Vec::new(),
+        ps: Vec::new(),
+        elements: Vec::new(),
+        ..ctx.grid.clone()
+    };
+    let (grid, seed) = (if replaying { &empty } else { ctx.grid }, ctx.seed);
     let base = Setup::default();
-    let mut rows = Vec::new();
+    let mut rows = replay.unwrap_or_default();
     let time_y = "search time (ms)";
     let cost_y = "search bf-cost (filters checked)";
     match exp {
@@ -384,7 +475,7 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
             ctx.chart("fig05a_search_time", "Fig. 5a: search time vs N", nx, time_y, true, true, times)?;
             let mut cost = vec![Series::new(
                 "Ideal (4 log4 N + 1)",
-                grid.filters.iter().map(|&n| (n as f64, ideal_cost(2 * base.order, n))).collect(),
+                xs_of(&rows, "Bloofi").into_iter().map(|n| (n, ideal_cost(2 * base.order, n as usize))).collect(),
             )];
             cost.extend(series_of(&rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU", "Naive"], |r| r.search_cost));
             ctx.chart("fig05b_search_cost", "Fig. 5b: search bf-cost vs N", nx, cost_y, true, true, cost)?;
@@ -464,11 +555,11 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
             let mut cost = vec![
                 Series::new(
                     "Ideal-Skinny (d log_d N + 1)",
-                    grid.orders.iter().map(|&d| (d as f64, ideal_cost(d, base.filters))).collect(),
+                    xs_of(&rows, "Bloofi").into_iter().map(|d| (d, ideal_cost(d as usize, base.filters))).collect(),
                 ),
                 Series::new(
                     "Ideal-Full (2d log_2d N + 1)",
-                    grid.orders.iter().map(|&d| (d as f64, ideal_cost(2 * d, base.filters))).collect(),
+                    xs_of(&rows, "Bloofi").into_iter().map(|d| (d, ideal_cost(2 * d as usize, base.filters))).collect(),
                 ),
             ];
             cost.extend(series_of(&rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU"], |r| r.search_cost));
@@ -652,7 +743,7 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, log: &mut dyn FnMut(&str))
             let small = Grid { ops: 0, ..grid.clone() };
             let variants =
                 [Variant::plain(Naive), Variant::plain(Bloofi), Variant::plain(Flat), Variant::plain(Sliced)];
-            let mut ns = vec![1000];
+            let mut ns = if replaying { Vec::new() } else { vec![1000] };
             ns.extend(grid.filters.last().filter(|&&n| n != 1000));
             for n in ns {
                 rows.extend(run_point(&Setup { filters: n, ..base }, &variants, n as f64, "", &small, seed, log)?);
@@ -771,9 +862,23 @@ pub fn run(args: &BloofiArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<Outcome>,
             started.elapsed().as_secs_f64()
         ));
         let mut ctx = Ctx { out: &args.out, grid: &grid, seed: args.seed, figures: Vec::new() };
-        let rows = run_experiment(exp, &mut ctx, log)?;
         let path = args.out.join(format!("{}.csv", exp.name()));
-        std::fs::write(&path, csv(x_name(exp), &rows)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let replay = if args.replot {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => Some(parse_csv(&text).map_err(|e| format!("{}: {e}", path.display()))?),
+                Err(_) => {
+                    log(&format!("no {}: skipped", path.display()));
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        let rows = run_experiment(exp, &mut ctx, replay, log)?;
+        if !args.replot {
+            std::fs::write(&path, csv(x_name(exp), &rows))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
         outcomes.push(Outcome { experiment: exp, rows, figures: ctx.figures });
         // The report is rewritten after every experiment, so an interrupted
         // full run still leaves one for what finished.

@@ -1,7 +1,7 @@
 //! Line charts written as both SVG and PNG, for the `paper` subcommands.
 //!
 //! A [`LineChart`] has a title, axis labels, a linear or base-10 log scale
-//! on each axis and one [`Series`] per engine (or per variant); [`write`]
+//! on each axis and one [`Series`] per engine (or per variant); [`write()`]
 //! draws it with `plotters` into `STEM.svg` and `STEM.png`.
 //!
 //! Text is rendered with `ab_glyph` from a font bundled in the crate

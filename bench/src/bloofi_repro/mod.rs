@@ -26,7 +26,7 @@
 //! states for every figure the paper's observation, ours with the numbers,
 //! and whether they agree, plus the speed figures. Before anything is timed
 //! every engine's answers are checked against the naive scan on a sample of
-//! "yes" and "no" searches (see [`measure`]). Progress goes to stderr.
+//! "yes" and "no" searches (see [`mod@measure`]). Progress goes to stderr.
 //!
 //! `--quick` runs a reduced grid in seconds (for CI and the README); the
 //! full grid takes tens of minutes on two shared cores.

@@ -111,9 +111,11 @@ pub struct BloofiArgs {
     /// Reduced grid that runs in seconds.
     #[arg(long)]
     pub quick: bool,
-    /// Folder for the CSVs, plots and report.md (created if missing).
-    #[arg(long, default_value = "bench/results/bloofi")]
-    pub out: PathBuf,
+    /// Folder for the CSVs, plots and report.md (created if missing)
+    /// [default: bench/results/bloofi, or bench/results/bloofi-quick with
+    /// --quick, so that a quick run never overwrites the full one].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Seed of the random data and searches.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -840,7 +842,7 @@ fn x_name(exp: Experiment) -> &'static str {
 }
 
 /// Runs the experiments `args` asks for, writing CSVs, plots and
-/// `report.md` into `args.out`; progress goes to `log`.
+/// `report.md` into `args.out` (or its default); progress goes to `log`.
 ///
 /// # Errors
 ///
@@ -848,7 +850,10 @@ fn x_name(exp: Experiment) -> &'static str {
 /// answers differ from the naive scan's).
 pub fn run(args: &BloofiArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<Outcome>, String> {
     let grid = Grid::new(args.quick, args.max_filters.map(|m| m as usize));
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from(if args.quick { "bench/results/bloofi-quick" } else { "bench/results/bloofi" })
+    });
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let list: Vec<Experiment> =
         if args.experiment == Experiment::All { Experiment::EACH.to_vec() } else { vec![args.experiment] };
     let mut outcomes = Vec::new();
@@ -861,8 +866,8 @@ pub fn run(args: &BloofiArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<Outcome>,
             exp.name(),
             started.elapsed().as_secs_f64()
         ));
-        let mut ctx = Ctx { out: &args.out, grid: &grid, seed: args.seed, figures: Vec::new() };
-        let path = args.out.join(format!("{}.csv", exp.name()));
+        let mut ctx = Ctx { out: &out, grid: &grid, seed: args.seed, figures: Vec::new() };
+        let path = out.join(format!("{}.csv", exp.name()));
         let replay = if args.replot {
             match std::fs::read_to_string(&path) {
                 Ok(text) => Some(parse_csv(&text).map_err(|e| format!("{}: {e}", path.display()))?),
@@ -883,13 +888,13 @@ pub fn run(args: &BloofiArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<Outcome>,
         // The report is rewritten after every experiment, so an interrupted
         // full run still leaves one for what finished.
         let text = report::markdown(args, &grid, &outcomes, started.elapsed().as_secs_f64());
-        let path = args.out.join(report_name(args.experiment));
+        let path = out.join(report_name(args.experiment));
         std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     log(&format!(
         "done in {:.0}s; report in {}",
         started.elapsed().as_secs_f64(),
-        args.out.join(report_name(args.experiment)).display()
+        out.join(report_name(args.experiment)).display()
     ));
     Ok(outcomes)
 }

@@ -114,8 +114,9 @@ fn to_axis(v: f64, log: bool) -> Option<f64> {
     if log { (v > 0.0).then(|| v.log10()) } else { Some(v) }
 }
 
-/// The axis range covering `values` with a margin: whole decades on a log
-/// axis, 5% each side (and 0 included when all values are positive and
+/// The axis range covering `values` with a margin: 4% each side on a log
+/// axis spanning a decade or more (whole decades around a shorter one), 5%
+/// each side (and 0 included when all values are positive and
 /// close to it) on a linear one.
 fn axis_range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -127,8 +128,13 @@ fn axis_range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
         return (0.0, 1.0);
     }
     if log {
-        let (lo, hi) = (lo.floor(), hi.ceil());
-        if hi <= lo { (lo - 1.0, hi + 1.0) } else { (lo, hi) }
+        if hi.floor() < lo || hi - lo < 1.0 {
+            // Less than a decade (or none inside): whole decades around it.
+            let (lo, hi) = (lo.floor(), hi.ceil());
+            return if hi <= lo { (lo - 1.0, hi + 1.0) } else { (lo, hi) };
+        }
+        let pad = 0.04 * (hi - lo);
+        (lo - pad, hi + pad)
     } else {
         if lo >= 0.0 && lo < 0.5 * hi {
             lo = 0.0;
@@ -192,8 +198,9 @@ where
         .collect();
     let (x0, x1) = axis_range(series.iter().flat_map(|s| s.1.iter().map(|p| p.0)), chart.log_x);
     let (y0, y1) = axis_range(series.iter().flat_map(|s| s.1.iter().map(|p| p.1)), chart.log_y);
-    let x_ticks = if chart.log_x { ((x1 - x0) as usize + 1).clamp(2, 12) } else { 10 };
-    let y_ticks = if chart.log_y { ((y1 - y0) as usize + 1).clamp(2, 12) } else { 10 };
+    let decades = |a: f64, b: f64| ((b.ceil() - a.floor()) as usize + 1).clamp(2, 12);
+    let x_ticks = if chart.log_x { decades(x0, x1) } else { 10 };
+    let y_ticks = if chart.log_y { decades(y0, y1) } else { 10 };
     let mut ctx = ChartBuilder::on(root)
         .caption(&chart.title, ("sans-serif", 24))
         .margin(16)
@@ -274,7 +281,9 @@ mod tests {
         assert_eq!(to_axis(0.0, true), None);
         assert_eq!(to_axis(100.0, true), Some(2.0));
         assert_eq!(to_axis(0.0, false), Some(0.0));
-        assert_eq!(axis_range([2.2, 4.7].into_iter(), true), (2.0, 5.0));
+        assert_eq!(axis_range([2.2, 2.7].into_iter(), true), (2.0, 3.0));
+        let (lo, hi) = axis_range([2.0, 6.0].into_iter(), true);
+        assert!(lo < 2.0 && lo > 1.8 && hi > 6.0 && hi < 6.2, "{lo} {hi}");
     }
 
     #[test]

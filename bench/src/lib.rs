@@ -13,18 +13,24 @@
 //! - [`roofline`]: the memory roofline measured in the same run;
 //! - [`experiment`]: the `paper query` experiment itself;
 //! - [`report`]: table and JSON output;
-//! - [`stable_speed`]: stream throughput of the stable and importance-aware filters;
 //! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`;
-//! - [`threads`]: `paper query --threads`: pool, rayon and latency.
+//! - [`threads`]: `paper query --threads`: pool, rayon and latency;
+//! - [`plot`]: line charts written as SVG and PNG (no system libraries);
+//! - [`bloofi_repro`]: `paper bloofi`, Section 7 of the Bloofi paper;
+//! - [`stable_plots`]: per-importance CSV and plots of `paper stable --out`;
+//! - [`stable_speed`]: stream throughput of the stable and importance-aware filters.
 //!
 //! Results and the commands that produced them are in `bench/RESULTS.md`.
 
+pub mod bloofi_repro;
 pub mod engines;
 pub mod experiment;
+pub mod plot;
 pub mod reference;
 pub mod report;
 pub mod roofline;
 pub mod stable_speed;
+pub mod stable_plots;
 pub mod sysinfo;
 pub mod threads;
 pub mod workload;

@@ -32,6 +32,9 @@ enum Command {
     /// M = 7, K = 5, P = 10): the Table I-style FP/FN table and the
     /// stable-state theory.
     Stable(StableArgs),
+    /// Section 7 of the Bloofi paper (Figures 5-10, the Section 5.4
+    /// heuristic): CSVs, SVG/PNG plots and report.md.
+    Bloofi(bloomslice_bench::bloofi_repro::BloofiArgs),
 }
 
 /// Arguments of `paper stable`.
@@ -46,6 +49,9 @@ struct StableArgs {
     /// Stream items of the throughput measurement (0 skips it).
     #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
     speed_items: u64,
+    /// Also write per-importance FP/FN rates (CSV, SVG and PNG) here.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 /// Output formats.
@@ -109,6 +115,7 @@ fn main() -> ExitCode {
     let args = match cli.command {
         Command::Query(args) => args,
         Command::Stable(args) => return run_stable(&args),
+        Command::Bloofi(args) => return bloomslice_bench::bloofi_repro::main(&args),
     };
     let defaults = SlicedConfig::default();
     let mut spec = WorkloadSpec::new(args.workload, args.queries, args.seed);
@@ -181,7 +188,18 @@ fn run_stable(args: &StableArgs) -> ExitCode {
     }
     println!();
     match experiment::paper_grid(args.distinct as usize, args.seed) {
-        Ok(results) => print!("{}", experiment::format_table(&results)),
+        Ok(results) => {
+            print!("{}", experiment::format_table(&results));
+            if let Some(dir) = &args.out {
+                match bloomslice_bench::stable_plots::write_all(&results, dir) {
+                    Ok(files) => eprintln!("[stable] wrote {} files into {}", files.len(), dir.display()),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(1);
+                    }
+                }
+            }
+        }
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(1);

@@ -1,0 +1,72 @@
+//! Per-importance plots of `paper stable --out DIR`: for every stream of the
+//! Section IV-D grid (distribution x repeat fraction), the false-positive
+//! and false-negative rate of each policy by importance, as one CSV
+//! (`stable_by_importance.csv`) and two line charts per stream
+//! (`stable_fp_DIST_RR.{svg,png}`, `stable_fn_DIST_RR.{svg,png}`).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use bloomslice::stable::experiment::StreamResult;
+
+use crate::plot::{LineChart, Series, write};
+
+/// The long-form CSV: one line per stream, policy and importance.
+pub fn csv(results: &[StreamResult]) -> String {
+    let mut s = String::from("distribution,repeat_fraction,policy,importance,fp_rate,fn_rate\n");
+    for r in results {
+        for m in &r.metrics {
+            let (fp, fns) = (m.fp_by_importance(), m.fn_by_importance());
+            for (i, (a, b)) in fp.iter().zip(&fns).enumerate() {
+                let _ = writeln!(
+                    s,
+                    "{},{},{},{},{a},{b}",
+                    r.config.distribution.name(),
+                    r.config.repeat_fraction,
+                    m.policy.name(),
+                    i + 1
+                );
+            }
+        }
+    }
+    s
+}
+
+/// Writes the CSV and the charts into `dir` (created if missing); returns
+/// the files written.
+///
+/// # Errors
+///
+/// A one-line description of the first file that could not be written.
+pub fn write_all(results: &[StreamResult], dir: &Path) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    let path = dir.join("stable_by_importance.csv");
+    std::fs::write(&path, csv(results)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    files.push(path);
+    for r in results {
+        let c = &r.config;
+        let pct = (c.repeat_fraction * 100.0).round() as u32;
+        for (kind, what) in [("fp", "false-positive"), ("fn", "false-negative")] {
+            let series = r
+                .metrics
+                .iter()
+                .map(|m| {
+                    let rates = if kind == "fp" { m.fp_by_importance() } else { m.fn_by_importance() };
+                    Series::new(m.policy.name(), rates.iter().enumerate().map(|(i, &v)| ((i + 1) as f64, v)).collect())
+                })
+                .collect();
+            let chart = LineChart {
+                title: format!("{what} rate by importance: {} repeats {pct}%", c.distribution.name()),
+                x_label: "importance".into(),
+                y_label: format!("{what} rate"),
+                log_x: false,
+                log_y: false,
+                series,
+            };
+            let (svg, png) = write(&chart, &dir.join(format!("stable_{kind}_{}_{pct}", c.distribution.name())))?;
+            files.extend([svg, png]);
+        }
+    }
+    Ok(files)
+}

@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod bloofi;
+pub mod counting;
 mod error;
 mod filter;
 mod flat_paper;
@@ -46,6 +47,7 @@ mod storage;
 
 pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MAX_FILTERS, MIN_ORDER, MaintenanceStats, Metric};
 pub use bloomslice_kernels as kernels;
+pub use counting::{COUNTER_MAX, CountingBloomFilter, CountingError, CountingSlicedIndex};
 pub use error::{Error, Result};
 pub use filter::BloomFilter;
 pub use flat_paper::{FLAT_GROUP, FlatBloofiPaper};

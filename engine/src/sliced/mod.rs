@@ -40,6 +40,8 @@ use crate::hash::{Key, KeyHash};
 use crate::params::{BloomParams, MAX_HASHES};
 use crate::storage::Words;
 
+mod variants;
+
 /// Shards grow in steps of this many columns: one 512-bit chunk (a cache
 /// line) per row, the unit the kernels and the early exit work in.
 pub const SHARD_COLUMN_STEP: usize = 512;

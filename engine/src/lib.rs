@@ -35,6 +35,7 @@
 
 mod bloofi;
 pub mod counting;
+pub mod dynamic;
 mod error;
 mod filter;
 mod flat_paper;
@@ -48,6 +49,7 @@ mod storage;
 pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MAX_FILTERS, MIN_ORDER, MaintenanceStats, Metric};
 pub use bloomslice_kernels as kernels;
 pub use counting::{COUNTER_MAX, CountingBloomFilter, CountingError, CountingSlicedIndex};
+pub use dynamic::{DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError, DynamicSlicedIndex};
 pub use error::{Error, Result};
 pub use filter::BloomFilter;
 pub use flat_paper::{FLAT_GROUP, FlatBloofiPaper};

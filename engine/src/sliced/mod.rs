@@ -41,6 +41,7 @@ use crate::params::{BloomParams, MAX_HASHES};
 use crate::storage::Words;
 
 mod variants;
+pub(crate) use variants::positions_with_k;
 
 /// Shards grow in steps of this many columns: one 512-bit chunk (a cache
 /// line) per row, the unit the kernels and the early exit work in.

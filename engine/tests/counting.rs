@@ -175,7 +175,10 @@ proptest! {
         ops in proptest::collection::vec((0u8..6, 0u64..8, any::<u8>()), 0..150),
     ) {
         let params = BloomParams::new(257, 3).unwrap();
-        let mut index = CountingSlicedIndex::new(params);
+        // The index keeps m rows of at least 512 columns: a smaller m keeps it
+    // at 8 MB (m = 1M bits would be 64 MB).
+    let index_params = BloomParams::for_capacity(10_000, 0.01).unwrap();
+    let mut index = CountingSlicedIndex::new(index_params);
         let mut model: HashMap<u64, CountingBloomFilter> = HashMap::new();
         for (op, id, key) in ops {
             match op {
@@ -266,7 +269,10 @@ fn counting_throughput() {
     keys.iter().for_each(|k| f.remove(k).unwrap());
     let rem = t.elapsed().as_secs_f64();
     assert!(f.is_empty());
-    let mut index = CountingSlicedIndex::new(params);
+    // The index keeps m rows of at least 512 columns: a smaller m keeps it
+    // at 8 MB (m = 1M bits would be 64 MB).
+    let index_params = BloomParams::for_capacity(10_000, 0.01).unwrap();
+    let mut index = CountingSlicedIndex::new(index_params);
     for id in 0..64 {
         index.insert_set(id).unwrap();
     }
@@ -282,7 +288,8 @@ fn counting_throughput() {
     println!("m={} k={}: BloomFilter insert {:.1} M/s", params.m(), params.k(), mops(keys.len(), bloom));
     println!("CountingBloomFilter insert {:.1} M/s, remove {:.1} M/s", mops(keys.len(), ins), mops(keys.len(), rem));
     println!(
-        "CountingSlicedIndex (64 sets) insert {:.1} M/s, remove {:.1} M/s",
+        "CountingSlicedIndex (64 sets, m={}) insert {:.1} M/s, remove {:.1} M/s",
+        index_params.m(),
         mops(sub.len(), idx_ins),
         mops(sub.len(), idx_rem)
     );

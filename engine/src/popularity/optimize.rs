@@ -299,7 +299,10 @@ pub fn integer_solution(
 /// As [`integer_solution`], and [`PopularityError::InvalidMaxHashes`] if
 /// `default_k` is outside `[1, k_max]`; [`PopularityError::InfeasibleBudget`]
 /// if the middle keys alone exceed the budget.
-#[expect(clippy::too_many_arguments, reason = "the paper's parameters plus the two group sizes; a struct would only rename them")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the paper's parameters plus the two group sizes; a struct would only rename them"
+)]
 pub fn limited_integer_solution(
     p: &[f64],
     q: &[f64],

@@ -167,7 +167,9 @@ impl PopularityScheme {
     }
 
     /// Gives `key` its own hash count `k` (a `k` equal to the default is
-    /// stored too; it is simply redundant).
+    /// stored too; it is simply redundant). Set counts before inserting:
+    /// raising the count of a key already inserted somewhere makes queries
+    /// probe positions that were never set (false negatives).
     ///
     /// # Errors
     ///

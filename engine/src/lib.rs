@@ -31,6 +31,13 @@
 //! assert!(results.get(1).unwrap().contains(&0)); // key 7 is document 7 of site 0
 //! # Ok::<(), bloomslice::Error>(())
 //! ```
+//!
+//! Bloom filter variants, each with its paper's formulas and the choices
+//! the paper leaves open in the module docs: [`counting`] (4-bit counting
+//! filters and a counting sliced index), [`dynamic`] (dynamic Bloom
+//! filters, a sliced index of dynamic sets, XOR-delta sync), [`popularity`]
+//! (per-key hash counts from key popularity) and [`stable`] (stable and
+//! importance-aware filters for streams).
 #![warn(missing_docs)]
 
 mod bloofi;

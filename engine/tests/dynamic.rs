@@ -338,3 +338,39 @@ fn dynamic_query_cost() {
         naive / sliced
     );
 }
+
+/// A receiving index applies a sender's delta to a set: the set's filter is
+/// bit-identical to the sender's and its columns follow.
+#[test]
+fn index_applies_deltas() {
+    let mut sender = DynamicBloomFilter::new(params(), 8).unwrap();
+    let mut receiver = DynamicSlicedIndex::new(params(), 8).unwrap();
+    receiver.insert_filter(1, sender.clone()).unwrap();
+    let mut base = sender.clone();
+    for round in 0..5u32 {
+        for i in 0..20u32 {
+            sender.insert(&(round * 100 + i).to_le_bytes());
+        }
+        if round > 1 {
+            for i in 0..15u32 {
+                let _ = sender.remove(&((round - 1) * 100 + i).to_le_bytes());
+            }
+        }
+        let delta = sender.delta_since(&base).unwrap();
+        assert!(delta.payload_bytes() <= sender.filter_count() * sender.params().m().div_ceil(2) as usize);
+        receiver.apply_delta(1, &delta).unwrap();
+        receiver.validate().unwrap();
+        assert_eq!(receiver.get(1), Some(&sender));
+        assert_eq!(receiver.columns(), sender.filter_count());
+        base = sender.clone();
+    }
+    let other = DynamicBloomFilter::new(BloomParams::new(600, 3).unwrap(), 8).unwrap();
+    assert!(matches!(receiver.insert_filter(2, other), Err(DynamicError::Bloom(Error::ParamsMismatch { .. }))));
+    let other = DynamicBloomFilter::new(params(), 9).unwrap();
+    assert_eq!(receiver.insert_filter(2, other), Err(DynamicError::CapacityMismatch { expected: 8, found: 9 }));
+    assert!(matches!(
+        receiver.apply_delta(7, &sender.delta_since(&base).unwrap()),
+        Err(DynamicError::Bloom(Error::UnknownId(7)))
+    ));
+    receiver.validate().unwrap();
+}

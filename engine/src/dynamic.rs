@@ -471,6 +471,12 @@ impl DynamicBloomFilter {
         if delta.filter_count == 0 {
             return Err(DynamicError::MalformedDelta("zero member filters"));
         }
+        // Every added member travels whole in the delta, so the member count
+        // can grow by at most the number of changes (this also bounds what a
+        // hostile delta can make the receiver allocate).
+        if delta.filter_count > self.members.len() + delta.changes.len() {
+            return Err(DynamicError::MalformedDelta("more new members than changes"));
+        }
         let mut next = self.clone();
         next.members.truncate(delta.filter_count);
         for change in &delta.changes {
@@ -518,10 +524,98 @@ pub struct DynamicDelta {
     pub changes: Vec<MemberDelta>,
 }
 
+/// Magic bytes that open a serialized [`DynamicDelta`].
+pub const DELTA_MAGIC: [u8; 4] = *b"BSDD";
+
+/// Version of the [`DynamicDelta`] wire format.
+pub const DELTA_VERSION: u8 = 1;
+
 impl DynamicDelta {
     /// Bytes of counter payload the delta carries (what would be sent).
     pub fn payload_bytes(&self) -> usize {
         self.changes.iter().map(|c| c.xor.len()).sum()
+    }
+
+    /// The wire format, little-endian: magic `BSDD`, version 1, base and
+    /// result fingerprints (u64), member count (u32), change count (u32),
+    /// then per change its member index (u32), `nr` (u64), payload length
+    /// (u32) and payload bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(29 + self.changes.len() * 16 + self.payload_bytes());
+        out.extend_from_slice(&DELTA_MAGIC);
+        out.push(DELTA_VERSION);
+        out.extend_from_slice(&self.base.to_le_bytes());
+        out.extend_from_slice(&self.result.to_le_bytes());
+        out.extend_from_slice(&(self.filter_count as u32).to_le_bytes());
+        out.extend_from_slice(&(self.changes.len() as u32).to_le_bytes());
+        for c in &self.changes {
+            out.extend_from_slice(&(c.index as u32).to_le_bytes());
+            out.extend_from_slice(&c.items.to_le_bytes());
+            out.extend_from_slice(&(c.xor.len() as u32).to_le_bytes());
+            out.extend_from_slice(&c.xor);
+        }
+        out
+    }
+
+    /// Parses [`DynamicDelta::to_bytes`] output. Checked: a wrong magic or
+    /// version, truncation, trailing bytes, a zero member count, or member
+    /// indices that are out of range or not strictly increasing are errors,
+    /// never panics. (Payload lengths are checked against the receiver's
+    /// parameters by [`DynamicBloomFilter::apply_delta`].)
+    ///
+    /// # Errors
+    ///
+    /// [`DynamicError::MalformedDelta`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DynamicError> {
+        struct Reader<'a>(&'a [u8]);
+        impl<'a> Reader<'a> {
+            fn take(&mut self, n: usize) -> Result<&'a [u8], DynamicError> {
+                if self.0.len() < n {
+                    return Err(DynamicError::MalformedDelta("truncated"));
+                }
+                let (head, rest) = self.0.split_at(n);
+                self.0 = rest;
+                Ok(head)
+            }
+            fn u32(&mut self) -> Result<u32, DynamicError> {
+                Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+            }
+            fn u64(&mut self) -> Result<u64, DynamicError> {
+                Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+            }
+        }
+        let mut r = Reader(bytes);
+        if r.take(4)? != DELTA_MAGIC {
+            return Err(DynamicError::MalformedDelta("bad magic"));
+        }
+        if r.take(1)?[0] != DELTA_VERSION {
+            return Err(DynamicError::MalformedDelta("unsupported version"));
+        }
+        let base = r.u64()?;
+        let result = r.u64()?;
+        let filter_count = r.u32()? as usize;
+        if filter_count == 0 {
+            return Err(DynamicError::MalformedDelta("zero member filters"));
+        }
+        let n = r.u32()? as usize;
+        if n > filter_count {
+            return Err(DynamicError::MalformedDelta("more changes than members"));
+        }
+        let mut changes = Vec::new();
+        for _ in 0..n {
+            let index = r.u32()? as usize;
+            if index >= filter_count || changes.last().is_some_and(|c: &MemberDelta| c.index >= index) {
+                return Err(DynamicError::MalformedDelta("member indices out of range or not increasing"));
+            }
+            let items = r.u64()?;
+            let len = r.u32()? as usize;
+            let xor = r.take(len)?.to_vec();
+            changes.push(MemberDelta { index, items, xor });
+        }
+        if !r.0.is_empty() {
+            return Err(DynamicError::MalformedDelta("trailing bytes"));
+        }
+        Ok(DynamicDelta { base, result, filter_count, changes })
     }
 }
 

@@ -139,8 +139,16 @@ proptest! {
             apply(&mut sender, &mut model, op);
         }
         let delta = sender.delta_since(&base).unwrap();
+        let wire = delta.to_bytes();
+        let parsed = bloomslice::DynamicDelta::from_bytes(&wire).unwrap();
+        prop_assert_eq!(&parsed, &delta);
+        for cut in [0, wire.len() / 2, wire.len().saturating_sub(1)] {
+            if cut < wire.len() {
+                prop_assert!(matches!(bloomslice::DynamicDelta::from_bytes(&wire[..cut]), Err(DynamicError::MalformedDelta(_))));
+            }
+        }
         let mut receiver = base.clone();
-        receiver.apply_delta(&delta).unwrap();
+        receiver.apply_delta(&parsed).unwrap();
         prop_assert_eq!(&receiver, &sender);
         prop_assert_eq!(receiver.fingerprint(), sender.fingerprint());
         if base != sender {

@@ -10,19 +10,45 @@
 use std::collections::BTreeMap;
 
 use arbitrary::Arbitrary;
-use bloomslice::{BloomParams, DeleteOutcome, DynamicBloomFilter, DynamicError, DynamicSlicedIndex};
+use bloomslice::{BloomParams, DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError, DynamicSlicedIndex};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
 enum Op {
-    InsertSet { id: u8 },
-    DeleteSet { id: u8 },
-    Insert { id: u8, key: u16 },
-    InsertIfAbsent { id: u8, key: u16 },
-    Remove { id: u8, key: u16 },
-    Union { id: u8, from: u8 },
-    Sync { id: u8 },
-    Query { key: u16 },
+    InsertSet {
+        id: u8,
+    },
+    DeleteSet {
+        id: u8,
+    },
+    Insert {
+        id: u8,
+        key: u16,
+    },
+    InsertIfAbsent {
+        id: u8,
+        key: u16,
+    },
+    Remove {
+        id: u8,
+        key: u16,
+    },
+    Union {
+        id: u8,
+        from: u8,
+    },
+    Sync {
+        id: u8,
+    },
+    Query {
+        key: u16,
+    },
+    /// Arbitrary bytes offered as a delta: parsing and applying must fail
+    /// cleanly (or, if they parse and match, keep the replica valid).
+    Garbage {
+        id: u8,
+        bytes: Vec<u8>,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -134,8 +160,21 @@ fuzz_target!(|input: Input| {
                 let id = u64::from(id % 8);
                 if let Some(s) = sets.get_mut(&id) {
                     let delta = s.filter.delta_since(&s.replica).unwrap();
+                    let wire = delta.to_bytes();
+                    let delta = DynamicDelta::from_bytes(&wire).unwrap();
                     s.replica.apply_delta(&delta).unwrap();
                     assert_eq!(s.replica, s.filter);
+                }
+            }
+            Op::Garbage { id, ref bytes } => {
+                if let (Ok(delta), Some(s)) = (DynamicDelta::from_bytes(bytes), sets.get_mut(&u64::from(id % 8))) {
+                    let before = s.replica.clone();
+                    if s.replica.apply_delta(&delta).is_err() {
+                        assert_eq!(s.replica, before);
+                    }
+                    s.replica.validate().unwrap();
+                    // Resynchronise the replica from scratch for later Sync ops.
+                    s.replica = s.filter.clone();
                 }
             }
             Op::Query { key } => {

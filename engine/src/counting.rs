@@ -165,7 +165,7 @@ impl CountingBloomFilter {
         (self.counters[(i / 2) as usize] >> ((i % 2) * 4)) & 0xf
     }
 
-    #[inline]
+    #[cfg(test)]
     fn set_counter(&mut self, i: u32, v: u8) {
         let b = &mut self.counters[i as usize / 2];
         let shift = (i % 2) * 4;
@@ -188,9 +188,11 @@ impl CountingBloomFilter {
     /// Increments the counters at `positions` (saturating).
     pub(crate) fn insert_positions(&mut self, positions: &[u32]) {
         for &p in positions {
-            let c = self.counter(u64::from(p));
-            if c < COUNTER_MAX {
-                self.set_counter(p, c + 1);
+            // Adding 1 to a nibble below 15 never carries into the other.
+            let b = &mut self.counters[p as usize / 2];
+            let shift = (p % 2) * 4;
+            if (*b >> shift) & 0xf < COUNTER_MAX {
+                *b += 1 << shift;
             }
         }
     }
@@ -242,9 +244,12 @@ impl CountingBloomFilter {
     pub(crate) fn remove_positions(&mut self, positions: &[u32]) -> Result<(), CountingError> {
         self.check_removable(positions)?;
         for &p in positions {
-            let c = self.counter(u64::from(p));
-            if c < COUNTER_MAX {
-                self.set_counter(p, c - 1);
+            // check_removable guarantees a non-saturated counter here is
+            // >= 1, so the subtraction never borrows from the other nibble.
+            let b = &mut self.counters[p as usize / 2];
+            let shift = (p % 2) * 4;
+            if (*b >> shift) & 0xf < COUNTER_MAX {
+                *b -= 1 << shift;
             }
         }
         Ok(())

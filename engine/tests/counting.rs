@@ -175,10 +175,7 @@ proptest! {
         ops in proptest::collection::vec((0u8..6, 0u64..8, any::<u8>()), 0..150),
     ) {
         let params = BloomParams::new(257, 3).unwrap();
-        // The index keeps m rows of at least 512 columns: a smaller m keeps it
-    // at 8 MB (m = 1M bits would be 64 MB).
-    let index_params = BloomParams::for_capacity(10_000, 0.01).unwrap();
-    let mut index = CountingSlicedIndex::new(index_params);
+        let mut index = CountingSlicedIndex::new(params);
         let mut model: HashMap<u64, CountingBloomFilter> = HashMap::new();
         for (op, id, key) in ops {
             match op {
@@ -269,6 +266,8 @@ fn counting_throughput() {
     keys.iter().for_each(|k| f.remove(k).unwrap());
     let rem = t.elapsed().as_secs_f64();
     assert!(f.is_empty());
+    // The index keeps m rows of at least 512 columns: a smaller m keeps it
+    // at 8 MB (m = 1M bits would be 64 MB).
     // The index keeps m rows of at least 512 columns: a smaller m keeps it
     // at 8 MB (m = 1M bits would be 64 MB).
     let index_params = BloomParams::for_capacity(10_000, 0.01).unwrap();

@@ -267,9 +267,7 @@ fn counting_throughput() {
     let rem = t.elapsed().as_secs_f64();
     assert!(f.is_empty());
     // The index keeps m rows of at least 512 columns: a smaller m keeps it
-    // at 8 MB (m = 1M bits would be 64 MB).
-    // The index keeps m rows of at least 512 columns: a smaller m keeps it
-    // at 8 MB (m = 1M bits would be 64 MB).
+    // at about 6 MB (m = 10M bits would be 640 MB).
     let index_params = BloomParams::for_capacity(10_000, 0.01).unwrap();
     let mut index = CountingSlicedIndex::new(index_params);
     for id in 0..64 {

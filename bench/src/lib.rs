@@ -12,6 +12,8 @@
 //!   before it is timed;
 //! - [`roofline`]: the memory roofline measured in the same run;
 //! - [`experiment`]: the `paper query` experiment itself;
+//! - [`popularity`](mod@popularity): the `paper popularity` experiment (Section 5.1 of
+//!   the popularity-conscious paper), table and CSV;
 //! - [`report`]: table and JSON output;
 //! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`;
 //! - [`threads`]: `paper query --threads`: pool, rayon and latency;
@@ -26,11 +28,12 @@ pub mod bloofi_repro;
 pub mod engines;
 pub mod experiment;
 pub mod plot;
+pub mod popularity;
 pub mod reference;
 pub mod report;
 pub mod roofline;
-pub mod stable_speed;
 pub mod stable_plots;
+pub mod stable_speed;
 pub mod sysinfo;
 pub mod threads;
 pub mod workload;

@@ -33,9 +33,18 @@
 //! assert!(results.get(1).unwrap().contains(&0)); // key 7 is document 7 of site 0
 //! # Ok::<(), bloomslice::Error>(())
 //! ```
+//!
+//! Bloom filter variants, each with its paper's formulas and the choices
+//! the paper leaves open in the module docs: [`counting`] (4-bit counting
+//! filters and a counting sliced index), [`dynamic`] (dynamic Bloom
+//! filters, a sliced index of dynamic sets, XOR-delta sync), [`popularity`]
+//! (per-key hash counts from key popularity) and [`stable`] (stable and
+//! importance-aware filters for streams).
 #![warn(missing_docs)]
 
 mod bloofi;
+pub mod counting;
+pub mod dynamic;
 mod error;
 mod filter;
 mod flat_paper;
@@ -44,12 +53,15 @@ mod naive;
 mod params;
 pub mod persist;
 pub mod pool;
+pub mod popularity;
 mod sliced;
 pub mod stable;
 mod storage;
 
 pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MAX_FILTERS, MIN_ORDER, MaintenanceStats, Metric};
 pub use bloomslice_kernels as kernels;
+pub use counting::{COUNTER_MAX, CountingBloomFilter, CountingError, CountingSlicedIndex};
+pub use dynamic::{DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError, DynamicSlicedIndex};
 pub use error::{Error, Result};
 pub use filter::BloomFilter;
 pub use flat_paper::{FLAT_GROUP, FlatBloofiPaper};
@@ -60,6 +72,7 @@ pub use persist::{LoadedIndex, SetNames, Verify};
 pub use pool::{
     ConcurrentIndex, Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers, WriteOp,
 };
+pub use popularity::{PopularityError, PopularityScheme};
 pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
 pub use stable::{MAX_CELL_VALUE, Policy, StableBloomFilter, StableError, StableParams};
 pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};

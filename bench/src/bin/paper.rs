@@ -35,6 +35,10 @@ enum Command {
     /// Section 7 of the Bloofi paper (Figures 5-10, the Section 5.4
     /// heuristic): CSVs, SVG/PNG plots and report.md.
     Bloofi(bloomslice_bench::bloofi_repro::BloofiArgs),
+    /// Popularity-conscious hash counts, Section 5.1 (Zipf q', uniform p,
+    /// m/n = 8, k = 5, k_max = 10): predicted and measured false-positive
+    /// rates of standard, rounding, integer DP and optimal+.
+    Popularity(bloomslice_bench::popularity::PopularityArgs),
 }
 
 /// Arguments of `paper stable`.
@@ -116,6 +120,7 @@ fn main() -> ExitCode {
         Command::Query(args) => args,
         Command::Stable(args) => return run_stable(&args),
         Command::Bloofi(args) => return bloomslice_bench::bloofi_repro::main(&args),
+        Command::Popularity(args) => return run_popularity(&args),
     };
     let defaults = SlicedConfig::default();
     let mut spec = WorkloadSpec::new(args.workload, args.queries, args.seed);
@@ -220,4 +225,24 @@ fn run_stable(args: &StableArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `paper popularity`: the Section 5.1 table (and CSV with `--csv`).
+fn run_popularity(args: &bloomslice_bench::popularity::PopularityArgs) -> ExitCode {
+    use bloomslice_bench::popularity;
+    let rows = match popularity::run(args) {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    print!("{}", popularity::table(&args.config(), &rows));
+    if let Some(path) = &args.csv
+        && let Err(e) = std::fs::write(path, popularity::csv(&rows))
+    {
+        eprintln!("error: writing {}: {e}", path.display());
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }

@@ -40,7 +40,7 @@ mod bulk;
 
 pub use bulk::BulkOrder;
 
-use bloomslice_kernels::Kernels;
+use bloomslice_kernels::{Kernels, prefetch_line};
 use hashbrown::{HashMap, HashSet};
 
 use crate::error::{Error, Result};
@@ -1101,6 +1101,15 @@ impl BloofiTree {
     /// Algorithm 1 by the key's hash: writes the matching ids into `out`
     /// (cleared first) and returns the search cost. Probe positions are
     /// computed once and reused for every node.
+    ///
+    /// The tree is walked level by level rather than depth first: the nodes
+    /// and nodes' values are scattered over memory, so each test is a cache
+    /// miss, and a level's tests are independent. Before testing a level,
+    /// the probe words of every node in it are prefetched (and the arena
+    /// slots of the next level as soon as they are known), so the misses of
+    /// one level overlap instead of queuing one behind another. Same nodes
+    /// tested, same cost and same leaf order as the depth-first walk (every
+    /// leaf is at the same depth).
     pub fn query_hash_with_cost(&self, hash: KeyHash, out: &mut Vec<u64>) -> usize {
         out.clear();
         if self.root == NO_NODE {
@@ -1109,20 +1118,35 @@ impl BloofiTree {
         let mut pos = [0u32; MAX_HASHES as usize];
         self.params.positions_into(hash, &mut pos);
         let pos = &pos[..self.params.k() as usize];
-        let mut stack = Vec::with_capacity(64);
-        stack.push(self.root);
+        let mut level = Vec::with_capacity(64);
+        let mut next = Vec::with_capacity(64);
+        level.push(self.root);
         let mut cost = 0;
-        while let Some(n) = stack.pop() {
-            cost += 1;
-            let node = self.node(n);
-            if !node.value.contains_positions(pos) {
-                continue;
+        while !level.is_empty() {
+            for &n in &level {
+                let words = self.node(n).value.words().as_ptr();
+                for &p in pos {
+                    // Addresses only: every position is `< m`, inside the value.
+                    prefetch_line(words.wrapping_add(p as usize / 64));
+                }
             }
-            if node.leaf {
-                out.push(node.id);
-            } else {
-                stack.extend(node.children.iter().rev());
+            cost += level.len();
+            for &n in &level {
+                let node = self.node(n);
+                if !node.value.contains_positions(pos) {
+                    continue;
+                }
+                if node.leaf {
+                    out.push(node.id);
+                } else {
+                    for &c in &node.children {
+                        prefetch_line(self.nodes.as_ptr().wrapping_add(c as usize).cast());
+                    }
+                    next.extend_from_slice(&node.children);
+                }
             }
+            core::mem::swap(&mut level, &mut next);
+            next.clear();
         }
         cost
     }

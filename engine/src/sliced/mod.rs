@@ -53,6 +53,11 @@ pub const SHARD_COLUMN_STEP: usize = 512;
 /// rows (see `Shard::rows_worth_prefetching`).
 const PREFETCH_WHOLE_RUN_LINES: usize = 4;
 
+/// How many rows ahead `Shard::clear_column` prefetches its strided walk
+/// (with conditional writes: delete at N = 100 000 measured 0.68-0.74 ms
+/// against 1.13 ms before; 0, 4, 8, 32 and 64 rows were slower).
+const CLEAR_PREFETCH_ROWS: usize = 16;
+
 /// Upper bound on [`SlicedConfig::max_shard_columns`]: a query keeps one
 /// row run's AND result (at most this many bits) in a stack buffer.
 pub const MAX_SHARD_COLUMNS: usize = 32_768;
@@ -179,10 +184,19 @@ impl Shard {
     fn clear_column(&mut self, m: usize, col: usize) {
         let (word, bit) = (col / 64, 1u64 << (col % 64));
         let mut cleared = 0;
+        let wpr = self.wpr;
+        let base = self.rows.as_ptr().wrapping_add(word);
         for r in 0..m {
-            let w = &mut self.rows[r * self.wpr + word];
-            cleared += u64::from(*w & bit != 0);
-            *w &= !bit;
+            // The column is one word in each of m rows, `wpr` words apart:
+            // a long strided walk, so fetch ahead of it.
+            prefetch_line(base.wrapping_add((r + CLEAR_PREFETCH_ROWS) * wpr));
+            let w = &mut self.rows[r * wpr + word];
+            // Write only words that change: most rows of a sparse filter
+            // lack the bit, and an unwritten line is never written back.
+            if *w & bit != 0 {
+                cleared += 1;
+                *w &= !bit;
+            }
         }
         // Saturating: an index mapped from a file with deferred checks
         // carries the file's bit count until it is verified.

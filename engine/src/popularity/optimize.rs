@@ -390,7 +390,7 @@ fn dp_in_order(
 /// earlier block's bits from its checkpoint (once each, since the walk-back
 /// only moves to smaller keys): about twice the time, and memory
 /// `(N / B) (k_max - 1) W 8 + B (k_max - 1) W / 8` bytes, minimised at
-/// `B = sqrt(64 (N + 1))` (about 800 keys and 180 MB for `N = 10 000`,
+/// `B = sqrt(64 (N + 1))` (800 keys and 162 MiB for `N = 10 000`,
 /// `k_max = 10`, `eps = 0.1`). The recomputation repeats the same float
 /// operations, so the result is identical to the full-table one.
 /// [`dp_memory_plan`] gives the figures; more than [`MAX_DP_MEMORY_BYTES`]

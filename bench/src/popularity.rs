@@ -5,11 +5,26 @@
 //! the `(2 + eps)` integer solution and the optimal+ bound (eq. 15), as a
 //! table and a CSV. The experiment itself is
 //! [`bloomslice::popularity::experiment`].
+//!
+//! With `--out DIR` the CSV goes to `DIR/popularity.csv` and a line chart
+//! to `DIR/popularity_fpr.{svg,png}` (x = alpha, y = false-positive rate on
+//! a log axis, one predicted and one measured series per scheme; optimal+
+//! is predicted only). With `--dp-speed` it times the dynamic program
+//! instead ([`dp_speed`]): wall seconds, peak RSS (`VmHWM`, reset through
+//! `/proc/self/clear_refs` before each run where the kernel allows) and the
+//! solver's own memory plan
+//! ([`bloomslice::popularity::optimize::dp_memory_plan`]).
 
 use std::fmt::Write as _;
 
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
 use bloomslice::PopularityError;
 use bloomslice::popularity::experiment::{self, ZipfConfig, ZipfRow};
+use bloomslice::popularity::optimize;
+
+use crate::plot::{LineChart, Series, write};
 
 /// Arguments of `paper popularity`.
 #[derive(clap::Args, Debug, Clone)]
@@ -32,6 +47,13 @@ pub struct PopularityArgs {
     /// Seed of the sets and of the hash functions.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
+    /// Write `popularity.csv` and the `popularity_fpr` SVG/PNG chart here.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Time the dynamic program (N = 1 000 and 10 000, and limited
+    /// optimization on 10^6 keys) instead of running the experiment.
+    #[arg(long)]
+    pub dp_speed: bool,
 }
 
 impl PopularityArgs {
@@ -124,6 +146,151 @@ pub fn csv(rows: &[ZipfRow]) -> String {
                 r.alpha, r.divergence, x.predicted, x.hashes_per_key
             );
         }
+    }
+    s
+}
+
+/// The predicted and measured false-positive rates against alpha, one
+/// series each per scheme (optimal+ has no measurement), log y axis,
+/// written to `DIR/popularity_fpr.{svg,png}`.
+///
+/// # Errors
+///
+/// A one-line description when a file cannot be drawn or written.
+pub fn plot(rows: &[ZipfRow], dir: &Path) -> Result<(PathBuf, PathBuf), String> {
+    let mut series = Vec::new();
+    type Pick = fn(&ZipfRow) -> &experiment::SchemeResult;
+    let schemes: [(&str, Pick); 4] = [
+        ("standard", |r| &r.standard),
+        ("rounding", |r| &r.rounding),
+        ("integer DP", |r| &r.integer),
+        ("optimal+", |r| &r.optimal_plus),
+    ];
+    for (name, pick) in schemes {
+        series.push(Series::new(
+            format!("{name} predicted"),
+            rows.iter().map(|r| (r.alpha, pick(r).predicted)).collect(),
+        ));
+        let measured: Vec<(f64, f64)> = rows.iter().filter_map(|r| pick(r).measured.map(|m| (r.alpha, m))).collect();
+        if !measured.is_empty() {
+            series.push(Series::new(format!("{name} measured"), measured));
+        }
+    }
+    let chart = LineChart {
+        title: "Section 5.1: false-positive rate vs Zipf alpha (m/n = 8, k = 5, k_max = 10)".into(),
+        x_label: "Zipf alpha of q'".into(),
+        y_label: "false-positive rate".into(),
+        log_x: false,
+        log_y: true,
+        series,
+    };
+    write(&chart, &dir.join("popularity_fpr"))
+}
+
+/// One timed solver run of [`dp_speed`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct DpSpeedRow {
+    /// What ran.
+    pub what: String,
+    /// Keys the dynamic program saw.
+    pub dp_keys: usize,
+    /// Wall seconds of the solver call.
+    pub seconds: f64,
+    /// `VmHWM` before the call (after the reset), bytes.
+    pub hwm_before: Option<u64>,
+    /// `VmHWM` after the call, bytes.
+    pub hwm_after: Option<u64>,
+    /// The solver's memory plan, bytes.
+    pub plan_bytes: u64,
+    /// Walk-back block (keys) of the plan.
+    pub block: u64,
+}
+
+/// `VmHWM` (peak resident set) of this process in bytes.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Resets `VmHWM` to the current RSS (`echo 5 > /proc/self/clear_refs`);
+/// false where the kernel refuses.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Times [`optimize::integer_solution`] for `N` = 1 000 and 10 000
+/// (`k_max` 10, `eps` 0.1, Zipf 1.5 `q'`, uniform `p`, `m/n = 8`) and
+/// [`optimize::limited_integer_solution`] on 10^6 keys (1 000 bottom and
+/// 1 000 top keys optimised, default `k = 5`).
+///
+/// # Errors
+///
+/// The solvers' errors.
+pub fn dp_speed(sizes: &[usize], limited_universe: usize) -> Result<Vec<DpSpeedRow>, PopularityError> {
+    let (k_max, eps, r) = (10, 0.1, 8.0);
+    let mut rows = Vec::new();
+    let mut timed = |what: String, dp_keys: usize, f: &mut dyn FnMut() -> Result<(), PopularityError>| {
+        reset_peak_rss();
+        let hwm_before = peak_rss_bytes();
+        let t = Instant::now();
+        f()?;
+        let seconds = t.elapsed().as_secs_f64();
+        let plan = optimize::dp_memory_plan(dp_keys, k_max, eps, None);
+        rows.push(DpSpeedRow {
+            what,
+            dp_keys,
+            seconds,
+            hwm_before,
+            hwm_after: peak_rss_bytes(),
+            plan_bytes: plan.bytes,
+            block: plan.block,
+        });
+        Ok::<(), PopularityError>(())
+    };
+    for &n in sizes {
+        let p = vec![1.0; n];
+        let q = experiment::zipf(n, 1.5);
+        timed(format!("integer_solution N={n}"), n, &mut || {
+            std::hint::black_box(optimize::integer_solution(&p, &q, r, k_max, eps)?);
+            Ok(())
+        })?;
+    }
+    if limited_universe > 0 {
+        let n = limited_universe;
+        let p = vec![1.0; n];
+        let q = experiment::zipf(n, 1.5);
+        let (bottom, top) = (1_000.min(n / 2), 1_000.min(n / 2));
+        timed(format!("limited_integer_solution N={n} (bottom {bottom}, top {top})"), bottom + top, &mut || {
+            std::hint::black_box(optimize::limited_integer_solution(&p, &q, r, k_max, eps, 5, bottom, top)?);
+            Ok(())
+        })?;
+    }
+    Ok(rows)
+}
+
+/// The [`dp_speed`] rows as a table.
+pub fn dp_speed_table(rows: &[DpSpeedRow]) -> String {
+    let mib = |b: Option<u64>| b.map_or("?".to_owned(), |b| format!("{:.1}", b as f64 / (1 << 20) as f64));
+    let mut s = String::from("DP speed: k_max = 10, eps = 0.1, Zipf 1.5 q', uniform p, m/n = 8 (one thread)\n");
+    let _ = writeln!(
+        s,
+        "{:<58} {:>8} {:>9} {:>12} {:>12} {:>11} {:>6}",
+        "solver", "DP keys", "seconds", "HWM0 MiB", "HWM1 MiB", "plan MiB", "block"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<58} {:>8} {:>9.2} {:>12} {:>12} {:>11.1} {:>6}",
+            r.what,
+            r.dp_keys,
+            r.seconds,
+            mib(r.hwm_before),
+            mib(r.hwm_after),
+            r.plan_bytes as f64 / (1 << 20) as f64,
+            r.block
+        );
     }
     s
 }

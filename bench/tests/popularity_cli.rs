@@ -41,3 +41,30 @@ fn bad_arguments_exit_nonzero_without_panic() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn popularity_out_writes_csv_and_plot() {
+    let dir = std::env::temp_dir().join(format!("popularity-out-{}", std::process::id()));
+    let out = paper()
+        .args(["popularity", "--universe", "40", "--trials", "200", "--eps", "0.5", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for file in ["popularity.csv", "popularity_fpr.svg", "popularity_fpr.png"] {
+        let len = std::fs::metadata(dir.join(file)).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 100, "{file}: {len} bytes");
+    }
+    let svg = std::fs::read_to_string(dir.join("popularity_fpr.svg")).unwrap();
+    assert!(svg.contains("integer DP measured") && svg.contains("optimal+ predicted"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dp_speed_reports_time_and_memory() {
+    let rows = bloomslice_bench::popularity::dp_speed(&[200], 20_000).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r.seconds >= 0.0 && r.plan_bytes > 0 && r.block >= 1));
+    let table = bloomslice_bench::popularity::dp_speed_table(&rows);
+    assert!(table.contains("integer_solution N=200") && table.contains("limited_integer_solution N=20000"));
+}

@@ -8,8 +8,8 @@
 
 use bloomslice::popularity::experiment::{self, ZipfConfig};
 use bloomslice::popularity::optimize::{
-    brute_force_ordered, half_fill_fpr, integer_solution, limited_integer_solution, optimal_plus, real_solution,
-    rounded_solution,
+    brute_force_ordered, dp_memory_plan, half_fill_fpr, integer_solution, integer_solution_with_block,
+    limited_integer_solution, optimal_plus, real_solution, rounded_solution,
 };
 use bloomslice::{BloomFilter, BloomParams, PopularityError, PopularityScheme, SlicedIndex};
 use proptest::prelude::*;
@@ -44,6 +44,25 @@ proptest! {
         // Theorem 2's additive slack is (eps/2) (1/2)^k_max of the total q'.
         prop_assert!(got <= best + eps / 2.0 * 0.5f64.powi(k_max as i32) + 1e-12 * qs, "{} vs {}", got, best);
         prop_assert!(got <= (2.0 + eps) * best + 1e-12);
+    }
+
+    /// The checkpointed walk-back (any forced block size) returns exactly
+    /// the full-table solution.
+    #[test]
+    fn checkpointed_dp_equals_full_table(
+        pq in proptest::collection::vec((0.0f64..1.0, 0.0f64..1.0), 1..60),
+        r in 1.5f64..12.0,
+        k_max in 2u32..8,
+        eps in 0.1f64..2.0,
+        block in 1usize..20,
+    ) {
+        let p: Vec<f64> = pq.iter().map(|x| x.0 + 1e-3).collect();
+        let mut q: Vec<f64> = pq.iter().map(|x| x.1 * x.1).collect();
+        q[0] += 0.01;
+        let full = integer_solution_with_block(&p, &q, r, k_max, eps, Some(p.len() + 1));
+        let blocked = integer_solution_with_block(&p, &q, r, k_max, eps, Some(block));
+        prop_assert_eq!(&full, &blocked);
+        prop_assert_eq!(&full, &integer_solution(&p, &q, r, k_max, eps));
     }
 
     /// Inserted keys are always found, through the filter and the index,
@@ -97,6 +116,20 @@ fn real_solution_matches_eq14_and_eq15() {
         rounded_solution(&p, &q, 8.0, 10).unwrap(),
         ks.iter().map(|k| k.round().clamp(1.0, 10.0) as u32).collect::<Vec<_>>()
     );
+}
+
+/// A problem beyond the old 2^31-bit table (N = 2 000, k_max = 10,
+/// eps = 0.1: 1.7e9 bits) now runs checkpointed, equal to the full table,
+/// and the memory plan stays bounded for N = 10 000.
+#[test]
+fn checkpointed_dp_on_a_larger_problem() {
+    let plan = dp_memory_plan(10_000, 10, 0.1, None);
+    assert!(plan.checkpoints > 0 && plan.bytes < 300 << 20, "{plan:?}");
+    let n = 300;
+    let p = vec![1.0; n];
+    let q: Vec<f64> = (1..=n).map(|i| (i as f64).powf(-1.5)).collect();
+    let auto = integer_solution_with_block(&p, &q, 8.0, 10, 0.5, Some(17)).unwrap();
+    assert_eq!(auto, integer_solution(&p, &q, 8.0, 10, 0.5).unwrap());
 }
 
 #[test]

@@ -227,9 +227,22 @@ fn run_stable(args: &StableArgs) -> ExitCode {
     }
 }
 
-/// `paper popularity`: the Section 5.1 table (and CSV with `--csv`).
+/// `paper popularity`: the Section 5.1 table (and CSV with `--csv`, CSV
+/// and plot with `--out`), or the DP timings with `--dp-speed`.
 fn run_popularity(args: &bloomslice_bench::popularity::PopularityArgs) -> ExitCode {
     use bloomslice_bench::popularity;
+    if args.dp_speed {
+        return match popularity::dp_speed(&[1_000, 10_000], 1_000_000) {
+            Ok(rows) => {
+                print!("{}", popularity::dp_speed_table(&rows));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let rows = match popularity::run(args) {
         Ok(rows) => rows,
         Err(e) => {
@@ -243,6 +256,20 @@ fn run_popularity(args: &bloomslice_bench::popularity::PopularityArgs) -> ExitCo
     {
         eprintln!("error: writing {}: {e}", path.display());
         return ExitCode::from(1);
+    }
+    if let Some(dir) = &args.out {
+        let written = std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display())).and_then(|()| {
+            let csv = dir.join("popularity.csv");
+            std::fs::write(&csv, popularity::csv(&rows)).map_err(|e| format!("{}: {e}", csv.display()))?;
+            popularity::plot(&rows, dir).map(|(svg, png)| [csv, svg, png])
+        });
+        match written {
+            Ok(files) => files.iter().for_each(|f| println!("wrote {}", f.display())),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        }
     }
     ExitCode::SUCCESS
 }

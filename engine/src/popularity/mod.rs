@@ -34,8 +34,10 @@
 //!   equivalent to eq. (26)'s `min over y <= j`, which makes it
 //!   `O(k_max N W)` time with `W = (k_max - 1) 2^k_max / eps` value units
 //!   (the paper's `O(N^2 / eps)` bound counts the min over `y` separately),
-//!   and keeps one bit per `(i, j, w)` for the walk back (capped by
-//!   [`optimize::MAX_DP_TABLE_BITS`]). The cut points may be 0 or N (empty
+//!   and keeps one bit per `(i, j, w)` for the walk back: whole when it fits
+//!   in [`optimize::FULL_TABLE_BYTES`], otherwise one block of keys at a time,
+//!   recomputed from checkpoints of the DP rows (see
+//!   [`optimize::integer_solution`]; capped by [`optimize::MAX_DP_MEMORY_BYTES`]). The cut points may be 0 or N (empty
 //!   groups), as in the paper (`0 <= l_1 <= ... <= N`).
 //! * **Importance ties** (`q'/p` equal) keep input order; keys with
 //!   `p = 0` are most important, keys with `p = q' = 0` least.
@@ -85,10 +87,12 @@ pub enum PopularityError {
         hashes_per_key: f64,
     },
     /// The dynamic program's table would exceed
-    /// [`optimize::MAX_DP_TABLE_BITS`].
-    #[error("dynamic program table of {table_bits} bits is too large (use limited optimization or a larger epsilon)")]
+    /// [`optimize::MAX_DP_MEMORY_BYTES`].
+    #[error(
+        "dynamic program needs {table_bits} bits of memory, too many (use limited optimization or a larger epsilon)"
+    )]
     ProblemTooLarge {
-        /// The bits the table would need.
+        /// The bits (8 per byte) of working memory the dynamic program would need.
         table_bits: u64,
     },
     /// A broken internal invariant (a bug; never expected).

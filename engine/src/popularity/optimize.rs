@@ -9,12 +9,64 @@
 
 use super::PopularityError;
 
-/// Hard cap on the dynamic program's reconstruction table, in bits
-/// (`(k_max - 1) * (N + 1) * W`, `W = (k_max - 1) 2^k_max / eps`): 2^31
-/// bits are 256 MiB. Larger problems are refused with
-/// [`PopularityError::ProblemTooLarge`]; use [`limited_integer_solution`]
-/// or a larger `eps`.
-pub const MAX_DP_TABLE_BITS: u64 = 1 << 31;
+/// Hard cap on the dynamic program's working memory, in bytes: 768 MiB.
+/// Larger problems are refused with [`PopularityError::ProblemTooLarge`]
+/// (before anything is allocated); use [`limited_integer_solution`] or a
+/// larger `eps`. See [`dp_memory_plan`] for how the memory is computed.
+pub const MAX_DP_MEMORY_BYTES: u64 = 768 << 20;
+
+/// Problems whose full decision table (one bit per stage, key and value)
+/// fits in this many bytes are solved in one forward pass keeping the whole
+/// table (no checkpoints, no recomputation): 64 MiB.
+pub const FULL_TABLE_BYTES: u64 = 64 << 20;
+
+/// How the dynamic program of [`integer_solution`] lays out its memory for
+/// `N` keys (see [`dp_memory_plan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DpPlan {
+    /// Stages `k_max - 1`.
+    pub stages: u64,
+    /// Value units `W = floor((k_max - 1) 2^k_max / eps) + 1`.
+    pub width: u64,
+    /// Keys (table rows `j = 0..=N`, so `N + 1` rows) per walk-back block.
+    pub block: u64,
+    /// Saved `size` checkpoints (one per block but the last).
+    pub checkpoints: u64,
+    /// Total bytes: the live `size` rows, the checkpoints and one block of
+    /// decision bits.
+    pub bytes: u64,
+}
+
+/// The memory plan of the dynamic program for `n` keys, `k_max`, `eps`,
+/// with the block size chosen automatically (`None`), or forced (for
+/// tests). See the "Memory" paragraph of [`integer_solution`].
+pub fn dp_memory_plan(n: usize, k_max: u32, eps: f64, block: Option<usize>) -> DpPlan {
+    let stages = u64::from(k_max.saturating_sub(1)).max(1);
+    // Same arithmetic as the solver: W = floor((Q/2) / u) + 1.
+    let u = eps / 2.0 / stages as f64 * 0.5f64.powi(k_max as i32);
+    let width = ((0.5 / u).floor()).min(1e18) as u64 + 1;
+    plan_for(n as u64 + 1, stages, width, block.map(|b| b as u64))
+}
+
+fn plan_for(rows: u64, stages: u64, width: u64, block: Option<u64>) -> DpPlan {
+    let row_bytes = stages.saturating_mul(width.div_ceil(64)).saturating_mul(8); // decision bits of one j
+    let size_bytes = (stages + 1).saturating_mul(width).saturating_mul(8); // one `size` array
+    let checkpoint_bytes = stages.saturating_mul(width).saturating_mul(8); // rows 1..=stages
+    let block = match block {
+        Some(b) => b.clamp(1, rows),
+        None if rows.saturating_mul(row_bytes) <= FULL_TABLE_BYTES => rows,
+        None => {
+            // Minimise (rows / B) * checkpoint + B * row: B = sqrt(rows * checkpoint / row).
+            let b = ((rows as f64) * (checkpoint_bytes as f64) / (row_bytes.max(1) as f64)).sqrt().ceil();
+            (b as u64).clamp(1, rows)
+        }
+    };
+    let checkpoints = rows.div_ceil(block) - 1;
+    let bytes = size_bytes
+        .saturating_add(checkpoints.saturating_mul(checkpoint_bytes))
+        .saturating_add(block.saturating_mul(row_bytes));
+    DpPlan { stages, width, block, checkpoints, bytes }
+}
 
 /// Validated, normalised popularities.
 struct Popularity {
@@ -156,11 +208,64 @@ fn importance_order(pop: &Popularity) -> Vec<usize> {
     order
 }
 
+/// One step `j` of the forward pass of eq. (26), on `size` (rows
+/// `0..=stages` of `width` values; row 0 is the empty solution). With
+/// `took` (the `stages` bit rows of this `j`), records which candidates
+/// were taken. Both variants do the same comparisons, so the `size` values
+/// are bit-identical whether or not bits are recorded.
+#[inline]
+fn dp_step(size: &mut [f64], width: usize, stages: usize, pj: f64, values: &[usize], took: Option<&mut [u64]>) {
+    let row_bits = width.div_ceil(64);
+    match took {
+        None => {
+            for i in 1..=stages {
+                let v = values[i];
+                if v >= width {
+                    continue;
+                }
+                let (lower, upper) = size.split_at_mut(i * width);
+                let prev = &lower[(i - 1) * width..(i - 1) * width + width - v];
+                let cur = &mut upper[v..width];
+                for (c, &pv) in cur.iter_mut().zip(prev) {
+                    let cand = pj + pv;
+                    *c = if cand < *c { cand } else { *c };
+                }
+            }
+        }
+        Some(took) => {
+            for i in 1..=stages {
+                let v = values[i];
+                if v >= width {
+                    continue;
+                }
+                let (lower, upper) = size.split_at_mut(i * width);
+                let prev = &lower[(i - 1) * width..];
+                let cur = &mut upper[..width];
+                let took_row = &mut took[(i - 1) * row_bits..][..row_bits];
+                for w in v..width {
+                    let cand = pj + prev[w - v];
+                    if cand < cur[w] {
+                        cur[w] = cand;
+                        took_row[w / 64] |= 1 << (w % 64);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The Section 4.4 dynamic program on keys already in importance order,
 /// with masses `p`, `q` (any scale) and the hash budget
 /// `sum p(i) k_i <= budget`. Returns the hash count of each key, in the
-/// given order.
-fn dp_in_order(p: &[f64], q: &[f64], budget: f64, k_max: u32, eps: f64) -> Result<Vec<u32>, PopularityError> {
+/// given order. `block` forces the walk-back block size (tests).
+fn dp_in_order(
+    p: &[f64],
+    q: &[f64],
+    budget: f64,
+    k_max: u32,
+    eps: f64,
+    block: Option<usize>,
+) -> Result<Vec<u32>, PopularityError> {
     let n = p.len();
     // Reverse cumulative sums: P_y = sum_{j > y} p(j), y = 0..=n.
     let mut big_p = vec![0.0; n + 1];
@@ -181,40 +286,43 @@ fn dp_in_order(p: &[f64], q: &[f64], budget: f64, k_max: u32, eps: f64) -> Resul
     // u = (eps / 2) (1 / (k_max - 1)) (1/2)^k_max, scaled by Q_0 so that the
     // relative guarantee of Theorem 2 holds for unnormalised q.
     let u = eps / 2.0 / stages as f64 * 0.5f64.powi(k_max as i32) * big_q[0];
-    let width = ((big_q[0] / 2.0) / u).floor() as u64 + 1;
-    let bits = stages as u64 * (n as u64 + 1) * width;
-    if bits > MAX_DP_TABLE_BITS {
-        return Err(PopularityError::ProblemTooLarge { table_bits: bits });
+    let width_f = ((big_q[0] / 2.0) / u).floor();
+    if width_f.is_nan() || width_f >= 1e15 {
+        return Err(PopularityError::ProblemTooLarge { table_bits: u64::MAX });
     }
-    let width = width as usize;
+    let plan = plan_for(n as u64 + 1, stages as u64, width_f as u64 + 1, block.map(|b| b as u64));
+    if plan.bytes > MAX_DP_MEMORY_BYTES {
+        return Err(PopularityError::ProblemTooLarge { table_bits: plan.bytes.saturating_mul(8) });
+    }
+    let width = plan.width as usize;
+    let rows = n + 1;
+    let block = plan.block as usize;
     let value = |i: usize, y: usize| -> usize {
         // f(2^-(i+1) Q_y) in units of u (eq. 26), i = 1..=stages.
         ((0.5f64.powi(i as i32 + 1) * big_q[y]) / u).floor() as usize
     };
-    // S[i][w] for the current j, i = 1..=stages (row 0 is the empty
-    // solution: size 0 at value 0).
+    let mut values = vec![0usize; stages + 1];
+    let row_bits = width.div_ceil(64);
+    let row_words = stages * row_bits;
+    // Blocks of rows [b * block, min((b + 1) * block, rows)); the last is
+    // recorded during the forward pass, the others are recomputed from
+    // their checkpoint (the `size` rows 1..=stages before their first j).
+    let blocks = rows.div_ceil(block);
+    let cp_len = stages * width;
+    let mut checkpoints = vec![0.0f64; (blocks - 1) * cp_len];
     let mut size = vec![f64::INFINITY; (stages + 1) * width];
     size[0] = 0.0;
-    let row_bits = width.div_ceil(64);
-    let mut took = vec![0u64; stages * (n + 1) * row_bits];
-    for j in 0..=n {
-        for i in 1..=stages {
-            let v = value(i, j);
-            if v >= width {
-                continue;
-            }
-            let (lower, upper) = size.split_at_mut(i * width);
-            let prev = &lower[(i - 1) * width..];
-            let cur = &mut upper[..width];
-            let took_row = &mut took[((i - 1) * (n + 1) + j) * row_bits..][..row_bits];
-            for w in v..width {
-                let cand = big_p[j] + prev[w - v];
-                if cand < cur[w] {
-                    cur[w] = cand;
-                    took_row[w / 64] |= 1 << (w % 64);
-                }
-            }
+    let mut took = vec![0u64; block * row_words];
+    let last_start = (blocks - 1) * block;
+    for j in 0..rows {
+        if j % block == 0 && j < last_start {
+            checkpoints[(j / block) * cp_len..][..cp_len].copy_from_slice(&size[width..]);
         }
+        for (i, v) in values.iter_mut().enumerate().skip(1) {
+            *v = value(i, j);
+        }
+        let bits = (j >= last_start).then(|| &mut took[(j - last_start) * row_words..][..row_words]);
+        dp_step(&mut size, width, stages, big_p[j], &values, bits);
     }
     let last = &size[stages * width..];
     let tolerance = 1e-12 * big_p[0].max(1.0);
@@ -223,11 +331,27 @@ fn dp_in_order(p: &[f64], q: &[f64], budget: f64, k_max: u32, eps: f64) -> Resul
         return Err(PopularityError::InfeasibleBudget { hashes_per_key: budget / big_p[0].max(f64::MIN_POSITIVE) });
     };
     // Walk back: l_i is the last j <= (current j) whose candidate was taken.
+    // `took` holds the bits of block `loaded`; j only decreases, so each
+    // earlier block is recomputed (from its checkpoint) at most once.
+    let mut loaded = blocks - 1;
     let mut bounds = vec![0usize; stages + 1]; // bounds[i] = l_i, i = 1..=stages
     let mut j = n;
     for i in (1..=stages).rev() {
         loop {
-            let row = &took[((i - 1) * (n + 1) + j) * row_bits..][..row_bits];
+            if j / block != loaded {
+                loaded = j / block;
+                let start = loaded * block;
+                size[width..].copy_from_slice(&checkpoints[loaded * cp_len..][..cp_len]);
+                took.fill(0);
+                for jj in start..(start + block).min(rows) {
+                    for (ii, v) in values.iter_mut().enumerate().skip(1) {
+                        *v = value(ii, jj);
+                    }
+                    let bits = &mut took[(jj - start) * row_words..][..row_words];
+                    dp_step(&mut size, width, stages, big_p[jj], &values, Some(bits));
+                }
+            }
+            let row = &took[(j - loaded * block) * row_words + (i - 1) * row_bits..][..row_bits];
             if row[w / 64] >> (w % 64) & 1 == 1 {
                 break;
             }
@@ -251,8 +375,26 @@ fn dp_in_order(p: &[f64], q: &[f64], budget: f64, k_max: u32, eps: f64) -> Resul
 /// in importance order are cut into `k_max` groups (group `i` gets `i`
 /// hashes) by the dynamic program of eq. (26) over value-rounded
 /// knapsack items, under `sum p(i) k_i <= (m/n) ln 2` (problem 18).
-/// Returns `k_i` per key, in input order. Time and table bits
-/// `(k_max - 1) (N + 1) (k_max - 1) 2^k_max / eps`.
+/// Returns `k_i` per key, in input order. Time `O(k_max N W)`,
+/// `W = (k_max - 1) 2^k_max / eps` value units.
+///
+/// # Memory
+///
+/// The walk-back needs one decision bit per (stage, key, value), that is
+/// `(k_max - 1) (N + 1) W` bits, 1 GB for `N = 10 000`, `k_max = 10`, `eps = 0.1`.
+/// When that full table fits in [`FULL_TABLE_BYTES`] it is kept whole (one
+/// forward pass). Otherwise the forward pass keeps only the live `size`
+/// rows and saves them (a checkpoint of `(k_max - 1) W` f64) before every
+/// block of `B` keys; it records the decision bits of the last block only.
+/// The walk-back then goes block by block from the last, recomputing each
+/// earlier block's bits from its checkpoint (once each, since the walk-back
+/// only moves to smaller keys): about twice the time, and memory
+/// `(N / B) (k_max - 1) W 8 + B (k_max - 1) W / 8` bytes, minimised at
+/// `B = sqrt(64 (N + 1))` (800 keys and 162 MiB for `N = 10 000`,
+/// `k_max = 10`, `eps = 0.1`). The recomputation repeats the same float
+/// operations, so the result is identical to the full-table one.
+/// [`dp_memory_plan`] gives the figures; more than [`MAX_DP_MEMORY_BYTES`]
+/// is refused before allocating.
 ///
 /// # Errors
 ///
@@ -267,6 +409,25 @@ pub fn integer_solution(
     k_max: u32,
     eps: f64,
 ) -> Result<Vec<u32>, PopularityError> {
+    integer_solution_with_block(p, q, bits_per_key, k_max, eps, None)
+}
+
+/// [`integer_solution`] with the walk-back block size forced (`None`:
+/// automatic; `Some(N + 1)`: the full table), to test that the
+/// checkpointed walk-back equals the full-table one.
+///
+/// # Errors
+///
+/// As [`integer_solution`].
+#[doc(hidden)]
+pub fn integer_solution_with_block(
+    p: &[f64],
+    q: &[f64],
+    bits_per_key: f64,
+    k_max: u32,
+    eps: f64,
+    block: Option<usize>,
+) -> Result<Vec<u32>, PopularityError> {
     check_common(bits_per_key, k_max)?;
     if !(eps.is_finite() && eps > 0.0) {
         return Err(PopularityError::InvalidEpsilon(eps));
@@ -275,7 +436,7 @@ pub fn integer_solution(
     let order = importance_order(&pop);
     let ps: Vec<f64> = order.iter().map(|&i| pop.p[i]).collect();
     let qs: Vec<f64> = order.iter().map(|&i| pop.q[i]).collect();
-    let ks = dp_in_order(&ps, &qs, bits_per_key * core::f64::consts::LN_2, k_max, eps)?;
+    let ks = dp_in_order(&ps, &qs, bits_per_key * core::f64::consts::LN_2, k_max, eps, block)?;
     let mut out = vec![0; pop.p.len()];
     for (&i, k) in order.iter().zip(ks) {
         out[i] = k;
@@ -336,7 +497,7 @@ pub fn limited_integer_solution(
         // Nothing to gain: fewest hashes for all optimised keys.
         return Ok(chosen.into_iter().map(|i| (i, 1)).collect());
     }
-    let ks = dp_in_order(&ps, &qs, budget, k_max, eps)?;
+    let ks = dp_in_order(&ps, &qs, budget, k_max, eps, None)?;
     Ok(chosen.into_iter().zip(ks).collect())
 }
 

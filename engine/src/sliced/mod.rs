@@ -309,6 +309,31 @@ impl BatchResults {
         (0..self.len()).map(|i| &self.ids[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])
     }
 
+    /// Replaces every id by `map(id)`, then sorts each key's list
+    /// ascending and removes duplicates (in place, no allocation): turns
+    /// column ids into owner ids for [`crate::DynamicSlicedIndex`].
+    pub(crate) fn map_sort_dedup(&mut self, mut map: impl FnMut(u64) -> u64) {
+        for id in &mut self.ids {
+            *id = map(*id);
+        }
+        let (mut write, mut start) = (0, 0);
+        for e in 0..self.ends.len() {
+            let end = self.ends[e];
+            self.ids[start..end].sort_unstable();
+            let begin = write;
+            for r in start..end {
+                let v = self.ids[r];
+                if write == begin || self.ids[write - 1] != v {
+                    self.ids[write] = v;
+                    write += 1;
+                }
+            }
+            self.ends[e] = write;
+            start = end;
+        }
+        self.ids.truncate(write);
+    }
+
     /// Total matches over all keys of the last batch.
     pub fn total_matches(&self) -> usize {
         self.ids.len()

@@ -375,7 +375,7 @@ pub struct Ticket {
     results: PoolResults,
     shared: Arc<Shared>,
     spin: Duration,
-    /// Whether `wait` runs unclaimed tasks ([`super::PoolConfig::caller_help_keys`]).
+    /// Whether `wait` runs unclaimed tasks ([`super::PoolConfig::caller_help_work`]).
     help: bool,
 }
 
@@ -419,7 +419,7 @@ impl Ticket {
     /// Waits for the batch and returns the buffer holding its results.
     /// Like the blocking [`super::QueryPool::query_batch`], the waiting
     /// thread first runs the batch's tasks no worker has claimed yet (for
-    /// batches of at most [`super::PoolConfig::caller_help_keys`] keys),
+    /// batches within [`super::PoolConfig::caller_help_work`]),
     /// then spins briefly and parks.
     ///
     /// # Errors

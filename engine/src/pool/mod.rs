@@ -75,8 +75,9 @@
 //!     worth of keys (< 32 by default) is run by the caller alone, with no
 //!     queue entry and no wake-up: handing half of it over would cost more
 //!     than running it.
-//!   - *Help limit*: the caller helps only batches of at most
-//!     [`PoolConfig::caller_help_keys`] keys (default 256). Small batches
+//!   - *Help limit*: the caller helps only batches whose work (keys x
+//!     filters) is at most [`PoolConfig::caller_help_work`] (default
+//!     256 keys x 1024 filters). Cheap batches
 //!     are dominated by the hand-off (a wake-up is several microseconds,
 //!     a 64-key batch on `full` N = 1000 about 10 us of work), so a caller
 //!     that starts at once wins; on large ones a helping caller is one
@@ -84,7 +85,9 @@
 //!     workers it waits for. Measured on 2 shared cores, `full` N = 1000,
 //!     2 workers, help on vs off (Mkeys/s, two runs each, loaded machine):
 //!     64 keys 6.3/5.3 vs 3.8/3.8; 256 keys 7.2/7.3 vs 6.2/5.6; 512 keys
-//!     7.1/7.9 vs 8.6/8.0; 1024 keys 7.6/7.7 vs 9.4/9.9. With the help
+//!     7.1/7.9 vs 8.6/8.0; 1024 keys 7.6/7.7 vs 9.4/9.9; and on N =
+//!     10 000 (work per key 10x), 64 keys 0.79/0.93 vs 0.83/1.15: hence
+//!     a limit on work, not keys. With the help
 //!     limit, large batches behave as before (2 workers scale against 1;
 //!     a caller helping every batch made 1 worker + caller as fast as
 //!     2 workers, 2 threads on 2 cores either way).
@@ -123,6 +126,11 @@ pub const MAX_TASKS_PER_BATCH: usize = 64;
 /// worker's share would be smaller than the cost of waking and handing it
 /// over.
 pub const INLINE_TASKS: usize = 2;
+
+/// Default [`PoolConfig::caller_help_work`]: 256 keys x 1024 filters. On
+/// `full`, 256 keys on N = 1000 were measured faster with the caller
+/// helping and 512 keys slower; 64 keys on N = 10 000 (640 000) slower.
+pub const CALLER_HELP_WORK: usize = 256 * 1024;
 
 /// Errors of the query pool.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -179,9 +187,10 @@ pub struct PoolConfig {
     /// the workers down where cores are shared (see `job.rs`, `Job::wait`).
     pub wait_spin: Duration,
     /// A waiting caller runs unclaimed tasks of its own batch when the
-    /// batch has at most this many keys; larger batches it leaves to the
-    /// workers. Default 256 (see the module's design note, "Waiting").
-    pub caller_help_keys: usize,
+    /// batch's work, keys x filters in the queried snapshot, is at most
+    /// this; larger batches it leaves to the workers. Default 262 144
+    /// (256 keys on 1024 filters; see the module's design note, "Waiting").
+    pub caller_help_work: usize,
 }
 
 impl Default for PoolConfig {
@@ -194,7 +203,7 @@ impl Default for PoolConfig {
             tasks_per_worker: 8,
             idle_spin: Duration::from_micros(100),
             wait_spin: Duration::from_micros(1),
-            caller_help_keys: 256,
+            caller_help_work: CALLER_HELP_WORK,
         }
     }
 }
@@ -291,7 +300,7 @@ pub struct QueryPool {
     min_keys_per_task: usize,
     tasks_per_worker: usize,
     wait_spin: Duration,
-    caller_help_keys: usize,
+    caller_help_work: usize,
 }
 
 impl core::fmt::Debug for QueryPool {
@@ -345,7 +354,7 @@ impl QueryPool {
             min_keys_per_task: config.min_keys_per_task.max(1),
             tasks_per_worker: config.tasks_per_worker.max(1),
             wait_spin: config.wait_spin,
-            caller_help_keys: config.caller_help_keys,
+            caller_help_work: config.caller_help_work,
         };
         for (me, (local, core)) in locals.into_iter().zip(placement.iter().copied()).enumerate() {
             let shared = Arc::clone(&shared);
@@ -406,8 +415,8 @@ impl QueryPool {
         keys: &[K],
         results: &mut PoolResults,
     ) -> Result<(), PoolError> {
-        self.enqueue(index, keys, results, true);
-        results.finish(&self.shared, self.wait_spin, self.caller_helps(keys.len()))
+        let help = self.enqueue(index, keys, results, true);
+        results.finish(&self.shared, self.wait_spin, help)
     }
 
     /// Submits `keys` without waiting: the keys are hashed into `results`
@@ -415,13 +424,8 @@ impl QueryPool {
     /// `results` until the batch is done. Blocks only while the injector is
     /// full ([`PoolConfig::queue_capacity`] batches).
     pub fn submit<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], mut results: PoolResults) -> Ticket {
-        self.enqueue(index, keys, &mut results, false);
-        Ticket::new(results, Arc::clone(&self.shared), self.wait_spin, keys.len() <= self.caller_help_keys)
-    }
-
-    /// Whether a blocking caller runs tasks of its batch of `keys` keys.
-    fn caller_helps(&self, keys: usize) -> bool {
-        keys <= self.caller_help_keys || self.runs_inline(keys)
+        let help = self.enqueue(index, keys, &mut results, false);
+        Ticket::new(results, Arc::clone(&self.shared), self.wait_spin, help)
     }
 
     /// Whether a blocking batch of `keys` keys is run by the caller alone,
@@ -431,9 +435,11 @@ impl QueryPool {
     }
 
     /// Prepares the batch and, unless `blocking` and small enough to run
-    /// inline, queues its entry.
-    fn enqueue<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], results: &mut PoolResults, blocking: bool) {
+    /// inline, queues its entry. Returns whether the waiting caller should
+    /// help (always for an inline batch: nobody else will run it).
+    fn enqueue<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], results: &mut PoolResults, blocking: bool) -> bool {
         let snapshot = index.snapshot();
+        let work = keys.len().saturating_mul(snapshot.len().max(1));
         let prepared = results.prepare(
             snapshot,
             |index, hashes| {
@@ -442,11 +448,11 @@ impl QueryPool {
             },
             |n| self.tasks_for(n),
         );
-        let Some((job, _tasks)) = prepared else { return };
+        let Some((job, _tasks)) = prepared else { return false };
         if blocking && self.runs_inline(keys.len()) {
             // The caller's `finish` claims every task; nobody else hears
             // of the batch.
-            return;
+            return true;
         }
         let mut task = Task { job, fresh: true };
         let mut round = 0u32;
@@ -459,6 +465,7 @@ impl QueryPool {
             backoff(round);
         }
         self.shared.wake(false);
+        work <= self.caller_help_work
     }
 
     /// Test hook: the next `n` tasks panic (to test fault handling).

@@ -36,9 +36,8 @@
 //! - **Splitting.** A batch is split by *keys* into
 //!   `min(64, workers x tasks_per_worker, ceil(keys / min_keys_per_task))`
 //!   equal ranges (tasks), handed out by the claim counter below. Keys
-//!   rather than shards: a key
-//!   range produces each key's ids in order in its own [`BatchResults`](crate::BatchResults), so
-//!   results need no merge, while a split by shards must merge every key's
+//!   rather than shards: a key range produces each key's ids in order in
+//!   its own [`BatchResults`](crate::BatchResults), so results need no merge, while a split by shards must merge every key's
 //!   ids across tasks; and the default index (16 384-column shards) has a
 //!   single shard up to 16 384 filters, so only keys give parallelism there.
 //!   Measured by `paper query --threads` (`split rule` rows: rayon, 2
@@ -77,20 +76,20 @@
 //!     than running it.
 //!   - *Help limit*: the caller helps only batches whose work (keys x
 //!     filters) is at most [`PoolConfig::caller_help_work`] (default
-//!     256 keys x 1024 filters). Cheap batches
-//!     are dominated by the hand-off (a wake-up is several microseconds,
-//!     a 64-key batch on `full` N = 1000 about 10 us of work), so a caller
-//!     that starts at once wins; on large ones a helping caller is one
+//!     256 keys x 1024 filters). Cheap batches are dominated by the
+//!     hand-off (a wake-up is several microseconds, a 64-key batch on
+//!     `full` N = 1000 about 10 us of work), so a caller that starts at
+//!     once wins; on large ones a helping caller is one
 //!     thread more than there are cores and only competes with the pinned
 //!     workers it waits for. Measured on 2 shared cores, `full` N = 1000,
 //!     2 workers, help on vs off (Mkeys/s, two runs each, loaded machine):
 //!     64 keys 6.3/5.3 vs 3.8/3.8; 256 keys 7.2/7.3 vs 6.2/5.6; 512 keys
 //!     7.1/7.9 vs 8.6/8.0; 1024 keys 7.6/7.7 vs 9.4/9.9; and on N =
 //!     10 000 (work per key 10x), 64 keys 0.79/0.93 vs 0.83/1.15: hence
-//!     a limit on work, not keys. With the help
-//!     limit, large batches behave as before (2 workers scale against 1;
-//!     a caller helping every batch made 1 worker + caller as fast as
-//!     2 workers, 2 threads on 2 cores either way).
+//!     a limit on work, not keys. With the limit, large batches behave as
+//!     before (2 workers scale against 1; a caller helping every batch made
+//!     1 worker + caller as fast as 2 workers: 2 threads on 2 cores either
+//!     way).
 //!
 //!   Figures before and after: `bench/RESULTS.md`, "pool v2".
 //! - **Faults.** Each task runs under `catch_unwind`; a panic marks its

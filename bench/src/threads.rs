@@ -65,6 +65,9 @@ pub struct ThreadArgs {
     /// `PoolConfig::wait_spin` in microseconds [default: the pool's].
     #[arg(long)]
     pub wait_spin_us: Option<u64>,
+    /// `PoolConfig::caller_help_work` (keys x filters) [default: the pool's].
+    #[arg(long)]
+    pub caller_help_work: Option<usize>,
 }
 
 /// Everything the threads run needs.
@@ -127,6 +130,7 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
         pin,
         idle_spin: opts.args.idle_spin_us.map_or(defaults.idle_spin, Duration::from_micros),
         wait_spin: opts.args.wait_spin_us.map_or(defaults.wait_spin, Duration::from_micros),
+        caller_help_work: opts.args.caller_help_work.unwrap_or(defaults.caller_help_work),
         ..defaults.clone()
     };
     let pinned =

@@ -197,6 +197,68 @@ fn panicking_task_fails_only_its_batch() {
     assert_same(&results, &expected, "ticket after a panic");
 }
 
+/// Submits and polls without waiting, so every task runs on a worker (a
+/// waiting caller would help).
+fn worker_run(pool: &QueryPool, index: &ConcurrentIndex, batch: &[[u8; 8]], results: PoolResults) -> PoolResults {
+    let mut ticket = pool.submit(index, batch, results);
+    loop {
+        match ticket.try_wait() {
+            Ok(done) => return done.unwrap(),
+            Err(running) => {
+                ticket = running;
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+#[test]
+fn caller_run_and_worker_run_batches_agree() {
+    let _serial = serial();
+    let index = random_index(21, 300, 512);
+    let all = keys(22, 10_000);
+    let expected_all = reference(&index, &all);
+    let shared = ConcurrentIndex::new(index);
+    let workers = pool(2);
+    // Every blocking batch of this pool runs on the caller alone.
+    let inline =
+        QueryPool::new(PoolConfig { workers: Workers::Count(1), min_keys_per_task: 1 << 20, ..PoolConfig::default() })
+            .unwrap();
+    let mut by_caller = PoolResults::new();
+    let mut by_workers = PoolResults::new();
+    for n in (0..300).chain([1000, 4321, 10_000]) {
+        assert!(inline.runs_inline(n));
+        let (batch, expected) = (&all[..n], &expected_all[..n]);
+        inline.query_batch(&shared, batch, &mut by_caller).unwrap();
+        by_workers = worker_run(&workers, &shared, batch, by_workers);
+        assert_same(&by_caller, expected, &format!("caller-run batch of {n}"));
+        assert_same(&by_workers, expected, &format!("worker-run batch of {n}"));
+        // The default pool runs small blocking batches inline too.
+        workers.query_batch(&shared, batch, &mut by_caller).unwrap();
+        assert_same(&by_caller, expected, &format!("blocking batch of {n}"));
+    }
+}
+
+#[test]
+fn panic_in_a_caller_run_task_fails_its_batch() {
+    let _serial = serial();
+    let index = random_index(23, 300, 512);
+    let batch = keys(24, 20);
+    let expected = reference(&index, &batch);
+    let shared = ConcurrentIndex::new(index);
+    let pool = pool(1);
+    assert!(pool.runs_inline(batch.len()), "20 keys run on the caller");
+    let mut results = PoolResults::new();
+    pool.fail_next_tasks(1);
+    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(PoolError::TaskPanicked));
+    assert!(results.is_empty());
+    // Neither the caller's buffer nor the pool is poisoned.
+    pool.query_batch(&shared, &batch, &mut results).unwrap();
+    assert_same(&results, &expected, "caller-run batch after a panic");
+    let results = worker_run(&pool, &shared, &batch, results);
+    assert_same(&results, &expected, "worker-run batch after a panic");
+}
+
 #[test]
 fn dropping_the_pool_finishes_batches_in_flight() {
     let _serial = serial();

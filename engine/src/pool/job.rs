@@ -11,31 +11,55 @@
 //! 1. *Idle* (`done` is true, or the job was never submitted): only the
 //!    owner of the `PoolResults` touches the batch data, through `&mut`
 //!    (filling) or `&` (reading results).
-//! 2. *Submitted*: the owner sets `pending` to the task count and pushes one
-//!    queue entry; the queue's Release/Acquire hand-off publishes the batch
-//!    data to workers. The owner gives up access: [`Ticket`] owns the
-//!    `PoolResults`, and the blocking path holds it by `&mut` until done.
-//!    Task `c` writes only `chunks[c]`; tasks read the hashes and snapshot.
+//! 2. *Submitted*: the owner fills the batch data, sets `pending` to the
+//!    task count, then stores `claims = (tasks, 0)` with Release. From then
+//!    on a task is run by whoever *claims* its index: workers (through a
+//!    queue entry, which only says "this job may have unclaimed tasks") and,
+//!    in the blocking paths, the waiting owner itself. A claim is one
+//!    `fetch_add` on `claims` (Acquire, pairing with that Release store), so
+//!    every task index is handed out exactly once and its claimer sees the
+//!    batch data. The owner gives up `&mut` access: [`Ticket`] owns the
+//!    `PoolResults`, and the blocking path holds it by `&mut` until done and
+//!    touches the data only through claims, like a worker. Task `c` writes
+//!    only `chunks[c]`; tasks read the hashes and snapshot.
 //! 3. *Finishing*: each task ends with `pending.fetch_sub(1, AcqRel)`. The
 //!    task that takes it to zero has acquired every other task's writes; it
 //!    drops the snapshot (so writers need not wait for an idle buffer), then
 //!    stores `done = true` (SeqCst), handing everything back to the owner.
 //!    After that store a worker touches only the atomics and the parking
 //!    mutex and condvar, which outlive it through its `Arc<Job>`.
+//!
+//! **Stale entries.** A queue entry may outlive its batch (the owner ran
+//! the tasks, or another worker did) and even be popped while the owner
+//! refills the job for its next batch. Its claim then fails: until the
+//! owner's Release store the counter still reads `next >= tasks` of the
+//! finished batch. Task count and next index share *one* atomic word for
+//! exactly this reason: with two separate atomics a stale claimer could
+//! pair an old index with the new count and run a task whose data is not
+//! published yet. A claim that wins after the Release store is an ordinary
+//! claim of the new batch. Failed claims only bump the low half; each batch
+//! makes at most a few per worker and the store resets it, so it cannot
+//! reach the high half.
 
 use core::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
-use super::{MAX_TASKS_PER_BATCH, PoolError};
+use super::{MAX_TASKS_PER_BATCH, PoolError, Shared};
 use crate::hash::KeyHash;
 use crate::sliced::{BatchResults, SlicedIndex};
 
 /// Shared state of one in-flight batch; see the module's design note.
 pub(crate) struct Job {
+    /// Claim counter: task count of the current batch in the high 32 bits,
+    /// next unclaimed task index in the low 32 (see "Stale entries" in the
+    /// module's design note). Hot: every claim of the owner and of every
+    /// worker hits it, so it has a cache line of its own.
+    claims: CachePadded<AtomicU64>,
     /// Tasks of the current batch not finished yet. Hot: every task of
     /// every worker decrements it, so it has a cache line of its own.
     pending: CachePadded<AtomicUsize>,
@@ -69,6 +93,7 @@ unsafe impl Sync for Job {}
 impl Job {
     fn new() -> Job {
         Job {
+            claims: CachePadded::new(AtomicU64::new(0)),
             pending: CachePadded::new(AtomicUsize::new(0)),
             done: AtomicBool::new(true),
             panicked: AtomicBool::new(false),
@@ -85,18 +110,56 @@ impl Job {
 
     /// Keys of task `task`.
     fn range(&self, task: usize) -> core::ops::Range<usize> {
-        // Relaxed: written by the owner before the queue push that
-        // published this task (Release), read after its pop (Acquire).
+        // Relaxed: written by the owner before its Release store of
+        // `claims`, read after the claim (Acquire) that gave us this task.
         let (len, keys) = (self.chunk_len.load(Ordering::Relaxed), self.keys.load(Ordering::Relaxed));
         (task * len).min(keys)..((task + 1) * len).min(keys)
     }
 
-    /// Runs task `task` (called by a worker, once per task).
-    pub(crate) fn run_task(&self, task: usize) {
+    /// Claims the next unrun task of the current batch: `Some((task,
+    /// tasks))`, or `None` when every task is claimed (or the job is idle).
+    pub(crate) fn claim(&self) -> Option<(usize, usize)> {
+        // Acquire: pairs with the owner's Release store in `prepare` (the
+        // store heads the release sequence every later claim reads from),
+        // so a winning claimer sees the whole batch data. Relaxed would
+        // suffice for exclusivity alone: the RMW hands each index out once.
+        let word = self.claims.fetch_add(1, Ordering::Acquire);
+        let (tasks, next) = ((word >> 32) as usize, (word & 0xffff_ffff) as usize);
+        (next < tasks).then_some((next, tasks))
+    }
+
+    /// Runs claimed task `task` under `catch_unwind` and ends it: a panic
+    /// marks the batch failed and goes no further, so neither a worker nor
+    /// a helping caller is lost to it.
+    pub(crate) fn execute(&self, shared: &Shared, task: usize) {
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            // Relaxed: a test hook counter.
+            let fail =
+                shared.fail_next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
+            if fail {
+                panic!("bloomslice pool: injected task failure");
+            }
+            self.run_task(task);
+        }));
+        if outcome.is_err() {
+            self.mark_panicked();
+        }
+        self.finish_task();
+    }
+
+    /// Claims and runs tasks until none is left unclaimed.
+    pub(crate) fn run_claims(&self, shared: &Shared) {
+        while let Some((task, _)) = self.claim() {
+            self.execute(shared, task);
+        }
+    }
+
+    /// Runs task `task` (called once per task, by whoever claimed it).
+    fn run_task(&self, task: usize) {
         let range = self.range(task);
         // SAFETY: submitted state: the hashes and the snapshot are only
         // read until `done`, and chunk `task` is written by this task alone
-        // (each task index is queued exactly once per batch).
+        // (`claim` hands each task index out once per batch).
         let (hashes, index, out) = unsafe { (&*self.hashes.get(), &*self.index.get(), &mut *self.chunks[task].get()) };
         if let Some(index) = index {
             index.query_batch_hashes(&hashes[range], out);
@@ -104,14 +167,14 @@ impl Job {
     }
 
     /// Marks a task panicked; the batch will report [`PoolError::TaskPanicked`].
-    pub(crate) fn mark_panicked(&self) {
+    fn mark_panicked(&self) {
         // Relaxed: published to the owner by the AcqRel decrement of
         // `pending` that follows and the SeqCst store of `done`.
         self.panicked.store(true, Ordering::Relaxed);
     }
 
     /// Ends one task; the last one hands the batch back to the owner.
-    pub(crate) fn finish_task(&self) {
+    fn finish_task(&self) {
         // AcqRel: Release publishes this task's chunk; the last decrement
         // also Acquires every other task's chunk.
         if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -275,11 +338,19 @@ impl PoolResults {
         job.done.store(false, Ordering::Relaxed);
         // SAFETY: idle, as above.
         unsafe { *job.index.get() = Some(index) };
+        // Release: publishes everything above to whoever claims a task
+        // (Acquire in `claim`); until this store, claims through stale
+        // queue entries fail (see "Stale entries").
+        job.claims.store((tasks as u64) << 32, Ordering::Release);
         Some((Arc::clone(&self.job), tasks))
     }
 
-    /// Waits for the submitted batch and reports its outcome.
-    pub(crate) fn finish(&mut self, spin: Duration) -> Result<(), PoolError> {
+    /// If `help`, runs the submitted batch's unclaimed tasks; then waits for
+    /// the tasks the workers hold, and reports the outcome.
+    pub(crate) fn finish(&mut self, shared: &Shared, spin: Duration, help: bool) -> Result<(), PoolError> {
+        if help && !self.job.is_done() {
+            self.job.run_claims(shared);
+        }
         self.job.wait(spin);
         self.outcome()
     }
@@ -299,11 +370,13 @@ impl PoolResults {
 ///
 /// Dropping a ticket does not cancel its batch; the buffer is freed when
 /// the batch ends.
-#[derive(Debug)]
 #[must_use = "a ticket is how the results come back"]
 pub struct Ticket {
     results: PoolResults,
+    shared: Arc<Shared>,
     spin: Duration,
+    /// Whether `wait` runs unclaimed tasks ([`super::PoolConfig::caller_help_work`]).
+    help: bool,
 }
 
 /// A failed batch: the error and the (emptied) buffer, for reuse.
@@ -327,9 +400,15 @@ impl std::error::Error for Failed {
     }
 }
 
+impl core::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Ticket").field("done", &self.is_done()).finish_non_exhaustive()
+    }
+}
+
 impl Ticket {
-    pub(crate) fn new(results: PoolResults, spin: Duration) -> Self {
-        Ticket { results, spin }
+    pub(crate) fn new(results: PoolResults, shared: Arc<Shared>, spin: Duration, help: bool) -> Self {
+        Ticket { results, shared, spin, help }
     }
 
     /// Whether the batch is finished (a poll: never blocks).
@@ -337,14 +416,17 @@ impl Ticket {
         self.results.job.is_done()
     }
 
-    /// Waits for the batch (spinning briefly, then parking) and returns the
-    /// buffer holding its results.
+    /// Waits for the batch and returns the buffer holding its results.
+    /// Like the blocking [`super::QueryPool::query_batch`], the waiting
+    /// thread first runs the batch's tasks no worker has claimed yet (for
+    /// batches within [`super::PoolConfig::caller_help_work`]),
+    /// then spins briefly and parks.
     ///
     /// # Errors
     ///
     /// [`Failed`] with [`PoolError::TaskPanicked`] if a task panicked.
     pub fn wait(mut self) -> Result<PoolResults, Failed> {
-        match self.results.finish(self.spin) {
+        match self.results.finish(&self.shared, self.spin, self.help) {
             Ok(()) => Ok(self.results),
             Err(error) => Err(Failed { error, results: self.results }),
         }

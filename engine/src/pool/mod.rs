@@ -35,12 +35,9 @@
 //!   pushes). When the injector is full the submitter backs off and retries.
 //! - **Splitting.** A batch is split by *keys* into
 //!   `min(64, workers x tasks_per_worker, ceil(keys / min_keys_per_task))`
-//!   equal ranges. The worker that pops the batch pushes all ranges but the
-//!   first onto its local deque (`crossbeam_deque::Worker`, at most 63
-//!   entries, so it never grows beyond its initial 64 slots) and runs the
-//!   first; idle workers steal the rest. Keys rather than shards: a key
-//!   range produces each key's ids in order in its own [`BatchResults`](crate::BatchResults), so
-//!   results need no merge, while a split by shards must merge every key's
+//!   equal ranges (tasks), handed out by the claim counter below. Keys
+//!   rather than shards: a key range produces each key's ids in order in
+//!   its own [`BatchResults`](crate::BatchResults), so results need no merge, while a split by shards must merge every key's
 //!   ids across tasks; and the default index (16 384-column shards) has a
 //!   single shard up to 16 384 filters, so only keys give parallelism there.
 //!   Measured by `paper query --threads` (`split rule` rows: rayon, 2
@@ -58,9 +55,43 @@
 //!   wake-up is excluded Dekker-style: the sleeper increments the count then
 //!   re-checks the queues, the waker pushes then reads the count, all
 //!   SeqCst, and the sleeper re-checks under the mutex the waker takes.
-//! - **Waiting.** The caller spins for [`PoolConfig::wait_spin`] (short: a
-//!   spinning caller takes a core from the workers it waits for), then parks
-//!   on the job's condvar (see `job.rs` for the hand-over protocol).
+//! - **Claiming.** Which task runs is decided by the job's claim counter,
+//!   not by queue entries: whoever wants work `fetch_add`s it and runs the
+//!   index it got, if below the task count (`job.rs`, "Stale entries").
+//!   An entry only says "this job may have unclaimed tasks": the worker
+//!   that pops a batch from the injector pushes one entry per other worker
+//!   (at most one per unclaimed task) and wakes them, and every worker that
+//!   holds an entry claims tasks until none is left. An entry whose job has
+//!   no unclaimed task left is dropped.
+//! - **Waiting: the caller helps.** As in rayon's "help while waiting", the
+//!   blocking [`QueryPool::query_batch`] and [`Ticket::wait`] claim and run
+//!   their own batch's tasks (under `catch_unwind`, like a worker), then
+//!   spin for [`PoolConfig::wait_spin`] and park on the job's condvar for
+//!   the tasks the workers still hold (see `job.rs` for the hand-over
+//!   protocol). [`QueryPool::submit`] never runs a task on the caller.
+//!   Two rules bound it:
+//!   - *Inline*: a blocking batch of fewer than [`INLINE_TASKS`] tasks'
+//!     worth of keys (< 32 by default) is run by the caller alone, with no
+//!     queue entry and no wake-up: handing half of it over would cost more
+//!     than running it.
+//!   - *Help limit*: the caller helps only batches whose work (keys x
+//!     filters) is at most [`PoolConfig::caller_help_work`] (default
+//!     256 keys x 1024 filters). Cheap batches are dominated by the
+//!     hand-off (a wake-up is several microseconds, a 64-key batch on
+//!     `full` N = 1000 about 10 us of work), so a caller that starts at
+//!     once wins; on large ones a helping caller is one
+//!     thread more than there are cores and only competes with the pinned
+//!     workers it waits for. Measured on 2 shared cores, `full` N = 1000,
+//!     2 workers, help on vs off (Mkeys/s, two runs each, loaded machine):
+//!     64 keys 6.3/5.3 vs 3.8/3.8; 256 keys 7.2/7.3 vs 6.2/5.6; 512 keys
+//!     7.1/7.9 vs 8.6/8.0; 1024 keys 7.6/7.7 vs 9.4/9.9; and on N =
+//!     10 000 (work per key 10x), 64 keys 0.79/0.93 vs 0.83/1.15: hence
+//!     a limit on work, not keys. With the limit, large batches behave as
+//!     before (2 workers scale against 1; a caller helping every batch made
+//!     1 worker + caller as fast as 2 workers: 2 threads on 2 cores either
+//!     way).
+//!
+//!   Figures before and after: `bench/RESULTS.md`, "pool v2".
 //! - **Faults.** Each task runs under `catch_unwind`; a panic marks its
 //!   batch failed ([`PoolError::TaskPanicked`]) and the worker goes on.
 //! - **Shutdown.** Dropping the pool *finishes* every queued batch, then
@@ -69,7 +100,6 @@
 mod concurrent;
 mod job;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -89,6 +119,17 @@ use job::Job;
 /// (allocated once per [`PoolResults`]) and keeps a worker's local deque
 /// within its initial capacity of 64, so splitting never allocates.
 pub const MAX_TASKS_PER_BATCH: usize = 64;
+
+/// A blocking batch of fewer than this many tasks' worth of keys
+/// (`INLINE_TASKS x min_keys_per_task`) is run by the caller alone: a
+/// worker's share would be smaller than the cost of waking and handing it
+/// over.
+pub const INLINE_TASKS: usize = 2;
+
+/// Default [`PoolConfig::caller_help_work`]: 256 keys x 1024 filters. On
+/// `full`, 256 keys on N = 1000 were measured faster with the caller
+/// helping and 512 keys slower; 64 keys on N = 10 000 (640 000) slower.
+pub const CALLER_HELP_WORK: usize = 256 * 1024;
 
 /// Errors of the query pool.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -138,11 +179,17 @@ pub struct PoolConfig {
     pub tasks_per_worker: usize,
     /// How long an idle worker spins before sleeping. Default 100 us.
     pub idle_spin: Duration,
-    /// How long a waiting caller spins before parking. Default 1 us: long
-    /// enough for a tiny batch on an idle machine; spinning longer was
-    /// measured to slow the workers down where cores are shared (see
-    /// `job.rs`, `Job::wait`).
+    /// How long a waiting caller spins before parking, once it has no task
+    /// of its batch left to claim. Default 1 us: a helping caller waits at
+    /// most for the tasks the workers hold, and spinning longer (10 us,
+    /// 50 us) measured no better with the caller helping, while it slows
+    /// the workers down where cores are shared (see `job.rs`, `Job::wait`).
     pub wait_spin: Duration,
+    /// A waiting caller runs unclaimed tasks of its own batch when the
+    /// batch's work, keys x filters in the queried snapshot, is at most
+    /// this; larger batches it leaves to the workers. Default 262 144
+    /// (256 keys on 1024 filters; see the module's design note, "Waiting").
+    pub caller_help_work: usize,
 }
 
 impl Default for PoolConfig {
@@ -155,6 +202,7 @@ impl Default for PoolConfig {
             tasks_per_worker: 8,
             idle_spin: Duration::from_micros(100),
             wait_spin: Duration::from_micros(1),
+            caller_help_work: CALLER_HELP_WORK,
         }
     }
 }
@@ -170,15 +218,18 @@ pub struct PoolStatus {
     pub pin_refused: bool,
 }
 
-/// A batch in the injector or a range of it in a local deque.
+/// A queue entry: "this job may have unclaimed tasks". Which task runs is
+/// decided by [`Job::claim`], not by the entry, so an entry left over after
+/// the caller or another worker ran the batch is simply dropped.
 struct Task {
     job: Arc<Job>,
-    first: u32,
-    end: u32,
+    /// Popped from the injector (the batch's only entry there): its popper
+    /// recruits helpers by pushing entries onto its local deque.
+    fresh: bool,
 }
 
 /// What every worker and submitter shares.
-struct Shared {
+pub(crate) struct Shared {
     injector: ArrayQueue<Task>,
     stealers: Box<[Stealer<Task>]>,
     /// Workers in (or entering) the cold sleep path. Hot: read by every
@@ -188,8 +239,9 @@ struct Shared {
     sleep_cvar: Condvar,
     /// Set once by `Drop`; workers leave when it is set and no work is left.
     shutdown: CachePadded<AtomicBool>,
-    /// Test hook: the next this-many tasks panic.
-    fail_next: AtomicUsize,
+    /// Test hook: the next this-many tasks panic (on a worker or a helping
+    /// caller alike).
+    pub(crate) fail_next: AtomicUsize,
     idle_spin: Duration,
 }
 
@@ -247,6 +299,7 @@ pub struct QueryPool {
     min_keys_per_task: usize,
     tasks_per_worker: usize,
     wait_spin: Duration,
+    caller_help_work: usize,
 }
 
 impl core::fmt::Debug for QueryPool {
@@ -300,6 +353,7 @@ impl QueryPool {
             min_keys_per_task: config.min_keys_per_task.max(1),
             tasks_per_worker: config.tasks_per_worker.max(1),
             wait_spin: config.wait_spin,
+            caller_help_work: config.caller_help_work,
         };
         for (me, (local, core)) in locals.into_iter().zip(placement.iter().copied()).enumerate() {
             let shared = Arc::clone(&shared);
@@ -360,8 +414,8 @@ impl QueryPool {
         keys: &[K],
         results: &mut PoolResults,
     ) -> Result<(), PoolError> {
-        self.enqueue(index, keys, results);
-        results.finish(self.wait_spin)
+        let help = self.enqueue(index, keys, results, true);
+        results.finish(&self.shared, self.wait_spin, help)
     }
 
     /// Submits `keys` without waiting: the keys are hashed into `results`
@@ -369,12 +423,22 @@ impl QueryPool {
     /// `results` until the batch is done. Blocks only while the injector is
     /// full ([`PoolConfig::queue_capacity`] batches).
     pub fn submit<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], mut results: PoolResults) -> Ticket {
-        self.enqueue(index, keys, &mut results);
-        Ticket::new(results, self.wait_spin)
+        let help = self.enqueue(index, keys, &mut results, false);
+        Ticket::new(results, Arc::clone(&self.shared), self.wait_spin, help)
     }
 
-    fn enqueue<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], results: &mut PoolResults) {
+    /// Whether a blocking batch of `keys` keys is run by the caller alone,
+    /// without a queue entry or a wake-up (see the module's design note).
+    pub fn runs_inline(&self, keys: usize) -> bool {
+        keys < INLINE_TASKS * self.min_keys_per_task
+    }
+
+    /// Prepares the batch and, unless `blocking` and small enough to run
+    /// inline, queues its entry. Returns whether the waiting caller should
+    /// help (always for an inline batch: nobody else will run it).
+    fn enqueue<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], results: &mut PoolResults, blocking: bool) -> bool {
         let snapshot = index.snapshot();
+        let work = keys.len().saturating_mul(snapshot.len().max(1));
         let prepared = results.prepare(
             snapshot,
             |index, hashes| {
@@ -383,12 +447,16 @@ impl QueryPool {
             },
             |n| self.tasks_for(n),
         );
-        let Some((job, tasks)) = prepared else { return };
-        let mut task = Task { job, first: 0, end: tasks as u32 };
+        let Some((job, _tasks)) = prepared else { return false };
+        if blocking && self.runs_inline(keys.len()) {
+            // The caller's `finish` claims every task; nobody else hears
+            // of the batch.
+            return true;
+        }
+        let mut task = Task { job, fresh: true };
         let mut round = 0u32;
-        // ArrayQueue::push publishes the task (and, through it, the batch
-        // data written by `prepare`) with Release; the popping worker
-        // Acquires it.
+        // The entry carries no data: the batch is published by `prepare`'s
+        // Release store of the claim counter, acquired by each claim.
         while let Err(back) = self.shared.injector.push(task) {
             task = back;
             self.shared.wake(true);
@@ -396,6 +464,7 @@ impl QueryPool {
             backoff(round);
         }
         self.shared.wake(false);
+        work <= self.caller_help_work
     }
 
     /// Test hook: the next `n` tasks panic (to test fault handling).
@@ -503,29 +572,28 @@ fn worker_main(me: usize, shared: &Shared, local: &Worker<Task>) {
     }
 }
 
-/// Splits a multi-range task onto the local deque, then runs its first range.
+/// Claims a task of the entry's job (a stale entry claims nothing and is
+/// dropped); the popper of a fresh entry recruits helpers for what is left;
+/// then runs claims until the job has none left.
 fn run(shared: &Shared, local: &Worker<Task>, task: Task) {
-    if task.end - task.first > 1 {
-        // Pushed last first so the LIFO deque pops them in key order; the
-        // thieves take from the other end.
-        for t in (task.first + 1..task.end).rev() {
-            local.push(Task { job: Arc::clone(&task.job), first: t, end: t + 1 });
+    let Task { job, fresh } = task;
+    let Some((first, tasks)) = job.claim() else { return };
+    if fresh {
+        // One entry per other worker that could help, at most one per
+        // unclaimed task: each helper loops on claims, so more entries
+        // would only be stale ones. At most tasks - 1 <= 63 entries, and
+        // this worker pops its own deque first: the local deque stays
+        // within its initial 64 slots, so recruiting never allocates.
+        let helpers = (tasks - first - 1).min(shared.stealers.len() - 1);
+        for _ in 0..helpers {
+            local.push(Task { job: Arc::clone(&job), fresh: false });
         }
-        shared.wake(true);
-    }
-    let Task { job, first, .. } = task;
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        // Relaxed: a test hook counter.
-        let fail = shared.fail_next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
-        if fail {
-            panic!("bloomslice pool: injected task failure");
+        if helpers > 0 {
+            shared.wake(true);
         }
-        job.run_task(first as usize);
-    }));
-    if outcome.is_err() {
-        job.mark_panicked();
     }
-    job.finish_task();
+    job.execute(shared, first);
+    job.run_claims(shared);
 }
 
 #[cfg(test)]

@@ -1,32 +1,12 @@
 //! `query_into` and `query_batch` allocate nothing once their buffers are
 //! warm, checked with a counting global allocator.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use bloomslice::{BatchResults, BloomFilter, BloomParams, SlicedIndex};
 
-struct Counting;
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator, only counting calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use counting_alloc::{Counting, allocations};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -52,12 +32,12 @@ fn warm_queries_do_not_allocate() {
     index.query_batch(&keys, &mut results);
     assert!(results.total_matches() > 0);
 
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations();
     for key in &keys {
         index.query_into(key, &mut out);
     }
     index.query_batch(&keys, &mut results);
     index.query_batch(&keys[..100], &mut results);
     index.query_batch(&keys, &mut results);
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed) - before, 0, "a warm query allocated");
+    assert_eq!(allocations() - before, 0, "a warm query allocated");
 }

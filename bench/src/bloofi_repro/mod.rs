@@ -295,6 +295,18 @@ fn run_point(
 
 /// Groups `rows` by label (first-seen order) into plot series of `f`,
 /// keeping only `labels` when it is not empty, in its order.
+/// Fig. 6b/6c's three lines: the tree's insert and delete cost, and the
+/// update cost of the after-updates (AU) build.
+fn maintenance_cost_series(rows: &[Row]) -> Vec<Series> {
+    let mut mc = series_of(rows, &["Bloofi"], |r| r.insert_cost);
+    mc.extend(series_of(rows, &["Bloofi"], |r| r.delete_cost));
+    mc.extend(series_of(rows, &["Bloofi-AU"], |r| r.update_cost));
+    for (s, name) in mc.iter_mut().zip(["Bloofi-Insert", "Bloofi-Delete", "Bloofi-Update"]) {
+        s.name = name.into();
+    }
+    mc
+}
+
 fn series_of(rows: &[Row], labels: &[&str], f: impl Fn(&Row) -> Option<f64>) -> Vec<Series> {
     let mut names: Vec<String> = Vec::new();
     for r in rows {
@@ -514,12 +526,7 @@ fn run_experiment(
                 true,
                 maint,
             )?;
-            let mut mc = series_of(&rows, &["Bloofi"], |r| r.insert_cost);
-            mc.extend(series_of(&rows, &["Bloofi"], |r| r.delete_cost));
-            mc.extend(series_of(&rows, &["Bloofi-AU"], |r| r.update_cost));
-            for (s, name) in mc.iter_mut().zip(["Bloofi-Insert", "Bloofi-Delete", "Bloofi-Update"]) {
-                s.name = name.into();
-            }
+            let mc = maintenance_cost_series(&rows);
             ctx.chart(
                 "fig06b_maintenance_cost",
                 "Fig. 6b: maintenance bf-cost vs N",
@@ -575,12 +582,7 @@ fn run_experiment(
                 false,
                 series_of(&rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU", "Naive"], |r| Some(r.storage_kb / 1e3)),
             )?;
-            let mut mc = series_of(&rows, &["Bloofi"], |r| r.insert_cost);
-            mc.extend(series_of(&rows, &["Bloofi"], |r| r.delete_cost));
-            mc.extend(series_of(&rows, &["Bloofi-AU"], |r| r.update_cost));
-            for (s, name) in mc.iter_mut().zip(["Bloofi-Insert", "Bloofi-Delete", "Bloofi-Update"]) {
-                s.name = name.into();
-            }
+            let mc = maintenance_cost_series(&rows);
             ctx.chart(
                 "fig06c_maintenance_cost_vs_d",
                 "Fig. 6c: maintenance bf-cost vs d",

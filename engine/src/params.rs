@@ -169,8 +169,17 @@ impl BloomParams {
     /// Panics if `out` is shorter than `k`.
     #[inline]
     pub fn positions_into(&self, hash: KeyHash, out: &mut [u32]) {
+        self.probe_sequence(hash, &mut out[..self.k as usize]);
+    }
+
+    /// The first `out.len()` positions of `hash`'s probe sequence (the
+    /// sequence of [`BloomParams::positions_into`], cut or continued past
+    /// `k`): the popularity-conscious filters probe a per-key number of
+    /// positions of it.
+    #[inline]
+    pub(crate) fn probe_sequence(&self, hash: KeyHash, out: &mut [u32]) {
         let mut x = hash.h1;
-        for slot in &mut out[..self.k as usize] {
+        for slot in out {
             *slot = fastrange(x, self.m);
             x = x.wrapping_add(hash.h2);
         }

@@ -43,7 +43,6 @@ use super::{PopularityError, PopularityScheme};
 use crate::filter::BloomFilter;
 use crate::hash::KeyHash;
 use crate::params::{BloomParams, MAX_HASHES};
-use crate::sliced::positions_with_k;
 
 /// Parameters of the Section 5.1 experiment.
 #[derive(Clone, Debug, PartialEq)]
@@ -196,7 +195,7 @@ pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, PopularityError> {
                 let words = f.padded_words_mut();
                 for &i in &pool[..n] {
                     let k = ks[i] as usize;
-                    positions_with_k(&trial_params, hashes[i], &mut pos[..k]);
+                    trial_params.probe_sequence(hashes[i], &mut pos[..k]);
                     for &p in &pos[..k] {
                         words[p as usize / 64] |= 1 << (p % 64);
                     }
@@ -209,7 +208,7 @@ pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, PopularityError> {
                 absent[i] += 1;
                 for (s, (f, ks)) in filters.iter().zip(&assignments).enumerate() {
                     let k = ks[i] as usize;
-                    positions_with_k(&trial_params, hashes[i], &mut pos[..k]);
+                    trial_params.probe_sequence(hashes[i], &mut pos[..k]);
                     positives[s][i] += u32::from(f.contains_positions(&pos[..k]));
                 }
             }

@@ -56,7 +56,7 @@ use crate::error::Error;
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
 use crate::params::{BloomParams, MAX_HASHES};
-use crate::sliced::{SlicedIndex, positions_with_k};
+use crate::sliced::SlicedIndex;
 
 /// Typed errors of the popularity-conscious optimisers and schemes.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -208,7 +208,7 @@ impl PopularityScheme {
     /// returns `k_i`.
     pub fn positions(&self, hash: KeyHash, out: &mut [u32; MAX_HASHES as usize]) -> usize {
         let k = self.hashes_for(hash) as usize;
-        positions_with_k(&self.params, hash, &mut out[..k]);
+        self.params.probe_sequence(hash, &mut out[..k]);
         k
     }
 

@@ -43,7 +43,6 @@ use crate::storage::Words;
 mod persist;
 pub(crate) use persist::{ColumnEntry, ShardParts};
 mod variants;
-pub(crate) use variants::positions_with_k;
 
 /// Shards grow in steps of this many columns: one 512-bit chunk (a cache
 /// line) per row, the unit the kernels and the early exit work in.

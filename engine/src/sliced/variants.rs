@@ -13,19 +13,7 @@ use super::SlicedIndex;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES};
-
-/// Writes the first `out.len()` probe positions of `hash` under `params`
-/// (the same double-hashing sequence as [`BloomParams::positions_into`],
-/// continued or cut at `out.len()` instead of `k`).
-#[inline]
-pub(crate) fn positions_with_k(params: &BloomParams, hash: KeyHash, out: &mut [u32]) {
-    let mut x = hash.h1;
-    for slot in out {
-        *slot = crate::hash::fastrange(x, params.m());
-        x = x.wrapping_add(hash.h2);
-    }
-}
+use crate::params::MAX_HASHES;
 
 impl SlicedIndex {
     /// Sets bit `p` of column `id` to `bit(p)` for every `p` in `positions`
@@ -100,7 +88,7 @@ impl SlicedIndex {
     pub fn query_hash_with_hashes(&self, hash: KeyHash, k: u32, out: &mut Vec<u64>) {
         let k = k.clamp(1, MAX_HASHES) as usize;
         let mut pos = [0u32; MAX_HASHES as usize];
-        positions_with_k(&self.params, hash, &mut pos[..k]);
+        self.params.probe_sequence(hash, &mut pos[..k]);
         self.query_positions_into(&pos[..k], out);
     }
 
@@ -113,7 +101,7 @@ impl SlicedIndex {
     pub fn insert_key_hash_with_hashes(&mut self, id: u64, hash: KeyHash, k: u32) -> Result<()> {
         let k = k.clamp(1, MAX_HASHES) as usize;
         let mut pos = [0u32; MAX_HASHES as usize];
-        positions_with_k(&self.params, hash, &mut pos[..k]);
+        self.params.probe_sequence(hash, &mut pos[..k]);
         self.set_column_bits(id, &pos[..k], |_| true)
     }
 }

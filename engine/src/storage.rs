@@ -99,7 +99,7 @@ impl Words {
         bytemuck::cast_slice(self)
     }
 
-    /// The words as mutable bytes (copies a mapped window first).
+    /// The words as mutable bytes (owned words only: see [`Words::make_owned`]).
     pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
         bytemuck::cast_slice_mut(self)
     }
@@ -122,37 +122,74 @@ impl core::ops::Deref for Words {
 }
 
 impl core::ops::DerefMut for Words {
+    /// The words, mutably. Only owned words can be written: every mutating
+    /// operation over words that may be mapped calls [`Words::make_owned`]
+    /// first (a fallible copy), so the copy is explicit and its failure is a
+    /// typed error, never a panic here.
     #[inline]
     fn deref_mut(&mut self) -> &mut [u64] {
-        if self.is_mapped() {
-            // Copy on write: a mapped file is never written through.
-            let copy = self.to_owned_words();
-            *self = copy;
-        }
         match &mut self.buf {
             Backing::Owned(buf) => buf,
-            Backing::Mapped { .. } => unreachable!("copied to owned just above"),
+            Backing::Mapped { .. } => {
+                unreachable!("mapped words written without Words::make_owned (a bug in the caller)")
+            }
         }
     }
 }
 
 impl Words {
-    fn to_owned_words(&self) -> Words {
-        let mut copy = Words::zeroed(self.len()).expect("copy of an existing buffer");
+    /// Makes the words writable: copies a mapped window into an owned
+    /// buffer (the file is never written through); owned words are left as
+    /// they are.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CapacityOverflow`] when the copy cannot be allocated; the
+    /// words are unchanged then.
+    pub(crate) fn make_owned(&mut self) -> Result<()> {
+        if self.is_mapped() {
+            *self = self.try_copy()?;
+        }
+        Ok(())
+    }
+
+    /// An owned copy of the words.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CapacityOverflow`] when the copy cannot be allocated.
+    pub(crate) fn try_copy(&self) -> Result<Words> {
+        let mut copy = Words::zeroed(self.len())?;
         copy.copy_from_slice(self);
-        copy
+        Ok(copy)
+    }
+
+    /// A clone: free for a mapped window (it shares the map), an owned copy
+    /// otherwise.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CapacityOverflow`] when an owned copy cannot be allocated.
+    pub(crate) fn try_clone(&self) -> Result<Words> {
+        match &self.buf {
+            Backing::Mapped { map, offset, len } => {
+                Ok(Words { buf: Backing::Mapped { map: Arc::clone(map), offset: *offset, len: *len } })
+            }
+            Backing::Owned(_) => self.try_copy(),
+        }
     }
 }
 
 impl Clone for Words {
+    /// As [`Words::try_clone`]; like `Vec::clone`, an allocation failure
+    /// goes to the global allocation error handler (fallible paths call
+    /// `try_clone`).
     fn clone(&self) -> Self {
-        match &self.buf {
-            // Read-only and shared: cloning a window is free.
-            Backing::Mapped { map, offset, len } => {
-                Words { buf: Backing::Mapped { map: Arc::clone(map), offset: *offset, len: *len } }
-            }
-            Backing::Owned(_) => self.to_owned_words(),
-        }
+        self.try_clone().unwrap_or_else(|_| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::array::<u64>(self.len()).unwrap_or_else(|_| std::alloc::Layout::new::<u64>()),
+            )
+        })
     }
 }
 
@@ -213,6 +250,7 @@ mod tests {
         assert_eq!(&w[..], &words[..]);
         let shared = w.clone();
         assert!(shared.is_mapped());
+        w.make_owned().unwrap();
         w[3] = 99;
         assert!(!w.is_mapped());
         assert_eq!(w[3], 99);

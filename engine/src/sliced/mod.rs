@@ -100,7 +100,9 @@ struct Slot {
     col: u32,
 }
 
-#[derive(Clone, Debug)]
+/// Not `Clone`: shards are shared behind `Arc`, and a shard is copied only
+/// by [`SlicedIndex::shard_mut`], fallibly.
+#[derive(Debug)]
 struct Shard {
     /// Words per row: columns / 64, a multiple of 8.
     wpr: usize,
@@ -124,6 +126,22 @@ impl Shard {
 
     fn columns(&self) -> usize {
         self.wpr * 64
+    }
+
+    /// A copy that shares a mapped window's map (rows are copied only when
+    /// they are owned).
+    fn try_clone(&self) -> Result<Shard> {
+        let mut owners = Vec::new();
+        owners.try_reserve_exact(self.owners.len()).map_err(|_| Error::CapacityOverflow("shard owners"))?;
+        owners.extend_from_slice(&self.owners);
+        Ok(Shard {
+            wpr: self.wpr,
+            rows: self.rows.try_clone()?,
+            owners,
+            used: self.used.clone(),
+            n_used: self.n_used,
+            ones: self.ones,
+        })
     }
 
     fn first_free(&self) -> Option<usize> {
@@ -366,7 +384,7 @@ pub struct SlicedIndex {
     config: SlicedConfig,
     kernels: &'static Kernels,
     /// Shards behind `Arc`: cloning an index shares them, and a write
-    /// copies only the shard it touches (`Arc::make_mut`).
+    /// copies only the shard it touches (fallibly, before changing anything).
     shards: Vec<Arc<Shard>>,
     slots: HashMap<u64, Slot>,
 }
@@ -526,13 +544,26 @@ impl SlicedIndex {
             .find(|(_, s)| s.n_used < s.columns())
             .and_then(|(i, s)| Some((i, s.first_free()?)))
             .ok_or(Error::CapacityOverflow("no free column after reserve"))?;
-        let s = Arc::make_mut(&mut self.shards[shard]);
+        let s = self.shard_mut(shard)?;
         s.used[col / 64] |= 1 << (col % 64);
         s.owners[col] = id;
         s.n_used += 1;
         let slot = Slot { shard: shard as u32, col: col as u32 };
         self.slots.insert(id, slot);
         Ok(slot)
+    }
+
+    /// Shard `si`, writable: a shard shared with a clone of this index (or
+    /// with a reader's snapshot) is copied first, and rows that are a window
+    /// of a mapped file are copied into memory. This is the one fallible
+    /// step of every write, taken before the write changes anything.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CapacityOverflow`] when the copy cannot be allocated; the
+    /// index is unchanged then.
+    fn shard_mut(&mut self, si: usize) -> Result<&mut Shard> {
+        writable(&mut self.shards, si)
     }
 
     /// Adds a filter under a new id.
@@ -547,7 +578,8 @@ impl SlicedIndex {
             return Err(Error::DuplicateId(id));
         }
         let slot = self.take_column(id)?;
-        Arc::make_mut(&mut self.shards[slot.shard as usize]).or_column(slot.col as usize, filter);
+        // `take_column` made the shard unique and owned.
+        self.shard_mut(slot.shard as usize)?.or_column(slot.col as usize, filter);
         Ok(())
     }
 
@@ -577,6 +609,11 @@ impl SlicedIndex {
             }
         }
         self.reserve(filters.len())?;
+        // Copy every shared or mapped shard first (the only fallible step
+        // left), so that nothing below can fail half-way.
+        for si in 0..self.shards.len() {
+            self.shard_mut(si)?;
+        }
         // Take every column first, then write 64 columns of one row word at
         // a time through a 64x64 bit transpose: each row word is written once
         // per group instead of once per filter (64x less row traffic).
@@ -588,7 +625,7 @@ impl SlicedIndex {
         let mut group: [Option<&BloomFilter>; 64] = [None; 64];
         for run in placed.chunk_by(|(a, _), (b, _)| a.shard == b.shard && a.col / 64 == b.col / 64) {
             let (first, _) = run[0];
-            let shard = Arc::make_mut(&mut self.shards[first.shard as usize]);
+            let shard = writable(&mut self.shards, first.shard as usize)?;
             if run.len() < TRANSPOSE_MIN_GROUP {
                 for (slot, f) in run {
                     shard.or_column(slot.col as usize, f);
@@ -614,7 +651,7 @@ impl SlicedIndex {
         let slot = self.slot(id)?;
         let m = self.params.m() as usize;
         let (si, col) = (slot.shard as usize, slot.col as usize);
-        let s = Arc::make_mut(&mut self.shards[si]);
+        let s = writable(&mut self.shards, si)?;
         s.clear_column(m, col);
         s.used[col / 64] &= !(1 << (col % 64));
         s.n_used -= 1;
@@ -641,7 +678,7 @@ impl SlicedIndex {
     pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
         self.check_params(filter.params())?;
         let slot = self.slot(id)?;
-        Arc::make_mut(&mut self.shards[slot.shard as usize]).or_column(slot.col as usize, filter);
+        self.shard_mut(slot.shard as usize)?.or_column(slot.col as usize, filter);
         Ok(())
     }
 
@@ -663,7 +700,7 @@ impl SlicedIndex {
         let slot = self.slot(id)?;
         let mut pos = [0u32; MAX_HASHES as usize];
         self.params.positions_into(hash, &mut pos);
-        let s = Arc::make_mut(&mut self.shards[slot.shard as usize]);
+        let s = writable(&mut self.shards, slot.shard as usize)?;
         let (word, bit) = (slot.col as usize / 64, 1u64 << (slot.col % 64));
         for &p in &pos[..self.params.k() as usize] {
             let w = &mut s.rows[p as usize * s.wpr + word];
@@ -849,6 +886,19 @@ impl SlicedIndex {
         }
         Ok(())
     }
+}
+
+/// Shard `si` of `shards`, writable (see [`SlicedIndex::shard_mut`]); a
+/// free function so that callers can keep borrowing the index's other
+/// fields.
+fn writable(shards: &mut [Arc<Shard>], si: usize) -> Result<&mut Shard> {
+    let arc = &mut shards[si];
+    if Arc::get_mut(arc).is_none() {
+        *arc = Arc::new(arc.try_clone()?);
+    }
+    let shard = Arc::get_mut(arc).ok_or(Error::CapacityOverflow("shard still shared after copying"))?;
+    shard.rows.make_owned()?;
+    Ok(shard)
 }
 
 #[cfg(test)]

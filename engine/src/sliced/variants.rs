@@ -4,10 +4,10 @@
 //! number of hash functions.
 //!
 //! A child module of `sliced`, so it works on the shards directly and keeps
-//! the `ones` statistics and the copy-on-write sharing (`Arc::make_mut`)
+//! the `ones` statistics and the copy-on-write sharing (`writable`, which copies a shared or mapped shard
+//! fallibly before the first change)
 //! right, as every other write of the index does.
 
-use std::sync::Arc;
 
 use super::SlicedIndex;
 use crate::error::{Error, Result};
@@ -30,7 +30,7 @@ impl SlicedIndex {
     ) -> Result<()> {
         let slot = self.slot(id)?;
         let m = self.params.m();
-        let s = Arc::make_mut(&mut self.shards[slot.shard as usize]);
+        let s = super::writable(&mut self.shards, slot.shard as usize)?;
         let (word, mask) = (slot.col as usize / 64, 1u64 << (slot.col % 64));
         for &p in positions {
             if u64::from(p) >= m {
@@ -62,7 +62,7 @@ impl SlicedIndex {
         }
         let slot = self.slot(id)?;
         let m = self.params.m() as usize;
-        let s = Arc::make_mut(&mut self.shards[slot.shard as usize]);
+        let s = super::writable(&mut self.shards, slot.shard as usize)?;
         s.clear_column(m, slot.col as usize);
         s.or_column(slot.col as usize, filter);
         Ok(())

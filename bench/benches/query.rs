@@ -13,6 +13,7 @@ use std::time::Duration;
 use bloomslice::kernels::Kernels;
 use bloomslice::{BatchResults, KeyHash, NaiveIndex, SlicedConfig, SlicedIndex};
 use bloomslice_bench::engines::{self, EngineKind, FastbloomIndex};
+use bloomslice_bench::experiment::fastbloom_check;
 use bloomslice_bench::workload::{WorkloadKind, WorkloadSpec, key_hash, params};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
@@ -37,8 +38,27 @@ fn setup(kind: WorkloadKind) -> Setup {
     let naive = engines::naive_index(p, engines::build_filters(&spec, p, 2).expect("filters")).expect("naive");
     let fastbloom = engines::build_fastbloom(&spec, p, 2);
     let sliced = engines::sliced_index(&naive, SlicedConfig::default()).expect("sliced");
-    let hashes: Vec<KeyHash> = spec.queries().iter().map(|q| key_hash(&p, q.key)).collect();
-    // Check before timing: every engine that shares our hashing agrees with naive.
+    let queries = spec.queries();
+    let hashes: Vec<KeyHash> = queries.iter().map(|q| key_hash(&p, q.key)).collect();
+    // Check before timing: naive-fastbloom (other hashing) has no false
+    // negative and our false-positive rate on the timed sample ...
+    let few = &hashes[..NAIVE_KEYS];
+    let naive_answers: Vec<Vec<u64>> = few
+        .iter()
+        .map(|h| {
+            let mut out = Vec::new();
+            naive.query_hash_into(*h, &mut out);
+            out
+        })
+        .collect();
+    let our_fp: Vec<f64> = naive
+        .filters()
+        .iter()
+        .map(|(_, f)| bloomslice_bench::reference::fp_probability(f.count_ones(), p.m(), p.k()))
+        .collect();
+    fastbloom_check(&queries[..NAIVE_KEYS], naive_answers.iter().map(Vec::as_slice), &our_fp, &fastbloom, few)
+        .expect("naive-fastbloom answers");
+    // ... and every engine that shares our hashing agrees with naive.
     let (mut a, mut b) = (Vec::new(), Vec::new());
     let mut results = BatchResults::new();
     let mut sliced_check = sliced.clone();

@@ -385,18 +385,8 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
             EngineKind::NaiveFastbloom => {
                 let fb = fastbloom.as_ref().expect("built above");
                 let sample = &hashes[..naive_queries];
-                let mut answers = Vec::with_capacity(naive_queries);
-                for h in sample {
-                    fb.query_hash_into(h.h1, &mut out);
-                    answers.push(out.clone());
-                }
-                let sample_queries = &queries[..naive_queries];
-                let ours = FpStats::collect(sample_queries, (0..naive_queries).map(|q| reference.get(q)), &our_fp);
-                let theirs =
-                    FpStats::collect(sample_queries, answers.iter().map(Vec::as_slice), &fb.fp_probabilities());
-                drop(answers);
-                check_fastbloom(&ours, &theirs)?;
-                fp = Some((ours, theirs));
+                let ours = (0..naive_queries).map(|q| reference.get(q));
+                fp = Some(fastbloom_check(&queries[..naive_queries], ours, &our_fp, fb, sample)?);
                 let (time, _) = engines::best_of(1, || engines::fastbloom_pass(fb, sample, &mut out));
                 let mut r = row("naive-fastbloom", false, time, naive_queries);
                 naive_roofline(&mut r);
@@ -488,6 +478,34 @@ fn check_sliced(
         }
     }
     Ok(())
+}
+
+/// Checks `fb`'s answers to `queries` (hashed as `hashes`) against ours
+/// (`ours[q]`, from filters whose false-positive probabilities are
+/// `our_fp[id]`): no false negatives, and false positives statistically
+/// close to ours (it hashes differently, so ids cannot be compared one by
+/// one). Returns (ours, theirs).
+///
+/// # Errors
+///
+/// [`BenchError`] naming what failed.
+pub fn fastbloom_check<'a>(
+    queries: &[Query],
+    ours: impl IntoIterator<Item = &'a [u64]>,
+    our_fp: &[f64],
+    fb: &engines::FastbloomIndex,
+    hashes: &[KeyHash],
+) -> Result<(FpStats, FpStats), BenchError> {
+    let mut out = Vec::new();
+    let mut answers = Vec::with_capacity(hashes.len());
+    for h in hashes {
+        fb.query_hash_into(h.h1, &mut out);
+        answers.push(out.clone());
+    }
+    let ours = FpStats::collect(queries, ours, our_fp);
+    let theirs = FpStats::collect(queries, answers.iter().map(Vec::as_slice), &fb.fp_probabilities());
+    check_fastbloom(&ours, &theirs)?;
+    Ok((ours, theirs))
 }
 
 /// The fastbloom check: no false negatives, false positives close to ours.

@@ -7,7 +7,7 @@
 //! run time and each is verified against a scalar twin
 //! (`bloomslice-kernels`). Services that query from many threads while
 //! filters change use a [`QueryPool`] of pinned workers over a
-//! [`ConcurrentIndex`] (see [`pool`]).
+//! [`ConcurrentIndex`] (see [`pool`] and [`ConcurrentIndex`]).
 //!
 //! ```
 //! use bloomslice::{BatchResults, BloomFilter, BloomParams, NaiveIndex, SlicedIndex};
@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod bloofi;
+mod concurrent;
 pub mod counting;
 pub mod dynamic;
 mod error;
@@ -60,6 +61,7 @@ mod storage;
 
 pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MAX_FILTERS, MIN_ORDER, MaintenanceStats, Metric};
 pub use bloomslice_kernels as kernels;
+pub use concurrent::{ConcurrentIndex, DRAIN_PATIENCE, WriteOp};
 pub use counting::{COUNTER_MAX, CountingBloomFilter, CountingError, CountingSlicedIndex};
 pub use dynamic::{DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError, DynamicSlicedIndex};
 pub use error::{Error, Result};
@@ -69,9 +71,7 @@ pub use hash::{Key, KeyHash, Prehashed};
 pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
 pub use persist::{LoadedIndex, SetNames, Verify};
-pub use pool::{
-    ConcurrentIndex, Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers, WriteOp,
-};
+pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
 pub use popularity::{PopularityError, PopularityScheme};
 pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
 pub use stable::{MAX_CELL_VALUE, Policy, StableBloomFilter, StableError, StableParams};

@@ -2,9 +2,8 @@
 //! brute force on tiny universes (proptest), the budget and bound laws, the
 //! scheme in `BloomFilter` and `SlicedIndex` (no false negatives, the index
 //! answers as the filters do), limited optimization, typed errors, and a
-//! small Section 5.1 run. The `#[ignore]`d test prints the full table:
-//! `cargo test --release -p bloomslice --test popularity -- --ignored --nocapture`
-//! (or `cargo run --release -p bloomslice-bench --bin paper -- popularity`).
+//! small Section 5.1 run. The full table is printed by
+//! `cargo run --release -p bloomslice-bench --bin paper -- popularity`.
 
 use bloomslice::popularity::experiment::{self, ZipfConfig};
 use bloomslice::popularity::optimize::{
@@ -205,28 +204,5 @@ fn section_5_1_small() {
             let m = s.measured.unwrap();
             assert!((m - s.predicted).abs() < 0.5 * s.predicted + 1e-3, "{row:?}");
         }
-    }
-}
-
-#[test]
-#[ignore = "full Section 5.1 table; run with --release --ignored --nocapture"]
-fn section_5_1_table() {
-    let rows = experiment::run(&ZipfConfig::default()).unwrap();
-    println!("alpha  D      standard(pred/meas)   rounding(pred/meas)   integer(pred/meas)    optimal+  int/opt+");
-    for r in rows {
-        println!(
-            "{:.2}  {:5.2}  {:.2e}/{:.2e}  {:.2e}/{:.2e}  {:.2e}/{:.2e}  {:.2e}  {:.2}/{:.2}",
-            r.alpha,
-            r.divergence,
-            r.standard.predicted,
-            r.standard.measured.unwrap(),
-            r.rounding.predicted,
-            r.rounding.measured.unwrap(),
-            r.integer.predicted,
-            r.integer.measured.unwrap(),
-            r.optimal_plus.predicted,
-            r.integer_ratio_predicted(),
-            r.integer_ratio_measured()
-        );
     }
 }

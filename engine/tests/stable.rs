@@ -1,16 +1,15 @@
 //! Stable and importance-aware Bloom filters: typed errors, laws that hold
 //! on every operation sequence (checked with proptest against an exact
 //! model), the Section III theory against measurement, and a small version
-//! of the Section IV-D experiment. The `#[ignore]`d tests print the full-size
-//! Table I-style grid and the stream throughput:
-//! `cargo test --release -p bloomslice --test stable -- --ignored --nocapture`.
+//! of the Section IV-D experiment. The full-size Table I-style grid and the
+//! stream throughput are printed by
+//! `cargo run --release -p bloomslice-bench --bin paper -- stable`.
 
 use std::collections::HashSet;
-use std::time::Instant;
 
 use bloomslice::stable::experiment::{self, Distribution, StreamConfig};
 use bloomslice::stable::theory;
-use bloomslice::{BloomFilter, BloomParams, Error, Policy, StableBloomFilter, StableError, StableParams};
+use bloomslice::{Error, Policy, StableBloomFilter, StableError, StableParams};
 use proptest::prelude::*;
 
 const STABLE_POLICIES: [Policy; 4] = [Policy::Sbf, Policy::Ibf2c, Policy::IbfMc, Policy::IbfH];
@@ -282,76 +281,4 @@ proptest! {
             }
         }
     }
-}
-
-/// Full-size Section IV-D grid (Table I-style). Run in release mode.
-#[test]
-#[ignore = "full-size experiment; run with --release -- --ignored --nocapture"]
-fn paper_grid_full_size() {
-    for distinct in [20_000, 100_000] {
-        let results = experiment::paper_grid(distinct, 2026).unwrap();
-        println!("{}", experiment::format_table(&results));
-        for r in &results {
-            let mc = &r.metrics[3];
-            println!(
-                "{} {:.0}%: IBF-MC I_fp[41..50] {:?}",
-                r.config.distribution.name(),
-                r.config.repeat_fraction * 100.0,
-                mc.fp_by_importance()[40..].iter().map(|x| (x * 1000.0).round() / 10.0).collect::<Vec<_>>()
-            );
-        }
-    }
-    let params = StableParams::paper();
-    for policy in Policy::ALL {
-        println!(
-            "{:<7} V0 = {:.4}  FPS = (1 - V0)^K = {:.4}",
-            policy.name(),
-            theory::stable_zero_fraction(&params, policy),
-            theory::false_positive_bound(&params, policy)
-        );
-    }
-}
-
-/// Stream items per second at the paper's parameters, beside the plain BF.
-#[test]
-#[ignore = "timing; run with --release -- --ignored --nocapture"]
-fn stream_throughput() {
-    const ITEMS: u64 = 20_000_000;
-    // Keys cycle through 2^20 ids and importances through a table, so the
-    // loop itself costs no divisions.
-    let importance: Vec<u32> = (0..64).map(|i| i % 50 + 1).collect();
-    let params = StableParams::paper();
-    for policy in Policy::ALL {
-        let mut filter = StableBloomFilter::new(params, policy, 1);
-        let start = Instant::now();
-        let mut duplicates = 0u64;
-        for i in 0..ITEMS {
-            let key = (i & 0xf_ffff).to_le_bytes();
-            duplicates += u64::from(filter.observe(&key, importance[(i & 63) as usize]).unwrap());
-        }
-        let rate = ITEMS as f64 / start.elapsed().as_secs_f64() / 1e6;
-        println!("{:<7} {rate:6.1} M items/s (duplicates {duplicates})", policy.name());
-    }
-    // Attribution: the SBF without its P decrements (hash, query, set only).
-    let no_decrements = StableParams::new(16 * 1024, 5, 0, 7).unwrap().with_max_importance(50).unwrap();
-    let mut filter = StableBloomFilter::new(no_decrements, Policy::Sbf, 1);
-    let start = Instant::now();
-    let mut duplicates = 0u64;
-    for i in 0..ITEMS {
-        let key = (i & 0xf_ffff).to_le_bytes();
-        duplicates += u64::from(filter.observe(&key, importance[(i & 63) as usize]).unwrap());
-    }
-    let rate = ITEMS as f64 / start.elapsed().as_secs_f64() / 1e6;
-    println!("SBF P=0 {rate:6.1} M items/s (duplicates {duplicates})");
-    // Baseline: the engine's bit-vector BloomFilter of the same 16 KB.
-    let mut bloom = BloomFilter::new(BloomParams::new(16 * 1024 * 8, 5).unwrap()).unwrap();
-    let start = Instant::now();
-    let mut duplicates = 0u64;
-    for i in 0..ITEMS {
-        let key = (i & 0xf_ffff).to_le_bytes();
-        duplicates += u64::from(bloom.contains(&key));
-        bloom.insert(&key);
-    }
-    let rate = ITEMS as f64 / start.elapsed().as_secs_f64() / 1e6;
-    println!("BloomFilter (bits) {rate:6.1} M items/s (duplicates {duplicates})");
 }

@@ -132,11 +132,13 @@ impl Job {
     /// marks the batch failed and goes no further, so neither a worker nor
     /// a helping caller is lost to it.
     pub(crate) fn execute(&self, shared: &Shared, task: usize) {
+        // `shared` carries only the test hook's counter.
+        #[cfg(not(feature = "test-hooks"))]
+        let _ = shared;
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            // Relaxed: a test hook counter.
-            let fail =
-                shared.fail_next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
-            if fail {
+            // Relaxed: a test hook counter, compiled only for tests.
+            #[cfg(feature = "test-hooks")]
+            if shared.fail_next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
                 panic!("bloomslice pool: injected task failure");
             }
             self.run_task(task);

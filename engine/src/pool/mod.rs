@@ -1,5 +1,26 @@
-//! [`QueryPool`]: a lock-free batch scheduler with pinned worker threads, and
-//! [`ConcurrentIndex`], which lets queries and writes run at the same time.
+//! [`QueryPool`]: a batch scheduler with pinned worker threads, whose busy
+//! paths take no lock, over a [`ConcurrentIndex`], which lets queries and
+//! writes run at the same time.
+//!
+//! # Which paths take a lock
+//!
+//! - **Lock-free** (atomics and crossbeam's lock-free queues only): a
+//!   submitter loading the index snapshot and pushing its batch onto the
+//!   injector; a worker finding work (local deque, steal, injector) and
+//!   claiming tasks; a task's end; a waiting caller's spin; and every wake-up
+//!   call while no thread sleeps (a load of the sleeper count).
+//! - **Mutex and condvar** (the `#[cold]` slow paths): a worker that found
+//!   no work for [`PoolConfig::idle_spin`] sleeps on the pool's condvar, and
+//!   a submitter or splitter that sees a non-zero sleeper count takes that
+//!   mutex briefly to wake it; a caller that is still waiting after
+//!   [`PoolConfig::wait_spin`] parks on its job's condvar, and the worker
+//!   that finishes the batch takes the job's mutex to wake it.
+//! - **Blocking by design**: a submitter whose injector is full
+//!   ([`PoolConfig::queue_capacity`] batches) backs off and retries until a
+//!   worker pops an entry.
+//!
+//! So a pool kept busy never touches a mutex; an idle one costs a wake-up
+//! (a few microseconds) on the next batch.
 //!
 //! ```
 //! use bloomslice::{BloomFilter, BloomParams, ConcurrentIndex, PoolConfig, PoolResults, QueryPool, SlicedIndex, Workers};
@@ -97,7 +118,6 @@
 //! - **Shutdown.** Dropping the pool *finishes* every queued batch, then
 //!   joins every worker; outstanding [`Ticket`]s complete normally.
 
-mod concurrent;
 mod job;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
@@ -109,9 +129,9 @@ use crossbeam_deque::{Steal, Stealer, Worker};
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 
-pub use concurrent::{ConcurrentIndex, DRAIN_PATIENCE, WriteOp};
 pub use job::{Failed, PoolResults, Ticket};
 
+use crate::concurrent::ConcurrentIndex;
 use crate::hash::Key;
 use job::Job;
 
@@ -241,6 +261,7 @@ pub(crate) struct Shared {
     shutdown: CachePadded<AtomicBool>,
     /// Test hook: the next this-many tasks panic (on a worker or a helping
     /// caller alike).
+    #[cfg(feature = "test-hooks")]
     pub(crate) fail_next: AtomicUsize,
     idle_spin: Duration,
 }
@@ -340,6 +361,7 @@ impl QueryPool {
             sleep_lock: Mutex::new(()),
             sleep_cvar: Condvar::new(),
             shutdown: CachePadded::new(AtomicBool::new(false)),
+            #[cfg(feature = "test-hooks")]
             fail_next: AtomicUsize::new(0),
             idle_spin: config.idle_spin,
         });
@@ -467,7 +489,9 @@ impl QueryPool {
         work <= self.caller_help_work
     }
 
-    /// Test hook: the next `n` tasks panic (to test fault handling).
+    /// Test hook: the next `n` tasks panic (to test fault handling). Only
+    /// with the `test-hooks` feature, which the crate's own tests enable.
+    #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub fn fail_next_tasks(&self, n: usize) {
         // Relaxed: a counter; tests synchronise through the batch itself.

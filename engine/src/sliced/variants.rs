@@ -8,7 +8,6 @@
 //! fallibly before the first change)
 //! right, as every other write of the index does.
 
-
 use super::SlicedIndex;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;

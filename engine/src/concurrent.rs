@@ -4,8 +4,14 @@
 //! # Design note: left-right copies behind an atomic pointer swap
 //!
 //! Two copies of the index exist. Readers load the *current* copy with one
-//! atomic pointer load (`arc_swap::ArcSwap::load_full`, an `Arc` clone) and
-//! keep it for the whole batch, so a query sees one state from start to end.
+//! atomic pointer load and keep it for the whole query or batch, so a query
+//! sees one state from start to end. The query methods and
+//! [`ConcurrentIndex::read`] use `arc_swap::ArcSwap::load`, whose guard
+//! records the reader in a per-thread slot instead of incrementing the
+//! copy's shared reference count, so readers on different cores write no
+//! common cache line; [`ConcurrentIndex::snapshot`] (an `Arc` clone, one
+//! shared increment) is for holding a state across calls, as the pool does
+//! once per batch.
 //! The single writer (writers queue on a mutex, readers never touch it)
 //! edits the *standby* copy, which no reader can reach, then publishes it
 //! with one atomic swap; the copy it replaced becomes the standby. Before the
@@ -13,7 +19,10 @@
 //! (`Arc::get_mut` succeeds) and replays the writes it missed, so both copies
 //! stay equal. Hence:
 //!
-//! - a reader is never blocked: a write costs readers one pointer swap;
+//! - a reader is never blocked: a write costs readers one pointer swap (when
+//!   the pointer is swapped, arc-swap converts the guards of readers still
+//!   on the old copy into real references, so the writer's wait below sees
+//!   them);
 //! - a query sees a write wholly or not at all, never a half-written column,
 //!   because a copy is only edited while no reader holds it;
 //! - a query that loads the index after `write` returned sees the write (the
@@ -44,6 +53,20 @@
 //! A reader that keeps a snapshot for long makes the next write wait; after
 //! [`DRAIN_PATIENCE`] the writer stops waiting and falls back to
 //! copy-on-write for that write (correct, only slower).
+//!
+//! # When a write fails half-way
+//!
+//! - A panic inside a write (a bug, or an allocation that aborts) unwinds
+//!   with the standby copy taken out of the writer's state, so that copy,
+//!   possibly half-written, is dropped. The next write rebuilds the standby
+//!   as a clone of the published copy: the clone shares its shards, and each
+//!   write copies only the shards it touches, so it neither waits for the
+//!   readers of the published copy nor costs a full copy.
+//! - A missed write that succeeded on the published copy is replayed on the
+//!   standby before the next write. Replay fails only when memory runs out
+//!   (copying a shard). The standby is then not trusted: it is dropped and
+//!   rebuilt as a clone of the published copy, as after a panic, so the two
+//!   copies never diverge.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -54,7 +77,7 @@ use crate::error::Result;
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
 use crate::params::BloomParams;
-use crate::sliced::SlicedIndex;
+use crate::sliced::{BatchResults, SlicedIndex};
 
 /// How long a writer waits for the readers of the standby copy before it
 /// copies the standby instead (copy-on-write, sharing unchanged shards).
@@ -118,14 +141,21 @@ struct WriterSide {
 /// writes publish with one atomic swap.
 ///
 /// ```
-/// use bloomslice::{BloomFilter, BloomParams, ConcurrentIndex, SlicedIndex};
+/// use bloomslice::{BatchResults, BloomFilter, BloomParams, ConcurrentIndex, SlicedIndex};
 ///
 /// let params = BloomParams::new(1024, 3)?;
 /// let index = ConcurrentIndex::new(SlicedIndex::new(params));
 /// let mut f = BloomFilter::new(params)?;
 /// f.insert("apple");
 /// index.insert_filter(1, &f)?; // &self: callable while others query
-/// assert_eq!(index.snapshot().query("apple"), vec![1]);
+/// assert_eq!(index.query("apple"), vec![1]);
+///
+/// let mut results = BatchResults::new();
+/// index.query_batch(&["apple", "pear"], &mut results);
+/// assert_eq!(results.get(0), Some(&[1u64][..]));
+/// // Several calls on one state: a guard (no shared reference count).
+/// let both = index.read(|ix| (ix.len(), ix.query("apple")));
+/// assert_eq!(both, (1, vec![1]));
 /// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Debug)]
@@ -133,6 +163,16 @@ pub struct ConcurrentIndex {
     params: BloomParams,
     current: ArcSwap<SlicedIndex>,
     writer: Mutex<WriterSide>,
+    #[cfg(feature = "test-hooks")]
+    hooks: Hooks,
+}
+
+/// Fault injection for the crate's own tests (`test-hooks` feature).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Default)]
+struct Hooks {
+    fail_next_replay: core::sync::atomic::AtomicBool,
+    panic_in_next_write: core::sync::atomic::AtomicBool,
 }
 
 impl ConcurrentIndex {
@@ -144,6 +184,8 @@ impl ConcurrentIndex {
             params: *index.params(),
             current: ArcSwap::from_pointee(index),
             writer: Mutex::new(WriterSide { standby: Some(standby), missed: Vec::new() }),
+            #[cfg(feature = "test-hooks")]
+            hooks: Hooks::default(),
         }
     }
 
@@ -152,8 +194,10 @@ impl ConcurrentIndex {
         &self.params
     }
 
-    /// The current state, for queries. One atomic load and a reference
-    /// count increment; allocates nothing.
+    /// The current state, to keep across calls or hand to other threads.
+    /// One atomic load and a shared reference count increment; allocates
+    /// nothing. For queries prefer the query methods or
+    /// [`ConcurrentIndex::read`], which touch no shared count.
     ///
     /// Keep snapshots short-lived: the second write after this load waits
     /// for it to be dropped (at most [`DRAIN_PATIENCE`]).
@@ -163,6 +207,55 @@ impl ConcurrentIndex {
         self.current.load_full()
     }
 
+    /// Runs `f` on the current state: one atomic load, and a guard kept in
+    /// this thread's arc-swap slot instead of a shared reference count (so
+    /// readers on different cores do not contend on one cache line).
+    /// Everything `f` reads comes from one state.
+    ///
+    /// Keep `f` short, as with [`ConcurrentIndex::snapshot`]: a write waits
+    /// for readers of the copy it edits.
+    #[inline]
+    pub fn read<R>(&self, f: impl FnOnce(&SlicedIndex) -> R) -> R {
+        // ArcSwap::load: a SeqCst pointer load, then a debt recorded in a
+        // thread-local slot (a fallback to a reference count increment when
+        // the thread's slots are all in use). A swap pays every debt on the
+        // old pointer, turning it into a real reference before returning.
+        let guard = self.current.load();
+        f(&guard)
+    }
+
+    /// [`SlicedIndex::query`] on the current state.
+    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
+        self.read(|ix| ix.query(key))
+    }
+
+    /// [`SlicedIndex::query_into`] on the current state: no allocation once
+    /// `out` is warm.
+    pub fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
+        self.read(|ix| ix.query_into(key, out));
+    }
+
+    /// [`SlicedIndex::query_batch`] on the current state (one state for the
+    /// whole batch).
+    pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
+        self.read(|ix| ix.query_batch(keys, results));
+    }
+
+    /// [`SlicedIndex::query_batch_hashes`] on the current state.
+    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
+        self.read(|ix| ix.query_batch_hashes(hashes, results));
+    }
+
+    /// Number of filters in the current state.
+    pub fn len(&self) -> usize {
+        self.read(SlicedIndex::len)
+    }
+
+    /// Whether the current state holds no filter.
+    pub fn is_empty(&self) -> bool {
+        self.read(SlicedIndex::is_empty)
+    }
+
     /// Applies `ops` in order and publishes them together: a query sees all
     /// of the successful ones or none. Returns each op's result; a failed op
     /// changes nothing (as in [`SlicedIndex`]) and the others still apply.
@@ -170,29 +263,69 @@ impl ConcurrentIndex {
     /// Blocks other writers, never readers. May wait for readers of the
     /// standby copy (see the module's design note).
     pub fn apply(&self, ops: Vec<WriteOp>) -> Vec<Result<()>> {
-        // A panic while the lock was held can only come from a SlicedIndex
-        // operation, which leaves the copy consistent; keep going.
+        // A panic while the lock was held dropped the standby copy it was
+        // editing (see "When a write fails half-way"); keep going.
         let mut w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         let missed = core::mem::take(&mut w.missed);
-        let (mut standby, missed) = match w.standby.take() {
-            Some(standby) => (standby, missed),
-            // Only after a panic inside a previous write: restart from the
-            // published copy, which already holds every missed write.
-            None => (self.current.load_full(), Vec::new()),
+        let mut standby = match w.standby.take() {
+            Some(mut standby) => {
+                if self.replay(&mut standby, missed).is_err() {
+                    standby = self.fresh_standby();
+                }
+                standby
+            }
+            // Only after a panic inside a previous write.
+            None => self.fresh_standby(),
         };
         let copy = exclusive(&mut standby);
-        for op in missed {
-            // Succeeded on the twin copy, whose state this copy had then.
-            let replayed = op.apply_to(copy);
-            debug_assert!(replayed.is_ok(), "replay diverged: {replayed:?}");
-        }
         let results: Vec<Result<()>> = ops.iter().map(|op| op.apply_to(copy)).collect();
+        #[cfg(feature = "test-hooks")]
+        if self.hooks.panic_in_next_write.swap(false, core::sync::atomic::Ordering::Relaxed) {
+            panic!("bloomslice: injected panic inside a write");
+        }
         w.missed = ops.into_iter().zip(&results).filter(|(_, r)| r.is_ok()).map(|(op, _)| op).collect();
         // ArcSwap::swap is SeqCst: every load after it returns `standby`,
         // and the copy's writes above happen-before any such load.
         let old = self.current.swap(standby);
         w.standby = Some(old);
         results
+    }
+
+    /// Replays on `standby` the writes it missed (each succeeded on the
+    /// published copy, whose state `standby` had then).
+    fn replay(&self, standby: &mut Arc<SlicedIndex>, missed: Vec<WriteOp>) -> Result<()> {
+        #[cfg(feature = "test-hooks")]
+        if !missed.is_empty() && self.hooks.fail_next_replay.swap(false, core::sync::atomic::Ordering::Relaxed) {
+            return Err(crate::Error::CapacityOverflow("injected replay failure"));
+        }
+        if missed.is_empty() {
+            return Ok(());
+        }
+        let copy = exclusive(standby);
+        missed.iter().try_for_each(|op| op.apply_to(copy))
+    }
+
+    /// A new standby: a clone of the published copy that shares its shards
+    /// (each later write copies the shards it touches), so it needs no wait
+    /// for the published copy's readers.
+    fn fresh_standby(&self) -> Arc<SlicedIndex> {
+        Arc::new(SlicedIndex::clone(&self.current.load()))
+    }
+
+    /// Test hook: the next replay of missed writes fails as if memory had
+    /// run out (to test that the copies do not diverge).
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn fail_next_replay(&self) {
+        self.hooks.fail_next_replay.store(true, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Test hook: the next write panics half-way, after editing the standby
+    /// copy and before publishing it.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn panic_in_next_write(&self) {
+        self.hooks.panic_in_next_write.store(true, core::sync::atomic::Ordering::Relaxed);
     }
 
     /// Writes one op; see [`ConcurrentIndex::apply`].

@@ -434,7 +434,12 @@ impl CountingSlicedIndex {
     ///
     /// [`Error::DuplicateId`] or [`Error::CapacityOverflow`]; unchanged after an error.
     pub fn insert_set(&mut self, id: u64) -> Result<()> {
-        self.insert_filter(id, CountingBloomFilter::new(*self.params())?)
+        self.insert_filter(id, &CountingBloomFilter::new(*self.params())?)
+    }
+
+    /// Whether a set is stored under `id`.
+    pub fn contains_id(&self, id: u64) -> bool {
+        self.filters.contains_key(&id)
     }
 
     /// Adds a set given by its counting filter under a new id.
@@ -443,7 +448,7 @@ impl CountingSlicedIndex {
     ///
     /// [`Error::ParamsMismatch`], [`Error::DuplicateId`] or
     /// [`Error::CapacityOverflow`]; unchanged after an error.
-    pub fn insert_filter(&mut self, id: u64, filter: CountingBloomFilter) -> Result<()> {
+    pub fn insert_filter(&mut self, id: u64, filter: &CountingBloomFilter) -> Result<()> {
         if filter.params() != self.params() {
             return Err(Error::ParamsMismatch { expected: *self.params(), found: *filter.params() });
         }
@@ -452,8 +457,17 @@ impl CountingSlicedIndex {
         }
         self.filters.try_reserve(1).map_err(|_| Error::CapacityOverflow("id map"))?;
         self.index.insert_filter(id, &filter.to_bloom_filter()?)?;
-        self.filters.insert(id, filter);
+        self.filters.insert(id, filter.clone());
         Ok(())
+    }
+
+    /// Removes set `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`]; unchanged.
+    pub fn delete_filter(&mut self, id: u64) -> Result<()> {
+        self.take_filter(id).map(drop)
     }
 
     /// Removes set `id` and returns its counting filter.
@@ -461,9 +475,42 @@ impl CountingSlicedIndex {
     /// # Errors
     ///
     /// [`Error::UnknownId`]; unchanged.
-    pub fn delete_set(&mut self, id: u64) -> Result<CountingBloomFilter> {
+    pub fn take_filter(&mut self, id: u64) -> Result<CountingBloomFilter> {
         self.index.delete_filter(id)?;
         self.filters.remove(&id).ok_or(Error::UnknownId(id))
+    }
+
+    /// Adds `filter`'s counters to set `id` (saturating, as
+    /// [`CountingBloomFilter::union_with`]) and rewrites its column.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; unchanged.
+    pub fn update_filter(&mut self, id: u64, filter: &CountingBloomFilter) -> Result<()> {
+        let mut merged = self.filters.get(&id).ok_or(Error::UnknownId(id))?.clone();
+        merged.union_with(filter)?;
+        self.index.replace_column(id, &merged.to_bloom_filter()?)?;
+        self.filters.insert(id, merged);
+        Ok(())
+    }
+
+    /// The counting filter of set `id` (a copy).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`].
+    pub fn get_filter(&self, id: u64) -> Result<CountingBloomFilter> {
+        self.filters.get(&id).cloned().ok_or(Error::UnknownId(id))
+    }
+
+    /// Bytes held: the bit-sliced index plus every set's counters.
+    pub fn memory_bytes(&self) -> usize {
+        self.index.memory_bytes() + self.filters.values().map(CountingBloomFilter::memory_bytes).sum::<usize>()
+    }
+
+    /// [`SlicedIndex::query_batch_hashes`] over the sets' bit views.
+    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut crate::BatchResults) {
+        self.index.query_batch_hashes(hashes, results);
     }
 
     /// Inserts a key into set `id`.

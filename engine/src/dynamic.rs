@@ -808,7 +808,34 @@ impl DynamicSlicedIndex {
     /// [`Error::DuplicateId`] (wrapped) or an allocation failure; unchanged.
     pub fn insert_set(&mut self, id: u64) -> Result<(), DynamicError> {
         let filter = DynamicBloomFilter::new(*self.params(), self.capacity)?;
-        self.insert_filter(id, filter)
+        self.insert_filter(id, &filter)
+    }
+
+    /// The member capacity every set's filter uses.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Whether a set is stored under `id`.
+    pub fn contains_id(&self, id: u64) -> bool {
+        self.sets.contains_key(&id)
+    }
+
+    /// The dynamic filter of set `id` (a copy).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`] (wrapped).
+    pub fn get_filter(&self, id: u64) -> Result<DynamicBloomFilter, DynamicError> {
+        Ok(self.get(id).cloned().ok_or(Error::UnknownId(id))?)
+    }
+
+    /// Bytes held: the bit-sliced index of member columns plus every set's
+    /// counting members.
+    pub fn memory_bytes(&self) -> usize {
+        let members: usize =
+            self.sets.values().flat_map(|s| s.filter.members.iter()).map(|m| m.filter.memory_bytes()).sum();
+        self.index.memory_bytes() + members + self.owner.capacity() * 8
     }
 
     /// Adds a set given by its dynamic filter.
@@ -817,7 +844,7 @@ impl DynamicSlicedIndex {
     ///
     /// [`Error::DuplicateId`] or [`Error::ParamsMismatch`] (wrapped),
     /// [`DynamicError::CapacityMismatch`]; unchanged.
-    pub fn insert_filter(&mut self, id: u64, filter: DynamicBloomFilter) -> Result<(), DynamicError> {
+    pub fn insert_filter(&mut self, id: u64, filter: &DynamicBloomFilter) -> Result<(), DynamicError> {
         if self.sets.contains_key(&id) {
             return Err(Error::DuplicateId(id).into());
         }
@@ -827,7 +854,7 @@ impl DynamicSlicedIndex {
         if filter.capacity != self.capacity {
             return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: filter.capacity });
         }
-        self.sets.insert(id, DynamicSet { filter, columns: Vec::new() });
+        self.sets.insert(id, DynamicSet { filter: filter.clone(), columns: Vec::new() });
         if let Err(e) = self.resync(id) {
             let set = self.sets.remove(&id).expect("just inserted");
             for col in set.columns {
@@ -845,7 +872,17 @@ impl DynamicSlicedIndex {
     /// # Errors
     ///
     /// [`Error::UnknownId`] (wrapped); unchanged.
-    pub fn delete_set(&mut self, id: u64) -> Result<DynamicBloomFilter, DynamicError> {
+    pub fn delete_filter(&mut self, id: u64) -> Result<(), DynamicError> {
+        self.take_filter(id).map(drop)
+    }
+
+    /// Removes set `id` and returns its dynamic filter; its columns are
+    /// freed for reuse.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`] (wrapped); unchanged.
+    pub fn take_filter(&mut self, id: u64) -> Result<DynamicBloomFilter, DynamicError> {
         let set = self.sets.remove(&id).ok_or(Error::UnknownId(id))?;
         for col in &set.columns {
             self.index.delete_filter(*col)?;
@@ -895,7 +932,15 @@ impl DynamicSlicedIndex {
     ///
     /// [`Error::UnknownId`] (wrapped) or an allocation failure.
     pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<(), DynamicError> {
-        let hash = self.params().hash(key);
+        self.insert_key_hash(id, self.params().hash(key))
+    }
+
+    /// [`DynamicSlicedIndex::insert_key`] by the key's hash.
+    ///
+    /// # Errors
+    ///
+    /// As [`DynamicSlicedIndex::insert_key`].
+    pub fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<(), DynamicError> {
         let set = self.sets.get_mut(&id).ok_or(Error::UnknownId(id))?;
         let before = set.filter.filter_count();
         let i = set.filter.try_insert_hash(hash)?;
@@ -939,7 +984,7 @@ impl DynamicSlicedIndex {
     /// # Errors
     ///
     /// As [`DynamicBloomFilter::union_with`], or [`Error::UnknownId`].
-    pub fn union_into(&mut self, id: u64, other: &DynamicBloomFilter) -> Result<(), DynamicError> {
+    pub fn update_filter(&mut self, id: u64, other: &DynamicBloomFilter) -> Result<(), DynamicError> {
         let set = self.sets.get_mut(&id).ok_or(Error::UnknownId(id))?;
         set.filter.union_with(other)?;
         self.resync(id)
@@ -980,6 +1025,12 @@ impl DynamicSlicedIndex {
     /// ascending.
     pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
         self.index.query_batch(keys, results);
+        results.map_sort_dedup(|col| self.owner[col as usize]);
+    }
+
+    /// [`DynamicSlicedIndex::query_batch`] by the keys' hashes.
+    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
+        self.index.query_batch_hashes(hashes, results);
         results.map_sort_dedup(|col| self.owner[col as usize]);
     }
 

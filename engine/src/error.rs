@@ -113,6 +113,10 @@ pub enum Error {
     /// at unexpected or misaligned offsets, inconsistent tables.
     #[error("index file is corrupt: {0}")]
     CorruptFile(String),
+    /// A broken invariant found by a `validate` method (a bug, or a
+    /// structure built from damaged data).
+    #[error("invalid index: {0}")]
+    Invalid(String),
     /// A set name that is already used by another set.
     #[error("set name {0:?} is already used by another set")]
     DuplicateName(String),

@@ -50,6 +50,7 @@ mod error;
 mod filter;
 mod flat_paper;
 mod hash;
+mod index;
 mod naive;
 mod params;
 pub mod persist;
@@ -58,6 +59,8 @@ pub mod popularity;
 mod sliced;
 pub mod stable;
 mod storage;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MAX_FILTERS, MIN_ORDER, MaintenanceStats, Metric};
 pub use bloomslice_kernels as kernels;
@@ -68,6 +71,7 @@ pub use error::{Error, Result};
 pub use filter::BloomFilter;
 pub use flat_paper::{FLAT_GROUP, FlatBloofiPaper};
 pub use hash::{Key, KeyHash, Prehashed};
+pub use index::{FilterIndex, IndexedFilter};
 pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
 pub use persist::{LoadedIndex, SetNames, Verify};

@@ -136,6 +136,38 @@ impl NaiveIndex {
         out.extend(self.filters.iter().filter(|(_, f)| f.contains_positions(pos)).map(|(id, _)| *id));
     }
 
+    /// Whether a filter is stored under `id`.
+    pub fn contains_id(&self, id: u64) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// The filter stored under `id` (a copy).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`].
+    pub fn get_filter(&self, id: u64) -> Result<BloomFilter> {
+        self.get(id).cloned().ok_or(Error::UnknownId(id))
+    }
+
+    /// Checks that ids are unique and every filter has the index's
+    /// parameters.
+    ///
+    /// # Errors
+    ///
+    /// A description of the first broken invariant.
+    pub fn validate(&self) -> core::result::Result<(), String> {
+        let mut ids: Vec<u64> = self.filters.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        if ids.windows(2).any(|w| w[0] == w[1]) {
+            return Err("an id is stored twice".into());
+        }
+        match self.filters.iter().find(|(_, f)| f.params() != &self.params) {
+            Some((id, _)) => Err(format!("filter {id} has other parameters")),
+            None => Ok(()),
+        }
+    }
+
     /// Bytes held: every filter plus the list and the id map.
     pub fn memory_bytes(&self) -> usize {
         core::mem::size_of::<Self>()

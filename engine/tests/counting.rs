@@ -188,7 +188,7 @@ proptest! {
                     }
                 }
                 1 => {
-                    let got = index.delete_set(id);
+                    let got = index.take_filter(id);
                     match model.remove(&id) {
                         Some(f) => prop_assert_eq!(got.unwrap(), f),
                         None => prop_assert_eq!(got, Err(Error::UnknownId(id))),
@@ -229,7 +229,7 @@ proptest! {
 fn errors_are_typed() {
     let mut index = CountingSlicedIndex::new(BloomParams::new(100, 3).unwrap());
     let other = CountingBloomFilter::new(BloomParams::new(100, 4).unwrap()).unwrap();
-    assert!(matches!(index.insert_filter(1, other.clone()), Err(Error::ParamsMismatch { .. })));
+    assert!(matches!(index.insert_filter(1, &other), Err(Error::ParamsMismatch { .. })));
     let mut same = CountingBloomFilter::new(BloomParams::new(100, 3).unwrap()).unwrap();
     assert!(matches!(same.union_with(&other), Err(Error::ParamsMismatch { .. })));
     index.insert_set(1).unwrap();

@@ -182,7 +182,7 @@ proptest! {
                     }
                 }
                 1 => {
-                    let got = index.delete_set(id);
+                    let got = index.take_filter(id);
                     match model.remove(&id) {
                         Some(d) => prop_assert_eq!(got.unwrap(), d),
                         None => prop_assert_eq!(got, Err(DynamicError::Bloom(Error::UnknownId(id)))),
@@ -206,7 +206,7 @@ proptest! {
                     let other = model.get(&((id + 1) % 5)).cloned();
                     if let (Some(o), Some(d)) = (other, model.get_mut(&id)) {
                         d.union_with(&o).unwrap();
-                        index.union_into(id, &o).unwrap();
+                        index.update_filter(id, &o).unwrap();
                     }
                 }
             }
@@ -320,8 +320,8 @@ fn dynamic_index_matches_plain_columns() {
     }
     // Column ids are reused after a delete, and the answers stay right.
     let before = dynamic.columns();
-    let gone = dynamic.delete_set(4).unwrap();
-    dynamic.insert_filter(99, gone).unwrap();
+    let gone = dynamic.take_filter(4).unwrap();
+    dynamic.insert_filter(99, &gone).unwrap();
     dynamic.validate().unwrap();
     assert_eq!(dynamic.columns(), before);
     assert_eq!(dynamic.query(&((4u64 << 32) | 1).to_le_bytes()), vec![99]);
@@ -333,7 +333,7 @@ fn dynamic_index_matches_plain_columns() {
 fn index_applies_deltas() {
     let mut sender = DynamicBloomFilter::new(params(), 8).unwrap();
     let mut receiver = DynamicSlicedIndex::new(params(), 8).unwrap();
-    receiver.insert_filter(1, sender.clone()).unwrap();
+    receiver.insert_filter(1, &sender).unwrap();
     let mut base = sender.clone();
     for round in 0..5u32 {
         for i in 0..20u32 {
@@ -353,9 +353,9 @@ fn index_applies_deltas() {
         base = sender.clone();
     }
     let other = DynamicBloomFilter::new(BloomParams::new(600, 3).unwrap(), 8).unwrap();
-    assert!(matches!(receiver.insert_filter(2, other), Err(DynamicError::Bloom(Error::ParamsMismatch { .. }))));
+    assert!(matches!(receiver.insert_filter(2, &other), Err(DynamicError::Bloom(Error::ParamsMismatch { .. }))));
     let other = DynamicBloomFilter::new(params(), 9).unwrap();
-    assert_eq!(receiver.insert_filter(2, other), Err(DynamicError::CapacityMismatch { expected: 8, found: 9 }));
+    assert_eq!(receiver.insert_filter(2, &other), Err(DynamicError::CapacityMismatch { expected: 8, found: 9 }));
     assert!(matches!(
         receiver.apply_delta(7, &sender.delta_since(&base).unwrap()),
         Err(DynamicError::Bloom(Error::UnknownId(7)))

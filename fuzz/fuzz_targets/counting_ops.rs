@@ -71,7 +71,7 @@ fuzz_target!(|input: Input| {
             }
             Op::DeleteSet { id } => {
                 let id = u64::from(id % 16);
-                let got = index.delete_set(id);
+                let got = index.take_filter(id);
                 assert_eq!(got.is_ok(), model.remove(&id).is_some());
             }
             Op::Insert { id, key } => {

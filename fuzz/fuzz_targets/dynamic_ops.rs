@@ -92,7 +92,7 @@ fuzz_target!(|input: Input| {
             }
             Op::DeleteSet { id } => {
                 let id = u64::from(id % 8);
-                let got = index.delete_set(id);
+                let got = index.take_filter(id);
                 match sets.remove(&id) {
                     Some(s) => assert_eq!(got.unwrap(), s.filter),
                     None => assert!(got.is_err()),
@@ -149,7 +149,7 @@ fuzz_target!(|input: Input| {
                 if sets[&id].filter.filter_count() + other.0.filter_count() > 24 {
                     continue;
                 }
-                index.union_into(id, &other.0).unwrap();
+                index.update_filter(id, &other.0).unwrap();
                 let s = sets.get_mut(&id).unwrap();
                 s.filter.union_with(&other.0).unwrap();
                 for (k, n) in other.1 {

@@ -1083,6 +1083,22 @@ impl BloofiTree {
 
     // ---- search ----------------------------------------------------------
 
+    /// The filter stored under `id` (a copy).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`].
+    pub fn get_filter(&self, id: u64) -> Result<BloomFilter> {
+        self.get(id).cloned().ok_or(Error::UnknownId(id))
+    }
+
+    /// Ids of the filters that may contain the key hashed as `hash`, into
+    /// `out` (cleared first): [`BloofiTree::query_hash_with_cost`] without
+    /// the cost.
+    pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        self.query_hash_with_cost(hash, out);
+    }
+
     /// Ids of the filters that may contain `key` (Algorithm 1), in leaf
     /// order.
     pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {

@@ -356,9 +356,15 @@ impl BatchResults {
         self.ids.len()
     }
 
-    fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.ids.clear();
         self.ends.clear();
+    }
+
+    /// Appends the answer of the next key.
+    pub(crate) fn push_answer(&mut self, ids: &[u64]) {
+        self.ids.extend_from_slice(ids);
+        self.ends.push(self.ids.len());
     }
 }
 

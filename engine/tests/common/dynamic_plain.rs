@@ -25,7 +25,7 @@ pub fn dynamic_and_plain(
             plain.insert_filter(owner.len() as u64, &view).unwrap();
             owner.push(id);
         }
-        dynamic.insert_filter(id, d).unwrap();
+        dynamic.insert_filter(id, &d).unwrap();
     }
     (dynamic, plain, owner)
 }

@@ -1,0 +1,304 @@
+//! [`FilterIndex`]: what every all-membership index of the crate shares
+//! (insert, delete and update a filter under an id, insert a key, query one
+//! key or a batch, size and invariants), so that tests, fuzz targets and
+//! benchmarks are written once for all of them.
+//!
+//! Each index keeps its own inherent methods with the same names and
+//! signatures (so calling them needs no import); the trait is for code that
+//! is generic over indexes. Answers list each matching id once; the order
+//! is the index's own (sort to compare two indexes).
+
+use crate::error::Error;
+use crate::filter::BloomFilter;
+use crate::hash::{Key, KeyHash};
+use crate::params::BloomParams;
+use crate::sliced::BatchResults;
+
+/// A filter that an index stores under an id: something keys can be
+/// inserted into. Implemented by [`BloomFilter`] and by the counting and
+/// dynamic filters.
+pub trait IndexedFilter: Clone + core::fmt::Debug {
+    /// Inserts a key given by its hash (see [`BloomParams::hash`]).
+    ///
+    /// # Errors
+    ///
+    /// Only filters that can run out of room fail (a dynamic filter past
+    /// its member limit); the filter is unchanged then.
+    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<(), Error>;
+}
+
+impl IndexedFilter for BloomFilter {
+    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<(), Error> {
+        self.insert_hash(hash);
+        Ok(())
+    }
+}
+
+impl IndexedFilter for crate::CountingBloomFilter {
+    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<(), Error> {
+        self.insert_hash(hash);
+        Ok(())
+    }
+}
+
+impl IndexedFilter for crate::DynamicBloomFilter {
+    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<(), Error> {
+        // Only a member allocation can fail, as a wrapped `Error`.
+        self.try_insert_hash(hash).map(drop).map_err(|e| match e {
+            crate::DynamicError::Bloom(e) => e,
+            other => Error::Invalid(other.to_string()),
+        })
+    }
+}
+
+/// An index of many filters that share one [`BloomParams`], answering
+/// *which filters may contain this key?*
+///
+/// ```
+/// use bloomslice::{BloomParams, FilterIndex, NaiveIndex, SlicedIndex};
+///
+/// /// Works the same on every index type.
+/// fn load<I: FilterIndex>(index: &mut I) -> Result<(), I::Error> {
+///     for id in 0..10u64 {
+///         let mut filter = index.new_filter()?;
+///         index.insert_filter(id, &filter)?;
+///         index.insert_key(id, &id.to_le_bytes())?;
+///     }
+///     Ok(())
+/// }
+/// let params = BloomParams::new(4096, 4)?;
+/// let (mut a, mut b) = (SlicedIndex::new(params), NaiveIndex::new(params));
+/// load(&mut a)?;
+/// load(&mut b)?;
+/// assert!(FilterIndex::query(&a, &3u64.to_le_bytes()).contains(&3));
+/// assert_eq!(FilterIndex::len(&a), FilterIndex::len(&b));
+/// # Ok::<(), bloomslice::Error>(())
+/// ```
+pub trait FilterIndex {
+    /// The filter stored under each id.
+    type Filter: IndexedFilter;
+    /// The error of writes: [`Error`], or an error that wraps it.
+    type Error: core::fmt::Debug + From<Error>;
+
+    /// The parameters every filter shares.
+    fn params(&self) -> &BloomParams;
+
+    /// Number of filters.
+    fn len(&self) -> usize;
+
+    /// Whether the index holds no filter.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether a filter is stored under `id`.
+    fn contains_id(&self, id: u64) -> bool;
+
+    /// An empty filter that fits this index (its parameters, and for a
+    /// dynamic index its member capacity).
+    ///
+    /// # Errors
+    ///
+    /// When the filter cannot be allocated.
+    fn new_filter(&self) -> Result<Self::Filter, Self::Error>;
+
+    /// Adds `filter` under a new id.
+    ///
+    /// # Errors
+    ///
+    /// A duplicate id, a filter with other parameters, or memory; the index
+    /// is unchanged after an error.
+    fn insert_filter(&mut self, id: u64, filter: &Self::Filter) -> Result<(), Self::Error>;
+
+    /// Removes the filter `id`.
+    ///
+    /// # Errors
+    ///
+    /// An unknown id; the index is unchanged.
+    fn delete_filter(&mut self, id: u64) -> Result<(), Self::Error>;
+
+    /// Merges `filter` into the filter `id` (adds its keys).
+    ///
+    /// # Errors
+    ///
+    /// An unknown id or a filter with other parameters; the index is
+    /// unchanged.
+    fn update_filter(&mut self, id: u64, filter: &Self::Filter) -> Result<(), Self::Error>;
+
+    /// The filter stored under `id` (a copy).
+    ///
+    /// # Errors
+    ///
+    /// An unknown id, or memory.
+    fn get_filter(&self, id: u64) -> Result<Self::Filter, Self::Error>;
+
+    /// Inserts one key, by its hash, into the filter `id`.
+    ///
+    /// # Errors
+    ///
+    /// An unknown id; the index is unchanged.
+    fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<(), Self::Error>;
+
+    /// Ids of the filters that may contain the key hashed as `hash`, into
+    /// `out` (cleared first), each once.
+    fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>);
+
+    /// Answers for every hash of `hashes`, in order, into `results`
+    /// (replacing its contents). The default queries one key at a time;
+    /// the sliced indexes batch (hash first, prefetch rows ahead).
+    fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
+        results.clear();
+        let mut out = Vec::new();
+        for &hash in hashes {
+            self.query_hash_into(hash, &mut out);
+            results.push_answer(&out);
+        }
+    }
+
+    /// Bytes of memory the index holds.
+    fn memory_bytes(&self) -> usize;
+
+    /// Checks every invariant (tests and fuzz targets call it after each
+    /// operation).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] describing the first broken invariant.
+    fn validate(&self) -> Result<(), Error>;
+
+    /// Inserts `key` into the filter `id`.
+    ///
+    /// # Errors
+    ///
+    /// As [`FilterIndex::insert_key_hash`].
+    fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<(), Self::Error>
+    where
+        Self: Sized,
+    {
+        let hash = self.params().hash(key);
+        self.insert_key_hash(id, hash)
+    }
+
+    /// Ids of the filters that may contain `key`, into `out` (cleared first).
+    fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>)
+    where
+        Self: Sized,
+    {
+        self.query_hash_into(self.params().hash(key), out);
+    }
+
+    /// Ids of the filters that may contain `key`.
+    fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64>
+    where
+        Self: Sized,
+    {
+        let mut out = Vec::new();
+        self.query_into(key, &mut out);
+        out
+    }
+
+    /// Answers for every key of `keys`, in order, into `results`.
+    fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults)
+    where
+        Self: Sized,
+    {
+        let hashes: Vec<KeyHash> = keys.iter().map(|k| self.params().hash(k)).collect();
+        self.query_batch_hashes(&hashes, results);
+    }
+}
+
+/// The override of [`FilterIndex::query_batch_hashes`] for indexes with
+/// their own batched query (hash first, prefetch rows ahead).
+macro_rules! batched_query {
+    (batched, $index:ty) => {
+        fn query_batch_hashes(&self, hashes: &[$crate::KeyHash], results: &mut $crate::BatchResults) {
+            <$index>::query_batch_hashes(self, hashes, results)
+        }
+    };
+}
+
+/// Implements [`FilterIndex`] by delegating to the inherent methods of the
+/// same names (which keep the documentation of each type's behaviour).
+macro_rules! delegate_filter_index {
+    ($index:ty, $filter:ty, $error:ty, new_filter: |$s:ident| $new:expr $(, $batched:ident)?) => {
+        // `Ok(x?)` converts the inherent error into the trait's where they
+        // differ (counting, dynamic) and is a no-op where they do not.
+        #[allow(clippy::needless_question_mark)]
+        impl $crate::index::FilterIndex for $index {
+            type Filter = $filter;
+            type Error = $error;
+            fn params(&self) -> &$crate::BloomParams {
+                <$index>::params(self)
+            }
+            fn len(&self) -> usize {
+                <$index>::len(self)
+            }
+            fn contains_id(&self, id: u64) -> bool {
+                <$index>::contains_id(self, id)
+            }
+            fn new_filter(&self) -> Result<$filter, $error> {
+                let $s = self;
+                Ok($new?)
+            }
+            fn insert_filter(&mut self, id: u64, filter: &$filter) -> Result<(), $error> {
+                Ok(<$index>::insert_filter(self, id, filter)?)
+            }
+            fn delete_filter(&mut self, id: u64) -> Result<(), $error> {
+                Ok(<$index>::delete_filter(self, id)?)
+            }
+            fn update_filter(&mut self, id: u64, filter: &$filter) -> Result<(), $error> {
+                Ok(<$index>::update_filter(self, id, filter)?)
+            }
+            fn get_filter(&self, id: u64) -> Result<$filter, $error> {
+                Ok(<$index>::get_filter(self, id)?)
+            }
+            fn insert_key_hash(&mut self, id: u64, hash: $crate::KeyHash) -> Result<(), $error> {
+                Ok(<$index>::insert_key_hash(self, id, hash)?)
+            }
+            fn query_hash_into(&self, hash: $crate::KeyHash, out: &mut Vec<u64>) {
+                <$index>::query_hash_into(self, hash, out)
+            }
+            $(batched_query!($batched, $index);)?
+            fn memory_bytes(&self) -> usize {
+                <$index>::memory_bytes(self)
+            }
+            fn validate(&self) -> Result<(), $crate::Error> {
+                <$index>::validate(self).map_err($crate::Error::Invalid)
+            }
+        }
+    };
+}
+
+delegate_filter_index!(crate::SlicedIndex, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()), batched);
+delegate_filter_index!(crate::NaiveIndex, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()));
+delegate_filter_index!(crate::FlatBloofiPaper, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()));
+delegate_filter_index!(crate::BloofiTree, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()));
+delegate_filter_index!(
+    crate::CountingSlicedIndex,
+    crate::CountingBloomFilter,
+    crate::CountingError,
+    new_filter: |s| crate::CountingBloomFilter::new(*s.params()),
+    batched
+);
+delegate_filter_index!(
+    crate::DynamicSlicedIndex,
+    crate::DynamicBloomFilter,
+    crate::DynamicError,
+    new_filter: |s| crate::DynamicBloomFilter::new(*s.params(), s.capacity()),
+    batched
+);
+
+/// Every public index type can be shared across threads (checked at
+/// compile time, so a change that breaks it fails the build).
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<crate::SlicedIndex>();
+    assert_send_sync::<crate::NaiveIndex>();
+    assert_send_sync::<crate::FlatBloofiPaper>();
+    assert_send_sync::<crate::BloofiTree>();
+    assert_send_sync::<crate::CountingSlicedIndex>();
+    assert_send_sync::<crate::DynamicSlicedIndex>();
+    assert_send_sync::<crate::ConcurrentIndex>();
+    assert_send_sync::<crate::QueryPool>();
+    assert_send_sync::<crate::BatchResults>();
+};

@@ -3,10 +3,16 @@
 //! from any bytes, applied to two [`FilterIndex`] implementations that must
 //! agree, compared after every step.
 //!
-//! Compared after every op: success or failure of each write, every
-//! answer (sorted, since each index has its own order), `len`,
-//! `contains_id` of the ids the op touched, and both indexes' invariants
-//! (`validate`).
+//! Compared after every op: success or failure of each write, the answers
+//! to a fixed probe set of keys (sorted, since each index has its own
+//! order; batched and one by one), `len`, `contains_id` of the ids the op
+//! touched, both indexes' invariants (`validate`), and the absence of false
+//! negatives against a model of the keys each filter really holds.
+//!
+//! Keys are reduced modulo [`KEY_SPACE`], so inserted keys are queried
+//! again and filters share keys.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use arbitrary::{Arbitrary, Unstructured};
 
@@ -25,7 +31,7 @@ pub enum Op {
         /// Filter id.
         id: u8,
         /// Keys of the filter.
-        keys: Vec<u16>,
+        keys: Keys,
     },
     /// Delete filter `id`.
     Delete {
@@ -37,7 +43,7 @@ pub enum Op {
         /// Filter id.
         id: u8,
         /// Keys merged in.
-        keys: Vec<u16>,
+        keys: Keys,
     },
     /// Insert one key into filter `id`.
     InsertKey {
@@ -49,22 +55,80 @@ pub enum Op {
     /// Query each key alone.
     Query {
         /// Keys.
-        keys: Vec<u16>,
+        keys: Keys,
     },
     /// Query the keys as one batch.
     Batch {
         /// Keys.
-        keys: Vec<u16>,
+        keys: Keys,
+    },
+    /// Maintenance that must not change answers (for a Bloofi tree: a
+    /// rebuild or bulk build), done by the caller's hook on the first index.
+    Maintain {
+        /// Which maintenance (the hook's choice).
+        how: u8,
     },
 }
 
-/// The ops encoded by `bytes` (any bytes decode to some sequence).
+/// Keys are `key % KEY_SPACE`: small enough that sequences query what they
+/// inserted, large enough for absent keys.
+pub const KEY_SPACE: u16 = 600;
+
+/// Keys queried after every op: a spread of the key space (present and
+/// absent keys).
+fn probe_keys() -> impl Iterator<Item = u16> {
+    (0..KEY_SPACE).step_by(7)
+}
+
+/// At most [`MAX_KEYS`] keys of an op: decoded with a length byte, so
+/// one op never swallows the rest of the input (as `Vec`'s own decoding
+/// does).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Keys(pub Vec<u16>);
+
+/// Most keys one op carries.
+pub const MAX_KEYS: usize = 24;
+
+impl<'a> Arbitrary<'a> for Keys {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let n = u.int_in_range(0..=MAX_KEYS)?;
+        (0..n).map(|_| u.arbitrary()).collect::<arbitrary::Result<_>>().map(Keys)
+    }
+}
+
+impl core::ops::Deref for Keys {
+    type Target = [u16];
+    fn deref(&self) -> &[u16] {
+        &self.0
+    }
+}
+
+/// Most ops decoded from one input.
+pub const MAX_OPS: usize = 200;
+
+/// The ops encoded by `bytes`, one after another until the bytes run out
+/// (any bytes decode to some sequence).
 pub fn ops_from_bytes(bytes: &[u8]) -> Vec<Op> {
-    Vec::<Op>::arbitrary_take_rest(Unstructured::new(bytes)).unwrap_or_default()
+    let mut u = Unstructured::new(bytes);
+    let mut ops = Vec::new();
+    while !u.is_empty() && ops.len() < MAX_OPS {
+        match Op::arbitrary(&mut u) {
+            Ok(op) => ops.push(op),
+            Err(_) => break,
+        }
+    }
+    ops
+}
+
+/// Ids are `id % ID_SPACE`, so deletes and updates meet live filters.
+pub const ID_SPACE: u8 = 40;
+
+fn id_of(id: u8) -> u64 {
+    u64::from(id % ID_SPACE)
 }
 
 fn hash_of<I: FilterIndex>(index: &I, key: u16) -> KeyHash {
-    index.params().hash(&key.to_le_bytes())
+    index.params().hash(&(key % KEY_SPACE).to_le_bytes())
 }
 
 fn filter_of<I: FilterIndex>(index: &I, keys: &[u16]) -> Result<I::Filter, I::Error> {
@@ -80,15 +144,33 @@ fn sorted(mut v: Vec<u64>) -> Vec<u64> {
     v
 }
 
-/// Applies `ops` to `a` and `b` (which start equal and share parameters),
-/// comparing them after every op.
+/// Applies `ops` to `a` and `b` (which start empty and share parameters),
+/// comparing them after every op; [`Op::Maintain`] does nothing.
 ///
 /// # Panics
 ///
 /// On the first disagreement or broken invariant, naming the op: this is
 /// the assertion of the property tests and fuzz targets.
 pub fn run_differential<A: FilterIndex, B: FilterIndex>(a: &mut A, b: &mut B, ops: &[Op]) {
+    run_differential_with(a, b, ops, |_, _| {});
+}
+
+/// [`run_differential`], with `maintain(a, how)` run for each
+/// [`Op::Maintain`].
+///
+/// # Panics
+///
+/// As [`run_differential`].
+pub fn run_differential_with<A: FilterIndex, B: FilterIndex>(
+    a: &mut A,
+    b: &mut B,
+    ops: &[Op],
+    mut maintain: impl FnMut(&mut A, u8),
+) {
     assert_eq!(a.params(), b.params(), "both indexes must share parameters");
+    assert!(a.is_empty() && b.is_empty(), "both indexes must start empty");
+    // The keys each filter really holds.
+    let mut truth: BTreeMap<u64, BTreeSet<u16>> = BTreeMap::new();
     let (mut out_a, mut out_b) = (Vec::new(), Vec::new());
     let (mut batch_a, mut batch_b) = (BatchResults::new(), BatchResults::new());
     for (step, op) in ops.iter().enumerate() {
@@ -97,22 +179,43 @@ pub fn run_differential<A: FilterIndex, B: FilterIndex>(a: &mut A, b: &mut B, op
                 let (fa, fb) = (filter_of(a, keys), filter_of(b, keys));
                 match (fa, fb) {
                     (Ok(fa), Ok(fb)) => {
-                        (a.insert_filter(u64::from(*id), &fa).is_ok(), b.insert_filter(u64::from(*id), &fb).is_ok())
+                        let r = (a.insert_filter(id_of(*id), &fa).is_ok(), b.insert_filter(id_of(*id), &fb).is_ok());
+                        if r.0 {
+                            truth.insert(id_of(*id), keys.iter().map(|k| k % KEY_SPACE).collect());
+                        }
+                        r
                     }
                     (fa, fb) => (fa.is_ok(), fb.is_ok()),
                 }
             }
-            Op::Delete { id } => (a.delete_filter(u64::from(*id)).is_ok(), b.delete_filter(u64::from(*id)).is_ok()),
+            Op::Delete { id } => {
+                truth.remove(&id_of(*id));
+                (a.delete_filter(id_of(*id)).is_ok(), b.delete_filter(id_of(*id)).is_ok())
+            }
             Op::Update { id, keys } => match (filter_of(a, keys), filter_of(b, keys)) {
                 (Ok(fa), Ok(fb)) => {
-                    (a.update_filter(u64::from(*id), &fa).is_ok(), b.update_filter(u64::from(*id), &fb).is_ok())
+                    let r = (a.update_filter(id_of(*id), &fa).is_ok(), b.update_filter(id_of(*id), &fb).is_ok());
+                    if r.0 {
+                        truth.entry(id_of(*id)).or_default().extend(keys.iter().map(|k| k % KEY_SPACE));
+                    }
+                    r
                 }
                 (fa, fb) => (fa.is_ok(), fb.is_ok()),
             },
-            Op::InsertKey { id, key } => (
-                a.insert_key_hash(u64::from(*id), hash_of(a, *key)).is_ok(),
-                b.insert_key_hash(u64::from(*id), hash_of(b, *key)).is_ok(),
-            ),
+            Op::InsertKey { id, key } => {
+                let r = (
+                    a.insert_key_hash(id_of(*id), hash_of(a, *key)).is_ok(),
+                    b.insert_key_hash(id_of(*id), hash_of(b, *key)).is_ok(),
+                );
+                if r.0 {
+                    truth.entry(id_of(*id)).or_default().insert(key % KEY_SPACE);
+                }
+                r
+            }
+            Op::Maintain { how } => {
+                maintain(a, *how);
+                (true, true)
+            }
             Op::Query { keys } => {
                 for &key in keys.iter().take(64) {
                     a.query_hash_into(hash_of(a, key), &mut out_a);
@@ -137,7 +240,7 @@ pub fn run_differential<A: FilterIndex, B: FilterIndex>(a: &mut A, b: &mut B, op
         assert_eq!(ra, rb, "step {step} {op:?}: one index accepted the write and the other refused it");
         assert_eq!(a.len(), b.len(), "step {step} {op:?}: len");
         if let Op::Insert { id, .. } | Op::Delete { id } | Op::Update { id, .. } | Op::InsertKey { id, .. } = op {
-            assert_eq!(a.contains_id(u64::from(*id)), b.contains_id(u64::from(*id)), "step {step} {op:?}");
+            assert_eq!(a.contains_id(id_of(*id)), b.contains_id(id_of(*id)), "step {step} {op:?}");
         }
         let valid = |r: Result<(), Error>, which: &str| {
             if let Err(e) = r {
@@ -146,5 +249,40 @@ pub fn run_differential<A: FilterIndex, B: FilterIndex>(a: &mut A, b: &mut B, op
         };
         valid(a.validate(), "first index");
         valid(b.validate(), "second index");
+        // The probe set, one by one and batched, and no false negatives.
+        let hashes: Vec<KeyHash> = probe_keys().map(|k| hash_of(a, k)).collect();
+        a.query_batch_hashes(&hashes, &mut batch_a);
+        for ((key, &hash), got) in probe_keys().zip(&hashes).zip(batch_a.iter()) {
+            b.query_hash_into(hash, &mut out_b);
+            let want = sorted(out_b.clone());
+            assert_eq!(sorted(got.to_vec()), want, "step {step} {op:?}: probe key {key} (batched)");
+            a.query_hash_into(hash, &mut out_a);
+            assert_eq!(sorted(out_a.clone()), want, "step {step} {op:?}: probe key {key}");
+            for (id, held) in &truth {
+                assert!(!held.contains(&key) || want.contains(id), "step {step}: key {key} of filter {id} lost");
+            }
+        }
+    }
+}
+
+/// The maintenance hook for a [`crate::BloofiTree`] (see
+/// [`run_differential_with`]): a rebuild in place, or a bulk build from
+/// the same filters, in one of the bulk orders, none of which may change
+/// answers.
+///
+/// # Panics
+///
+/// If the bulk build refuses the tree's own filters (a bug).
+pub fn maintain_bloofi(tree: &mut crate::BloofiTree, how: u8) {
+    use crate::{BloofiTree, BloomFilter, BulkOrder};
+    let order =
+        [BulkOrder::AsGiven, BulkOrder::PaperGreedy, BulkOrder::MinHashChain, BulkOrder::Auto][usize::from(how % 4)];
+    if how & 4 == 0 {
+        tree.rebuild(order);
+    } else {
+        let filters: Vec<(u64, BloomFilter)> =
+            tree.ids().map(|id| (id, tree.get_filter(id).expect("a listed id"))).collect();
+        let items: Vec<(u64, &BloomFilter)> = filters.iter().map(|(id, f)| (*id, f)).collect();
+        *tree = BloofiTree::bulk_build(*tree.params(), *tree.config(), &items, order).expect("the tree's own filters");
     }
 }

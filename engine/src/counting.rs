@@ -46,7 +46,7 @@ use hashbrown::HashMap;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES};
+use crate::params::BloomParams;
 use crate::sliced::SlicedIndex;
 
 /// The largest counter value; a counter that reaches it is saturated and is
@@ -180,9 +180,8 @@ impl CountingBloomFilter {
 
     /// [`CountingBloomFilter::insert`] by the key's hash.
     pub fn insert_hash(&mut self, hash: KeyHash) {
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
-        self.insert_positions(&pos[..self.params.k() as usize]);
+        let pos = self.params.probes(hash);
+        self.insert_positions(&pos);
     }
 
     /// Increments the counters at `positions` (saturating).
@@ -215,9 +214,8 @@ impl CountingBloomFilter {
     ///
     /// As [`CountingBloomFilter::remove`].
     pub fn remove_hash(&mut self, hash: KeyHash) -> Result<(), CountingError> {
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
-        self.remove_positions(&pos[..self.params.k() as usize])
+        let pos = self.params.probes(hash);
+        self.remove_positions(&pos)
     }
 
     /// Whether removing the key with these probe positions would be refused.
@@ -262,9 +260,8 @@ impl CountingBloomFilter {
 
     /// [`CountingBloomFilter::contains`] by the key's hash.
     pub fn contains_hash(&self, hash: KeyHash) -> bool {
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
-        self.contains_positions(&pos[..self.params.k() as usize])
+        let pos = self.params.probes(hash);
+        self.contains_positions(&pos)
     }
 
     /// Whether every counter at `positions` is non-zero.
@@ -529,11 +526,9 @@ impl CountingSlicedIndex {
     /// [`Error::UnknownId`]; unchanged.
     pub fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<()> {
         let f = self.filters.get_mut(&id).ok_or(Error::UnknownId(id))?;
-        let mut pos = [0u32; MAX_HASHES as usize];
-        let k = f.params.k() as usize;
-        f.params.positions_into(hash, &mut pos);
-        f.insert_positions(&pos[..k]);
-        self.index.set_column_bits(id, &pos[..k], |_| true)
+        let pos = f.params.probes(hash);
+        f.insert_positions(&pos);
+        self.index.set_column_bits(id, &pos, |_| true)
     }
 
     /// Removes a key from set `id` and rewrites the key's bits of the set's
@@ -554,12 +549,10 @@ impl CountingSlicedIndex {
     /// As [`CountingSlicedIndex::remove_key`].
     pub fn remove_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<(), CountingError> {
         let f = self.filters.get_mut(&id).ok_or(Error::UnknownId(id))?;
-        let mut pos = [0u32; MAX_HASHES as usize];
-        let k = f.params.k() as usize;
-        f.params.positions_into(hash, &mut pos);
-        f.remove_positions(&pos[..k])?;
+        let pos = f.params.probes(hash);
+        f.remove_positions(&pos)?;
         let f = &self.filters[&id];
-        self.index.set_column_bits(id, &pos[..k], |p| f.counter(u64::from(p)) != 0)?;
+        self.index.set_column_bits(id, &pos, |p| f.counter(u64::from(p)) != 0)?;
         Ok(())
     }
 

@@ -213,12 +213,6 @@ impl DynamicBloomFilter {
         self.members.iter().map(|m| m.items).sum()
     }
 
-    fn positions(&self, hash: KeyHash) -> ([u32; MAX_HASHES as usize], usize) {
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
-        (pos, self.params.k() as usize)
-    }
-
     /// Algorithm 1: inserts into the first member with `nr < c`, adding a
     /// member first if all are full. Returns the member index used.
     ///
@@ -237,10 +231,10 @@ impl DynamicBloomFilter {
     /// [`Error::CapacityOverflow`] (wrapped) if a member cannot be allocated;
     /// unchanged then.
     pub fn try_insert_hash(&mut self, hash: KeyHash) -> Result<usize, DynamicError> {
-        let (pos, k) = self.positions(hash);
+        let pos = self.params.probes(hash);
         let i = self.active_member()?;
         let m = &mut self.members[i];
-        m.filter.insert_positions(&pos[..k]);
+        m.filter.insert_positions(&pos);
         m.items += 1;
         Ok(i)
     }
@@ -286,8 +280,8 @@ impl DynamicBloomFilter {
 
     /// [`DynamicBloomFilter::contains`] by the key's hash.
     pub fn contains_hash(&self, hash: KeyHash) -> bool {
-        let (pos, k) = self.positions(hash);
-        self.members.iter().any(|m| m.filter.contains_positions(&pos[..k]))
+        let pos = self.params.probes(hash);
+        self.members.iter().any(|m| m.filter.contains_positions(&pos))
     }
 
     /// Algorithm 3: removes the key if exactly one member reports it, then
@@ -310,8 +304,8 @@ impl DynamicBloomFilter {
     }
 
     fn remove_tracked(&mut self, hash: KeyHash) -> Result<(DeleteOutcome, Change), DynamicError> {
-        let (pos, k) = self.positions(hash);
-        let pos = &pos[..k];
+        let pos = self.params.probes(hash);
+        let pos: &[u32] = &pos;
         let mut matching = self.members.iter().enumerate().filter(|(_, m)| m.filter.contains_positions(pos));
         let Some((index, _)) = matching.next() else {
             return Err(DynamicError::NotPresent);
@@ -948,10 +942,8 @@ impl DynamicSlicedIndex {
             return self.resync(id);
         }
         let col = set.columns[i];
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.index.params().positions_into(hash, &mut pos);
-        let k = self.index.params().k() as usize;
-        self.index.set_column_bits(col, &pos[..k], |_| true)?;
+        let pos = self.index.params().probes(hash);
+        self.index.set_column_bits(col, &pos, |_| true)?;
         Ok(())
     }
 
@@ -970,10 +962,8 @@ impl DynamicSlicedIndex {
             Change::All => self.resync(id)?,
             Change::Member(i) => {
                 let f = &set.filter.members[i].filter;
-                let mut pos = [0u32; MAX_HASHES as usize];
-                self.index.params().positions_into(hash, &mut pos);
-                let k = self.index.params().k() as usize;
-                self.index.set_column_bits(set.columns[i], &pos[..k], |p| f.counter(u64::from(p)) != 0)?;
+                let pos = self.index.params().probes(hash);
+                self.index.set_column_bits(set.columns[i], &pos, |p| f.counter(u64::from(p)) != 0)?;
             }
         }
         Ok(outcome)

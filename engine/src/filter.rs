@@ -4,7 +4,7 @@ use bloomslice_kernels::Kernels;
 
 use crate::error::{Error, Result};
 use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES};
+use crate::params::BloomParams;
 use crate::storage::Words;
 
 /// A Bloom filter: `m` bits, `k` hash functions, stored in 64-byte aligned
@@ -79,9 +79,8 @@ impl BloomFilter {
 
     /// Inserts a key by its hash.
     pub fn insert_hash(&mut self, hash: KeyHash) {
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
-        self.insert_positions(&pos[..self.params.k() as usize]);
+        let pos = self.params.probes(hash);
+        self.insert_positions(&pos);
     }
 
     /// Sets the bits at `positions` (each `< m`).
@@ -100,9 +99,8 @@ impl BloomFilter {
 
     /// [`BloomFilter::contains`] by the key's hash.
     pub fn contains_hash(&self, hash: KeyHash) -> bool {
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
-        self.contains_positions(&pos[..self.params.k() as usize])
+        let pos = self.params.probes(hash);
+        self.contains_positions(&pos)
     }
 
     /// Whether every bit at `positions` is set.

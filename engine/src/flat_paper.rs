@@ -27,7 +27,7 @@ use hashbrown::HashMap;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES};
+use crate::params::BloomParams;
 
 /// Filters per Flat-Bloofi array: one per bit of a 64-bit word.
 pub const FLAT_GROUP: usize = 64;
@@ -232,10 +232,9 @@ impl FlatBloofiPaper {
     /// [`Error::UnknownId`]; the index is unchanged after an error.
     pub fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<()> {
         let index = self.index(id)?;
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
+        let pos = self.params.probes(hash);
         let array = &mut self.arrays[index / FLAT_GROUP];
-        for &p in &pos[..self.params.k() as usize] {
+        for &p in &pos {
             array[p as usize] |= 1 << (index % FLAT_GROUP);
         }
         Ok(())
@@ -269,9 +268,8 @@ impl FlatBloofiPaper {
     /// first): for each array, the AND of the `k` words the probes name.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
-        let pos = &pos[..self.params.k() as usize];
+        let pos = self.params.probes(hash);
+        let pos: &[u32] = &pos;
         for (g, array) in self.arrays.iter().enumerate() {
             let mut hits = pos.iter().fold(u64::MAX, |acc, &p| acc & array[p as usize]);
             while hits != 0 {

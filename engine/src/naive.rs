@@ -8,7 +8,7 @@ use hashbrown::HashMap;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES};
+use crate::params::BloomParams;
 
 /// A list of filters, each tested in turn. Simple enough to be obviously
 /// right.
@@ -130,9 +130,8 @@ impl NaiveIndex {
     /// Positions are computed once and reused for every filter.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
-        let pos = &pos[..self.params.k() as usize];
+        let pos = self.params.probes(hash);
+        let pos: &[u32] = &pos;
         out.extend(self.filters.iter().filter(|(_, f)| f.contains_positions(pos)).map(|(id, _)| *id));
     }
 

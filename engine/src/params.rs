@@ -31,6 +31,32 @@ pub enum HashScheme {
     Xxh3Double,
 }
 
+/// The probe positions of one key (each `< m`), in probe order: a fixed
+/// stack buffer of [`MAX_HASHES`] positions and the count in use, so that
+/// computing them allocates nothing. Dereferences to `&[u32]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Probes {
+    positions: [u32; MAX_HASHES as usize],
+    len: usize,
+}
+
+impl core::ops::Deref for Probes {
+    type Target = [u32];
+    #[inline]
+    fn deref(&self) -> &[u32] {
+        &self.positions[..self.len]
+    }
+}
+
+impl<'a> IntoIterator for &'a Probes {
+    type Item = &'a u32;
+    type IntoIter = core::slice::Iter<'a, u32>;
+    #[inline]
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
 /// Parameters shared by every filter of an index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BloomParams {
@@ -183,6 +209,22 @@ impl BloomParams {
             *slot = fastrange(x, self.m);
             x = x.wrapping_add(hash.h2);
         }
+    }
+
+    /// The `k` probe positions of `hash`, in probe order, on the stack.
+    #[inline]
+    pub fn probes(&self, hash: KeyHash) -> Probes {
+        self.probes_n(hash, self.k as usize)
+    }
+
+    /// The first `count` positions of `hash`'s probe sequence (see
+    /// [`BloomParams::probe_sequence`]), `count` clamped to `1..=MAX_HASHES`.
+    #[inline]
+    pub(crate) fn probes_n(&self, hash: KeyHash, count: usize) -> Probes {
+        let len = count.clamp(1, MAX_HASHES as usize);
+        let mut probes = Probes { positions: [0; MAX_HASHES as usize], len };
+        self.probe_sequence(hash, &mut probes.positions[..len]);
+        probes
     }
 
     /// The `k` probe positions of `hash`, in probe order.

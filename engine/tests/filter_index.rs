@@ -6,8 +6,8 @@
 
 use bloomslice::testing::{Keys, Op, maintain_bloofi, ops_from_bytes, run_differential, run_differential_with};
 use bloomslice::{
-    BloofiConfig, BloofiTree, BloomFilter, BloomParams, BulkOrder, CountingSlicedIndex, Error, FilterIndex,
-    FlatBloofiPaper, KeyHash, Metric, NaiveIndex, SlicedConfig, SlicedIndex,
+    BloofiConfig, BloofiTree, BloomFilter, BloomParams, CountingSlicedIndex, Error, FilterIndex, FlatBloofiPaper,
+    KeyHash, Metric, NaiveIndex, SlicedConfig, SlicedIndex,
 };
 use proptest::prelude::*;
 

@@ -46,7 +46,7 @@ use hashbrown::{HashMap, HashSet};
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES};
+use crate::params::BloomParams;
 
 /// Smallest order a Bloofi tree accepts: with `d = 1` an inner node could
 /// have a single child and the B+-tree rules of the paper would not bound
@@ -951,9 +951,8 @@ impl BloofiTree {
     pub fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<()> {
         let mut n = self.leaf(id)?;
         self.cost.begin();
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
-        let pos = &pos[..self.params.k() as usize];
+        let pos = self.params.probes(hash);
+        let pos: &[u32] = &pos;
         while n != NO_NODE {
             self.cost.touch(n);
             let node = self.node_mut(n);
@@ -1131,9 +1130,8 @@ impl BloofiTree {
         if self.root == NO_NODE {
             return 0;
         }
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
-        let pos = &pos[..self.params.k() as usize];
+        let pos = self.params.probes(hash);
+        let pos: &[u32] = &pos;
         let mut level = Vec::with_capacity(64);
         let mut next = Vec::with_capacity(64);
         level.push(self.root);

@@ -55,7 +55,7 @@ use hashbrown::HashMap;
 use crate::error::Error;
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES};
+use crate::params::{BloomParams, MAX_HASHES, Probes};
 use crate::sliced::SlicedIndex;
 
 /// Typed errors of the popularity-conscious optimisers and schemes.
@@ -204,12 +204,9 @@ impl PopularityScheme {
         Ok(())
     }
 
-    /// Writes the key's own `k_i` probe positions into `out[..k_i]` and
-    /// returns `k_i`.
-    pub fn positions(&self, hash: KeyHash, out: &mut [u32; MAX_HASHES as usize]) -> usize {
-        let k = self.hashes_for(hash) as usize;
-        self.params.probe_sequence(hash, &mut out[..k]);
-        k
+    /// The key's own `k_i` probe positions.
+    pub fn positions(&self, hash: KeyHash) -> Probes {
+        self.params.probes_n(hash, self.hashes_for(hash) as usize)
     }
 
     /// Inserts `key` into `filter` with its own hash count.
@@ -219,10 +216,9 @@ impl PopularityScheme {
     /// [`Error::ParamsMismatch`] (wrapped); unchanged.
     pub fn insert<K: Key + ?Sized>(&self, filter: &mut BloomFilter, key: &K) -> Result<(), PopularityError> {
         self.check(filter.params())?;
-        let mut pos = [0u32; MAX_HASHES as usize];
-        let k = self.positions(self.params.hash(key), &mut pos);
+        let pos = self.positions(self.params.hash(key));
         let words = filter.padded_words_mut();
-        for &p in &pos[..k] {
+        for &p in pos.iter() {
             words[p as usize / 64] |= 1 << (p % 64);
         }
         Ok(())
@@ -235,9 +231,8 @@ impl PopularityScheme {
     /// [`Error::ParamsMismatch`] (wrapped).
     pub fn contains<K: Key + ?Sized>(&self, filter: &BloomFilter, key: &K) -> Result<bool, PopularityError> {
         self.check(filter.params())?;
-        let mut pos = [0u32; MAX_HASHES as usize];
-        let k = self.positions(self.params.hash(key), &mut pos);
-        Ok(filter.contains_positions(&pos[..k]))
+        let pos = self.positions(self.params.hash(key));
+        Ok(filter.contains_positions(&pos))
     }
 
     /// Inserts `key` into filter `id` of `index` with its own hash count.

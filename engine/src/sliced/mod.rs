@@ -37,7 +37,7 @@ use hashbrown::HashMap;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES};
+use crate::params::BloomParams;
 use crate::storage::Words;
 
 mod persist;
@@ -704,11 +704,10 @@ impl SlicedIndex {
     /// [`Error::UnknownId`]; the index is unchanged.
     pub fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<()> {
         let slot = self.slot(id)?;
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
+        let pos = self.params.probes(hash);
         let s = writable(&mut self.shards, slot.shard as usize)?;
         let (word, bit) = (slot.col as usize / 64, 1u64 << (slot.col % 64));
-        for &p in &pos[..self.params.k() as usize] {
+        for &p in &pos {
             let w = &mut s.rows[p as usize * s.wpr + word];
             s.ones += u64::from(*w & bit == 0);
             *w |= bit;
@@ -750,9 +749,8 @@ impl SlicedIndex {
     /// [`SlicedIndex::query_into`] by the key's hash.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.positions_into(hash, &mut pos);
-        self.query_positions(&pos[..self.params.k() as usize], out);
+        let pos = self.params.probes(hash);
+        self.query_positions(&pos, out);
     }
 
     /// ANDs the rows at `positions` in every shard and appends matching ids.

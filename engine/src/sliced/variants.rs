@@ -12,7 +12,6 @@ use super::SlicedIndex;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
-use crate::params::MAX_HASHES;
 
 impl SlicedIndex {
     /// Sets bit `p` of column `id` to `bit(p)` for every `p` in `positions`
@@ -85,10 +84,8 @@ impl SlicedIndex {
 
     /// [`SlicedIndex::query_with_hashes`] by the key's hash.
     pub fn query_hash_with_hashes(&self, hash: KeyHash, k: u32, out: &mut Vec<u64>) {
-        let k = k.clamp(1, MAX_HASHES) as usize;
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.probe_sequence(hash, &mut pos[..k]);
-        self.query_positions_into(&pos[..k], out);
+        let pos = self.params.probes_n(hash, k as usize);
+        self.query_positions_into(&pos, out);
     }
 
     /// Sets the bits of the first `k` probe positions of `hash` in column
@@ -98,9 +95,7 @@ impl SlicedIndex {
     ///
     /// [`Error::UnknownId`]; the index is unchanged.
     pub fn insert_key_hash_with_hashes(&mut self, id: u64, hash: KeyHash, k: u32) -> Result<()> {
-        let k = k.clamp(1, MAX_HASHES) as usize;
-        let mut pos = [0u32; MAX_HASHES as usize];
-        self.params.probe_sequence(hash, &mut pos[..k]);
-        self.set_column_bits(id, &pos[..k], |_| true)
+        let pos = self.params.probes_n(hash, k as usize);
+        self.set_column_bits(id, &pos, |_| true)
     }
 }

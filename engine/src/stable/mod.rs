@@ -61,7 +61,8 @@ pub mod theory;
 
 use classes::ValueClasses;
 
-use crate::{BloomParams, Key, KeyHash, MAX_HASHES};
+use crate::params::Probes;
+use crate::{BloomParams, Key, KeyHash};
 
 /// The largest cell value: cells are stored as `u8`.
 pub const MAX_CELL_VALUE: u32 = u8::MAX as u32;
@@ -376,11 +377,10 @@ impl StableBloomFilter {
     #[inline]
     pub fn observe_hash(&mut self, hash: KeyHash, importance: u32) -> Result<bool, StableError> {
         let value = self.checked_insert_value(importance)?;
-        let mut positions = [0u32; MAX_HASHES as usize];
-        let positions = self.positions(hash, &mut positions);
+        let positions = self.positions(hash);
         let duplicate = positions.iter().all(|&p| self.cells[p as usize] != 0);
         self.decrement();
-        self.raise(positions, value);
+        self.raise(&positions, value);
         Ok(duplicate)
     }
 
@@ -394,8 +394,7 @@ impl StableBloomFilter {
     /// [`contains`](Self::contains) for a pre-computed hash.
     #[inline]
     pub fn contains_hash(&self, hash: KeyHash) -> bool {
-        let mut positions = [0u32; MAX_HASHES as usize];
-        let positions = self.positions(hash, &mut positions);
+        let positions = self.positions(hash);
         positions.iter().all(|&p| self.cells[p as usize] != 0)
     }
 
@@ -403,10 +402,9 @@ impl StableBloomFilter {
     /// decrements, then the K cells are raised to the insert value.
     pub fn insert<K: Key + ?Sized>(&mut self, key: &K, importance: u32) -> Result<(), StableError> {
         let value = self.checked_insert_value(importance)?;
-        let mut positions = [0u32; MAX_HASHES as usize];
-        let positions = self.positions(self.params.bloom.hash(key), &mut positions);
+        let positions = self.positions(self.params.bloom.hash(key));
         self.decrement();
-        self.raise(positions, value);
+        self.raise(&positions, value);
         Ok(())
     }
 
@@ -419,10 +417,8 @@ impl StableBloomFilter {
     }
 
     #[inline]
-    fn positions<'a>(&self, hash: KeyHash, buffer: &'a mut [u32; MAX_HASHES as usize]) -> &'a [u32] {
-        let k = self.params.hashes() as usize;
-        self.params.bloom.positions_into(hash, &mut buffer[..k]);
-        &buffer[..k]
+    fn positions(&self, hash: KeyHash) -> Probes {
+        self.params.bloom.probes_n(hash, self.params.hashes() as usize)
     }
 
     #[inline]

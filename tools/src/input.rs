@@ -120,9 +120,12 @@ fn nothing_to_index(source: &Source<'_>) -> CliError {
     CliError::Runtime(format!("{what}: nothing to index (check the path and the input format)"))
 }
 
-/// The files of a `--dir`: `(path, set name)` in name order, and what was
-/// skipped (with why), escaped for printing.
-fn list_dir(dir: &Path, recursive: bool) -> Result<(Vec<(PathBuf, Vec<u8>)>, Vec<String>), CliError> {
+/// The files of a `--dir`: `(path, set name)`.
+type DirFiles = Vec<(PathBuf, Vec<u8>)>;
+
+/// The files of a `--dir` in name order, and what was skipped (with why),
+/// escaped for printing.
+fn list_dir(dir: &Path, recursive: bool) -> Result<(DirFiles, Vec<String>), CliError> {
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     let mut visited = std::collections::HashSet::new();

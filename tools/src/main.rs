@@ -155,7 +155,7 @@ pub struct SourceArgs {
 #[derive(Args, Debug)]
 pub struct DirArgs {
     /// With --dir: also read the files of subdirectories (named `sub/file`).
-    #[arg(long, requires = "dir")]
+    #[arg(long)]
     pub recursive: bool,
 }
 
@@ -182,12 +182,15 @@ impl WaitArgs {
 }
 
 impl SourceArgs {
-    fn source(&self, recursive: bool) -> input::Source<'_> {
-        match (&self.dir, &self.tsv) {
+    fn source(&self, recursive: bool) -> Result<input::Source<'_>, CliError> {
+        if recursive && self.dir.is_none() {
+            return Err(CliError::Usage("--recursive needs --dir".into()));
+        }
+        Ok(match (&self.dir, &self.tsv) {
             (Some(d), _) => input::Source::Dir(d, recursive),
             (None, Some(t)) => input::Source::Tsv(t),
             (None, None) => unreachable!("clap requires one of --dir and --tsv"),
-        }
+        })
     }
 }
 
@@ -407,16 +410,18 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Build(a) => commands::build(
-            &commands::BuildOptions {
-                output: &a.output,
-                source: a.source.source(a.dir.recursive),
-                force: a.force,
-                wait: a.wait.duration(),
-                size_check: !a.no_size_check,
-            },
-            a.params.params(),
-        ),
+        Command::Build(a) => a.source.source(a.dir.recursive).and_then(|source| {
+            commands::build(
+                &commands::BuildOptions {
+                    output: &a.output,
+                    source,
+                    force: a.force,
+                    wait: a.wait.duration(),
+                    size_check: !a.no_size_check,
+                },
+                a.params.params(),
+            )
+        }),
         Command::Add(a) => {
             let source = match (&a.dir, &a.tsv, &a.from) {
                 (Some(d), _, _) => commands::AddFrom::Sets(input::Source::Dir(d, a.recursive)),
@@ -427,9 +432,10 @@ fn main() -> ExitCode {
             commands::add(&a.index, source, a.wait.duration())
         }
         Command::Remove(a) => commands::remove(&a.index, &a.sets, a.wait.duration()),
-        Command::Update(a) => {
-            commands::update(&a.index, &a.source.source(a.dir.recursive), a.create, a.wait.duration())
-        }
+        Command::Update(a) => a
+            .source
+            .source(a.dir.recursive)
+            .and_then(|source| commands::update(&a.index, &source, a.create, a.wait.duration())),
         Command::Query(a) => commands::query(&commands::QueryOptions {
             index: &a.index,
             keys: &a.keys,

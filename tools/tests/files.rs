@@ -32,19 +32,24 @@ fn fails(out: &Output) -> String {
     stderr
 }
 
-/// Waits for `child` and returns its status and peak resident memory.
-fn wait_with_peak(child: Child) -> (ExitStatus, u64) {
-    use std::os::unix::process::ExitStatusExt;
-    let pid = child.id() as libc::pid_t;
-    drop(child);
-    let mut status = 0;
-    // SAFETY: `rusage` is plain integers; all zeros is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is a child of this process that nothing has waited for
-    // (dropping a `Child` does not wait); both pointers are valid for writes.
-    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(got, pid, "wait4: {}", std::io::Error::last_os_error());
-    (ExitStatus::from_raw(status), usage.ru_maxrss as u64 * 1024)
+/// Waits for `child` and returns its status and peak resident memory: its
+/// own `VmHWM`, polled until it exits (the high-water mark only grows).
+/// (`wait4`'s `ru_maxrss` is no use here: a spawned child inherits the
+/// test process's high-water mark through `exec`.)
+fn wait_with_peak(mut child: Child) -> (ExitStatus, u64) {
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        if let Ok(s) = std::fs::read_to_string(&status_file)
+            && let Some(kib) = s.lines().find_map(|l| l.strip_prefix("VmHWM:"))
+        {
+            peak = peak.max(kib.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() * 1024);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status, peak);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// Which rounds of writer `w` a `query` output shows present.

@@ -46,7 +46,11 @@ impl CliError {
             }
             _ => "",
         };
-        CliError::Runtime(format!("{}: {e}{hint}", path.display()))
+        match e {
+            // Its message already names the file.
+            bloomslice::Error::Io { .. } => CliError::Runtime(format!("{e}{hint}")),
+            _ => CliError::Runtime(format!("{}: {e}{hint}", path.display())),
+        }
     }
 }
 
@@ -269,7 +273,7 @@ struct AddArgs {
     #[arg(long, value_name = "DIR", group = "from_source")]
     dir: Option<PathBuf>,
     /// With --dir: also read the files of subdirectories (named `sub/file`).
-    #[arg(long, requires = "dir")]
+    #[arg(long)]
     recursive: bool,
     /// A TSV of `set<TAB>key` lines (`-` reads stdin).
     #[arg(long, value_name = "FILE", group = "from_source")]
@@ -422,6 +426,7 @@ fn main() -> ExitCode {
                 a.params.params(),
             )
         }),
+        Command::Add(a) if a.recursive && a.dir.is_none() => Err(CliError::Usage("--recursive needs --dir".into())),
         Command::Add(a) => {
             let source = match (&a.dir, &a.tsv, &a.from) {
                 (Some(d), _, _) => commands::AddFrom::Sets(input::Source::Dir(d, a.recursive)),

@@ -43,9 +43,9 @@ struct Args {
 
 /// [`persist::open_mmap`] on this program's own scratch file.
 fn open_mmap(path: &std::path::Path, verify: Verify) -> bloomslice::Result<bloomslice::LoadedIndex> {
-    // SAFETY: the file is this program's scratch file in its own temporary
-    // directory; it is written once before it is mapped and never changed
-    // while a map of it is alive.
+    // SAFETY: the file is this program's own scratch index in `--dir`: it
+    // is written once, by this program, before it is mapped, and never
+    // changed while a map of it is alive.
     unsafe { persist::open_mmap(path, verify) }
 }
 

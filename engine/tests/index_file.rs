@@ -125,6 +125,25 @@ fn the_lock_holder_removes_temporaries_of_dead_writers_only() {
     assert_eq!(lock.removed_temporaries()[0].path, stale);
     assert!(!stale.exists() && busy.exists() && other.exists());
     assert_eq!(lock.load().unwrap().names, names);
+    drop(lock);
+    // The id of a dead writer reused by a process that started after the
+    // temporary was last written: that process is not its writer.
+    if cfg!(target_os = "linux") {
+        let mut sleeper = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = sleeper.id();
+        let reused = dir.path().join(format!(".i.bsi.tmp-{pid}-0"));
+        let fresh = dir.path().join(format!(".i.bsi.tmp-{pid}-1"));
+        for p in [&reused, &fresh] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::options().write(true).open(&reused).unwrap().set_modified(hour_ago).unwrap();
+        let lock = file.lock(Duration::ZERO).unwrap();
+        assert_eq!(lock.removed_temporaries().iter().map(|t| &t.path).collect::<Vec<_>>(), [&reused]);
+        assert!(!reused.exists() && fresh.exists());
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+    }
 }
 
 #[test]

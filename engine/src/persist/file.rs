@@ -54,7 +54,9 @@ pub struct Temporary {
     /// Its size in bytes.
     pub bytes: u64,
     /// Whether that writer process still runs (then the file may be a save
-    /// in progress and is left alone).
+    /// in progress and is left alone). A process with that id that started
+    /// after the file was last written is another process (the id was
+    /// reused), so the writer counts as gone.
     pub writer_alive: bool,
 }
 
@@ -129,6 +131,56 @@ pub(crate) fn process_alive(pid: u32) -> bool {
     #[cfg(not(target_os = "linux"))]
     {
         true
+    }
+}
+
+/// When process `pid` started, if that can be known (Linux: field 22 of
+/// `/proc/PID/stat`, in clock ticks after the boot time of `/proc/stat`).
+fn process_start(pid: u32) -> Option<std::time::SystemTime> {
+    #[cfg(target_os = "linux")]
+    {
+        let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+        let close = stat.iter().rposition(|&b| b == b')')?;
+        // Fields from the state (field 3) on; the start time is field 22.
+        let ticks: u64 = stat
+            .get(close + 2..)?
+            .split(|&b| b == b' ')
+            .nth(19)
+            .and_then(|f| std::str::from_utf8(f).ok())?
+            .parse()
+            .ok()?;
+        let boot: u64 = std::fs::read_to_string("/proc/stat")
+            .ok()?
+            .lines()
+            .find_map(|l| l.strip_prefix("btime "))?
+            .trim()
+            .parse()
+            .ok()?;
+        // SAFETY: `sysconf` only reads a configuration value.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if hz <= 0 {
+            return None;
+        }
+        let since_boot = Duration::from_secs(ticks / hz as u64) + Duration::from_secs(ticks % hz as u64) / hz as u32;
+        Some(std::time::UNIX_EPOCH + Duration::from_secs(boot) + since_boot)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// Whether the writer of a temporary last modified at `modified` still
+/// runs: process `pid` is alive and did not start after that (with two
+/// seconds of slack for the boot time's one-second resolution).
+fn writer_alive(pid: u32, modified: Option<std::time::SystemTime>) -> bool {
+    if !process_alive(pid) {
+        return false;
+    }
+    match (process_start(pid), modified) {
+        (Some(start), Some(modified)) if pid != std::process::id() => start <= modified + Duration::from_secs(2),
+        _ => true,
     }
 }
 
@@ -249,7 +301,8 @@ impl IndexFile {
             if !meta.is_file() {
                 continue;
             }
-            out.push(Temporary { path: entry.path(), pid, bytes: meta.len(), writer_alive: process_alive(pid) });
+            let writer_alive = writer_alive(pid, meta.modified().ok());
+            out.push(Temporary { path: entry.path(), pid, bytes: meta.len(), writer_alive });
         }
         out.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(out)
@@ -303,6 +356,24 @@ mod tests {
         }
         assert!(temp_path(Path::new("/")).is_err());
         assert_ne!(temp_path(Path::new("a")).unwrap(), temp_path(Path::new("a")).unwrap());
+    }
+
+    #[test]
+    fn a_live_process_that_started_after_the_file_is_not_its_writer() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        let start = process_start(pid).unwrap();
+        let now = std::time::SystemTime::now();
+        assert!(start <= now + Duration::from_secs(1) && start + Duration::from_secs(60) > now, "{start:?}");
+        assert!(writer_alive(pid, Some(now)));
+        assert!(writer_alive(pid, None));
+        assert!(!writer_alive(pid, Some(now - Duration::from_secs(3600))), "the pid was reused");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!writer_alive(pid, Some(now)));
     }
 
     #[test]

@@ -30,11 +30,17 @@ fn scratch() -> &'static PathBuf {
 }
 
 fn check(bytes: &[u8]) {
+    check_file(bytes);
+    // Every map of it is gone: leave nothing behind when the fuzzer stops.
+    let _ = std::fs::remove_file(scratch());
+}
+
+fn check_file(bytes: &[u8]) {
     let path = scratch();
     std::fs::write(path, bytes).expect("write the scratch file");
     // SAFETY: the scratch file belongs to this process alone, and it is
-    // rewritten (by the next call) only after every map of it made here
-    // has been dropped at the end of this call.
+    // removed and rewritten (by `check` and the next call) only after every
+    // map of it made here has been dropped at the end of this call.
     let opened = unsafe { persist::open_mmap(path, Verify::Deferred) };
     let full = persist::from_bytes(bytes);
     let Ok(mut lazy) = opened else {

@@ -120,6 +120,17 @@ pub enum Error {
     /// A set name that is already used by another set.
     #[error("set name {0:?} is already used by another set")]
     DuplicateName(String),
+    /// Another writer holds an index file's lock (see
+    /// [`crate::persist::IndexFile`]) and did not release it in time.
+    #[error("{path} is being changed by another writer: its lock {lock} was still held after {waited_ms} ms")]
+    LockBusy {
+        /// The index file.
+        path: String,
+        /// The lock file beside it.
+        lock: String,
+        /// How long this writer waited, in milliseconds.
+        waited_ms: u64,
+    },
 }
 
 impl Error {

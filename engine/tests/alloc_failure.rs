@@ -82,7 +82,6 @@ fn writes_to_a_mapped_index_fail_cleanly_when_the_copy_cannot_be_allocated() {
         ("delete then insert", |ix, f| ix.delete_filter(1).and_then(|()| ix.insert_filter(1, f))),
     ];
     for (what, write) in writes {
-        #[allow(unused_unsafe)]
         // SAFETY: a private temporary file that nothing writes while mapped.
         let mut mapped = unsafe { persist::open_mmap(&path, Verify::Full) }.unwrap();
         assert!(mapped.is_mapped());

@@ -9,6 +9,14 @@ use bloomslice::persist::{self, FORMAT_MAJOR, HEADER_BYTES, MAGIC};
 use bloomslice::{BloomFilter, BloomParams, Error, SetNames, SlicedConfig, SlicedIndex, Verify};
 use proptest::prelude::*;
 
+/// [`persist::open_mmap`] for these tests.
+fn open_mmap(path: &std::path::Path, verify: Verify) -> bloomslice::Result<bloomslice::LoadedIndex> {
+    // SAFETY: each test maps files in its own temporary directory, and only
+    // ever replaces a mapped file by rename (`persist::save`); a file is
+    // rewritten in place only after every map of it has been dropped.
+    unsafe { persist::open_mmap(path, verify) }
+}
+
 /// The system allocator, recording the largest single allocation made by
 /// the current thread while tracking is on (tests run on several threads).
 struct Tracking;
@@ -107,7 +115,7 @@ fn save_load_mmap_round_trip() {
     let loaded = persist::load(&path).unwrap();
     assert!(!loaded.is_mapped() && loaded.info.rows_verified);
     for verify in [Verify::Full, Verify::Deferred] {
-        let mut mapped = persist::open_mmap(&path, verify).unwrap();
+        let mut mapped = open_mmap(&path, verify).unwrap();
         assert!(mapped.is_mapped());
         assert_eq!(mapped.info.rows_verified, verify == Verify::Full);
         mapped.verify().unwrap();
@@ -128,7 +136,7 @@ fn a_mapped_index_is_writable_by_copy_and_the_file_is_untouched() {
     let path = dir.path().join("cow.bsi");
     persist::save(&path, &index, &names).unwrap();
     let before = std::fs::read(&path).unwrap();
-    let mut mapped = persist::open_mmap(&path, Verify::Deferred).unwrap();
+    let mut mapped = open_mmap(&path, Verify::Deferred).unwrap();
     let p = *index.params();
     let mut f = BloomFilter::new(p).unwrap();
     f.insert("new key");
@@ -138,7 +146,7 @@ fn a_mapped_index_is_writable_by_copy_and_the_file_is_untouched() {
     assert!(mapped.index.query("new key").contains(&999));
     assert_eq!(std::fs::read(&path).unwrap(), before);
     // Saving over a mapped file replaces it by rename: the old map stays valid.
-    let old = persist::open_mmap(&path, Verify::Full).unwrap();
+    let old = open_mmap(&path, Verify::Full).unwrap();
     persist::save(&path, &mapped.index, &mapped.names).unwrap();
     same(&index, &old.index, 0..100);
     let new = persist::load(&path).unwrap();
@@ -206,14 +214,14 @@ fn flipped_bytes_through_mmap_are_caught_by_verify() {
         let mut copy = bytes.clone();
         copy[i] ^= 0x10;
         std::fs::write(&path, &copy).unwrap();
-        assert!(persist::open_mmap(&path, Verify::Full).is_err(), "byte {i}");
-        if let Ok(mut lazy) = persist::open_mmap(&path, Verify::Deferred) {
+        assert!(open_mmap(&path, Verify::Full).is_err(), "byte {i}");
+        if let Ok(mut lazy) = open_mmap(&path, Verify::Deferred) {
             assert!(i as u64 >= HEADER_BYTES, "byte {i}: only row bytes may pass a deferred open");
             assert!(matches!(lazy.verify(), Err(Error::ChecksumMismatch { .. })), "byte {i}");
         }
     }
     std::fs::write(&path, b"").unwrap();
-    assert_eq!(persist::open_mmap(&path, Verify::Full).unwrap_err(), Error::BadMagic);
+    assert_eq!(open_mmap(&path, Verify::Full).unwrap_err(), Error::BadMagic);
     assert!(matches!(persist::load(dir.path().join("nope")), Err(Error::Io { op: "open", .. })));
 }
 
@@ -325,7 +333,7 @@ proptest! {
         let dir = tempdir();
         let path = dir.path().join("p.bsi");
         persist::save(&path, &index, &names).unwrap();
-        let mapped = persist::open_mmap(&path, Verify::Full).unwrap();
+        let mapped = open_mmap(&path, Verify::Full).unwrap();
         same(&index, &mapped.index, 0..600);
         prop_assert_eq!(&mapped.names, &names);
         for id in index.ids() {

@@ -1,30 +1,56 @@
-//! The subcommands: each loads what it needs, does its work, and saves
-//! atomically (through `bloomslice::persist::save`) when it changes a file.
+//! The subcommands. Readers map the index without a lock; writers hold the
+//! index's lock (`bloomslice::persist::IndexFile`) across load, change and
+//! save, which replaces the file atomically.
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bloomslice::persist::{self, LoadedIndex, Verify};
+use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedIndex, Temporary, Verify};
 use bloomslice::{BatchResults, BloomFilter, BloomParams, KeyHash, SetNames, SlicedIndex};
 use bloomslice_bench::engines::{self, EngineKind};
 use bloomslice_bench::experiment::{QueryOptions as PaperOptions, run_query};
 use bloomslice_bench::workload::{WorkloadKind, WorkloadSpec, key_hash};
 
 use crate::CliError;
-use crate::input::{self, InputSet, Source};
+use crate::escape::{self, plain, set_name};
+use crate::input::{self, Source};
 
-fn load_index(path: &Path) -> Result<LoadedIndex, CliError> {
-    persist::load(path).map_err(|e| CliError::index_file(path, &e))
+/// Maps an index file for reading.
+fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
+    // SAFETY: `bloomslice` never writes into an existing index file: every
+    // writer holds the index's lock and replaces the file by rename
+    // (`persist::save`), which leaves this map on the old, unchanged file.
+    // Programs that write index files in place are outside the contract the
+    // README states ("Concurrency and files").
+    unsafe { persist::open_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
 }
 
-fn save_index(path: &Path, index: &SlicedIndex, names: &SetNames) -> Result<(), CliError> {
-    persist::save(path, index, names).map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
+/// Takes the write lock of `path`, waiting up to `wait`.
+fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError> {
+    IndexFile::new(path).lock(wait).map_err(|e| match e {
+        bloomslice::Error::LockBusy { .. } => {
+            CliError::Runtime(format!("{e} (wait for the other writer to finish, or pass a longer --wait)"))
+        }
+        e => CliError::Runtime(format!("{e} (check the directory exists and is writable)")),
+    })
+}
+
+fn load_locked(lock: &IndexFileLock) -> Result<LoadedIndex, CliError> {
+    lock.load().map_err(|e| CliError::index_file(lock.path(), &e))
+}
+
+fn save_locked(lock: &IndexFileLock, index: &SlicedIndex, names: &SetNames) -> Result<(), CliError> {
+    lock.save(index, names).map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
 }
 
 fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
+}
+
+fn size(bytes: u64) -> String {
+    if bytes >= 1 << 30 { format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30)) } else { mib(bytes) }
 }
 
 /// Fill ratio and estimated false-positive rate of one filter: `fill^k`.
@@ -33,65 +59,139 @@ fn fill_and_fp(ones: u64, params: &BloomParams) -> (f64, f64) {
     (fill, fill.powi(params.k() as i32))
 }
 
-fn name_of(names: &SetNames, id: u64) -> String {
-    names.display(id)
+/// One line about temporaries a writer removed, if any.
+fn removed_note(lock: &IndexFileLock) {
+    let removed = lock.removed_temporaries();
+    if !removed.is_empty() {
+        let bytes: u64 = removed.iter().map(|t| t.bytes).sum();
+        println!("removed {} temporary files ({}) left by killed writers", removed.len(), size(bytes));
+    }
+}
+
+/// One line about directory entries a `--dir` skipped, if any.
+fn skipped_note(skipped: &[String]) {
+    if !skipped.is_empty() {
+        println!("skipped {} entries: {}", skipped.len(), skipped.join(", "));
+    }
+}
+
+/// Memory the system can still give (`MemAvailable`), if known.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Checks that an index of `n_sets` sets fits in memory and on disk.
+fn check_size(output: &Path, params: &BloomParams, n_sets: u64, name_bytes: u64) -> Result<(), CliError> {
+    let config = bloomslice::SlicedConfig::default();
+    let file = persist::estimated_file_bytes(params, &config, n_sets, name_bytes);
+    // The rows, one filter being read, names (in the map and the file's
+    // section) and the id map.
+    let peak = persist::estimated_rows_bytes(params, &config, n_sets)
+        .and_then(|r| r.checked_add(params.m() / 8 + 4 * name_bytes + 96 * n_sets));
+    let (Some(file), Some(peak)) = (file, peak) else {
+        return Err(CliError::Runtime(format!(
+            "an index of {n_sets} sets of m = {} bits is too large to address: lower --n-exp or raise --fp",
+            params.m()
+        )));
+    };
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let memory = available_memory();
+    let disk = fs4::available_space(dir).ok();
+    let short_memory = memory.is_some_and(|m| peak > m);
+    let short_disk = disk.is_some_and(|d| file > d);
+    if short_memory || short_disk {
+        let known = |v: Option<u64>| v.map_or_else(|| "unknown".to_owned(), size);
+        return Err(CliError::Runtime(format!(
+            "the index of {n_sets} sets of m = {} bits would need about {} on disk and {} of memory, but {} of memory is available and {} of disk is free in {}: lower --n-exp or raise --fp, or pass --no-size-check to try anyway",
+            params.m(),
+            size(file),
+            size(peak),
+            known(memory),
+            known(disk),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Options of `build`.
+pub struct BuildOptions<'a> {
+    /// The index file to write.
+    pub output: &'a Path,
+    /// Where the sets come from.
+    pub source: Source<'a>,
+    /// Overwrite an existing file.
+    pub force: bool,
+    /// How long to wait for another writer.
+    pub wait: Duration,
+    /// Refuse indexes larger than memory or disk.
+    pub size_check: bool,
 }
 
 /// `build`: read sets, index them, save, summarise.
-pub fn build(
-    output: &Path,
-    source: &Source<'_>,
-    params: Result<BloomParams, CliError>,
-    force: bool,
-) -> Result<(), CliError> {
+pub fn build(o: &BuildOptions<'_>, params: Result<BloomParams, CliError>) -> Result<(), CliError> {
     let params = params?;
-    if output.exists() && !force {
+    let output = o.output;
+    if output.is_dir() {
+        return Err(CliError::Runtime(format!(
+            "{} is a directory: give the path of the index file to write (for example {})",
+            output.display(),
+            output.join("index.bsi").display()
+        )));
+    }
+    let lock = lock_index(output, o.wait)?;
+    if output.exists() && !o.force {
         return Err(CliError::Runtime(format!(
             "{} already exists: pass --force to overwrite it, or use `bloomslice add`/`update` to change it",
             output.display()
         )));
     }
     let start = Instant::now();
-    let sets = input::read_sets(source, params)?;
-    let mut index = SlicedIndex::new(params);
-    let mut names = SetNames::new();
-    let items: Vec<(u64, &BloomFilter)> = sets.iter().enumerate().map(|(i, s)| (i as u64, &s.filter)).collect();
-    index.insert_filters(&items).map_err(CliError::engine)?;
-    for (i, s) in sets.iter().enumerate() {
-        names.insert(i as u64, s.name.clone()).map_err(CliError::engine)?;
-    }
-    save_index(output, &index, &names)?;
-    summary(output, &index, &names, &sets, start.elapsed());
+    let check = |n: u64, name_bytes: u64| {
+        if o.size_check { check_size(output, &params, n, name_bytes) } else { Ok(()) }
+    };
+    let built = input::build_index(&o.source, params, &check)?;
+    save_locked(&lock, &built.index, &built.names)?;
+    summary(output, &built, start.elapsed());
+    removed_note(&lock);
     Ok(())
 }
 
-fn summary(output: &Path, index: &SlicedIndex, names: &SetNames, sets: &[InputSet], took: Duration) {
+fn summary(output: &Path, built: &input::Built, took: Duration) {
+    let (index, names) = (&built.index, &built.names);
     let p = index.params();
-    let keys: u64 = sets.iter().map(|s| s.keys).sum();
+    let keys: u64 = built.keys.iter().sum();
     let file = std::fs::metadata(output).map_or(0, |m| m.len());
     println!("wrote {} in {:.2} s", output.display(), took.as_secs_f64());
     println!("params: m = {} bits, k = {}, seed = {}", p.m(), p.k(), p.seed());
-    println!("sets: {}, keys: {keys} ({:.0} keys/s)", sets.len(), keys as f64 / took.as_secs_f64().max(1e-9));
+    println!("sets: {}, keys: {keys} ({:.0} keys/s)", built.keys.len(), keys as f64 / took.as_secs_f64().max(1e-9));
     println!("memory: {} in memory, {} on disk", mib(index.memory_bytes() as u64), mib(file));
-    let stats: Vec<(f64, f64)> = sets.iter().map(|s| fill_and_fp(s.filter.count_ones(), p)).collect();
+    let mut ones = index.ones_per_filter();
+    ones.sort_unstable();
+    let stats: Vec<(f64, f64)> = ones.iter().map(|&(_, o)| fill_and_fp(o, p)).collect();
     let mean_fill = stats.iter().map(|s| s.0).sum::<f64>() / stats.len().max(1) as f64;
     let mean_fp = stats.iter().map(|s| s.1).sum::<f64>() / stats.len().max(1) as f64;
     println!("fill: mean {mean_fill:.4} (ones / m); expected FP per set: mean {mean_fp:.3e}");
-    if sets.len() <= 20 {
-        for ((i, s), (fill, fp)) in sets.iter().enumerate().zip(&stats) {
-            println!("  {}\tkeys {}\tfill {fill:.4}\tFP {fp:.3e}", name_of(names, i as u64), s.keys);
+    let keys_of = |id: u64| built.keys.get(id as usize).copied().unwrap_or(0);
+    if stats.len() <= 20 {
+        for (&(id, _), (fill, fp)) in ones.iter().zip(&stats) {
+            println!("  {}\tkeys {}\tfill {fill:.4}\tFP {fp:.3e}", set_name(names, id), keys_of(id));
         }
     }
     if let Some((i, (fill, fp))) = stats.iter().enumerate().max_by(|a, b| a.1.1.total_cmp(&b.1.1)) {
-        println!(
-            "worst set: {} ({} keys, fill {fill:.4}, expected FP {fp:.3e})",
-            name_of(names, i as u64),
-            sets[i].keys
-        );
+        let id = ones[i].0;
+        println!("worst set: {} ({} keys, fill {fill:.4}, expected FP {fp:.3e})", set_name(names, id), keys_of(id));
         if *fill > 0.5 {
             println!("hint: sets more than half full have a high FP rate; rebuild with a larger --n-exp");
         }
     }
+    skipped_note(&built.skipped);
 }
 
 /// Where `add` takes its new sets from.
@@ -107,13 +207,19 @@ fn next_id(index: &SlicedIndex) -> u64 {
 }
 
 /// `add`: new sets into an existing index file.
-pub fn add(path: &Path, from: AddFrom<'_>) -> Result<(), CliError> {
-    let LoadedIndex { mut index, mut names, .. } = load_index(path)?;
+pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliError> {
+    let lock = lock_index(path, wait)?;
+    let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
     let params = *index.params();
+    let mut skipped = Vec::new();
     let new: Vec<(Vec<u8>, BloomFilter)> = match from {
-        AddFrom::Sets(source) => input::read_sets(&source, params)?.into_iter().map(|s| (s.name, s.filter)).collect(),
+        AddFrom::Sets(source) => {
+            let (sets, skip) = input::read_sets(&source, params)?;
+            skipped = skip;
+            sets.into_iter().map(|s| (s.name, s.filter)).collect()
+        }
         AddFrom::Index(other) => {
-            let o = load_index(other)?;
+            let o = persist::load(other).map_err(|e| CliError::index_file(other, &e))?;
             if *o.index.params() != params {
                 return Err(CliError::Runtime(format!(
                     "{} was built with other parameters ({}) than {} ({}): rebuild it with --m {} --k {} --seed {}",
@@ -139,8 +245,8 @@ pub fn add(path: &Path, from: AddFrom<'_>) -> Result<(), CliError> {
     for (name, _) in &new {
         if names.id(name).is_some() {
             return Err(CliError::Runtime(format!(
-                "set {:?} is already in {}: use `bloomslice update` to add keys to it, or `remove` it first",
-                String::from_utf8_lossy(name),
+                "set {} is already in {}: use `bloomslice update` to add keys to it, or `remove` it first",
+                plain(name),
                 path.display()
             )));
         }
@@ -151,20 +257,23 @@ pub fn add(path: &Path, from: AddFrom<'_>) -> Result<(), CliError> {
     for (i, (name, _)) in new.iter().enumerate() {
         names.insert(first + i as u64, name.clone()).map_err(CliError::engine)?;
     }
-    save_index(path, &index, &names)?;
+    save_locked(&lock, &index, &names)?;
     println!("added {} sets to {} (now {} sets)", new.len(), path.display(), index.len());
+    skipped_note(&skipped);
+    removed_note(&lock);
     Ok(())
 }
 
 /// `remove`: sets by name.
-pub fn remove(path: &Path, sets: &[OsString]) -> Result<(), CliError> {
-    let LoadedIndex { mut index, mut names, .. } = load_index(path)?;
+pub fn remove(path: &Path, sets: &[OsString], wait: Duration) -> Result<(), CliError> {
+    let lock = lock_index(path, wait)?;
+    let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
     for set in sets {
         let name = os_bytes(set);
         let Some(id) = names.id(&name) else {
             return Err(CliError::Runtime(format!(
-                "no set named {:?} in {} (list the sets with `bloomslice inspect {}`)",
-                set,
+                "no set named {} in {} (list the sets with `bloomslice inspect {}`)",
+                plain(&name),
                 path.display(),
                 path.display()
             )));
@@ -172,8 +281,9 @@ pub fn remove(path: &Path, sets: &[OsString]) -> Result<(), CliError> {
         index.delete_filter(id).map_err(CliError::engine)?;
         names.remove(id);
     }
-    save_index(path, &index, &names)?;
+    save_locked(&lock, &index, &names)?;
     println!("removed {} sets from {} (now {} sets)", sets.len(), path.display(), index.len());
+    removed_note(&lock);
     Ok(())
 }
 
@@ -190,13 +300,14 @@ fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
 }
 
 /// `update`: OR new keys into existing sets.
-pub fn update(path: &Path, source: &Source<'_>, create: bool) -> Result<(), CliError> {
-    let LoadedIndex { mut index, mut names, .. } = load_index(path)?;
-    let sets = input::read_sets(source, *index.params())?;
+pub fn update(path: &Path, source: &Source<'_>, create: bool, wait: Duration) -> Result<(), CliError> {
+    let lock = lock_index(path, wait)?;
+    let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
+    let (sets, skipped) = input::read_sets(source, *index.params())?;
     if !create && let Some(s) = sets.iter().find(|s| names.id(&s.name).is_none()) {
         return Err(CliError::Runtime(format!(
-            "set {:?} is not in {}: use `bloomslice add`, or pass --create",
-            String::from_utf8_lossy(&s.name),
+            "set {} is not in {}: use `bloomslice add`, or pass --create",
+            plain(&s.name),
             path.display()
         )));
     }
@@ -212,8 +323,10 @@ pub fn update(path: &Path, source: &Source<'_>, create: bool) -> Result<(), CliE
             created += 1;
         }
     }
-    save_index(path, &index, &names)?;
+    save_locked(&lock, &index, &names)?;
     println!("updated {updated} sets and created {created} in {}", path.display());
+    skipped_note(&skipped);
+    removed_note(&lock);
     Ok(())
 }
 
@@ -233,7 +346,9 @@ pub struct QueryOptions<'a> {
     pub verify: bool,
 }
 
-/// `query`: per-key matching sets, or per-set scores.
+/// `query`: per-key matching sets, or per-set scores. Keys from stdin are
+/// answered in chunks as they arrive (memory does not grow with their
+/// number); `--count` accumulates over all chunks.
 pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
     if let Some(t) = o.threshold
         && !(0.0..=1.0).contains(&t)
@@ -241,57 +356,107 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
         return Err(CliError::Usage(format!("--threshold must be a fraction in [0, 1], got {t}")));
     }
     let verify = if o.verify { Verify::Full } else { Verify::Deferred };
-    let loaded = persist::open_mmap(o.index, verify).map_err(|e| CliError::index_file(o.index, &e))?;
-    let keys = input::query_keys(o.keys)?;
+    let loaded = map_index(o.index, verify)?;
     let (index, names) = (&loaded.index, &loaded.names);
-    let mut results = BatchResults::new();
-    index.query_batch(&keys, &mut results);
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let write = |r: std::io::Result<()>| r.map_err(|e| CliError::Runtime(format!("cannot write output: {e}")));
-    if o.count {
-        let mut counts: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
-        for ids in results.iter() {
-            for id in ids {
-                *counts.entry(*id).or_default() += 1;
+    let mut results = BatchResults::new();
+    let mut counts: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    let mut answer = |keys: &[&[u8]]| -> Result<(), CliError> {
+        index.query_batch(keys, &mut results);
+        if o.count {
+            for ids in results.iter() {
+                for id in ids {
+                    *counts.entry(*id).or_default() += 1;
+                }
+            }
+            return Ok(());
+        }
+        for (key, ids) in keys.iter().zip(results.iter()) {
+            let mut hits: Vec<u64> = ids.to_vec();
+            hits.sort_by(|a, b| names.name(*a).cmp(&names.name(*b)).then(a.cmp(b)));
+            if o.json {
+                let mut obj = serde_json::Map::new();
+                escape::put_bytes(&mut obj, "key", key);
+                let (mut sets, mut sets_b64, mut unnamed) = (Vec::new(), Vec::new(), Vec::new());
+                for id in hits {
+                    match names.name(id) {
+                        Some(n) => match std::str::from_utf8(n) {
+                            Ok(s) => sets.push(serde_json::Value::from(s)),
+                            Err(_) => sets_b64.push(serde_json::Value::from(escape::b64(n))),
+                        },
+                        None => unnamed.push(serde_json::Value::from(id)),
+                    }
+                }
+                obj.insert("sets".into(), sets.into());
+                if !sets_b64.is_empty() {
+                    obj.insert("sets_b64".into(), sets_b64.into());
+                }
+                if !unnamed.is_empty() {
+                    obj.insert("ids".into(), unnamed.into());
+                }
+                write(writeln!(out, "{}", serde_json::Value::Object(obj)))?;
+            } else {
+                let hits: Vec<String> = hits.iter().map(|&id| set_name(names, id)).collect();
+                write(writeln!(out, "{}\t{}", plain(key), hits.join(",")))?;
             }
         }
+        // Answers leave as each chunk is done, not at the end of input.
+        write(out.flush())
+    };
+    let n_keys = if o.keys.is_empty() || (o.keys.len() == 1 && o.keys[0] == "-") {
+        input::stream_keys(std::io::stdin().lock(), input::QUERY_CHUNK, &mut answer)?
+    } else {
+        let keys: Vec<Vec<u8>> = o.keys.iter().map(|k| os_bytes(k)).collect();
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        answer(&keys)?;
+        keys.len() as u64
+    };
+    if n_keys == 0 {
+        return Err(CliError::Usage("no keys to query: give them as arguments or one per line on stdin".into()));
+    }
+    if o.count {
         let threshold = o.threshold.unwrap_or(0.0);
-        let n = keys.len() as f64;
-        let mut rows: Vec<(String, u64, f64)> = counts
-            .into_iter()
-            .map(|(id, c)| (name_of(names, id), c, c as f64 / n))
-            .filter(|(_, _, f)| *f >= threshold)
-            .collect();
-        rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let n = n_keys as f64;
+        let mut rows: Vec<(u64, u64, f64)> =
+            counts.into_iter().map(|(id, c)| (id, c, c as f64 / n)).filter(|(_, _, f)| *f >= threshold).collect();
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| names.name(a.0).cmp(&names.name(b.0))).then(a.0.cmp(&b.0)));
         if o.json {
-            let sets: Vec<_> =
-                rows.iter().map(|(name, c, f)| serde_json::json!({"set": name, "count": c, "fraction": f})).collect();
-            let doc = serde_json::json!({"keys": keys.len(), "threshold": threshold, "sets": sets});
+            let sets: Vec<_> = rows
+                .iter()
+                .map(|&(id, c, f)| {
+                    let mut obj = serde_json::Map::new();
+                    escape::put_set(&mut obj, "set", names, id);
+                    obj.insert("count".into(), c.into());
+                    obj.insert("fraction".into(), f.into());
+                    serde_json::Value::Object(obj)
+                })
+                .collect();
+            let doc = serde_json::json!({"keys": n_keys, "threshold": threshold, "sets": sets});
             write(writeln!(out, "{doc}"))?;
         } else {
-            for (name, c, f) in rows {
-                write(writeln!(out, "{name}\t{c}\t{f:.4}"))?;
-            }
-        }
-    } else {
-        for (key, ids) in keys.iter().zip(results.iter()) {
-            let mut hits: Vec<String> = ids.iter().map(|&id| name_of(names, id)).collect();
-            hits.sort();
-            let key = String::from_utf8_lossy(key);
-            if o.json {
-                write(writeln!(out, "{}", serde_json::json!({"key": key, "sets": hits})))?;
-            } else {
-                write(writeln!(out, "{key}\t{}", hits.join(",")))?;
+            for (id, c, f) in rows {
+                write(writeln!(out, "{}\t{c}\t{f:.4}", set_name(names, id)))?;
             }
         }
     }
     write(out.flush())
 }
 
+fn temporaries_json(temps: &[Temporary]) -> serde_json::Value {
+    temps
+        .iter()
+        .map(|t| {
+            serde_json::json!({"path": t.path.display().to_string(), "pid": t.pid, "bytes": t.bytes, "writer_alive": t.writer_alive})
+        })
+        .collect()
+}
+
 /// `inspect`: everything about a file, fully verified.
 pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
-    let loaded = persist::open_mmap(path, Verify::Full).map_err(|e| CliError::index_file(path, &e))?;
+    let loaded = map_index(path, Verify::Full)?;
+    let temps = IndexFile::new(path).leftover_temporaries().unwrap_or_default();
     let (index, names, info) = (&loaded.index, &loaded.names, &loaded.info);
     let p = index.params();
     let mut sets = index.ones_per_filter();
@@ -303,7 +468,15 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
             .take(limit)
             .map(|&(id, ones)| {
                 let (fill, fp) = fill_and_fp(ones, p);
-                serde_json::json!({"id": id, "name": name_of(names, id), "ones": ones, "fill": fill, "estimated_fp": fp})
+                let mut obj = serde_json::Map::new();
+                obj.insert("id".into(), id.into());
+                if let Some(name) = names.name(id) {
+                    escape::put_bytes(&mut obj, "name", name);
+                }
+                obj.insert("ones".into(), ones.into());
+                obj.insert("fill".into(), fill.into());
+                obj.insert("estimated_fp".into(), fp.into());
+                serde_json::Value::Object(obj)
             })
             .collect();
         let sums: Vec<_> = info
@@ -321,6 +494,7 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
             "shards": index.shard_count(), "columns": index.columns(), "sets": index.len(),
             "memory_bytes": index.memory_bytes(), "fill": fill,
             "set_details": set_rows,
+            "leftover_temporaries": temporaries_json(&temps),
         });
         println!("{doc:#}");
         return Ok(());
@@ -339,10 +513,19 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
     println!("  {:<24} {:>10} {:>8} {:>12}", "name", "id", "fill", "est. FP");
     for &(id, ones) in sets.iter().take(limit) {
         let (fill, fp) = fill_and_fp(ones, p);
-        println!("  {:<24} {:>10} {:>8.4} {:>12.3e}", name_of(names, id), id, fill, fp);
+        println!("  {:<24} {:>10} {:>8.4} {:>12.3e}", set_name(names, id), id, fill, fp);
     }
     if sets.len() > limit {
         println!("  ... {} more", sets.len() - limit);
+    }
+    if !temps.is_empty() {
+        let bytes: u64 = temps.iter().map(|t| t.bytes).sum();
+        println!("leftover temporary files: {} ({})", temps.len(), size(bytes));
+        for t in &temps {
+            let state = if t.writer_alive { "writer still running" } else { "writer gone" };
+            println!("  {} ({}, pid {}, {state})", t.path.display(), size(t.bytes), t.pid);
+        }
+        println!("hint: the next `add`, `update`, `remove` or `build --force` removes those whose writer is gone");
     }
     Ok(())
 }
@@ -356,10 +539,10 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 /// `bench`: open times and query speed of a file, in memory and mapped.
 pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(), CliError> {
     let err = |e: bloomslice::Error| CliError::index_file(path, &e);
-    let (lazy, t_lazy) = timed(|| persist::open_mmap(path, Verify::Deferred));
-    let lazy = lazy.map_err(err)?;
-    let (full, t_full) = timed(|| persist::open_mmap(path, Verify::Full));
-    full.map_err(err)?;
+    let (lazy, t_lazy) = timed(|| map_index(path, Verify::Deferred));
+    let lazy = lazy?;
+    let (full, t_full) = timed(|| map_index(path, Verify::Full));
+    full?;
     let (loaded, t_load) = timed(|| persist::load(path));
     let loaded = loaded.map_err(err)?;
     if loaded.index.is_empty() {
@@ -415,7 +598,8 @@ pub fn demo(filters: usize, queries: usize, naive_queries: usize, save: Option<&
         for (id, _) in &built {
             names.insert(*id, format!("filter-{id}")).map_err(CliError::engine)?;
         }
-        save_index(path, &index, &names)?;
+        let lock = lock_index(path, Duration::from_secs(10))?;
+        save_locked(&lock, &index, &names)?;
         eprintln!("saved the paper workload's index to {}", path.display());
     }
     let opts = PaperOptions {

@@ -3,12 +3,12 @@
 //! are bytes: lines need not be UTF-8. Filters are built while reading, so
 //! keys are never held in memory.
 
-use std::io::{BufRead, IsTerminal, Read};
+use std::io::{IsTerminal, Read};
 
 use hashbrown::HashMap;
 use std::path::{Path, PathBuf};
 
-use bloomslice::{BloomFilter, BloomParams};
+use bloomslice::{BloomFilter, BloomParams, SetNames, SlicedIndex};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::CliError;
@@ -25,8 +25,8 @@ pub struct InputSet {
 
 /// Where the sets come from.
 pub enum Source<'a> {
-    /// A directory of text files.
-    Dir(&'a Path),
+    /// A directory of text files (and whether to read its subdirectories).
+    Dir(&'a Path, bool),
     /// A TSV of `set<TAB>key` lines (`-` is stdin).
     Tsv(&'a Path),
 }
@@ -48,7 +48,8 @@ fn progress(total: u64, what: &str) -> ProgressBar {
     bar
 }
 
-/// Strips a trailing `\n` and `\r`.
+/// Strips a trailing `\n` and `\r` (keys from files and stdin; never from
+/// arguments).
 fn trim_eol(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     line.strip_suffix(b"\r").unwrap_or(line)
@@ -98,95 +99,153 @@ fn for_each_line(
     }
 }
 
-/// Reads every set of `source`, in name order.
-pub fn read_sets(source: &Source<'_>, params: BloomParams) -> Result<Vec<InputSet>, CliError> {
-    let sets = match source {
-        Source::Dir(dir) => read_dir(dir, params)?,
-        Source::Tsv(path) => read_tsv(path, params)?,
+/// Reads every set of `source`, in name order, with what a directory
+/// listing skipped.
+pub fn read_sets(source: &Source<'_>, params: BloomParams) -> Result<(Vec<InputSet>, Vec<String>), CliError> {
+    let (sets, skipped) = match source {
+        Source::Dir(dir, recursive) => read_dir(dir, *recursive, params)?,
+        Source::Tsv(path) => (read_tsv(path, params)?, Vec::new()),
     };
     if sets.is_empty() {
-        let what = match source {
-            Source::Dir(d) => format!("{} has no files with keys", d.display()),
-            Source::Tsv(p) => format!("{} holds no `set<TAB>key` lines", p.display()),
-        };
-        return Err(CliError::Runtime(format!("{what}: nothing to index (check the path and the input format)")));
+        return Err(nothing_to_index(source));
     }
-    Ok(sets)
+    Ok((sets, skipped))
 }
 
-fn read_dir(dir: &Path, params: BloomParams) -> Result<Vec<InputSet>, CliError> {
-    let io = |e: std::io::Error| CliError::Runtime(format!("cannot read directory {}: {e}", dir.display()));
-    let mut files: Vec<PathBuf> = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        if entry.file_type().map_err(io)?.is_file() {
-            files.push(entry.path());
+fn nothing_to_index(source: &Source<'_>) -> CliError {
+    let what = match source {
+        Source::Dir(d, _) => format!("{} has no files with keys", d.display()),
+        Source::Tsv(p) => format!("{} holds no `set<TAB>key` lines", p.display()),
+    };
+    CliError::Runtime(format!("{what}: nothing to index (check the path and the input format)"))
+}
+
+/// The files of a `--dir`: `(path, set name)`.
+type DirFiles = Vec<(PathBuf, Vec<u8>)>;
+
+/// The files of a `--dir` in name order, and what was skipped (with why),
+/// escaped for printing.
+fn list_dir(dir: &Path, recursive: bool) -> Result<(DirFiles, Vec<String>), CliError> {
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    let mut visited = std::collections::HashSet::new();
+    if let Ok(c) = std::fs::canonicalize(dir) {
+        visited.insert(c);
+    }
+    let mut todo: Vec<(PathBuf, Vec<u8>)> = vec![(dir.to_path_buf(), Vec::new())];
+    while let Some((d, prefix)) = todo.pop() {
+        let io = |e: std::io::Error| CliError::Runtime(format!("cannot read directory {}: {e}", d.display()));
+        for entry in std::fs::read_dir(&d).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let mut name = prefix.clone();
+            name.extend_from_slice(&os_bytes(&entry.file_name()));
+            let path = entry.path();
+            let ty = entry.file_type().map_err(io)?;
+            // Follow symlinks to what they point at.
+            let meta = if ty.is_symlink() { std::fs::metadata(&path) } else { entry.metadata() };
+            let Ok(meta) = meta else {
+                skipped.push(format!("{} (a broken symlink)", crate::escape::plain(&name)));
+                continue;
+            };
+            if meta.is_file() {
+                files.push((path, name));
+            } else if meta.is_dir() {
+                if !recursive {
+                    skipped.push(format!("{}/ (a directory: pass --recursive)", crate::escape::plain(&name)));
+                } else if std::fs::canonicalize(&path).is_ok_and(|c| visited.insert(c)) {
+                    name.push(b'/');
+                    todo.push((path, name));
+                } else {
+                    skipped.push(format!("{}/ (a symlink loop)", crate::escape::plain(&name)));
+                }
+            } else {
+                skipped.push(format!("{} (not a regular file)", crate::escape::plain(&name)));
+            }
         }
     }
-    files.sort();
-    let total = files.iter().filter_map(|f| f.metadata().ok()).map(|m| m.len()).sum();
+    files.sort_by(|a, b| a.1.cmp(&b.1));
+    skipped.sort();
+    Ok((files, skipped))
+}
+
+/// Calls `f` with every non-empty key line of `path`.
+fn read_keys(path: &Path, bar: &ProgressBar, mut f: impl FnMut(&[u8]) -> Result<(), CliError>) -> Result<(), CliError> {
+    let file =
+        std::fs::File::open(path).map_err(|e| CliError::Runtime(format!("cannot open {}: {e}", path.display())))?;
+    for_each_line(bar.wrap_read(file), path, |key| if key.is_empty() { Ok(()) } else { f(key) })
+}
+
+fn read_dir(dir: &Path, recursive: bool, params: BloomParams) -> Result<(Vec<InputSet>, Vec<String>), CliError> {
+    let (files, skipped) = list_dir(dir, recursive)?;
+    let total = files.iter().filter_map(|f| f.0.metadata().ok()).map(|m| m.len()).sum();
     let bar = progress(total, "reading files");
     let mut out = Vec::with_capacity(files.len());
-    for path in files {
-        let file = std::fs::File::open(&path)
-            .map_err(|e| CliError::Runtime(format!("cannot open {}: {e}", path.display())))?;
+    for (path, name) in files {
         let mut filter = BloomFilter::new(params).map_err(CliError::engine)?;
         let mut keys = 0u64;
-        for_each_line(bar.wrap_read(file), &path, |key| {
-            if !key.is_empty() {
-                filter.insert(key);
-                keys += 1;
-            }
+        read_keys(&path, &bar, |key| {
+            filter.insert(key);
+            keys += 1;
             Ok(())
         })?;
         if keys > 0 {
-            out.push(InputSet { name: file_name_bytes(&path), filter, keys });
+            out.push(InputSet { name, filter, keys });
         }
     }
     bar.finish_and_clear();
-    Ok(out)
+    Ok((out, skipped))
 }
 
-#[cfg(unix)]
-fn file_name_bytes(path: &Path) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    path.file_name().map_or_else(Vec::new, |n| n.as_bytes().to_vec())
-}
-
-#[cfg(not(unix))]
-fn file_name_bytes(path: &Path) -> Vec<u8> {
-    path.file_name().map_or_else(Vec::new, |n| n.to_string_lossy().into_owned().into_bytes())
-}
-
-fn read_tsv(path: &Path, params: BloomParams) -> Result<Vec<InputSet>, CliError> {
-    let (reader, total): (Box<dyn Read>, u64) = if path == Path::new("-") {
-        (Box::new(std::io::stdin().lock()), 0)
-    } else {
-        let file = std::fs::File::open(path)
-            .map_err(|e| CliError::Runtime(format!("cannot open {}: {e} (check the path)", path.display())))?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        (Box::new(file), len)
+/// Splits a TSV row into `(set, key)`.
+fn tsv_row<'a>(row: &'a [u8], path: &Path, line_no: u64) -> Result<(&'a [u8], &'a [u8]), CliError> {
+    let Some(tab) = memchr::memchr(b'\t', row) else {
+        return Err(CliError::Runtime(format!(
+            "{}:{line_no}: expected `set<TAB>key`, found no tab (one set name, a tab, then the key)",
+            path.display()
+        )));
     };
-    let bar = progress(total, "reading TSV");
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut sets: Vec<InputSet> = Vec::new();
-    let mut last: Option<usize> = None;
+    let (name, key) = (&row[..tab], &row[tab + 1..]);
+    if name.is_empty() {
+        return Err(CliError::Runtime(format!("{}:{line_no}: empty set name before the tab", path.display())));
+    }
+    Ok((name, key))
+}
+
+fn tsv_reader(path: &Path) -> Result<(Box<dyn Read>, u64), CliError> {
+    if path == Path::new("-") {
+        return Ok((Box::new(std::io::stdin().lock()), 0));
+    }
+    let file = std::fs::File::open(path)
+        .map_err(|e| CliError::Runtime(format!("cannot open {}: {e} (check the path)", path.display())))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    Ok((Box::new(file), len))
+}
+
+/// Calls `f(line_no, set, key)` for every non-empty row of a TSV.
+fn for_each_row(
+    path: &Path,
+    bar: &ProgressBar,
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let (reader, _) = tsv_reader(path)?;
     let mut line_no = 0u64;
     for_each_line(bar.wrap_read(reader), path, |row| {
         line_no += 1;
         if row.is_empty() {
             return Ok(());
         }
-        let Some(tab) = memchr::memchr(b'\t', row) else {
-            return Err(CliError::Runtime(format!(
-                "{}:{line_no}: expected `set<TAB>key`, found no tab (one set name, a tab, then the key)",
-                path.display()
-            )));
-        };
-        let (name, key) = (&row[..tab], &row[tab + 1..]);
-        if name.is_empty() {
-            return Err(CliError::Runtime(format!("{}:{line_no}: empty set name before the tab", path.display())));
-        }
+        let (name, key) = tsv_row(row, path, line_no)?;
+        f(name, key)
+    })
+}
+
+fn read_tsv(path: &Path, params: BloomParams) -> Result<Vec<InputSet>, CliError> {
+    let (_, total) = tsv_reader(path)?;
+    let bar = progress(total, "reading TSV");
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut sets: Vec<InputSet> = Vec::new();
+    let mut last: Option<usize> = None;
+    for_each_row(path, &bar, |name, key| {
         // Lines of one set usually come together: skip the map lookup then.
         let slot = match last {
             Some(i) if sets[i].name == name => i,
@@ -210,32 +269,215 @@ fn read_tsv(path: &Path, params: BloomParams) -> Result<Vec<InputSet>, CliError>
     Ok(sets)
 }
 
-/// Keys for `query`: the arguments, or stdin lines when there are none or
-/// the only one is `-`.
-pub fn query_keys(args: &[std::ffi::OsString]) -> Result<Vec<Vec<u8>>, CliError> {
-    if args.is_empty() || (args.len() == 1 && args[0] == "-") {
-        let mut keys = Vec::new();
-        let mut stdin = std::io::stdin().lock();
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            let n = stdin
-                .read_until(b'\n', &mut line)
-                .map_err(|e| CliError::Runtime(format!("cannot read keys from stdin: {e}")))?;
-            if n == 0 {
-                break;
+/// An index built by `build`, with per-set key counts (by id) and what the
+/// directory listing skipped.
+pub struct Built {
+    /// The index; set `i` has id `i`.
+    pub index: SlicedIndex,
+    /// Names of the sets.
+    pub names: SetNames,
+    /// Key lines per set, by id.
+    pub keys: Vec<u64>,
+    /// Directory entries that were not read, escaped, with why.
+    pub skipped: Vec<String>,
+}
+
+/// Builds the index of `source` with its peak memory about one index size:
+/// the columns are reserved once (`check(sets, name bytes)` is asked
+/// first) and filled directly, never held as separate filters. Sets get ids
+/// in name order; from stdin, in order of first appearance, and the index
+/// grows (asking `check` first) as new sets appear.
+pub fn build_index(
+    source: &Source<'_>,
+    params: BloomParams,
+    check: &dyn Fn(u64, u64) -> Result<(), CliError>,
+) -> Result<Built, CliError> {
+    let mut index = SlicedIndex::new(params);
+    let mut names = SetNames::new();
+    let mut keys = Vec::new();
+    let mut skipped = Vec::new();
+    match source {
+        Source::Dir(dir, recursive) => {
+            let (files, skip) = list_dir(dir, *recursive)?;
+            skipped = skip;
+            check(files.len() as u64, files.iter().map(|f| f.1.len() as u64).sum())?;
+            index.reserve(files.len()).map_err(CliError::engine)?;
+            let total = files.iter().filter_map(|f| f.0.metadata().ok()).map(|m| m.len()).sum();
+            let bar = progress(total, "reading files");
+            // One filter, reused: cleared by building a new one only when a file had keys.
+            let mut filter = BloomFilter::new(params).map_err(CliError::engine)?;
+            for (path, name) in files {
+                let mut n = 0u64;
+                read_keys(&path, &bar, |key| {
+                    filter.insert(key);
+                    n += 1;
+                    Ok(())
+                })?;
+                if n > 0 {
+                    let id = keys.len() as u64;
+                    index.insert_filter(id, &filter).map_err(CliError::engine)?;
+                    names.insert(id, name).map_err(CliError::engine)?;
+                    keys.push(n);
+                    filter = BloomFilter::new(params).map_err(CliError::engine)?;
+                }
             }
-            let key = trim_eol(&line);
-            if !key.is_empty() {
-                keys.push(key.to_vec());
+            bar.finish_and_clear();
+        }
+        Source::Tsv(path) if *path != Path::new("-") => {
+            // First pass: the set names (small), so the size is known and
+            // checked before anything big is allocated.
+            let mut ids: HashMap<Vec<u8>, u64> = HashMap::new();
+            let mut last: Vec<u8> = Vec::new();
+            for_each_row(path, &ProgressBar::hidden(), |name, _| {
+                if name != last.as_slice() {
+                    last.clear();
+                    last.extend_from_slice(name);
+                    if !ids.contains_key(name) {
+                        ids.insert(name.to_vec(), 0);
+                    }
+                }
+                Ok(())
+            })?;
+            let mut sorted: Vec<Vec<u8>> = ids.keys().cloned().collect();
+            sorted.sort();
+            check(sorted.len() as u64, sorted.iter().map(|n| n.len() as u64).sum())?;
+            index.reserve(sorted.len()).map_err(CliError::engine)?;
+            let empty = BloomFilter::new(params).map_err(CliError::engine)?;
+            for (id, name) in sorted.into_iter().enumerate() {
+                let id = id as u64;
+                index.insert_filter(id, &empty).map_err(CliError::engine)?;
+                *ids.get_mut(&name).expect("listed above") = id;
+                names.insert(id, name).map_err(CliError::engine)?;
             }
+            keys = vec![0u64; ids.len()];
+            let (_, total) = tsv_reader(path)?;
+            let bar = progress(total, "reading TSV");
+            let mut last: Option<(Vec<u8>, u64)> = None;
+            for_each_row(path, &bar, |name, key| {
+                let id = match &last {
+                    Some((n, id)) if n.as_slice() == name => *id,
+                    _ => {
+                        // The file changed between the passes if this fails.
+                        let id = *ids.get(name).ok_or_else(|| {
+                            CliError::Runtime(format!("{} changed while it was read", path.display()))
+                        })?;
+                        last = Some((name.to_vec(), id));
+                        id
+                    }
+                };
+                index.insert_key(id, key).map_err(CliError::engine)?;
+                keys[id as usize] += 1;
+                Ok(())
+            })?;
+            bar.finish_and_clear();
         }
-        if keys.is_empty() {
-            return Err(CliError::Usage("no keys to query: give them as arguments or one per line on stdin".into()));
+        Source::Tsv(path) => {
+            let mut ids: HashMap<Vec<u8>, u64> = HashMap::new();
+            let mut name_bytes = 0u64;
+            let empty = BloomFilter::new(params).map_err(CliError::engine)?;
+            let mut last: Option<(Vec<u8>, u64)> = None;
+            for_each_row(path, &ProgressBar::hidden(), |name, key| {
+                let id = match &last {
+                    Some((n, id)) if n.as_slice() == name => *id,
+                    _ => {
+                        let id = match ids.get(name) {
+                            Some(&id) => id,
+                            None => {
+                                let id = ids.len() as u64;
+                                name_bytes += name.len() as u64;
+                                if index.columns() <= id as usize {
+                                    check(id + 1, name_bytes)?;
+                                }
+                                index.insert_filter(id, &empty).map_err(CliError::engine)?;
+                                names.insert(id, name.to_vec()).map_err(CliError::engine)?;
+                                ids.insert(name.to_vec(), id);
+                                keys.push(0);
+                                id
+                            }
+                        };
+                        last = Some((name.to_vec(), id));
+                        id
+                    }
+                };
+                index.insert_key(id, key).map_err(CliError::engine)?;
+                keys[id as usize] += 1;
+                Ok(())
+            })?;
         }
-        return Ok(keys);
     }
-    Ok(args.iter().map(|a| os_bytes(a)).collect())
+    if keys.is_empty() {
+        return Err(nothing_to_index(source));
+    }
+    Ok(Built { index, names, keys, skipped })
+}
+
+/// Keys per chunk `query` answers at a time.
+pub const QUERY_CHUNK: usize = 64 * 1024;
+
+/// Calls `f` with the keys of stdin, one per line, in chunks of at most
+/// `chunk` keys, as they arrive: a chunk ends at `chunk` keys or when the
+/// input has nothing more to read right now, so answers to interactive
+/// input come at once. Empty lines are skipped; a trailing `\r` is
+/// stripped. Memory is bounded by the chunk and the longest line, whatever
+/// the number of keys. Returns the number of keys.
+pub fn stream_keys(
+    mut r: impl Read,
+    chunk: usize,
+    mut f: impl FnMut(&[&[u8]]) -> Result<(), CliError>,
+) -> Result<u64, CliError> {
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut start, mut end) = (0, 0);
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(chunk);
+    let mut total = 0u64;
+    let mut flush = |buf: &[u8], spans: &mut Vec<(usize, usize)>| -> Result<u64, CliError> {
+        if spans.is_empty() {
+            return Ok(0);
+        }
+        let keys: Vec<&[u8]> = spans.iter().map(|&(a, b)| &buf[a..b]).collect();
+        spans.clear();
+        f(&keys)?;
+        Ok(keys.len() as u64)
+    };
+    loop {
+        if end == buf.len() {
+            if start > 0 {
+                buf.copy_within(start..end, 0);
+                end -= start;
+                start = 0;
+            } else {
+                buf.resize(buf.len() * 2, 0);
+            }
+        }
+        let n = match r.read(&mut buf[end..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(CliError::Runtime(format!("cannot read keys from stdin: {e}"))),
+        };
+        if n == 0 {
+            let key = trim_eol(&buf[start..end]);
+            if !key.is_empty() {
+                let s = start;
+                spans.push((s, s + key.len()));
+            }
+            total += flush(&buf, &mut spans)?;
+            return Ok(total);
+        }
+        let mut line_start = start;
+        for nl in memchr::memchr_iter(b'\n', &buf[end..end + n]) {
+            let nl = end + nl;
+            let key = trim_eol(&buf[line_start..nl]);
+            if !key.is_empty() {
+                spans.push((line_start, line_start + key.len()));
+                if spans.len() == chunk {
+                    total += flush(&buf, &mut spans)?;
+                }
+            }
+            line_start = nl + 1;
+        }
+        total += flush(&buf, &mut spans)?;
+        start = line_start;
+        end += n;
+    }
 }
 
 #[cfg(unix)]

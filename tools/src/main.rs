@@ -5,11 +5,13 @@
 //! the exit code is 2 for usage errors and 1 for runtime errors.
 
 mod commands;
+mod escape;
 mod input;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use bloomslice::BloomParams;
 use clap::{Args, Parser, Subcommand};
@@ -35,13 +37,20 @@ impl CliError {
             bloomslice::Error::Io { kind: std::io::ErrorKind::NotFound, .. } => {
                 " (check the path, or create the index with `bloomslice build`)"
             }
+            bloomslice::Error::Io { kind: std::io::ErrorKind::IsADirectory, .. } => {
+                " (give the path of an index file, not of a directory)"
+            }
             bloomslice::Error::BadMagic => " (is this a file written by `bloomslice build`?)",
             bloomslice::Error::Truncated { .. } | bloomslice::Error::ChecksumMismatch { .. } => {
                 " (the file is damaged: rebuild it or restore a copy)"
             }
             _ => "",
         };
-        CliError::Runtime(format!("{}: {e}{hint}", path.display()))
+        match e {
+            // Its message already names the file.
+            bloomslice::Error::Io { .. } => CliError::Runtime(format!("{e}{hint}")),
+            _ => CliError::Runtime(format!("{}: {e}{hint}", path.display())),
+        }
     }
 }
 
@@ -66,7 +75,19 @@ Examples:
   bloomslice demo
 
 Exit codes: 0 success, 1 runtime error (missing or damaged file, bad input
-data), 2 usage error (wrong command line). Errors are one line on stderr.";
+data, another writer holding the index), 2 usage error (wrong command line).
+Errors are one line on stderr. A closed stdout (`| head`) ends a command
+quietly.
+
+Many readers may query an index while one writer at a time (build --force,
+add, update, remove) changes it: writers take the lock file `.NAME.lock`
+beside the index and wait up to --wait seconds for it; readers see the old
+file or the new one, never a mix.
+";
+
+fn concat_help() -> String {
+    format!("{EXAMPLES}\n{}", escape::RULE)
+}
 
 /// Which of these Bloom filters may contain this key?
 ///
@@ -75,7 +96,7 @@ data), 2 usage error (wrong command line). Errors are one line on stderr.";
 /// contain it: never a false negative, and false positives at the rate you
 /// choose. Build an index once from text files, then query it instantly.
 #[derive(Parser, Debug)]
-#[command(name = "bloomslice", version, about, after_help = EXAMPLES)]
+#[command(name = "bloomslice", version, about, after_help = concat_help())]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -125,7 +146,8 @@ enum Command {
 #[derive(Args, Debug)]
 #[group(required = true, multiple = false)]
 pub struct SourceArgs {
-    /// A directory of text files: one set per file, named after the file, one key per line.
+    /// A directory of text files: one set per file, named after the file, one key per line
+    /// (symlinks to files are followed; subdirectories are skipped, and named, unless --recursive).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// A TSV file of `set<TAB>key` lines (`-` reads stdin).
@@ -133,13 +155,46 @@ pub struct SourceArgs {
     pub tsv: Option<PathBuf>,
 }
 
+/// Options of a `--dir` listing.
+#[derive(Args, Debug)]
+pub struct DirArgs {
+    /// With --dir: also read the files of subdirectories (named `sub/file`).
+    #[arg(long)]
+    pub recursive: bool,
+}
+
+/// How long a writer waits for another one.
+#[derive(Args, Debug)]
+pub struct WaitArgs {
+    /// Seconds to wait for another writer of the same index to finish before giving up.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_wait)]
+    pub wait: f64,
+}
+
+fn parse_wait(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if !v.is_finite() || !(0.0..=1e9).contains(&v) {
+        return Err(format!("{s} is not a number of seconds in [0, 1e9]"));
+    }
+    Ok(v)
+}
+
+impl WaitArgs {
+    fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.wait)
+    }
+}
+
 impl SourceArgs {
-    fn source(&self) -> input::Source<'_> {
-        match (&self.dir, &self.tsv) {
-            (Some(d), _) => input::Source::Dir(d),
+    fn source(&self, recursive: bool) -> Result<input::Source<'_>, CliError> {
+        if recursive && self.dir.is_none() {
+            return Err(CliError::Usage("--recursive needs --dir".into()));
+        }
+        Ok(match (&self.dir, &self.tsv) {
+            (Some(d), _) => input::Source::Dir(d, recursive),
             (None, Some(t)) => input::Source::Tsv(t),
             (None, None) => unreachable!("clap requires one of --dir and --tsv"),
-        }
+        })
     }
 }
 
@@ -195,10 +250,18 @@ struct BuildArgs {
     #[command(flatten)]
     source: SourceArgs,
     #[command(flatten)]
+    dir: DirArgs,
+    #[command(flatten)]
     params: ParamsArgs,
     /// Overwrite the output file if it exists.
     #[arg(long)]
     force: bool,
+    /// Build even if the estimated file size or peak memory exceeds the free
+    /// disk space or available memory.
+    #[arg(long)]
+    no_size_check: bool,
+    #[command(flatten)]
+    wait: WaitArgs,
 }
 
 #[derive(Args, Debug)]
@@ -209,12 +272,17 @@ struct AddArgs {
     /// A directory of text files (one new set per file).
     #[arg(long, value_name = "DIR", group = "from_source")]
     dir: Option<PathBuf>,
+    /// With --dir: also read the files of subdirectories (named `sub/file`).
+    #[arg(long)]
+    recursive: bool,
     /// A TSV of `set<TAB>key` lines (`-` reads stdin).
     #[arg(long, value_name = "FILE", group = "from_source")]
     tsv: Option<PathBuf>,
     /// Another index file whose sets are added (its parameters must match).
     #[arg(long, value_name = "INDEX", group = "from_source")]
     from: Option<PathBuf>,
+    #[command(flatten)]
+    wait: WaitArgs,
 }
 
 #[derive(Args, Debug)]
@@ -224,6 +292,8 @@ struct RemoveArgs {
     /// Names of the sets to remove.
     #[arg(required = true, value_name = "SET")]
     sets: Vec<OsString>,
+    #[command(flatten)]
+    wait: WaitArgs,
 }
 
 #[derive(Args, Debug)]
@@ -232,19 +302,26 @@ struct UpdateArgs {
     index: PathBuf,
     #[command(flatten)]
     source: SourceArgs,
+    #[command(flatten)]
+    dir: DirArgs,
     /// Create sets that are not in the index yet (default: an error).
     #[arg(long)]
     create: bool,
+    #[command(flatten)]
+    wait: WaitArgs,
 }
 
 #[derive(Args, Debug)]
 struct QueryArgs {
     /// The index file.
     index: PathBuf,
-    /// Keys to look up; none, or `-`, reads one key per line from stdin.
+    /// Keys to look up, taken as given (a trailing carriage return is kept);
+    /// none, or `-`, reads one key per line from stdin (CRLF line ends are
+    /// removed), answered in chunks as they arrive.
     #[arg(value_name = "KEY")]
     keys: Vec<OsString>,
-    /// One JSON object per key (`{"key": ..., "sets": [...]}`), or one object for --count.
+    /// One JSON object per key (`{"key": ..., "sets": [...]}`, with `key_b64` and
+    /// `sets_b64` for bytes that are not UTF-8, `ids` for unnamed sets), or one object for --count.
     #[arg(long)]
     json: bool,
     /// Score sets instead: how many of the keys each set may contain.
@@ -304,6 +381,16 @@ struct DemoArgs {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout (`bloomslice inspect i.bsi | head -1`) ends the
+    // process quietly, as for other Unix tools (exit status 141 in a shell),
+    // instead of `println!` panicking on the broken pipe. Writers print only
+    // after their file is saved, and the kernel releases their lock.
+    #[cfg(unix)]
+    // SAFETY: `signal` with `SIG_DFL` for `SIGPIPE` only restores the
+    // default disposition; it runs first in `main`, before any thread.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -327,18 +414,33 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Build(a) => commands::build(&a.output, &a.source.source(), a.params.params(), a.force),
+        Command::Build(a) => a.source.source(a.dir.recursive).and_then(|source| {
+            commands::build(
+                &commands::BuildOptions {
+                    output: &a.output,
+                    source,
+                    force: a.force,
+                    wait: a.wait.duration(),
+                    size_check: !a.no_size_check,
+                },
+                a.params.params(),
+            )
+        }),
+        Command::Add(a) if a.recursive && a.dir.is_none() => Err(CliError::Usage("--recursive needs --dir".into())),
         Command::Add(a) => {
             let source = match (&a.dir, &a.tsv, &a.from) {
-                (Some(d), _, _) => commands::AddFrom::Sets(input::Source::Dir(d)),
+                (Some(d), _, _) => commands::AddFrom::Sets(input::Source::Dir(d, a.recursive)),
                 (None, Some(t), _) => commands::AddFrom::Sets(input::Source::Tsv(t)),
                 (None, None, Some(f)) => commands::AddFrom::Index(f),
                 (None, None, None) => unreachable!("clap requires one of --dir, --tsv and --from"),
             };
-            commands::add(&a.index, source)
+            commands::add(&a.index, source, a.wait.duration())
         }
-        Command::Remove(a) => commands::remove(&a.index, &a.sets),
-        Command::Update(a) => commands::update(&a.index, &a.source.source(), a.create),
+        Command::Remove(a) => commands::remove(&a.index, &a.sets, a.wait.duration()),
+        Command::Update(a) => a
+            .source
+            .source(a.dir.recursive)
+            .and_then(|source| commands::update(&a.index, &source, a.create, a.wait.duration())),
         Command::Query(a) => commands::query(&commands::QueryOptions {
             index: &a.index,
             keys: &a.keys,

@@ -4,12 +4,17 @@
 //! - [`save`] writes a temporary file in the target's directory, syncs it and
 //!   renames it over the target, so a crash or an error mid-save never leaves
 //!   a partial file at the destination and never loses the previous one.
-//! - [`load`] reads a file into memory: a mutable index.
-//! - [`open_mmap`] maps a file with `memmap2` and queries it in place (zero
-//!   copy). The index is usable as soon as the header and the small tables
-//!   (shard table, id map, names) are checked. A write to a mapped index
-//!   copies the shard it touches into memory first; the file is never
-//!   written through.
+//! - [`IndexFile`] serializes writers: [`IndexFile::edit`] (or
+//!   [`IndexFile::lock`]) holds an exclusive lock across load, change and
+//!   save, so two writers never lose each other's update, and removes the
+//!   temporary files of writers that were killed mid-save.
+//! - [`load`] reads a file into memory: a mutable index. This is the safe
+//!   way to open a file that something else may change.
+//! - [`open_mmap`] (`unsafe`: see its contract) maps a file with `memmap2`
+//!   and queries it in place (zero copy). The index is usable as soon as the
+//!   header and the small tables (shard table, id map, names) are checked. A
+//!   write to a mapped index copies the shard it touches into memory first;
+//!   the file is never written through.
 //! - [`from_bytes`] and [`to_bytes`] do the same in memory (the fuzz target
 //!   uses them).
 //!
@@ -29,23 +34,27 @@
 //!
 //! # Files modified underneath a map
 //!
-//! Mapping is only sound if the file does not change while it is mapped.
-//! [`save`] never writes into an existing file (it renames a new one over
-//! it), so processes that only use this module to update index files keep
-//! seeing their old, intact mapping. Truncating or writing into a mapped
-//! index file by other means is not supported: it may change answers or
-//! terminate the process with `SIGBUS`.
+//! Mapping is only sound if the file does not change while it is mapped,
+//! which no Rust type can guarantee (the convention of `memmap2` and
+//! ripgrep): that is why [`open_mmap`] is an `unsafe fn`. [`save`] never
+//! writes into an existing file (it renames a new one over it), so processes
+//! that only use this module to update index files keep seeing their old,
+//! intact mapping. Truncating or writing into a mapped index file by other
+//! means may change answers or terminate the process with `SIGBUS`.
 
+mod file;
 mod format;
 mod names;
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
+use self::file::temp_path;
+pub use self::file::{IndexFile, IndexFileLock, Temporary};
 pub use self::format::{FORMAT_MAJOR, FORMAT_MINOR, HEADER_BYTES, MAGIC, ROWS_ALIGN};
 use self::format::{Header, Layout, Meta, encode_header, read_meta};
 pub use self::names::{MAX_NAME_BYTES, SetNames};
@@ -212,9 +221,12 @@ pub fn to_bytes(index: &SlicedIndex, names: &SetNames) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Saves atomically: writes `path`'s directory's temporary file, syncs it,
-/// renames it over `path` and syncs the directory. On any error the
-/// temporary file is removed and `path` is untouched.
+/// Saves atomically: writes a temporary file (`.NAME.tmp-PID-N`) in
+/// `path`'s directory, syncs it, renames it over `path` and syncs the
+/// directory. On any error the temporary file is removed and `path` is
+/// untouched; a process killed mid-save leaves the temporary behind (the
+/// next [`IndexFile::lock`] removes it). Saving takes no lock: writers
+/// that load, change and save concurrently must use [`IndexFile`].
 ///
 /// # Errors
 ///
@@ -230,20 +242,6 @@ pub fn save(path: impl AsRef<Path>, index: &SlicedIndex, names: &SetNames) -> Re
     }
     sync_dir(path);
     Ok(())
-}
-
-fn temp_path(path: &Path) -> Result<PathBuf> {
-    let name = path.file_name().ok_or_else(|| Error::Io {
-        op: "save to",
-        path: path.display().to_string(),
-        kind: std::io::ErrorKind::InvalidInput,
-        message: "not a file name".into(),
-    })?;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    let mut tmp = std::ffi::OsString::from(".");
-    tmp.push(name);
-    tmp.push(format!(".tmp-{}-{nanos}", std::process::id()));
-    Ok(path.with_file_name(tmp))
 }
 
 fn write_temp(tmp: &Path, index: &SlicedIndex, names: &SetNames) -> Result<()> {
@@ -329,8 +327,17 @@ pub fn from_bytes(bytes: &[u8]) -> Result<LoadedIndex> {
 
 fn open(path: &Path) -> Result<(File, u64)> {
     let file = File::open(path).map_err(|e| Error::io("open", path, &e))?;
-    let len = file.metadata().map_err(|e| Error::io("stat", path, &e))?.len();
-    Ok((file, len))
+    let meta = file.metadata().map_err(|e| Error::io("stat", path, &e))?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a directory" } else { "not a regular file" };
+        return Err(Error::Io {
+            op: "open",
+            path: path.display().to_string(),
+            kind: if meta.is_dir() { std::io::ErrorKind::IsADirectory } else { std::io::ErrorKind::InvalidInput },
+            message: format!("it is {what}, not an index file"),
+        });
+    }
+    Ok((file, meta.len()))
 }
 
 /// Reads an index file into memory (a mutable index), fully verified.
@@ -346,13 +353,24 @@ pub fn load(path: impl AsRef<Path>) -> Result<LoadedIndex> {
 }
 
 /// Maps an index file and queries it in place (see the module docs for the
-/// checksum policy and for files modified underneath). Answers are those
-/// of [`load`]. On big-endian targets the rows are copied and converted.
+/// checksum policy). Answers are those of [`load`]. On big-endian targets
+/// the rows are copied and converted.
+///
+/// # Safety
+///
+/// The file must not be truncated or written into while the returned index
+/// (or any clone of it, or of its shards) is alive: the index reads the
+/// file's pages directly, so a change underneath is undefined behaviour in
+/// Rust terms and in practice changes answers or kills the process with
+/// `SIGBUS`. Replacing the file by rename is fine (the map keeps the old
+/// file): that is how [`save`] and [`IndexFile`] write, so a file changed
+/// only by them (or by `bloomslice`) satisfies this. Use [`load`] when
+/// other programs may write the file in place.
 ///
 /// # Errors
 ///
 /// [`Error::Io`], or the errors of [`from_bytes`].
-pub fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<LoadedIndex> {
+pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<LoadedIndex> {
     let path = path.as_ref();
     let (file, len) = open(path)?;
     if len < HEADER_BYTES {
@@ -362,9 +380,9 @@ pub fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<LoadedIndex> 
         return from_bytes(&bytes);
     }
     // SAFETY: mapping a file is sound only while no one truncates or writes
-    // it; that is this module's documented contract (`save` replaces files
-    // by rename and never writes into one). The map is read-only, and every
-    // offset taken from it below is checked against its length.
+    // it; the caller promises that (this function's `# Safety` contract).
+    // The map is read-only, and every offset taken from it below is checked
+    // against its length.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, &e))?;
     let map = Arc::new(map);
     let mut r: &[u8] = &map;
@@ -392,4 +410,37 @@ pub fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<LoadedIndex> 
         loaded.verify()?;
     }
     Ok(loaded)
+}
+
+/// Bytes of the index file that a [`SlicedIndex`] with `params` and
+/// `config`, built by inserting `n_sets` filters into an empty index, would
+/// take, with `name_bytes` bytes of set names; its rows take as much memory
+/// (see [`estimated_rows_bytes`]). `None` if that overflows `u64`.
+pub fn estimated_file_bytes(
+    params: &crate::BloomParams,
+    config: &crate::SlicedConfig,
+    n_sets: u64,
+    name_bytes: u64,
+) -> Option<u64> {
+    let (shards, rows) = estimated_layout(params, config, n_sets)?;
+    let layout = Layout::new(shards, n_sets, name_bytes)?;
+    layout.rows.checked_add(rows)
+}
+
+/// Bytes of row data (the bulk of memory and file) of an index with
+/// `params` and `config` holding `n_sets` filters inserted into an empty
+/// index: `m` bits per column, columns in shards of up to
+/// `config.max_shard_columns`, each a multiple of 512. `None` on overflow.
+pub fn estimated_rows_bytes(params: &crate::BloomParams, config: &crate::SlicedConfig, n_sets: u64) -> Option<u64> {
+    estimated_layout(params, config, n_sets).map(|(_, rows)| rows)
+}
+
+fn estimated_layout(params: &crate::BloomParams, config: &crate::SlicedConfig, n_sets: u64) -> Option<(u64, u64)> {
+    let step = crate::SHARD_COLUMN_STEP as u64;
+    let max = (config.max_shard_columns as u64).max(step);
+    let full = n_sets / max;
+    let rest = (n_sets % max).checked_next_multiple_of(step)?;
+    let columns = full.checked_mul(max)?.checked_add(rest)?;
+    let shards = full + u64::from(rest > 0);
+    Some((shards, params.m().checked_mul(columns)? / 8))
 }

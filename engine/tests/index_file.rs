@@ -1,0 +1,186 @@
+//! `persist::IndexFile`: one writer at a time (no lost update between
+//! concurrent editors), a typed error when the lock stays busy, clean-up of
+//! temporaries left by dead writers, size estimates that match real files,
+//! and a clear error for a directory given as an index file.
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use bloomslice::persist::{self, IndexFile};
+use bloomslice::{BloomFilter, BloomParams, Error, SetNames, SlicedConfig, SlicedIndex};
+
+fn params() -> BloomParams {
+    BloomParams::new(4096, 3).unwrap()
+}
+
+fn one_set() -> (SlicedIndex, SetNames) {
+    let mut index = SlicedIndex::new(params());
+    let mut f = BloomFilter::new(params()).unwrap();
+    f.insert("seed key");
+    index.insert_filter(0, &f).unwrap();
+    let mut names = SetNames::new();
+    names.insert(0, "seed").unwrap();
+    (index, names)
+}
+
+/// Adds set `name` with key `name` (the id after the largest).
+fn add_set(loaded: &mut persist::LoadedIndex, name: &str) -> bloomslice::Result<()> {
+    let id = loaded.index.ids().max().map_or(0, |m| m + 1);
+    let mut f = BloomFilter::new(params())?;
+    f.insert(name);
+    loaded.index.insert_filter(id, &f)?;
+    loaded.names.insert(id, name)
+}
+
+#[test]
+fn concurrent_editors_never_lose_an_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("i.bsi");
+    let (index, names) = one_set();
+    persist::save(&path, &index, &names).unwrap();
+    let rounds = 20;
+    let start = Arc::new(Barrier::new(3));
+    let writers: Vec<_> = ["a", "b", "c"]
+        .into_iter()
+        .map(|w| {
+            let (path, start) = (path.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                let file = IndexFile::new(&path);
+                for r in 0..rounds {
+                    file.edit(Duration::from_secs(60), |l| add_set(l, &format!("{w}{r}"))).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let loaded = persist::load(&path).unwrap();
+    assert_eq!(loaded.index.len(), 1 + 3 * rounds);
+    for w in ["a", "b", "c"] {
+        for r in 0..rounds {
+            let name = format!("{w}{r}");
+            let id = loaded.names.id(name.as_bytes()).unwrap_or_else(|| panic!("{name} was lost"));
+            assert!(loaded.index.query(&name).contains(&id));
+        }
+    }
+    assert!(IndexFile::new(&path).leftover_temporaries().unwrap().is_empty());
+    assert!(dir.path().join(".i.bsi.lock").exists(), "the lock file is kept");
+}
+
+#[test]
+fn a_busy_lock_is_a_typed_error_after_the_wait_and_free_once_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("i.bsi");
+    let file = IndexFile::new(&path);
+    let held = file.lock(Duration::ZERO).unwrap();
+    let t = Instant::now();
+    let err = IndexFile::new(&path).lock(Duration::from_millis(200)).unwrap_err();
+    assert!(t.elapsed() >= Duration::from_millis(200));
+    match &err {
+        Error::LockBusy { path: p, lock, waited_ms } => {
+            assert!(p.ends_with("i.bsi") && lock.ends_with(".i.bsi.lock") && *waited_ms >= 200, "{err}");
+        }
+        e => panic!("{e}"),
+    }
+    assert!(err.to_string().contains(".i.bsi.lock"), "{err}");
+    // A waiter gets the lock as soon as the holder lets go.
+    let waiter = std::thread::spawn(move || IndexFile::new(&path).lock(Duration::from_secs(30)).map(|_| ()));
+    std::thread::sleep(Duration::from_millis(100));
+    drop(held);
+    waiter.join().unwrap().unwrap();
+    // `edit` saves nothing when the change fails.
+    let (index, names) = one_set();
+    persist::save(file.path(), &index, &names).unwrap();
+    let before = std::fs::read(file.path()).unwrap();
+    let r: Result<(), Error> = file.edit(Duration::ZERO, |l| l.index.delete_filter(99));
+    assert_eq!(r, Err(Error::UnknownId(99)));
+    assert_eq!(std::fs::read(file.path()).unwrap(), before);
+}
+
+#[test]
+fn the_lock_holder_removes_temporaries_of_dead_writers_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("i.bsi");
+    let (index, names) = one_set();
+    persist::save(&path, &index, &names).unwrap();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let live = std::process::id();
+    let stale = dir.path().join(format!(".i.bsi.tmp-{dead}-0"));
+    let busy = dir.path().join(format!(".i.bsi.tmp-{live}-99"));
+    let other = dir.path().join(format!(".j.bsi.tmp-{dead}-0"));
+    for p in [&stale, &busy, &other] {
+        std::fs::write(p, vec![7u8; 1000]).unwrap();
+    }
+    let file = IndexFile::new(&path);
+    let temps = file.leftover_temporaries().unwrap();
+    assert_eq!(temps.len(), 2, "{temps:?}");
+    assert!(temps.iter().any(|t| t.path == stale && t.pid == dead && !t.writer_alive && t.bytes == 1000));
+    assert!(temps.iter().any(|t| t.path == busy && t.writer_alive));
+    let lock = file.lock(Duration::ZERO).unwrap();
+    assert_eq!(lock.removed_temporaries().len(), 1);
+    assert_eq!(lock.removed_temporaries()[0].path, stale);
+    assert!(!stale.exists() && busy.exists() && other.exists());
+    assert_eq!(lock.load().unwrap().names, names);
+    drop(lock);
+    // The id of a dead writer reused by a process that started after the
+    // temporary was last written: that process is not its writer.
+    if cfg!(target_os = "linux") {
+        let mut sleeper = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = sleeper.id();
+        let reused = dir.path().join(format!(".i.bsi.tmp-{pid}-0"));
+        let fresh = dir.path().join(format!(".i.bsi.tmp-{pid}-1"));
+        for p in [&reused, &fresh] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::options().write(true).open(&reused).unwrap().set_modified(hour_ago).unwrap();
+        let lock = file.lock(Duration::ZERO).unwrap();
+        assert_eq!(lock.removed_temporaries().iter().map(|t| &t.path).collect::<Vec<_>>(), [&reused]);
+        assert!(!reused.exists() && fresh.exists());
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+    }
+}
+
+#[test]
+fn estimated_sizes_match_saved_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = params();
+    for (n, max_cols) in [(1u64, 16_384), (512, 16_384), (513, 512), (1100, 1024)] {
+        let config = SlicedConfig { max_shard_columns: max_cols, ..SlicedConfig::default() };
+        let mut index = SlicedIndex::with_config(p, config);
+        index.reserve(n as usize).unwrap();
+        let mut names = SetNames::new();
+        let f = BloomFilter::new(p).unwrap();
+        let mut name_bytes = 0;
+        for id in 0..n {
+            index.insert_filter(id, &f).unwrap();
+            let name = format!("set-{id}");
+            name_bytes += name.len() as u64;
+            names.insert(id, name).unwrap();
+        }
+        let path = dir.path().join(format!("{n}.bsi"));
+        persist::save(&path, &index, &names).unwrap();
+        let real = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(persist::estimated_file_bytes(&p, &config, n, name_bytes), Some(real), "n = {n}");
+        let rows = persist::estimated_rows_bytes(&p, &config, n).unwrap();
+        assert_eq!(rows, p.m() * index.columns() as u64 / 8, "n = {n}");
+    }
+    let huge = BloomParams::new(bloomslice::MAX_BITS, 1).unwrap();
+    assert_eq!(persist::estimated_file_bytes(&huge, &SlicedConfig::default(), u64::MAX, 0), None);
+}
+
+#[test]
+fn a_directory_is_not_an_index_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = persist::load(dir.path()).unwrap_err();
+    assert!(matches!(err, Error::Io { kind: std::io::ErrorKind::IsADirectory, .. }), "{err}");
+    assert!(err.to_string().contains("is a directory"), "{err}");
+    // SAFETY: nothing writes the directory's (absent) index file.
+    let err = unsafe { persist::open_mmap(dir.path(), bloomslice::Verify::Deferred) }.unwrap_err();
+    assert!(err.to_string().contains("is a directory"), "{err}");
+}

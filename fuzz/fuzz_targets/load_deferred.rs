@@ -1,0 +1,83 @@
+//! Fuzzing of the deferred memory-mapped open: arbitrary bytes are written
+//! to a file and opened with `persist::open_mmap(.., Verify::Deferred)`,
+//! which checks only the header and tables. Whatever the rows hold, the
+//! opened index must answer queries without a panic or an out-of-bounds
+//! read (its answers may be wrong until verified: damaged rows can even
+//! report ids of unused columns, as the `persist` docs allow); `verify`
+//! must then accept exactly the files `from_bytes` accepts, and a verified
+//! index must answer as the loaded one, with ids of its own sets only. Inputs are also
+//! tried with their checksums fixed (see `checksums.rs`).
+#![no_main]
+
+mod checksums;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use bloomslice::persist;
+use bloomslice::{BatchResults, Verify};
+use checksums::fix_checksums;
+use libfuzzer_sys::fuzz_target;
+
+/// This process's scratch file (in memory, on `/dev/shm`, where there is one).
+fn scratch() -> &'static PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let shm = std::path::Path::new("/dev/shm");
+        let dir = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+        dir.join(format!("bloomslice-fuzz-deferred-{}.bsi", std::process::id()))
+    })
+}
+
+fn check(bytes: &[u8]) {
+    check_file(bytes);
+    // Every map of it is gone: leave nothing behind when the fuzzer stops.
+    let _ = std::fs::remove_file(scratch());
+}
+
+fn check_file(bytes: &[u8]) {
+    let path = scratch();
+    std::fs::write(path, bytes).expect("write the scratch file");
+    // SAFETY: the scratch file belongs to this process alone, and it is
+    // removed and rewritten (by `check` and the next call) only after every
+    // map of it made here has been dropped at the end of this call.
+    let opened = unsafe { persist::open_mmap(path, Verify::Deferred) };
+    let full = persist::from_bytes(bytes);
+    let Ok(mut lazy) = opened else {
+        assert!(full.is_err(), "a deferred open refused a file that loads");
+        return;
+    };
+    assert!(!lazy.info.rows_verified || bytes.len() < 128);
+    let keys: Vec<[u8; 8]> = (0..64u64).map(u64::to_le_bytes).collect();
+    for key in &keys {
+        let _ = lazy.index.query(key);
+    }
+    let mut results = BatchResults::new();
+    lazy.index.query_batch(&keys, &mut results);
+    assert_eq!(results.len(), keys.len());
+    let _ = lazy.names.len();
+    match (lazy.verify(), &full) {
+        (Ok(()), Ok(loaded)) => {
+            for key in &keys {
+                let (mut a, mut b) = (lazy.index.query(key), loaded.index.query(key));
+                assert!(a.iter().all(|id| lazy.index.contains_id(*id)));
+                a.sort_unstable();
+                b.sort_unstable();
+                assert_eq!(a, b, "mapped and loaded answers differ");
+            }
+            assert_eq!(lazy.names, loaded.names);
+        }
+        (Ok(()), Err(e)) => panic!("verify accepted a file that from_bytes rejects: {e}"),
+        (Err(e), Ok(_)) => panic!("verify rejected a file that from_bytes accepts: {e}"),
+        (Err(_), Err(_)) => {}
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    check(data);
+    if data.len() >= 128 {
+        let mut fixed = data.to_vec();
+        let _ = fix_checksums(&mut fixed);
+        check(&fixed);
+    }
+});

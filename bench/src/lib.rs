@@ -14,6 +14,10 @@
 //! - [`experiment`]: the `paper query` experiment itself;
 //! - [`popularity`](mod@popularity): the `paper popularity` experiment (Section 5.1 of
 //!   the popularity-conscious paper), table and CSV;
+//! - [`popularity_experiment`]: that experiment's harness (Zipf workload,
+//!   trials, predicted and measured rates);
+//! - [`stable_experiment`]: the synthetic streams and metrics of `paper stable`
+//!   (Section IV-D of the importance-aware paper);
 //! - [`report`]: table and JSON output;
 //! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`;
 //! - [`threads`]: `paper query --threads`: pool, rayon and latency;
@@ -29,9 +33,11 @@ pub mod engines;
 pub mod experiment;
 pub mod plot;
 pub mod popularity;
+pub mod popularity_experiment;
 pub mod reference;
 pub mod report;
 pub mod roofline;
+pub mod stable_experiment;
 pub mod stable_plots;
 pub mod stable_speed;
 pub mod sysinfo;

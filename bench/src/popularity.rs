@@ -4,7 +4,7 @@
 //! false-positive rates of the standard filter, the real-rounding baseline,
 //! the `(2 + eps)` integer solution and the optimal+ bound (eq. 15), as a
 //! table and a CSV. The experiment itself is
-//! [`bloomslice::popularity::experiment`].
+//! [`crate::popularity_experiment`].
 //!
 //! With `--out DIR` the CSV goes to `DIR/popularity.csv` and a line chart
 //! to `DIR/popularity_fpr.{svg,png}` (x = alpha, y = false-positive rate on
@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use bloomslice::PopularityError;
-use bloomslice::popularity::experiment::{self, ZipfConfig, ZipfRow};
 use bloomslice::popularity::optimize;
 
 use crate::plot::{LineChart, Series, write};
+use crate::popularity_experiment::{self as experiment, ZipfConfig, ZipfRow};
 
 /// Arguments of `paper popularity`.
 #[derive(clap::Args, Debug, Clone)]

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use bloomslice::stable::experiment::StreamResult;
+use crate::stable_experiment::StreamResult;
 
 use crate::plot::{LineChart, Series, write};
 

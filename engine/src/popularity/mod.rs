@@ -15,7 +15,7 @@
 //! | Section 6 limited optimization                      | [`optimize::limited_integer_solution`]            |
 //! | eq. (5) false-positive probability                  | [`optimize::predicted_fpr`]                       |
 //! | the hash scheme (lookup table key -> k_i)           | [`PopularityScheme`]                              |
-//! | Section 5.1 Zipf experiment                         | [`experiment`]                                    |
+//! | Section 5.1 Zipf experiment                         | `bloomslice_bench::popularity_experiment`         |
 //!
 //! # Choices the paper leaves open
 //!
@@ -47,7 +47,6 @@
 //!   describes; it may exceed the hash budget, which eq. (5) then charges as
 //!   a fuller filter.
 
-pub mod experiment;
 pub mod optimize;
 
 use hashbrown::HashMap;
@@ -219,12 +218,8 @@ impl PopularityScheme {
     /// [`Error::ParamsMismatch`] (wrapped); unchanged.
     pub fn insert<K: Key + ?Sized>(&self, filter: &mut BloomFilter, key: &K) -> Result<(), PopularityError> {
         self.check(filter.params())?;
-        let mut pos = [0u32; MAX_HASHES as usize];
-        let k = self.positions(self.params.hash(key), &mut pos);
-        let words = filter.padded_words_mut();
-        for &p in &pos[..k] {
-            words[p as usize / 64] |= 1 << (p % 64);
-        }
+        let hash = self.params.hash(key);
+        filter.insert_hash_with_hashes(hash, self.hashes_for(hash));
         Ok(())
     }
 
@@ -235,9 +230,8 @@ impl PopularityScheme {
     /// [`Error::ParamsMismatch`] (wrapped).
     pub fn contains<K: Key + ?Sized>(&self, filter: &BloomFilter, key: &K) -> Result<bool, PopularityError> {
         self.check(filter.params())?;
-        let mut pos = [0u32; MAX_HASHES as usize];
-        let k = self.positions(self.params.hash(key), &mut pos);
-        Ok(filter.contains_positions(&pos[..k]))
+        let hash = self.params.hash(key);
+        Ok(filter.contains_hash_with_hashes(hash, self.hashes_for(hash)))
     }
 
     /// Inserts `key` into filter `id` of `index` with its own hash count.

@@ -19,6 +19,7 @@
 //! - [`stable_experiment`]: the synthetic streams and metrics of `paper stable`
 //!   (Section IV-D of the importance-aware paper);
 //! - [`report`]: table and JSON output;
+//! - [`csv_text`]: CSV output through the `csv` crate (quoting, escaping);
 //! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`;
 //! - [`threads`]: `paper query --threads`: pool, rayon and latency;
 //! - [`plot`]: line charts written as SVG and PNG (no system libraries);
@@ -29,6 +30,7 @@
 //! Results and the commands that produced them are in `bench/RESULTS.md`.
 
 pub mod bloofi_repro;
+pub mod csv_text;
 pub mod engines;
 pub mod experiment;
 pub mod plot;

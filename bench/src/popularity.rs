@@ -129,25 +129,36 @@ pub fn table(config: &ZipfConfig, rows: &[ZipfRow]) -> String {
     s
 }
 
+/// One line of the CSV: one approach at one alpha (`measured_fpr` is empty
+/// for optimal+).
+#[derive(serde::Serialize)]
+struct CsvRow {
+    alpha: f64,
+    divergence_bits: f64,
+    approach: &'static str,
+    predicted_fpr: f64,
+    measured_fpr: Option<f64>,
+    hashes_per_key: f64,
+}
+
 /// The rows as CSV, one line per (alpha, approach).
 pub fn csv(rows: &[ZipfRow]) -> String {
-    let mut s = String::from("alpha,divergence_bits,approach,predicted_fpr,measured_fpr,hashes_per_key\n");
-    for r in rows {
-        for (name, x) in [
+    crate::csv_text::from_records(rows.iter().flat_map(|r| {
+        [
             ("standard", &r.standard),
             ("rounding", &r.rounding),
             ("integer", &r.integer),
             ("optimal_plus", &r.optimal_plus),
-        ] {
-            let measured = x.measured.map_or(String::new(), |m| format!("{m:.6e}"));
-            let _ = writeln!(
-                s,
-                "{},{:.4},{name},{:.6e},{measured},{:.4}",
-                r.alpha, r.divergence, x.predicted, x.hashes_per_key
-            );
-        }
-    }
-    s
+        ]
+        .map(|(approach, x)| CsvRow {
+            alpha: r.alpha,
+            divergence_bits: r.divergence,
+            approach,
+            predicted_fpr: x.predicted,
+            measured_fpr: x.measured,
+            hashes_per_key: x.hashes_per_key,
+        })
+    }))
 }
 
 /// The predicted and measured false-positive rates against alpha, one

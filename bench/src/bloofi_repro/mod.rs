@@ -35,7 +35,6 @@ pub mod data;
 pub mod measure;
 mod report;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -335,38 +334,45 @@ fn xs_of(rows: &[Row], label: &str) -> Vec<f64> {
     v
 }
 
-/// Reads back a CSV written by [`csv`].
+/// The columns of an experiment's CSV after the first (the varied
+/// parameter, named by [`x_name`]), in [`Row`]'s field order.
+const COLUMNS: [&str; 16] = [
+    "label",
+    "filters",
+    "m",
+    "search_ms",
+    "batch_ms",
+    "search_cost",
+    "no_cost",
+    "matches",
+    "storage_kb",
+    "build_s",
+    "insert_ms",
+    "insert_cost",
+    "delete_ms",
+    "delete_cost",
+    "update_ms",
+    "update_cost",
+];
+
+/// Reads back a CSV written by [`csv`] (columns found by name, the first is
+/// the varied parameter whatever its name).
 ///
 /// # Errors
 ///
-/// A missing column or a cell that is not a number.
+/// A missing column, a line with another number of cells, or a cell that is
+/// not a number.
 pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().ok_or("empty CSV")?.split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).ok_or(format!("no column {name}"));
-    let idx = [
-        0,
-        col("label")?,
-        col("filters")?,
-        col("m")?,
-        col("search_ms")?,
-        col("batch_ms")?,
-        col("search_cost")?,
-        col("no_cost")?,
-        col("matches")?,
-        col("storage_kb")?,
-        col("build_s")?,
-        col("insert_ms")?,
-        col("insert_cost")?,
-        col("delete_ms")?,
-        col("delete_cost")?,
-        col("update_ms")?,
-        col("update_cost")?,
-    ];
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header = reader.headers().map_err(|e| e.to_string())?.clone();
+    let mut idx = [0; 1 + COLUMNS.len()];
+    for (i, name) in idx[1..].iter_mut().zip(COLUMNS) {
+        *i = header.iter().position(|h| h == name).ok_or(format!("no column {name}"))?;
+    }
     let mut rows = Vec::new();
-    for (ln, line) in lines.enumerate() {
-        let cells: Vec<&str> = line.split(',').collect();
-        let cell = |i: usize| cells.get(idx[i]).copied().ok_or(format!("line {}: too few cells", ln + 2));
+    for (ln, record) in reader.records().enumerate() {
+        let record = record.map_err(|e| format!("line {}: {e}", ln + 2))?;
+        let cell = |i: usize| record.get(idx[i]).ok_or(format!("line {}: too few cells", ln + 2));
         let num = |i: usize| -> Result<f64, String> {
             let c = cell(i)?;
             c.parse().map_err(|_| format!("line {}: {c:?} is not a number", ln + 2))
@@ -800,36 +806,35 @@ fn metric_label(metric: Metric) -> &'static str {
     }
 }
 
-/// The CSV of `rows`, first column named `x_name`.
+/// The CSV of `rows`, first column named `x_name`, then [`COLUMNS`]; an
+/// absent value is an empty cell.
 pub fn csv(x_name: &str, rows: &[Row]) -> String {
-    let mut s = format!(
-        "{x_name},label,filters,m,search_ms,batch_ms,search_cost,no_cost,matches,storage_kb,build_s,insert_ms,insert_cost,delete_ms,delete_cost,update_ms,update_cost\n"
-    );
-    let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-    for r in rows {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            r.x,
-            r.label,
-            r.filters,
-            r.m,
-            r.search_ms,
-            o(r.batch_ms),
-            o(r.search_cost),
-            o(r.no_cost),
-            r.matches,
-            r.storage_kb,
-            r.build_s,
-            o(r.insert_ms),
-            o(r.insert_cost),
-            o(r.delete_ms),
-            o(r.delete_cost),
-            o(r.update_ms),
-            o(r.update_cost)
-        );
-    }
-    s
+    let header: Vec<&str> = [x_name].into_iter().chain(COLUMNS).collect();
+    let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    crate::csv_text::from_rows(
+        &header,
+        rows.iter().map(|r| {
+            [
+                r.x.to_string(),
+                r.label.clone(),
+                r.filters.to_string(),
+                r.m.to_string(),
+                r.search_ms.to_string(),
+                o(r.batch_ms),
+                o(r.search_cost),
+                o(r.no_cost),
+                r.matches.to_string(),
+                r.storage_kb.to_string(),
+                r.build_s.to_string(),
+                o(r.insert_ms),
+                o(r.insert_cost),
+                o(r.delete_ms),
+                o(r.delete_cost),
+                o(r.update_ms),
+                o(r.update_cost),
+            ]
+        }),
+    )
 }
 
 fn x_name(exp: Experiment) -> &'static str {
@@ -910,5 +915,34 @@ pub fn main(args: &BloofiArgs) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed results read back and written again are the same
+    /// bytes: the CSV's columns and number format are those of every earlier
+    /// run.
+    #[test]
+    fn committed_csvs_round_trip_byte_for_byte() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/bloofi");
+        for exp in Experiment::EACH.into_iter().chain([Experiment::Speed]) {
+            let text = std::fs::read_to_string(dir.join(format!("{}.csv", exp.name()))).unwrap();
+            let rows = parse_csv(&text).unwrap();
+            assert!(!rows.is_empty(), "{}", exp.name());
+            assert_eq!(csv(x_name(exp), &rows), text, "{}", exp.name());
+        }
+    }
+
+    /// A label with a comma or a quote is quoted, and reads back whole.
+    #[test]
+    fn labels_with_commas_and_quotes_are_quoted() {
+        let row = Row { x: 3.0, label: "Bloofi, \"AU\"".into(), batch_ms: Some(0.5), ..Row::default() };
+        let text = csv("N", std::slice::from_ref(&row));
+        assert!(text.lines().nth(1).unwrap().starts_with("3,\"Bloofi, \"\"AU\"\"\",0,0,0,0.5,,"), "{text}");
+        assert_eq!(parse_csv(&text).unwrap(), vec![row]);
+        assert_eq!(parse_csv("N,label\n1,a\n").unwrap_err(), "no column filters");
     }
 }

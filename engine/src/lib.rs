@@ -57,7 +57,7 @@ pub mod pool;
 pub mod popularity;
 mod sliced;
 pub mod stable;
-mod storage;
+pub mod storage;
 
 pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MAX_FILTERS, MIN_ORDER, MaintenanceStats, Metric};
 pub use bloomslice_kernels as kernels;

@@ -305,7 +305,7 @@ const COLUMNS: [&str; 16] = [
     "update_cost",
 ];
 
-/// Reads back a CSV written by [`csv`] (columns found by name, the first is
+/// Reads back a CSV written by [`csv()`] (columns found by name, the first is
 /// the varied parameter whatever its name).
 ///
 /// # Errors
@@ -798,8 +798,8 @@ fn metric_label(metric: Metric) -> &'static str {
     }
 }
 
-/// The CSV of `rows`, first column named `x_name`, then [`COLUMNS`]; an
-/// absent value is an empty cell.
+/// The CSV of `rows`, first column named `x_name`, then one per other field
+/// of [`Row`], in its order; an absent value is an empty cell.
 pub fn csv(x_name: &str, rows: &[Row]) -> String {
     let header: Vec<&str> = [x_name].into_iter().chain(COLUMNS).collect();
     let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());

@@ -131,33 +131,43 @@ impl Roofline {
 
 /// Reads the 128-byte blocks at `offsets` (in blocks), prefetching `d` ahead.
 fn random_reads(words: &[u64], offsets: &[u32], d: usize) -> u64 {
-    let block = |i: usize| &words[offsets[i] as usize * WORDS_PER_READ..][..WORDS_PER_READ];
-    let mut acc = 0u64;
-    for i in 0..d.min(offsets.len()) {
-        prefetch_lines(block(i));
-    }
-    for i in 0..offsets.len() {
-        if i + d < offsets.len() {
-            prefetch_lines(block(i + d));
-        }
-        acc = block(i).iter().fold(acc, |a, &w| a.wrapping_add(w));
-    }
-    acc
+    prefetched_fold(
+        offsets.len(),
+        d,
+        |i| &words[offsets[i] as usize * WORDS_PER_READ..][..WORDS_PER_READ],
+        |acc, block| block.iter().fold(acc, |a, &w| a.wrapping_add(w)),
+    )
 }
 
 /// Reads runs of `run_words` words starting at the cache lines `starts`,
 /// prefetching whole runs `d` ahead.
 fn random_runs(words: &[u64], starts: &[u32], run_words: usize, d: usize) -> u64 {
-    let run = |i: usize| &words[starts[i] as usize * 8..][..run_words];
+    prefetched_fold(
+        starts.len(),
+        d,
+        |i| &words[starts[i] as usize * 8..][..run_words],
+        |acc, run| acc.wrapping_add(sum_words(run)),
+    )
+}
+
+/// Folds `fold` over `chunk(0)` to `chunk(n - 1)` in order, prefetching the
+/// chunk `d` ahead of the one read.
+#[inline(always)]
+fn prefetched_fold<'a>(
+    n: usize,
+    d: usize,
+    chunk: impl Fn(usize) -> &'a [u64],
+    fold: impl Fn(u64, &'a [u64]) -> u64,
+) -> u64 {
     let mut acc = 0u64;
-    for i in 0..d.min(starts.len()) {
-        prefetch_lines(run(i));
+    for i in 0..d.min(n) {
+        prefetch_lines(chunk(i));
     }
-    for i in 0..starts.len() {
-        if i + d < starts.len() {
-            prefetch_lines(run(i + d));
+    for i in 0..n {
+        if i + d < n {
+            prefetch_lines(chunk(i + d));
         }
-        acc = acc.wrapping_add(sum_words(run(i)));
+        acc = fold(acc, chunk(i));
     }
     acc
 }

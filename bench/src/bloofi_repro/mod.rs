@@ -286,24 +286,10 @@ fn xs_of(rows: &[Row], label: &str) -> Vec<f64> {
 
 /// The columns of an experiment's CSV after the first (the varied
 /// parameter, named by [`x_name`]), in [`Row`]'s field order.
-const COLUMNS: [&str; 16] = [
-    "label",
-    "filters",
-    "m",
-    "search_ms",
-    "batch_ms",
-    "search_cost",
-    "no_cost",
-    "matches",
-    "storage_kb",
-    "build_s",
-    "insert_ms",
-    "insert_cost",
-    "delete_ms",
-    "delete_cost",
-    "update_ms",
-    "update_cost",
-];
+const COLUMNS: &str = concat!(
+    "label,filters,m,search_ms,batch_ms,search_cost,no_cost,matches,storage_kb,build_s,",
+    "insert_ms,insert_cost,delete_ms,delete_cost,update_ms,update_cost"
+);
 
 /// Reads back a CSV written by [`csv()`] (columns found by name, the first is
 /// the varied parameter whatever its name).
@@ -315,10 +301,10 @@ const COLUMNS: [&str; 16] = [
 pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let header = reader.headers().map_err(|e| e.to_string())?.clone();
-    let mut idx = [0; 1 + COLUMNS.len()];
-    for (i, name) in idx[1..].iter_mut().zip(COLUMNS) {
-        *i = header.iter().position(|h| h == name).ok_or(format!("no column {name}"))?;
-    }
+    // Cell index of each field of `Row`, in its order (the first column is x).
+    let idx = std::iter::once(Ok(0))
+        .chain(COLUMNS.split(',').map(|name| header.iter().position(|h| h == name).ok_or(format!("no column {name}"))))
+        .collect::<Result<Vec<usize>, String>>()?;
     let mut rows = Vec::new();
     for (ln, record) in reader.records().enumerate() {
         let record = record.map_err(|e| format!("line {}: {e}", ln + 2))?;
@@ -801,7 +787,7 @@ fn metric_label(metric: Metric) -> &'static str {
 /// The CSV of `rows`, first column named `x_name`, then one per other field
 /// of [`Row`], in its order; an absent value is an empty cell.
 pub fn csv(x_name: &str, rows: &[Row]) -> String {
-    let header: Vec<&str> = [x_name].into_iter().chain(COLUMNS).collect();
+    let header: Vec<&str> = [x_name].into_iter().chain(COLUMNS.split(',')).collect();
     let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     crate::csv_text::from_rows(
         &header,

@@ -14,7 +14,12 @@
 //! - [`experiment`]: the `paper query` experiment itself;
 //! - [`popularity`](mod@popularity): the `paper popularity` experiment (Section 5.1 of
 //!   the popularity-conscious paper), table and CSV;
+//! - [`popularity_experiment`]: that experiment's harness (Zipf workload,
+//!   trials, predicted and measured rates);
+//! - [`stable_experiment`]: the synthetic streams and metrics of `paper stable`
+//!   (Section IV-D of the importance-aware paper);
 //! - [`report`]: table and JSON output;
+//! - [`csv_text`]: CSV output through the `csv` crate (quoting, escaping);
 //! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`;
 //! - [`threads`]: `paper query --threads`: pool, rayon and latency;
 //! - [`plot`]: line charts written as SVG and PNG (no system libraries);
@@ -25,13 +30,16 @@
 //! Results and the commands that produced them are in `bench/RESULTS.md`.
 
 pub mod bloofi_repro;
+pub mod csv_text;
 pub mod engines;
 pub mod experiment;
 pub mod plot;
 pub mod popularity;
+pub mod popularity_experiment;
 pub mod reference;
 pub mod report;
 pub mod roofline;
+pub mod stable_experiment;
 pub mod stable_plots;
 pub mod stable_speed;
 pub mod sysinfo;

@@ -4,7 +4,7 @@
 //! false-positive rates of the standard filter, the real-rounding baseline,
 //! the `(2 + eps)` integer solution and the optimal+ bound (eq. 15), as a
 //! table and a CSV. The experiment itself is
-//! [`bloomslice::popularity::experiment`].
+//! [`crate::popularity_experiment`].
 //!
 //! With `--out DIR` the CSV goes to `DIR/popularity.csv` and a line chart
 //! to `DIR/popularity_fpr.{svg,png}` (x = alpha, y = false-positive rate on
@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use bloomslice::PopularityError;
-use bloomslice::popularity::experiment::{self, ZipfConfig, ZipfRow};
 use bloomslice::popularity::optimize;
 
 use crate::plot::{LineChart, Series, write};
+use crate::popularity_experiment::{self as experiment, ZipfConfig, ZipfRow};
 
 /// Arguments of `paper popularity`.
 #[derive(clap::Args, Debug, Clone)]
@@ -129,25 +129,36 @@ pub fn table(config: &ZipfConfig, rows: &[ZipfRow]) -> String {
     s
 }
 
+/// One line of the CSV: one approach at one alpha (`measured_fpr` is empty
+/// for optimal+).
+#[derive(serde::Serialize)]
+struct CsvRow {
+    alpha: f64,
+    divergence_bits: f64,
+    approach: &'static str,
+    predicted_fpr: f64,
+    measured_fpr: Option<f64>,
+    hashes_per_key: f64,
+}
+
 /// The rows as CSV, one line per (alpha, approach).
 pub fn csv(rows: &[ZipfRow]) -> String {
-    let mut s = String::from("alpha,divergence_bits,approach,predicted_fpr,measured_fpr,hashes_per_key\n");
-    for r in rows {
-        for (name, x) in [
+    crate::csv_text::from_records(rows.iter().flat_map(|r| {
+        [
             ("standard", &r.standard),
             ("rounding", &r.rounding),
             ("integer", &r.integer),
             ("optimal_plus", &r.optimal_plus),
-        ] {
-            let measured = x.measured.map_or(String::new(), |m| format!("{m:.6e}"));
-            let _ = writeln!(
-                s,
-                "{},{:.4},{name},{:.6e},{measured},{:.4}",
-                r.alpha, r.divergence, x.predicted, x.hashes_per_key
-            );
-        }
-    }
-    s
+        ]
+        .map(|(approach, x)| CsvRow {
+            alpha: r.alpha,
+            divergence_bits: r.divergence,
+            approach,
+            predicted_fpr: x.predicted,
+            measured_fpr: x.measured,
+            hashes_per_key: x.hashes_per_key,
+        })
+    }))
 }
 
 /// The predicted and measured false-positive rates against alpha, one

@@ -22,10 +22,11 @@
 //! ns_per_random_read)`: it can go no faster than streaming its bytes, and
 //! no faster than paying one random access per run.
 
-use std::alloc::{Layout, alloc, dealloc};
 use std::hint::black_box;
 use std::time::Instant;
 
+use bloomslice::HUGE_PAGE_BYTES;
+use bloomslice::storage::Words;
 use bloomslice_kernels::prefetch_lines;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -33,9 +34,6 @@ use rand::{Rng, SeedableRng};
 /// Smallest buffer measured: far larger than the 32 MiB L3 of the
 /// development machine, so the figures are DRAM figures.
 pub const MIN_BUFFER_BYTES: usize = 64 << 20;
-
-/// Transparent huge page size on x86-64: buffer alignment and rounding.
-const HUGE_PAGE: usize = 2 << 20;
 
 /// Bytes of one random read: two cache lines, the row run of a 1024-column
 /// shard.
@@ -74,9 +72,13 @@ impl Roofline {
     /// Measures the roofline over a buffer of at least `bytes` bytes
     /// (rounded up to [`MIN_BUFFER_BYTES`] and to whole huge pages), with
     /// random runs of `run_bytes` (rounded up to whole cache lines).
+    ///
+    /// # Panics
+    ///
+    /// When the buffer cannot be allocated.
     pub fn measure(bytes: usize, run_bytes: usize) -> Self {
-        let buffer = HugeBuffer::new(bytes.max(MIN_BUFFER_BYTES));
-        let words = buffer.words();
+        let buffer = huge_buffer(bytes.max(MIN_BUFFER_BYTES));
+        let words: &[u64] = &buffer;
         let huge_page_bytes = crate::sysinfo::anon_huge_page_bytes(words.as_ptr() as usize);
         let blocks = words.len() / WORDS_PER_READ;
         let mut rng = SmallRng::seed_from_u64(0x00f1_00f1);
@@ -129,33 +131,43 @@ impl Roofline {
 
 /// Reads the 128-byte blocks at `offsets` (in blocks), prefetching `d` ahead.
 fn random_reads(words: &[u64], offsets: &[u32], d: usize) -> u64 {
-    let block = |i: usize| &words[offsets[i] as usize * WORDS_PER_READ..][..WORDS_PER_READ];
-    let mut acc = 0u64;
-    for i in 0..d.min(offsets.len()) {
-        prefetch_lines(block(i));
-    }
-    for i in 0..offsets.len() {
-        if i + d < offsets.len() {
-            prefetch_lines(block(i + d));
-        }
-        acc = block(i).iter().fold(acc, |a, &w| a.wrapping_add(w));
-    }
-    acc
+    prefetched_fold(
+        offsets.len(),
+        d,
+        |i| &words[offsets[i] as usize * WORDS_PER_READ..][..WORDS_PER_READ],
+        |acc, block| block.iter().fold(acc, |a, &w| a.wrapping_add(w)),
+    )
 }
 
 /// Reads runs of `run_words` words starting at the cache lines `starts`,
 /// prefetching whole runs `d` ahead.
 fn random_runs(words: &[u64], starts: &[u32], run_words: usize, d: usize) -> u64 {
-    let run = |i: usize| &words[starts[i] as usize * 8..][..run_words];
+    prefetched_fold(
+        starts.len(),
+        d,
+        |i| &words[starts[i] as usize * 8..][..run_words],
+        |acc, run| acc.wrapping_add(sum_words(run)),
+    )
+}
+
+/// Folds `fold` over `chunk(0)` to `chunk(n - 1)` in order, prefetching the
+/// chunk `d` ahead of the one read.
+#[inline(always)]
+fn prefetched_fold<'a>(
+    n: usize,
+    d: usize,
+    chunk: impl Fn(usize) -> &'a [u64],
+    fold: impl Fn(u64, &'a [u64]) -> u64,
+) -> u64 {
     let mut acc = 0u64;
-    for i in 0..d.min(starts.len()) {
-        prefetch_lines(run(i));
+    for i in 0..d.min(n) {
+        prefetch_lines(chunk(i));
     }
-    for i in 0..starts.len() {
-        if i + d < starts.len() {
-            prefetch_lines(run(i + d));
+    for i in 0..n {
+        if i + d < n {
+            prefetch_lines(chunk(i + d));
         }
-        acc = acc.wrapping_add(sum_words(run(i)));
+        acc = fold(acc, chunk(i));
     }
     acc
 }
@@ -173,55 +185,21 @@ fn sum_words(words: &[u64]) -> u64 {
     lanes.iter().fold(tail, |a, &l| a.wrapping_add(l))
 }
 
-/// A filled word buffer aligned to 2 MiB and advised to use transparent
-/// huge pages before it is first touched.
-struct HugeBuffer {
-    ptr: core::ptr::NonNull<u64>,
-    layout: Layout,
-}
-
-impl HugeBuffer {
-    fn new(bytes: usize) -> Self {
-        let bytes = bytes.next_multiple_of(HUGE_PAGE);
-        let layout = Layout::from_size_align(bytes, HUGE_PAGE).expect("buffer layout");
-        // Not `alloc_zeroed`: for this alignment it zeroes with a memset,
-        // which would fault every page in as a small page before the advice.
-        // SAFETY: `layout` has a non-zero size (at least MIN_BUFFER_BYTES).
-        let raw = unsafe { alloc(layout) };
-        let Some(ptr) = core::ptr::NonNull::new(raw.cast::<u64>()) else {
-            std::alloc::handle_alloc_error(layout);
-        };
-        #[cfg(target_os = "linux")]
-        // SAFETY: the range is exactly the allocation just made, 2 MiB
-        // aligned; MADV_HUGEPAGE only changes how the kernel backs it. The
-        // result is advice, so an error (THP disabled) is ignored.
-        unsafe {
-            libc::madvise(raw.cast(), bytes, libc::MADV_HUGEPAGE);
-        }
-        // Initialise every word (touching every page) with distinct values
-        // before any slice of the buffer is made.
-        for i in 0..bytes / 8 {
-            // SAFETY: `i < bytes / 8`, so the write stays inside the
-            // allocation, which is aligned for `u64`.
-            unsafe { ptr.as_ptr().add(i).write(i as u64) };
-        }
-        HugeBuffer { ptr, layout }
+/// The measured buffer: at least `bytes` bytes, rounded up to whole huge
+/// pages, in the engine's own word storage (2 MiB aligned and advised to use
+/// transparent huge pages before it is first touched, as the index's rows
+/// are), every word holding its index.
+///
+/// # Panics
+///
+/// When the buffer cannot be allocated.
+fn huge_buffer(bytes: usize) -> Words {
+    let len = bytes.next_multiple_of(HUGE_PAGE_BYTES) / 8;
+    let mut words = Words::zeroed(len).unwrap_or_else(|e| panic!("roofline buffer of {len} words: {e}"));
+    for (i, w) in words.iter_mut().enumerate() {
+        *w = i as u64;
     }
-
-    fn words(&self) -> &[u64] {
-        // SAFETY: `ptr` is a live, fully initialised allocation of
-        // `layout.size()` bytes aligned to 2 MiB (so to `u64`), owned by
-        // this value until `drop`; the borrow of `self` keeps it alive.
-        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size() / 8) }
-    }
-}
-
-impl Drop for HugeBuffer {
-    fn drop(&mut self) {
-        // SAFETY: the pointer and layout are those of the allocation made in
-        // `new`, and no borrow of it outlives `self`.
-        unsafe { dealloc(self.ptr.as_ptr().cast(), self.layout) };
-    }
+    words
 }
 
 #[cfg(test)]
@@ -241,6 +219,14 @@ mod tests {
         };
         assert_eq!(r.query_ns(2000.0, 7.0), 100.0);
         assert_eq!(r.query_ns(200.0, 7.0), 70.0);
+    }
+
+    #[test]
+    fn buffer_is_whole_huge_pages_aligned_and_numbered() {
+        let words = huge_buffer(HUGE_PAGE_BYTES + 1);
+        assert_eq!(words.len() * 8, 2 * HUGE_PAGE_BYTES);
+        assert_eq!(words.as_ptr() as usize % HUGE_PAGE_BYTES, 0);
+        assert!(words.iter().enumerate().all(|(i, &w)| w == i as u64));
     }
 
     #[test]

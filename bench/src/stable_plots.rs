@@ -4,32 +4,38 @@
 //! (`stable_by_importance.csv`) and two line charts per stream
 //! (`stable_fp_DIST_RR.{svg,png}`, `stable_fn_DIST_RR.{svg,png}`).
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use bloomslice::stable::experiment::StreamResult;
+use crate::stable_experiment::StreamResult;
 
 use crate::plot::{LineChart, Series, write};
 
+/// One line of the long-form CSV.
+#[derive(serde::Serialize)]
+struct ImportanceRow {
+    distribution: &'static str,
+    repeat_fraction: f64,
+    policy: &'static str,
+    importance: usize,
+    fp_rate: f64,
+    fn_rate: f64,
+}
+
 /// The long-form CSV: one line per stream, policy and importance.
 pub fn csv(results: &[StreamResult]) -> String {
-    let mut s = String::from("distribution,repeat_fraction,policy,importance,fp_rate,fn_rate\n");
-    for r in results {
-        for m in &r.metrics {
+    crate::csv_text::from_records(results.iter().flat_map(|r| {
+        r.metrics.iter().flat_map(move |m| {
             let (fp, fns) = (m.fp_by_importance(), m.fn_by_importance());
-            for (i, (a, b)) in fp.iter().zip(&fns).enumerate() {
-                let _ = writeln!(
-                    s,
-                    "{},{},{},{},{a},{b}",
-                    r.config.distribution.name(),
-                    r.config.repeat_fraction,
-                    m.policy.name(),
-                    i + 1
-                );
-            }
-        }
-    }
-    s
+            fp.into_iter().zip(fns).enumerate().map(move |(i, (fp_rate, fn_rate))| ImportanceRow {
+                distribution: r.config.distribution.name(),
+                repeat_fraction: r.config.repeat_fraction,
+                policy: m.policy.name(),
+                importance: i + 1,
+                fp_rate,
+                fn_rate,
+            })
+        })
+    }))
 }
 
 /// Writes the CSV and the charts into `dir` (created if missing); returns

@@ -14,7 +14,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bloomslice::stable::experiment::{Distribution, StreamConfig, StreamItem, synthetic_stream};
+use crate::stable_experiment::{Distribution, StreamConfig, StreamItem, synthetic_stream};
 use bloomslice::{BloomFilter, BloomParams, Policy, StableBloomFilter, StableParams};
 
 /// One row of the throughput table.

@@ -83,6 +83,23 @@ impl BloomFilter {
         self.insert_positions(&pos);
     }
 
+    /// Inserts a key by its hash with its own hash count: sets the first `k`
+    /// positions of its probe sequence (the sequence of
+    /// [`BloomParams::positions_into`], cut or continued past the parameters'
+    /// `k`; `k` is clamped to `1..=MAX_HASHES`), as the popularity-conscious
+    /// filters do.
+    pub fn insert_hash_with_hashes(&mut self, hash: KeyHash, k: u32) {
+        let pos = self.params.probes_n(hash, k as usize);
+        self.insert_positions(&pos);
+    }
+
+    /// Whether the first `k` positions of `hash`'s probe sequence are all set
+    /// (the query of [`BloomFilter::insert_hash_with_hashes`]).
+    pub fn contains_hash_with_hashes(&self, hash: KeyHash, k: u32) -> bool {
+        let pos = self.params.probes_n(hash, k as usize);
+        self.contains_positions(&pos)
+    }
+
     /// Sets the bits at `positions` (each `< m`).
     #[inline]
     pub(crate) fn insert_positions(&mut self, positions: &[u32]) {

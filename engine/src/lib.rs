@@ -58,7 +58,7 @@ pub mod pool;
 pub mod popularity;
 mod sliced;
 pub mod stable;
-mod storage;
+pub mod storage;
 #[cfg(feature = "testing")]
 pub mod testing;
 

@@ -10,6 +10,10 @@
 //! (see [`crate::persist`]): queries read it in place, and the first write
 //! copies it into an owned buffer (copy on write), so a mapped file is never
 //! written through.
+//!
+//! [`Words::zeroed`] is public for code that wants memory laid out as the
+//! index's rows are (the benchmarks' memory roofline measures over it); only
+//! the crate itself makes mapped windows.
 
 use std::sync::Arc;
 
@@ -25,9 +29,10 @@ pub const HUGE_PAGE_BYTES: usize = 2 << 20;
 /// straddles two lines.
 pub const CACHE_LINE_BYTES: usize = 64;
 
-/// A cache-line aligned buffer of `u64` words: owned, or a window of a
-/// memory-mapped file.
-pub(crate) struct Words {
+/// A cache-line aligned buffer of `u64` words: owned, or (inside the crate)
+/// a window of a memory-mapped file. It derefs to `[u64]`; words made by
+/// [`Words::zeroed`] are owned and can be written.
+pub struct Words {
     buf: Backing,
 }
 
@@ -45,12 +50,14 @@ enum Backing {
 }
 
 impl Words {
-    /// `len` zeroed words.
+    /// `len` zeroed, owned words: 64-byte aligned, or, from
+    /// [`HUGE_PAGE_BYTES`] up, 2 MiB aligned and advised to use transparent
+    /// huge pages before they are first touched.
     ///
     /// # Errors
     ///
     /// [`Error::CapacityOverflow`] when the allocation cannot be made.
-    pub(crate) fn zeroed(len: usize) -> Result<Self> {
+    pub fn zeroed(len: usize) -> Result<Self> {
         let bytes = len.checked_mul(8).ok_or(Error::CapacityOverflow("word buffer size"))?;
         let align = if bytes >= HUGE_PAGE_BYTES { HUGE_PAGE_BYTES } else { CACHE_LINE_BYTES };
         let mut buf = AVec::<u64, RuntimeAlign>::new(align);
@@ -122,10 +129,10 @@ impl core::ops::Deref for Words {
 }
 
 impl core::ops::DerefMut for Words {
-    /// The words, mutably. Only owned words can be written: every mutating
-    /// operation over words that may be mapped calls [`Words::make_owned`]
-    /// first (a fallible copy), so the copy is explicit and its failure is a
-    /// typed error, never a panic here.
+    /// The words, mutably. Only owned words can be written: inside the crate,
+    /// every mutating operation over words that may be mapped calls
+    /// `Words::make_owned` first (a fallible copy), so the copy is explicit
+    /// and its failure is a typed error, never a panic here.
     #[inline]
     fn deref_mut(&mut self) -> &mut [u64] {
         match &mut self.buf {
@@ -181,7 +188,8 @@ impl Words {
 }
 
 impl Clone for Words {
-    /// As [`Words::try_clone`]; like `Vec::clone`, an allocation failure
+    /// As `Words::try_clone` (a mapped window shares its map, owned words
+    /// are copied); like `Vec::clone`, an allocation failure
     /// goes to the global allocation error handler (fallible paths call
     /// `try_clone`).
     fn clone(&self) -> Self {

@@ -1,13 +1,12 @@
 //! Stable and importance-aware Bloom filters: typed errors, laws that hold
 //! on every operation sequence (checked with proptest against an exact
-//! model), the Section III theory against measurement, and a small version
-//! of the Section IV-D experiment. The full-size Table I-style grid and the
-//! stream throughput are printed by
+//! model) and the Section III theory against measurement. A small version of
+//! the Section IV-D experiment is in `bench/tests/stable_experiment.rs`; the
+//! full-size Table I-style grid and the stream throughput are printed by
 //! `cargo run --release -p bloomslice-bench --bin paper -- stable`.
 
 use std::collections::HashSet;
 
-use bloomslice::stable::experiment::{self, Distribution, StreamConfig};
 use bloomslice::stable::theory;
 use bloomslice::{Error, Policy, StableBloomFilter, StableError, StableParams};
 use proptest::prelude::*;
@@ -44,51 +43,6 @@ fn importance_out_of_range_is_refused_without_change() {
     assert_eq!(filter.observe(b"b", 51), Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 }));
     assert_eq!(filter.insert(b"b", 51), Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 }));
     assert_eq!(filter.cells(), &before[..]);
-}
-
-#[test]
-fn bad_stream_configs_are_typed_errors() {
-    let config = StreamConfig {
-        distinct: 100,
-        repeat_fraction: 0.3,
-        distribution: Distribution::Uniform,
-        max_importance: 50,
-        seed: 1,
-    };
-    for bad in [-0.1, 1.0, f64::NAN, f64::INFINITY] {
-        let c = StreamConfig { repeat_fraction: bad, ..config };
-        assert!(matches!(experiment::synthetic_stream(&c), Err(StableError::InvalidProbability { .. })));
-    }
-    assert_eq!(experiment::synthetic_stream(&StreamConfig { distinct: 0, ..config }), Err(StableError::EmptyStream));
-    assert_eq!(
-        experiment::synthetic_stream(&StreamConfig { max_importance: 0, ..config }),
-        Err(StableError::ZeroMaxImportance)
-    );
-    let narrow = StableParams::new(1000, 3, 2, 7).unwrap().with_max_importance(10).unwrap();
-    assert!(matches!(experiment::run(&narrow, &config, 1), Err(StableError::ImportanceOutOfRange { .. })));
-}
-
-#[test]
-fn synthetic_streams_have_the_requested_shape() {
-    for distribution in Distribution::ALL {
-        let config = StreamConfig { distinct: 4000, repeat_fraction: 0.5, distribution, max_importance: 50, seed: 9 };
-        let stream = experiment::synthetic_stream(&config).unwrap();
-        assert_eq!(stream.len(), 8000);
-        let elements: HashSet<u32> = stream.iter().map(|s| s.element).collect();
-        assert_eq!(elements.len(), 4000);
-        assert!(stream.iter().all(|s| (1..=50).contains(&s.importance)));
-        // Mean importance of the repeats follows the distribution.
-        let mut first = HashSet::new();
-        let repeats: Vec<f64> =
-            stream.iter().filter(|s| !first.insert(s.element)).map(|s| f64::from(s.importance)).collect();
-        let mean = repeats.iter().sum::<f64>() / repeats.len() as f64;
-        match distribution {
-            Distribution::Uniform => assert!((mean - 25.5).abs() < 2.0, "{mean}"),
-            Distribution::Proportional => assert!(mean > 30.0, "{mean}"),
-            Distribution::Inverse => assert!(mean < 18.0, "{mean}"),
-        }
-        assert_eq!(experiment::synthetic_stream(&config).unwrap(), stream);
-    }
 }
 
 #[test]
@@ -129,37 +83,6 @@ fn paper_parameters_theory() {
     let mc = theory::stable_zero_fraction(&params, Policy::IbfMc);
     assert!(mc > sbf);
     assert!(theory::false_positive_bound(&params, Policy::IbfMc) < theory::false_positive_bound(&params, Policy::Sbf));
-}
-
-#[test]
-fn small_experiment_orders_the_filters() {
-    let params = StableParams::paper();
-    let config = StreamConfig {
-        distinct: 6000,
-        repeat_fraction: 0.3,
-        distribution: Distribution::Inverse,
-        max_importance: 50,
-        seed: 11,
-    };
-    let result = experiment::run(&params, &config, 5).unwrap();
-    let by = |p: Policy| result.metrics.iter().find(|m| m.policy == p).unwrap();
-    for m in &result.metrics {
-        assert_eq!(m.distinct, 6000);
-        assert_eq!(m.distinct + m.repeats, 6000 + 2571);
-        assert_eq!(m.distinct_by_importance.iter().sum::<u64>(), m.distinct);
-        assert_eq!(m.false_negatives_by_importance.iter().sum::<u64>(), m.false_negatives);
-        assert_eq!(m.fp_by_importance().len(), 50);
-        assert!(m.weighted_fp() <= 1.0 && m.weighted_fn() <= 1.0);
-    }
-    // The plain BF never forgets; the filters are nested pathwise (same
-    // stream, same decrement draws): BF >= SBF >= IBF-MC and SBF >= IBF-2C.
-    assert_eq!(by(Policy::Bf).false_negatives, 0);
-    assert!(by(Policy::Bf).false_positives >= by(Policy::Sbf).false_positives);
-    assert!(by(Policy::Sbf).false_positives >= by(Policy::IbfMc).false_positives);
-    assert!(by(Policy::Sbf).false_positives >= by(Policy::Ibf2c).false_positives);
-    assert!(by(Policy::Sbf).false_negatives <= by(Policy::IbfMc).false_negatives);
-    let table = experiment::format_table(std::slice::from_ref(&result));
-    assert!(table.contains("IBF-MC"));
 }
 
 #[derive(Clone, Debug)]

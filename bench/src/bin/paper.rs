@@ -178,8 +178,9 @@ fn main() -> ExitCode {
 /// `paper stable`: the stable-state theory per policy, then the measured
 /// Table I-style grid.
 fn run_stable(args: &StableArgs) -> ExitCode {
-    use bloomslice::stable::{experiment, theory};
+    use bloomslice::stable::theory;
     use bloomslice::{Policy, StableParams};
+    use bloomslice_bench::stable_experiment as experiment;
     let params = StableParams::paper();
     println!("stable-state theory (m = 16384 cells, M = 7, K = 5, P = 10):");
     println!("{:<8} {:>10} {:>16}", "policy", "V0", "FP bound");

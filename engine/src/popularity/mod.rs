@@ -15,7 +15,7 @@
 //! | Section 6 limited optimization                      | [`optimize::limited_integer_solution`]            |
 //! | eq. (5) false-positive probability                  | [`optimize::predicted_fpr`]                       |
 //! | the hash scheme (lookup table key -> k_i)           | [`PopularityScheme`]                              |
-//! | Section 5.1 Zipf experiment                         | [`experiment`]                                    |
+//! | Section 5.1 Zipf experiment                         | `bloomslice_bench::popularity_experiment`         |
 //!
 //! # Choices the paper leaves open
 //!
@@ -47,7 +47,6 @@
 //!   describes; it may exceed the hash budget, which eq. (5) then charges as
 //!   a fuller filter.
 
-pub mod experiment;
 pub mod optimize;
 
 use hashbrown::HashMap;
@@ -216,11 +215,8 @@ impl PopularityScheme {
     /// [`Error::ParamsMismatch`] (wrapped); unchanged.
     pub fn insert<K: Key + ?Sized>(&self, filter: &mut BloomFilter, key: &K) -> Result<(), PopularityError> {
         self.check(filter.params())?;
-        let pos = self.positions(self.params.hash(key));
-        let words = filter.padded_words_mut();
-        for &p in pos.iter() {
-            words[p as usize / 64] |= 1 << (p % 64);
-        }
+        let hash = self.params.hash(key);
+        filter.insert_hash_with_hashes(hash, self.hashes_for(hash));
         Ok(())
     }
 
@@ -231,8 +227,8 @@ impl PopularityScheme {
     /// [`Error::ParamsMismatch`] (wrapped).
     pub fn contains<K: Key + ?Sized>(&self, filter: &BloomFilter, key: &K) -> Result<bool, PopularityError> {
         self.check(filter.params())?;
-        let pos = self.positions(self.params.hash(key));
-        Ok(filter.contains_positions(&pos))
+        let hash = self.params.hash(key);
+        Ok(filter.contains_hash_with_hashes(hash, self.hashes_for(hash)))
     }
 
     /// Inserts `key` into filter `id` of `index` with its own hash count.

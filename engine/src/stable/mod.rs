@@ -13,7 +13,7 @@
 //! | IBF-H: imp-insert + probabilistic-delete-val   | [`Policy::IbfH`]                       |
 //! | m cells of d bits, max value M, K hashes, P    | [`StableParams`]                       |
 //! | Markov chain of Section III, V0, FPS bound     | [`theory`]                             |
-//! | Section IV-D synthetic streams, Table I metrics| [`experiment`]                         |
+//! | Section IV-D synthetic streams, Table I metrics| `bloomslice_bench::stable_experiment`  |
 //!
 //! Every filter processes a stream item with [`StableBloomFilter::observe`],
 //! which follows Algorithms 1 and 2 in the paper's order:
@@ -56,7 +56,6 @@
 //!   filter sizes of the paper.
 
 mod classes;
-pub mod experiment;
 pub mod theory;
 
 use classes::ValueClasses;

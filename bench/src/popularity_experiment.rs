@@ -1,4 +1,5 @@
-//! The synthetic experiment of Section 5.1: non-member query popularity
+//! The synthetic experiment of Section 5.1 of the popularity-conscious Bloom
+//! filter paper, over [`bloomslice::popularity`]: non-member query popularity
 //! `q'(i) ~ i^-alpha` (Zipf), membership popularity `p` uniform, `m/n = 8`,
 //! `k_standard = 5`, `k_max = 2 k_standard = 10`, alpha from 1 to 2.
 //!
@@ -38,11 +39,8 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::optimize;
-use super::{PopularityError, PopularityScheme};
-use crate::filter::BloomFilter;
-use crate::hash::KeyHash;
-use crate::params::{BloomParams, MAX_HASHES};
+use bloomslice::popularity::optimize;
+use bloomslice::{BloomFilter, BloomParams, KeyHash, PopularityError, PopularityScheme};
 
 /// Parameters of the Section 5.1 experiment.
 #[derive(Clone, Debug, PartialEq)]
@@ -174,7 +172,6 @@ pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, PopularityError> {
         let mut pool: Vec<usize> = (0..n_keys).collect();
         let mut filters = [BloomFilter::new(params)?, BloomFilter::new(params)?, BloomFilter::new(params)?];
         let mut hashes = vec![KeyHash { h1: 0, h2: 1 }; n_keys];
-        let mut pos = [0u32; MAX_HASHES as usize];
         for _ in 0..config.trials {
             // Fresh hash functions per trial: a fixed seed would measure one
             // realisation of each popular key's probes (with m = 800, one
@@ -192,13 +189,8 @@ pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, PopularityError> {
             }
             for (f, ks) in filters.iter_mut().zip(&assignments) {
                 f.clear();
-                let words = f.padded_words_mut();
                 for &i in &pool[..n] {
-                    let k = ks[i] as usize;
-                    trial_params.probe_sequence(hashes[i], &mut pos[..k]);
-                    for &p in &pos[..k] {
-                        words[p as usize / 64] |= 1 << (p % 64);
-                    }
+                    f.insert_hash_with_hashes(hashes[i], ks[i]);
                 }
             }
             for i in 0..n_keys {
@@ -207,9 +199,7 @@ pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, PopularityError> {
                 }
                 absent[i] += 1;
                 for (s, (f, ks)) in filters.iter().zip(&assignments).enumerate() {
-                    let k = ks[i] as usize;
-                    trial_params.probe_sequence(hashes[i], &mut pos[..k]);
-                    positives[s][i] += u32::from(f.contains_positions(&pos[..k]));
+                    positives[s][i] += u32::from(f.contains_hash_with_hashes(hashes[i], ks[i]));
                 }
             }
             pool[..n].iter().for_each(|&i| member[i] = false);

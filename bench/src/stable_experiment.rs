@@ -1,5 +1,6 @@
 //! The synthetic streams of Section IV-D and the metrics of Section IV-B
-//! (the quantities of Table I and of Figures 11 to 19).
+//! (the quantities of Table I and of Figures 11 to 19) of the importance-aware
+//! Bloom filter paper, over the filters of [`bloomslice::stable`].
 //!
 //! # Streams
 //!
@@ -32,7 +33,7 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::{Policy, StableBloomFilter, StableError, StableParams};
+use bloomslice::{Policy, StableBloomFilter, StableError, StableParams};
 
 /// How often an element repeats, relative to its importance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -9,13 +9,10 @@ use std::time::{Duration, Instant};
 
 use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedIndex, Temporary, Verify};
 use bloomslice::{BatchResults, BloomFilter, BloomParams, KeyHash, SetNames, SlicedIndex};
-use bloomslice_bench::engines::{self, EngineKind};
-use bloomslice_bench::experiment::{QueryOptions as PaperOptions, run_query};
-use bloomslice_bench::workload::{WorkloadKind, WorkloadSpec, key_hash};
 
-use crate::CliError;
 use crate::escape::{self, plain, set_name};
 use crate::input::{self, Source};
+use crate::{CliError, demo};
 
 /// Maps an index file for reading.
 fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
@@ -549,8 +546,8 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
         return Err(CliError::Runtime(format!("{} holds no sets: nothing to benchmark", path.display())));
     }
     let p = *loaded.index.params();
-    let spec = WorkloadSpec::new(WorkloadKind::Paper, queries, seed).with_filters(loaded.index.len());
-    let hashes: Vec<KeyHash> = spec.queries().iter().map(|q| key_hash(&p, q.key)).collect();
+    let keys = demo::queries(queries, loaded.index.len() as u64, seed);
+    let hashes: Vec<KeyHash> = keys.iter().map(|k| p.hash(&k.to_le_bytes())).collect();
     // Check before timing: the mapped index answers exactly as the loaded one.
     let mut a = BatchResults::new();
     let mut b = BatchResults::new();
@@ -573,9 +570,9 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
     println!("{:<10} {:<8} {:>12} {:>14}", "index", "mode", "ns/query", "queries/s");
     for (what, index) in [("memory", &loaded.index), ("mmap", &lazy.index)] {
         let mut out = Vec::new();
-        let (single, _) = engines::best_of(3, || engines::sliced_single_pass(index, &hashes, &mut out));
+        let single = demo::best_of(3, || demo::single_pass(index, &hashes, &mut out))?;
         let mut results = BatchResults::new();
-        let (batched, _) = engines::best_of(3, || engines::sliced_batch_pass(index, &hashes, batch, &mut results));
+        let batched = demo::best_of(3, || demo::batch_pass(index, &hashes, batch, &mut results))?;
         for (mode, t) in [("single", single), ("batch", batched)] {
             let ns = t.as_secs_f64() * 1e9 / queries as f64;
             println!("{what:<10} {mode:<8} {ns:>12.1} {:>14.0}", 1e9 / ns);
@@ -586,11 +583,9 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
 
 /// `demo`: the `paper` comparison table, and optionally the index file.
 pub fn demo(filters: usize, queries: usize, naive_queries: usize, save: Option<&Path>) -> Result<(), CliError> {
-    let spec = WorkloadSpec::new(WorkloadKind::Paper, queries, 42).with_filters(filters);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if let Some(path) = save {
-        let p = bloomslice_bench::workload::params();
-        let built = engines::build_filters(&spec, p, threads).map_err(CliError::engine)?;
+        let p = demo::params();
+        let built = demo::filters(p, filters as u64)?;
         let mut index = SlicedIndex::new(p);
         let items: Vec<(u64, &BloomFilter)> = built.iter().map(|(id, f)| (*id, f)).collect();
         index.insert_filters(&items).map_err(CliError::engine)?;
@@ -602,16 +597,5 @@ pub fn demo(filters: usize, queries: usize, naive_queries: usize, save: Option<&
         save_locked(&lock, &index, &names)?;
         eprintln!("saved the paper workload's index to {}", path.display());
     }
-    let opts = PaperOptions {
-        spec,
-        config: bloomslice::SlicedConfig::default(),
-        engines: EngineKind::ALL.to_vec(),
-        batch: 1024,
-        repeat: 3,
-        naive_queries: Some(naive_queries.min(queries)),
-        threads,
-    };
-    let report = run_query(&opts, &mut |line| eprintln!("{line}")).map_err(|e| CliError::Runtime(e.to_string()))?;
-    print!("{}", bloomslice_bench::report::table(&report));
-    Ok(())
+    demo::run(filters as u64, queries, naive_queries)
 }

@@ -5,6 +5,7 @@
 //! the exit code is 2 for usage errors and 1 for runtime errors.
 
 mod commands;
+mod demo;
 mod escape;
 mod input;
 

@@ -194,7 +194,7 @@ fn demo_saves_an_index_that_bench_and_query_use() {
     let d = dir.path();
     let out =
         ok(&run(&["demo", "--filters", "40", "--queries", "2000", "--naive-queries", "200", "--save", "p.bsi"], d));
-    assert!(out.contains("sliced") && out.contains("naive-fastbloom"), "{out}");
+    assert!(out.contains("sliced-scalar") && out.contains("naive") && out.contains("checked"), "{out}");
     let out = ok(&run(&["bench", "p.bsi", "--queries", "2000"], d));
     assert!(out.contains("open: mmap") && out.contains("memory") && out.contains("batch"), "{out}");
     // Key 3 of the paper workload (8 little-endian bytes) is in filter 0.

@@ -96,17 +96,19 @@ fn queries(c: &mut Criterion) {
             });
             let mut out = Vec::new();
             group.bench_with_input(BenchmarkId::new("query_hash_into", engine.name()), &s.hashes, |bench, hashes| {
-                bench.iter(|| engines::sliced_single_pass(index, black_box(hashes), &mut out));
+                bench.iter(|| engines::single_pass(black_box(hashes), &mut out, |h, o| index.query_hash_into(h, o)));
             });
         }
         group.throughput(Throughput::Elements(NAIVE_KEYS as u64));
         let few = &s.hashes[..NAIVE_KEYS];
         let mut out = Vec::new();
         group.bench_with_input(BenchmarkId::new("naive", "query_hash_into"), few, |bench, hashes| {
-            bench.iter(|| engines::naive_pass(&s.naive, black_box(hashes), &mut out));
+            bench.iter(|| engines::single_pass(black_box(hashes), &mut out, |h, o| s.naive.query_hash_into(h, o)));
         });
         group.bench_with_input(BenchmarkId::new("naive-fastbloom", "contains_hash"), few, |bench, hashes| {
-            bench.iter(|| engines::fastbloom_pass(&s.fastbloom, black_box(hashes), &mut out));
+            bench.iter(|| {
+                engines::single_pass(black_box(hashes), &mut out, |h, o| s.fastbloom.query_hash_into(h.h1, o))
+            });
         });
         group.finish();
     }

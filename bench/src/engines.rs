@@ -17,7 +17,7 @@
 use std::time::{Duration, Instant};
 
 use bloomslice::kernels::Kernels;
-use bloomslice::{BatchResults, BloomFilter, BloomParams, KeyHash, NaiveIndex, SlicedConfig, SlicedIndex};
+use bloomslice::{BatchResults, BloomFilter, BloomParams, FilterIndex, KeyHash, NaiveIndex, SlicedConfig, SlicedIndex};
 
 use crate::workload::{WorkloadSpec, key_hash};
 
@@ -215,45 +215,34 @@ pub fn best_of(repeat: usize, mut pass: impl FnMut() -> usize) -> (Duration, usi
     (best, matches.unwrap_or(0))
 }
 
-/// One pass of single-key queries over `hashes`; returns the total matches.
-pub fn sliced_single_pass(index: &SlicedIndex, hashes: &[KeyHash], out: &mut Vec<u64>) -> usize {
-    let mut total = 0;
-    for &h in hashes {
-        index.query_hash_into(h, out);
-        total += out.len();
-    }
-    total
+/// One pass of single-key queries over `hashes`, each answered by `query`
+/// into `out`; returns the total matches. Every engine row uses it: pass
+/// `|h, out| index.query_hash_into(h, out)` for any [`FilterIndex`].
+pub fn single_pass(hashes: &[KeyHash], out: &mut Vec<u64>, mut query: impl FnMut(KeyHash, &mut Vec<u64>)) -> usize {
+    hashes
+        .iter()
+        .map(|&h| {
+            query(h, out);
+            out.len()
+        })
+        .sum()
 }
 
-/// One pass of batched queries over `hashes` in batches of `batch` keys;
-/// returns the total matches.
-pub fn sliced_batch_pass(index: &SlicedIndex, hashes: &[KeyHash], batch: usize, results: &mut BatchResults) -> usize {
-    let mut total = 0;
-    for chunk in hashes.chunks(batch.max(1)) {
-        index.query_batch_hashes(chunk, results);
-        total += results.total_matches();
-    }
-    total
-}
-
-/// One pass of the naive engine over `hashes`; returns the total matches.
-pub fn naive_pass(index: &NaiveIndex, hashes: &[KeyHash], out: &mut Vec<u64>) -> usize {
-    let mut total = 0;
-    for &h in hashes {
-        index.query_hash_into(h, out);
-        total += out.len();
-    }
-    total
-}
-
-/// One pass of the fastbloom engine over `hashes`; returns the total matches.
-pub fn fastbloom_pass(index: &FastbloomIndex, hashes: &[KeyHash], out: &mut Vec<u64>) -> usize {
-    let mut total = 0;
-    for &h in hashes {
-        index.query_hash_into(h.h1, out);
-        total += out.len();
-    }
-    total
+/// One pass of batched queries over `hashes` in batches of `batch` keys on
+/// any [`FilterIndex`]; returns the total matches.
+pub fn batch_pass<I: FilterIndex + ?Sized>(
+    index: &I,
+    hashes: &[KeyHash],
+    batch: usize,
+    results: &mut BatchResults,
+) -> usize {
+    hashes
+        .chunks(batch.max(1))
+        .map(|chunk| {
+            index.query_batch_hashes(chunk, results);
+            results.total_matches()
+        })
+        .sum()
 }
 
 #[cfg(test)]

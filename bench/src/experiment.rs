@@ -376,7 +376,8 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
                     naive.query_hash_into(*h, &mut out);
                     reference.check("naive", q, queries[q].key, &out, &mut scratch)?;
                 }
-                let (time, _) = engines::best_of(1, || engines::naive_pass(&naive, sample, &mut out));
+                let (time, _) =
+                    engines::best_of(1, || engines::single_pass(sample, &mut out, |h, o| naive.query_hash_into(h, o)));
                 let mut r = row("naive", false, time, naive_queries);
                 naive_roofline(&mut r);
                 r.memory_bytes = naive.memory_bytes();
@@ -387,7 +388,8 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
                 let sample = &hashes[..naive_queries];
                 let ours = (0..naive_queries).map(|q| reference.get(q));
                 fp = Some(fastbloom_check(&queries[..naive_queries], ours, &our_fp, fb, sample)?);
-                let (time, _) = engines::best_of(1, || engines::fastbloom_pass(fb, sample, &mut out));
+                let (time, _) =
+                    engines::best_of(1, || engines::single_pass(sample, &mut out, |h, o| fb.query_hash_into(h.h1, o)));
                 let mut r = row("naive-fastbloom", false, time, naive_queries);
                 naive_roofline(&mut r);
                 r.check = CheckKind::NoFalseNegativesFpWithin4Sigma;
@@ -400,12 +402,12 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
                 let index = &*index;
                 let name = engine.name();
                 check_sliced(index, &queries, &hashes, &reference, opts.batch, name)?;
-                let (single, matches) =
-                    engines::best_of(opts.repeat, || engines::sliced_single_pass(index, &hashes, &mut out));
-                let mut results = BatchResults::new();
-                let (batched, batch_matches) = engines::best_of(opts.repeat, || {
-                    engines::sliced_batch_pass(index, &hashes, opts.batch, &mut results)
+                let (single, matches) = engines::best_of(opts.repeat, || {
+                    engines::single_pass(&hashes, &mut out, |h, o| index.query_hash_into(h, o))
                 });
+                let mut results = BatchResults::new();
+                let (batched, batch_matches) =
+                    engines::best_of(opts.repeat, || engines::batch_pass(index, &hashes, opts.batch, &mut results));
                 if matches != reference.total_matches() || batch_matches != reference.total_matches() {
                     return Err(BenchError(format!(
                         "{name}: timed passes found {matches} / {batch_matches} matches, reference {}",

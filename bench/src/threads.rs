@@ -147,9 +147,8 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
         );
         for &batch in &opts.batches {
             let mut direct = BatchResults::new();
-            let direct_rate = rate(opts.args.seconds, hashes.len(), || {
-                engines::sliced_batch_pass(&index, &hashes, batch, &mut direct)
-            });
+            let direct_rate =
+                rate(opts.args.seconds, hashes.len(), || engines::batch_pass(&index, &hashes, batch, &mut direct));
             let mut one_worker = None;
             for &workers in &opts.threads {
                 let pool = pinned(workers, true)?;

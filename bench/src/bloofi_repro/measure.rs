@@ -11,7 +11,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bloomslice::{
-    BatchResults, BloofiConfig, BloofiTree, BloomFilter, BulkOrder, FlatBloofiPaper, KeyHash, NaiveIndex, SlicedIndex,
+    BatchResults, BloofiConfig, BloofiTree, BloomFilter, BulkOrder, FilterIndex, FlatBloofiPaper, KeyHash, NaiveIndex,
+    SlicedIndex,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -176,6 +177,9 @@ enum Built {
 
 type Res<T> = Result<T, String>;
 
+/// Every engine of the reproduction as the shared index trait.
+type Index = dyn FilterIndex<Filter = BloomFilter, Error = bloomslice::Error>;
+
 fn fail<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> String + '_ {
     move |e| format!("{what}: {e}")
 }
@@ -218,34 +222,35 @@ impl Built {
         }
     }
 
-    fn insert(&mut self, id: u64, f: &BloomFilter) -> Res<()> {
+    /// The common index operations, through the shared trait.
+    fn index(&self) -> &Index {
         match self {
-            Built::Naive(x) => x.insert_filter(id, f),
-            Built::Tree(x) => x.insert_filter(id, f),
-            Built::Flat(x) => x.insert_filter(id, f),
-            Built::Sliced(x) => x.insert_filter(id, f),
+            Built::Naive(x) => x,
+            Built::Tree(x) => &**x,
+            Built::Flat(x) => x,
+            Built::Sliced(x) => x,
         }
-        .map_err(fail("insert"))
+    }
+
+    fn index_mut(&mut self) -> &mut Index {
+        match self {
+            Built::Naive(x) => x,
+            Built::Tree(x) => &mut **x,
+            Built::Flat(x) => x,
+            Built::Sliced(x) => x,
+        }
+    }
+
+    fn insert(&mut self, id: u64, f: &BloomFilter) -> Res<()> {
+        self.index_mut().insert_filter(id, f).map_err(fail("insert"))
     }
 
     fn delete(&mut self, id: u64) -> Res<()> {
-        match self {
-            Built::Naive(x) => x.delete_filter(id),
-            Built::Tree(x) => x.delete_filter(id),
-            Built::Flat(x) => x.delete_filter(id),
-            Built::Sliced(x) => x.delete_filter(id),
-        }
-        .map_err(fail("delete"))
+        self.index_mut().delete_filter(id).map_err(fail("delete"))
     }
 
     fn update(&mut self, id: u64, f: &BloomFilter) -> Res<()> {
-        match self {
-            Built::Naive(x) => x.update_filter(id, f),
-            Built::Tree(x) => x.update_filter(id, f),
-            Built::Flat(x) => x.update_filter(id, f),
-            Built::Sliced(x) => x.update_filter(id, f),
-        }
-        .map_err(fail("update"))
+        self.index_mut().update_filter(id, f).map_err(fail("update"))
     }
 
     /// Answers into `out`; returns the tree's search cost, `N` for naive,
@@ -253,21 +258,10 @@ impl Built {
     #[inline]
     fn query(&self, h: KeyHash, out: &mut Vec<u64>) -> usize {
         match self {
-            Built::Naive(x) => {
-                out.clear();
-                x.query_hash_into(h, out);
-                x.len()
-            }
             Built::Tree(x) => x.query_hash_with_cost(h, out),
-            Built::Flat(x) => {
-                out.clear();
-                x.query_hash_into(h, out);
-                0
-            }
-            Built::Sliced(x) => {
-                out.clear();
-                x.query_hash_into(h, out);
-                0
+            other => {
+                other.index().query_hash_into(h, out);
+                if let Built::Naive(x) = other { x.len() } else { 0 }
             }
         }
     }
@@ -289,12 +283,7 @@ impl Built {
     }
 
     fn validate(&self) -> Res<()> {
-        match self {
-            Built::Tree(t) => t.validate(),
-            Built::Flat(f) => f.validate(),
-            Built::Sliced(s) => s.validate(),
-            Built::Naive(_) => Ok(()),
-        }
+        self.index().validate().map_err(|e| e.to_string())
     }
 }
 

@@ -815,15 +815,16 @@ unsafe fn query_one(
     n_out: *mut usize,
 ) -> Result<(), Failure> {
     check_ptr(n_out.cast_const(), "n_out")?;
+    // SAFETY: forwarded caller contract.
+    let out = unsafe { slice_mut(ids_out, cap, "ids_out") }?;
     SCRATCH.with(|scratch| {
         let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
         let ids = &mut scratch.ids;
         h.index.query_hash_into(hash, ids);
         // SAFETY: checked above; valid by the caller's contract.
         unsafe { n_out.write(ids.len()) };
-        // SAFETY: forwarded caller contract.
-        let out = unsafe { slice_mut(ids_out, ids.len().min(cap), "ids_out") }?;
-        out.copy_from_slice(&ids[..out.len()]);
+        let room = ids.len().min(cap);
+        out[..room].copy_from_slice(&ids[..room]);
         if ids.len() > cap {
             return Err(Failure {
                 status: BloomsliceStatus::BufferTooSmall,

@@ -559,10 +559,13 @@ pub unsafe extern "C" fn bloomslice_index_add_set(
     id_out: *mut u64,
 ) -> BloomsliceStatus {
     entry(|| {
-        // SAFETY (all four): forwarded caller contract.
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let h = unsafe { index_mut(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let name = unsafe { bytes(name, name_len, "name") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let keys = unsafe { slice(keys, n_keys, "keys") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let lens = unsafe { slice(key_lens, n_keys, "key_lens") }?;
         let mut filter = BloomFilter::new(*h.index.params())?;
         for (i, (&key, &len)) in keys.iter().zip(lens).enumerate() {
@@ -599,9 +602,11 @@ pub unsafe extern "C" fn bloomslice_index_add_set_hashes(
     id_out: *mut u64,
 ) -> BloomsliceStatus {
     entry(|| {
-        // SAFETY (all three): forwarded caller contract.
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let h = unsafe { index_mut(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let name = unsafe { bytes(name, name_len, "name") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let hashes = unsafe { slice(hashes, n, "hashes") }?;
         let mut filter = BloomFilter::new(*h.index.params())?;
         for &hash in hashes {
@@ -638,9 +643,11 @@ pub unsafe extern "C" fn bloomslice_index_add_filter(
     id_out: *mut u64,
 ) -> BloomsliceStatus {
     entry(|| {
-        // SAFETY (all three): forwarded caller contract.
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let h = unsafe { index_mut(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let name = unsafe { bytes(name, name_len, "name") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let words = unsafe { slice(words, n_words, "words") }?;
         let filter = BloomFilter::from_words(*h.index.params(), words)?;
         let id = add_filter(h, name, &filter)?;
@@ -669,8 +676,9 @@ pub unsafe extern "C" fn bloomslice_index_remove_set(
     name_len: usize,
 ) -> BloomsliceStatus {
     entry(|| {
-        // SAFETY (both): forwarded caller contract.
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let h = unsafe { index_mut(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let name = unsafe { bytes(name, name_len, "name") }?;
         let id = h.names.id(name).ok_or_else(|| Failure {
             status: BloomsliceStatus::NotFound,
@@ -694,8 +702,9 @@ pub unsafe extern "C" fn bloomslice_index_remove_set(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_save(index: *const BloomsliceIndex, path: *const c_char) -> BloomsliceStatus {
     entry(|| {
-        // SAFETY (both): forwarded caller contract.
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let path = unsafe { path_arg(path) }?;
         persist::save(&path, &h.index, &h.names)?;
         Ok(())
@@ -720,8 +729,9 @@ pub unsafe extern "C" fn bloomslice_index_set_id(
     id_out: *mut u64,
 ) -> BloomsliceStatus {
     entry(|| {
-        // SAFETY (both): forwarded caller contract.
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let name = unsafe { bytes(name, name_len, "name") }?;
         let id = h.names.id(name).ok_or_else(|| Failure {
             status: BloomsliceStatus::NotFound,
@@ -794,9 +804,11 @@ pub unsafe extern "C" fn bloomslice_hash_key(
     hash_out: *mut u64,
 ) -> BloomsliceStatus {
     entry(|| {
-        // SAFETY (all): forwarded caller contract.
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let key = unsafe { bytes(key, key_len, "key") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         unsafe { write_out(hash_out, h.index.params().hash(key).h1, "hash_out") }
     })
 }
@@ -861,9 +873,11 @@ pub unsafe extern "C" fn bloomslice_query(
     n_out: *mut usize,
 ) -> BloomsliceStatus {
     entry(|| {
-        // SAFETY (all): forwarded caller contract.
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let key = unsafe { bytes(key, key_len, "key") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         unsafe { query_one(h, h.index.params().hash(key), ids_out, cap, n_out) }
     })
 }
@@ -885,8 +899,9 @@ pub unsafe extern "C" fn bloomslice_query_hash(
     n_out: *mut usize,
 ) -> BloomsliceStatus {
     entry(|| {
-        // SAFETY (all): forwarded caller contract.
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         unsafe { query_one(h, KeyHash::from_u64(hash), ids_out, cap, n_out) }
     })
 }
@@ -974,11 +989,15 @@ pub unsafe extern "C" fn bloomslice_query_batch(
     total_out: *mut usize,
 ) -> BloomsliceStatus {
     entry(|| {
-        // SAFETY (all): forwarded caller contract.
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let keys = unsafe { slice(keys, n_keys, "keys") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let lens = unsafe { slice(key_lens, n_keys, "key_lens") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let ids = unsafe { slice_mut(ids_out, ids_cap, "ids_out") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let offsets = unsafe { slice_mut(offsets_out, n_keys.saturating_add(1), "offsets_out") }?;
         check_ptr(total_out.cast_const(), "total_out")?;
         // Check every key pointer before the first query, so a bad pointer
@@ -1028,10 +1047,13 @@ pub unsafe extern "C" fn bloomslice_query_batch_hashes(
     total_out: *mut usize,
 ) -> BloomsliceStatus {
     entry(|| {
-        // SAFETY (all): forwarded caller contract.
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let input = unsafe { slice(hashes, n, "hashes") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let ids = unsafe { slice_mut(ids_out, ids_cap, "ids_out") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let offsets = unsafe { slice_mut(offsets_out, n.saturating_add(1), "offsets_out") }?;
         check_ptr(total_out.cast_const(), "total_out")?;
         let total = query_chunks(
@@ -1186,8 +1208,8 @@ mod tests {
         let h = new_index();
         let mut n = 0;
         let mut out = ptr::null_mut();
-        // SAFETY (all below): every pointer is null, dangling-free or live;
-        // the functions must reject the bad ones.
+        // SAFETY: every pointer below is null, misaligned on purpose or
+        // live; the functions must reject the bad ones without reading them.
         unsafe {
             assert_eq!(
                 bloomslice_query(ptr::null(), b"x".as_ptr(), 1, ptr::null_mut(), 0, &mut n),
@@ -1240,7 +1262,7 @@ mod tests {
         let a = add(h, "a", &[b"one", b"two"]);
         let mut loaded = ptr::null_mut();
         let mut mapped = ptr::null_mut();
-        // SAFETY (all below): live handles, NUL-terminated paths, valid outs.
+        // SAFETY: live handles, NUL-terminated paths, valid out pointers.
         unsafe {
             assert_eq!(bloomslice_index_save(h, cpath.as_ptr()), BloomsliceStatus::Ok);
             assert_eq!(bloomslice_index_load(cpath.as_ptr(), &mut loaded), BloomsliceStatus::Ok);

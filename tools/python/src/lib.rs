@@ -406,17 +406,21 @@ impl Index {
                     array.dtype()
                 ))
             })?;
-            let slice = hashes
-                .as_slice()
-                .map_err(|_| PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)"))?;
+            let slice = hashes.as_slice().map_err(|_| {
+                PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)")
+            })?;
             let (ids, offsets) = self.batch_hashes(py, slice);
-            return (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)).into_pyobject(py).map(Bound::into_any);
+            return (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets))
+                .into_pyobject(py)
+                .map(Bound::into_any);
         }
         if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
             return Err(PyTypeError::new_err("keys must be a sequence of keys; for one key use query()"));
         }
         let seq = keys.cast::<pyo3::types::PySequence>().map_err(|_| {
-            PyTypeError::new_err("keys must be a list (or sequence) of bytes/str keys, or a NumPy uint64 array of hashes")
+            PyTypeError::new_err(
+                "keys must be a list (or sequence) of bytes/str keys, or a NumPy uint64 array of hashes",
+            )
         })?;
         let n = seq.len()?;
         let params = *self.read().index.params();
@@ -428,7 +432,9 @@ impl Index {
             Ok(())
         })?;
         if arrays {
-            return (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)).into_pyobject(py).map(Bound::into_any);
+            return (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets))
+                .into_pyobject(py)
+                .map(Bound::into_any);
         }
         // One list of sorted names per key; each id's name is made once.
         let inner = self.read();

@@ -303,6 +303,14 @@ impl BatchResults {
         Some(&self.ids[start..end])
     }
 
+    /// The whole last batch at once: every key's ids, key after key, and
+    /// where each key's ids end (key `i` has `ids[ends[i - 1]..ends[i]]`,
+    /// from 0 for key 0). For callers that copy a batch out in one go, such
+    /// as the C ABI.
+    pub fn flat(&self) -> (&[u64], &[usize]) {
+        (&self.ids, &self.ends)
+    }
+
     /// Iterates over the per-key id lists.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u64]> + '_ {
         (0..self.len()).map(|i| &self.ids[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])

@@ -926,14 +926,17 @@ fn query_chunks(
             hashes.clear();
             hash_into(start, end, hashes)?;
             h.index.query_batch_hashes(hashes, results);
-            for (i, ids) in results.iter().enumerate() {
-                if total < ids_out.len() {
-                    let room = (ids_out.len() - total).min(ids.len());
-                    ids_out[total..total + room].copy_from_slice(&ids[..room]);
-                }
-                total += ids.len();
-                offsets[start + i + 1] = total;
+            // One copy per chunk: per-key copies of a few ids each cost a
+            // memcpy call per key (5% of a query on `full` N = 1 000).
+            let (ids, ends) = results.flat();
+            if total < ids_out.len() {
+                let room = (ids_out.len() - total).min(ids.len());
+                ids_out[total..total + room].copy_from_slice(&ids[..room]);
             }
+            for (offset, &end) in offsets[start + 1..=end].iter_mut().zip(ends) {
+                *offset = total + end;
+            }
+            total += ids.len();
             start = end;
         }
         Ok(total)

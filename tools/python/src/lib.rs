@@ -179,6 +179,15 @@ fn file_name_bytes(path: &Path) -> Vec<u8> {
     path.file_name().map_or_else(Vec::new, |n| n.to_string_lossy().into_owned().into_bytes())
 }
 
+/// Appends a chunk's answers to CSR `ids` and `offsets` (one copy of the
+/// ids per chunk).
+fn append_csr(results: &BatchResults, ids: &mut Vec<u64>, offsets: &mut Vec<u64>) {
+    let (chunk_ids, ends) = results.flat();
+    let base = ids.len() as u64;
+    ids.extend_from_slice(chunk_ids);
+    offsets.extend(ends.iter().map(|&end| base + end as u64));
+}
+
 /// What an [`Index`] guards with its lock.
 struct Inner {
     index: SlicedIndex,
@@ -249,10 +258,7 @@ impl Index {
             py.detach(|| {
                 let inner = self.read();
                 inner.index.query_batch_hashes(&hashes, &mut results);
-                for key_ids in results.iter() {
-                    ids.extend_from_slice(key_ids);
-                    offsets.push(ids.len() as u64);
-                }
+                append_csr(&results, &mut ids, &mut offsets);
             });
             start = end;
         }
@@ -274,10 +280,7 @@ impl Index {
                 chunk.clear();
                 chunk.extend(part.iter().map(|&h| KeyHash::from_u64(h)));
                 inner.index.query_batch_hashes(&chunk, &mut results);
-                for key_ids in results.iter() {
-                    ids.extend_from_slice(key_ids);
-                    offsets.push(ids.len() as u64);
-                }
+                append_csr(&results, &mut ids, &mut offsets);
             }
             (ids, offsets)
         })

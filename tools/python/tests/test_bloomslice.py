@@ -6,6 +6,7 @@ import pathlib
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -198,6 +199,41 @@ def test_threads_query_one_index_concurrently():
         t.join()
     assert errors == []
     assert len(index) == len(SETS)
+
+
+@pytest.mark.parametrize("kind", ["array", "list"])
+def test_gil_is_released_while_a_batch_runs(kind):
+    # A worker runs one long batch; meanwhile this thread keeps running
+    # Python code. Were the GIL held during the batch, this thread would run
+    # only for at most one switch interval (5 ms) of it; released, it runs
+    # through the whole batch.
+    index = bloomslice.Index.build({f"s{i}": [f"k{i}-{j}" for j in range(100)] for i in range(64)}, m=1 << 20, k=7)
+    n = 2_000_000 if kind == "array" else 300_000
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 2**63, size=n, dtype=np.uint64)
+    if kind == "list":
+        keys = [b"key-%d" % i for i in range(n)]
+    state = {"inside": False, "done": False, "call": 0.0}
+
+    def worker() -> None:
+        start = time.perf_counter()
+        state["inside"] = True
+        index.query_batch(keys, arrays=True)
+        state["inside"] = False
+        state["call"] = time.perf_counter() - start
+        state["done"] = True
+
+    t = threading.Thread(target=worker)
+    first = last = None
+    t.start()
+    while not state["done"]:
+        if state["inside"]:
+            now = time.perf_counter()
+            first = now if first is None else first
+            last = now
+    t.join()
+    assert state["call"] >= 0.02, "the batch is too short to tell"
+    assert first is not None and last - first >= 0.5 * state["call"], (first, last, state["call"])
 
 
 MEMORY_SCRIPT = r"""

@@ -59,19 +59,18 @@ class Index:
     @overload
     def query_batch(
         self, keys: npt.NDArray[np.uint64], *, arrays: bool = ...
-    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+        """Queries many keys. A 1-D uint64 NumPy array of hashes (see `hash`)
+        is read in place and gives `(ids, offsets)`: the set ids of key `i`
+        are `ids[offsets[i]:offsets[i + 1]]`. A sequence of bytes/str keys
+        gives one sorted list of names per key, or `(ids, offsets)` with
+        `arrays=True`."""
     @overload
     def query_batch(
         self, keys: Sequence[Key], *, arrays: Literal[True]
     ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
     @overload
     def query_batch(self, keys: Sequence[Key], *, arrays: Literal[False] = ...) -> list[list[str]]: ...
-    def query_batch(self, keys, *, arrays=False):  # type: ignore[no-untyped-def]
-        """Queries many keys. A 1-D uint64 NumPy array of hashes (see `hash`)
-        is read in place and gives `(ids, offsets)`: the set ids of key `i`
-        are `ids[offsets[i]:offsets[i + 1]]`. A sequence of bytes/str keys
-        gives one sorted list of names per key, or `(ids, offsets)` with
-        `arrays=True`."""
 
     def hash(self, key: Key) -> int:
         """The 64-bit hash of `key` under this index's seed, for

@@ -58,5 +58,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         total
     });
     println!("rust_ns_per_key {:.2} matches {matches}", best.as_secs_f64() * 1e9 / queries as f64);
+
+    // Throughput of 1 and of 2 threads sharing the index (each thread runs
+    // 5 passes), alternated so both see the same machine load; best of R.
+    let pass = || {
+        let mut results = BatchResults::new();
+        for _ in 0..5 {
+            for chunk in keys.chunks(1024) {
+                loaded.index.query_batch(chunk, &mut results);
+            }
+        }
+    };
+    let (mut one, mut two) = (0f64, 0f64);
+    for _ in 0..repeat {
+        for threads in [1usize, 2] {
+            let start = std::time::Instant::now();
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(pass);
+                }
+            });
+            let rate = (threads * 5 * queries) as f64 / start.elapsed().as_secs_f64();
+            if threads == 1 {
+                one = one.max(rate);
+            } else {
+                two = two.max(rate);
+            }
+        }
+    }
+    println!(
+        "rust_threads_speedup {:.2} (1 thread {:.2} M keys/s, 2 threads {:.2} M keys/s)",
+        two / one,
+        one / 1e6,
+        two / 1e6
+    );
     Ok(())
 }

@@ -1207,6 +1207,15 @@ mod tests {
     }
 
     #[test]
+    fn a_panic_becomes_a_status_and_a_message() {
+        let status = entry(|| panic!("boom"));
+        assert_eq!(status, BloomsliceStatus::Internal);
+        assert!(last_error().contains("internal error") && last_error().contains("boom"), "{}", last_error());
+        assert_eq!(entry(|| Err(Failure::invalid("a\0b"))), BloomsliceStatus::InvalidArgument);
+        assert_eq!(last_error(), "a\\0b");
+    }
+
+    #[test]
     fn bad_arguments_are_errors_not_crashes() {
         let h = new_index();
         let mut n = 0;

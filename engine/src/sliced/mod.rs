@@ -329,6 +329,31 @@ impl BatchResults {
         Some(&self.ids[start..end])
     }
 
+    /// The whole last batch at once: every key's ids, key after key, and
+    /// where each key's ids end (key `i` has `ids[ends[i - 1]..ends[i]]`,
+    /// from 0 for key 0). For callers that copy a batch out in one go, such
+    /// as the C ABI.
+    ///
+    /// ```
+    /// use bloomslice::{BatchResults, BloomFilter, BloomParams, SlicedIndex};
+    ///
+    /// let params = BloomParams::for_capacity(100, 0.01)?;
+    /// let mut index = SlicedIndex::new(params);
+    /// let mut filter = BloomFilter::new(params)?;
+    /// filter.insert("a");
+    /// index.insert_filters(&[(3, &filter), (5, &filter)])?;
+    /// let mut results = BatchResults::new();
+    /// index.query_batch(&["a", "zzz-absent"], &mut results);
+    /// let (ids, ends) = results.flat();
+    /// assert_eq!(&ids[..ends[0]], results.get(0).unwrap());
+    /// assert_eq!(&ids[ends[0]..ends[1]], results.get(1).unwrap());
+    /// assert_eq!(ends.len(), 2);
+    /// # Ok::<(), bloomslice::Error>(())
+    /// ```
+    pub fn flat(&self) -> (&[u64], &[usize]) {
+        (&self.ids, &self.ends)
+    }
+
     /// Iterates over the per-key id lists.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u64]> + '_ {
         (0..self.len()).map(|i| &self.ids[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])

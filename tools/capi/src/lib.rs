@@ -1,0 +1,1318 @@
+//! # bloomslice C ABI
+//!
+//! A C interface to [`bloomslice`] for services written in C, C++, Go or
+//! Java: opaque [`BloomsliceIndex`] handles, keys as byte pointers plus
+//! lengths (or the caller's own 64-bit hashes), answers written into caller
+//! buffers, and errors as [`BloomsliceStatus`] return codes with a
+//! thread-local message ([`bloomslice_last_error`]).
+//!
+//! The header `include/bloomslice.h` is generated from this file by
+//! `cbindgen` (`tests/header.rs` checks that the committed copy is up to
+//! date).
+//!
+//! # Rules every entry point follows
+//!
+//! - It never unwinds into C: the body runs under `catch_unwind`, and a panic
+//!   (a bug) becomes [`BloomsliceStatus::Internal`].
+//! - Every pointer argument is checked for null (a null *byte* pointer is
+//!   accepted only with length 0) and every `uint64_t` pointer for alignment;
+//!   a violation is [`BloomsliceStatus::InvalidArgument`], never a crash.
+//!   Pointers that are not null must still point to as many valid elements as
+//!   their length says: that cannot be checked.
+//! - On failure, outputs are left as they were unless the function says
+//!   otherwise, and the index is unchanged.
+//!
+//! # Threads
+//!
+//! A handle may be *read* (queried, inspected, saved, names looked up) from
+//! any number of threads at once. A function that *changes* a handle
+//! (`add`, `remove`, `free`) needs exclusive use: no other call on the same
+//! handle may run at the same time. Each function's documentation says
+//! which kind it is. Different handles are independent.
+//!
+//! Multi-key scoring (`score`) is not offered yet: the library has no such
+//! operation; it comes in a later issue.
+
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, c_char};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use bloomslice::persist::{self, LoadedIndex, Verify};
+use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, SetNames, SlicedIndex};
+
+/// What a call returned. Every function of this API that can fail returns
+/// one; on anything but `BLOOMSLICE_STATUS_OK`, [`bloomslice_last_error`]
+/// describes the failure.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BloomsliceStatus {
+    /// Success.
+    Ok = 0,
+    /// A null or misaligned pointer, a length that is too large, invalid
+    /// filter parameters, or a set name that is empty or too long.
+    InvalidArgument = 1,
+    /// The operating system refused a file operation (open, read, write,
+    /// rename, map).
+    Io = 2,
+    /// The file is not a valid index file: wrong magic bytes, unsupported
+    /// version, truncated, checksum mismatch or inconsistent tables.
+    CorruptFile = 3,
+    /// The caller's output buffer is too small; the functions that return
+    /// this say how much room is needed.
+    BufferTooSmall = 4,
+    /// No set has this name.
+    NotFound = 5,
+    /// A set with this name already exists.
+    AlreadyExists = 6,
+    /// The filter was built with other parameters than the index.
+    ParamsMismatch = 7,
+    /// A bug in bloomslice (a panic was caught at the boundary). The handle
+    /// should not be used further.
+    Internal = 8,
+}
+
+/// An index of Bloom filters with names for its sets. Opaque: create it with
+/// [`bloomslice_index_new`], [`bloomslice_index_new_for_capacity`],
+/// [`bloomslice_index_load`] or [`bloomslice_index_open_mapped`] and release
+/// it with [`bloomslice_index_free`].
+pub struct BloomsliceIndex {
+    index: SlicedIndex,
+    names: SetNames,
+    /// Opened with [`bloomslice_index_open_mapped`].
+    mapped: bool,
+}
+
+/// Facts about an index, filled by [`bloomslice_index_info`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BloomsliceInfo {
+    /// Bits per filter.
+    pub m: u64,
+    /// Hash functions per key.
+    pub k: u32,
+    /// Hash seed of byte keys.
+    pub seed: u64,
+    /// Number of sets.
+    pub sets: u64,
+    /// Bytes of memory the index holds: rows (mapped rows included) and
+    /// maps.
+    pub memory_bytes: u64,
+    /// Whether the index was opened with [`bloomslice_index_open_mapped`]
+    /// (its rows are read from the mapped file until changed).
+    pub mapped: bool,
+}
+
+/// The error of a failed call, before it becomes a status and a message.
+struct Failure {
+    status: BloomsliceStatus,
+    message: String,
+}
+
+impl Failure {
+    fn invalid(message: impl Into<String>) -> Self {
+        Failure { status: BloomsliceStatus::InvalidArgument, message: message.into() }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        let status = match &e {
+            Error::Io { .. } => BloomsliceStatus::Io,
+            Error::BadMagic
+            | Error::UnsupportedVersion { .. }
+            | Error::Truncated { .. }
+            | Error::ChecksumMismatch { .. }
+            | Error::CorruptFile(_) => BloomsliceStatus::CorruptFile,
+            Error::DuplicateName(_) | Error::DuplicateId(_) => BloomsliceStatus::AlreadyExists,
+            Error::UnknownId(_) => BloomsliceStatus::NotFound,
+            Error::ParamsMismatch { .. } => BloomsliceStatus::ParamsMismatch,
+            _ => BloomsliceStatus::InvalidArgument,
+        };
+        Failure { status, message: e.to_string() }
+    }
+}
+
+thread_local! {
+    /// The message of the last failed call on this thread.
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// Per-thread buffers of the query functions, so a warm query allocates
+    /// nothing.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+#[derive(Default)]
+struct Scratch {
+    hashes: Vec<KeyHash>,
+    results: BatchResults,
+    ids: Vec<u64>,
+}
+
+/// Keys hashed and queried at a time by the batch functions: big enough to
+/// keep the library's prefetch pipeline full, small enough that the
+/// positions buffer (`k * 4` bytes per key) stays in L2 and that memory does
+/// not grow with the batch.
+const BATCH_CHUNK: usize = 2048;
+
+fn set_last_error(message: &str) {
+    let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = message);
+}
+
+/// Runs `body` as an entry point: catches panics, turns failures into a
+/// status and the thread's last error message.
+fn entry(body: impl FnOnce() -> Result<(), Failure>) -> BloomsliceStatus {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => BloomsliceStatus::Ok,
+        Ok(Err(failure)) => {
+            set_last_error(&failure.message);
+            failure.status
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            set_last_error(&format!("internal error in bloomslice (please report it): {what}"));
+            BloomsliceStatus::Internal
+        }
+    }
+}
+
+/// A byte slice from a C pointer and length (null is accepted for length 0).
+///
+/// # Safety
+///
+/// A non-null `ptr` must point to `len` readable bytes that stay valid and
+/// unchanged for `'a`.
+unsafe fn bytes<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], Failure> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(Failure::invalid(format!("{what} is null but its length is {len}")));
+    }
+    if len > isize::MAX as usize {
+        return Err(Failure::invalid(format!("{what} length {len} is too large")));
+    }
+    // SAFETY: `ptr` is non-null and, by the caller's contract, points to
+    // `len` valid bytes; `len <= isize::MAX` was checked.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// A slice of `T` from a C pointer and count (null is accepted for count 0).
+///
+/// # Safety
+///
+/// A non-null `ptr` must point to `len` initialised `T` that stay valid and
+/// unchanged for `'a`.
+unsafe fn slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a [T], Failure> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    check_ptr(ptr, what)?;
+    if len > isize::MAX as usize / size_of::<T>().max(1) {
+        return Err(Failure::invalid(format!("{what} length {len} is too large")));
+    }
+    // SAFETY: `ptr` is non-null and aligned (checked above) and, by the
+    // caller's contract, points to `len` valid elements; the byte size fits
+    // `isize`.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// A mutable slice from a C pointer and count (null is accepted for count 0).
+///
+/// # Safety
+///
+/// A non-null `ptr` must point to `len` writable `T` that nothing else
+/// accesses for `'a`.
+unsafe fn slice_mut<'a, T>(ptr: *mut T, len: usize, what: &str) -> Result<&'a mut [T], Failure> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    check_ptr(ptr.cast_const(), what)?;
+    if len > isize::MAX as usize / size_of::<T>().max(1) {
+        return Err(Failure::invalid(format!("{what} length {len} is too large")));
+    }
+    // SAFETY: `ptr` is non-null and aligned (checked above) and, by the
+    // caller's contract, points to `len` writable elements used by no one
+    // else; the byte size fits `isize`.
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+}
+
+fn check_ptr<T>(ptr: *const T, what: &str) -> Result<(), Failure> {
+    if ptr.is_null() {
+        return Err(Failure::invalid(format!("{what} is null")));
+    }
+    if !ptr.is_aligned() {
+        return Err(Failure::invalid(format!("{what} is not aligned to {} bytes", align_of::<T>())));
+    }
+    Ok(())
+}
+
+/// Writes `value` through an output pointer.
+///
+/// # Safety
+///
+/// A non-null `out` must be valid for a write of `T`.
+unsafe fn write_out<T>(out: *mut T, value: T, what: &str) -> Result<(), Failure> {
+    check_ptr(out.cast_const(), what)?;
+    // SAFETY: non-null and aligned (checked), valid by the caller's contract.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+/// The index behind a handle, for reading.
+///
+/// # Safety
+///
+/// A non-null `index` must be a live handle from this library.
+unsafe fn index_ref<'a>(index: *const BloomsliceIndex) -> Result<&'a BloomsliceIndex, Failure> {
+    check_ptr(index, "index")?;
+    // SAFETY: a live handle by the caller's contract; readers may share it.
+    Ok(unsafe { &*index })
+}
+
+/// The index behind a handle, for a change.
+///
+/// # Safety
+///
+/// A non-null `index` must be a live handle from this library that no other
+/// call uses at the same time.
+unsafe fn index_mut<'a>(index: *mut BloomsliceIndex) -> Result<&'a mut BloomsliceIndex, Failure> {
+    check_ptr(index.cast_const(), "index")?;
+    // SAFETY: a live handle used by this call alone (caller's contract).
+    Ok(unsafe { &mut *index })
+}
+
+/// A path from a NUL-terminated C string (bytes on Unix, UTF-8 elsewhere).
+///
+/// # Safety
+///
+/// A non-null `path` must point to a NUL-terminated string.
+unsafe fn path_arg(path: *const c_char) -> Result<PathBuf, Failure> {
+    if path.is_null() {
+        return Err(Failure::invalid("path is null"));
+    }
+    // SAFETY: non-null and NUL-terminated by the caller's contract.
+    let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+    if bytes.is_empty() {
+        return Err(Failure::invalid("path is empty"));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Ok(Path::new(std::ffi::OsStr::from_bytes(bytes)).to_path_buf())
+    }
+    #[cfg(not(unix))]
+    {
+        let s = std::str::from_utf8(bytes).map_err(|_| Failure::invalid("path is not UTF-8"))?;
+        Ok(PathBuf::from(s))
+    }
+}
+
+/// Boxes a new handle into `*out`.
+///
+/// # Safety
+///
+/// `out` must be checked (non-null, aligned) already.
+unsafe fn hand_out(out: *mut *mut BloomsliceIndex, index: SlicedIndex, names: SetNames, mapped: bool) {
+    let handle = Box::into_raw(Box::new(BloomsliceIndex { index, names, mapped }));
+    // SAFETY: `out` was checked by the caller and is valid for a write.
+    unsafe { out.write(handle) };
+}
+
+/// The library version, as a static NUL-terminated string.
+///
+/// Thread safety: any thread, any time.
+#[unsafe(no_mangle)]
+pub extern "C" fn bloomslice_version() -> *const c_char {
+    c"0.1.0".as_ptr()
+}
+
+/// The message of the last failed call on the calling thread (empty if no
+/// call failed yet), as a NUL-terminated UTF-8 string. The pointer stays
+/// valid until the next failing call on this thread; copy it to keep it.
+/// A successful call does not clear it.
+///
+/// Thread safety: any thread; each thread has its own message.
+#[unsafe(no_mangle)]
+pub extern "C" fn bloomslice_last_error() -> *const c_char {
+    // The CString lives in the thread-local until the next failure on this
+    // thread replaces it, which is the documented lifetime of the pointer.
+    LAST_ERROR.try_with(|e| e.borrow().as_ptr()).unwrap_or(c"".as_ptr())
+}
+
+/// Creates an empty index of filters with `m` bits and `k` hash functions;
+/// byte keys are hashed with `seed`. On success `*out` receives the handle.
+///
+/// Thread safety: any thread.
+///
+/// # Safety
+///
+/// `out` must be valid for a write of a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_new(
+    m: u64,
+    k: u32,
+    seed: u64,
+    out: *mut *mut BloomsliceIndex,
+) -> BloomsliceStatus {
+    entry(|| {
+        check_ptr(out.cast_const(), "out")?;
+        let params = BloomParams::new(m, k)?.with_seed(seed);
+        // SAFETY: `out` checked above.
+        unsafe { hand_out(out, SlicedIndex::new(params), SetNames::new(), false) };
+        Ok(())
+    })
+}
+
+/// Creates an empty index sized for `n_exp` keys per set at false-positive
+/// rate `fp` (for example 10 000 and 0.01 give m = 100 992, k = 7); byte
+/// keys are hashed with `seed`. On success `*out` receives the handle.
+///
+/// Thread safety: any thread.
+///
+/// # Safety
+///
+/// `out` must be valid for a write of a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_new_for_capacity(
+    n_exp: u64,
+    fp: f64,
+    seed: u64,
+    out: *mut *mut BloomsliceIndex,
+) -> BloomsliceStatus {
+    entry(|| {
+        check_ptr(out.cast_const(), "out")?;
+        let params = BloomParams::for_capacity(n_exp, fp)?.with_seed(seed);
+        // SAFETY: `out` checked above.
+        unsafe { hand_out(out, SlicedIndex::new(params), SetNames::new(), false) };
+        Ok(())
+    })
+}
+
+/// Reads an index file into memory (fully verified; the index can be
+/// changed and saved). On success `*out` receives the handle.
+///
+/// Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be read,
+/// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is not a valid index file.
+///
+/// Thread safety: any thread.
+///
+/// # Safety
+///
+/// `path` must be a NUL-terminated string; `out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_load(
+    path: *const c_char,
+    out: *mut *mut BloomsliceIndex,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract.
+        let path = unsafe { path_arg(path) }?;
+        check_ptr(out.cast_const(), "out")?;
+        let LoadedIndex { index, names, .. } = persist::load(&path)?;
+        // SAFETY: `out` checked above.
+        unsafe { hand_out(out, index, names, false) };
+        Ok(())
+    })
+}
+
+/// Maps an index file and queries it in place (zero copy; opening costs only
+/// the small tables). With `verify` false the row checksums are not read
+/// (a flipped bit in the rows may change answers, never crash); with
+/// `verify` true the whole file is checked first. Changing a mapped index
+/// copies the shards it touches into memory; the file is never written.
+///
+/// Contract: the file must not be truncated or written in place while it is
+/// mapped (until [`bloomslice_index_free`]); replacing it by rename, as
+/// [`bloomslice_index_save`] does, is safe. Breaking this may change answers
+/// or kill the process with `SIGBUS`.
+///
+/// Errors: as [`bloomslice_index_load`].
+///
+/// Thread safety: any thread.
+///
+/// # Safety
+///
+/// `path` must be a NUL-terminated string; `out` valid for a write; the
+/// mapping contract above must hold.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_open_mapped(
+    path: *const c_char,
+    verify: bool,
+    out: *mut *mut BloomsliceIndex,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract.
+        let path = unsafe { path_arg(path) }?;
+        check_ptr(out.cast_const(), "out")?;
+        let verify = if verify { Verify::Full } else { Verify::Deferred };
+        // The mapping contract is this function's documented contract.
+        let LoadedIndex { index, names, .. } = persist::open_mmap(&path, verify)?;
+        // SAFETY: `out` checked above.
+        unsafe { hand_out(out, index, names, true) };
+        Ok(())
+    })
+}
+
+/// Releases a handle. A null handle is ignored.
+///
+/// Thread safety: exclusive: no other call may use this handle at the same
+/// time or after.
+///
+/// # Safety
+///
+/// `index` must be null or a live handle from this library, freed once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_free(index: *mut BloomsliceIndex) {
+    if index.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: a live handle made by `Box::into_raw` in `hand_out`, freed
+        // once (caller's contract).
+        drop(unsafe { Box::from_raw(index) });
+    }));
+}
+
+/// Fills `*out` with the index's parameters and size.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `index` must be a live handle; `out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_info(
+    index: *const BloomsliceIndex,
+    out: *mut BloomsliceInfo,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract.
+        let h = unsafe { index_ref(index) }?;
+        let p = h.index.params();
+        let info = BloomsliceInfo {
+            m: p.m(),
+            k: p.k(),
+            seed: p.seed(),
+            sets: h.index.len() as u64,
+            memory_bytes: h.index.memory_bytes() as u64,
+            mapped: h.mapped,
+        };
+        // SAFETY: forwarded caller contract.
+        unsafe { write_out(out, info, "out") }
+    })
+}
+
+/// The set name of a new set, checked.
+fn new_name<'a>(h: &BloomsliceIndex, name: &'a [u8]) -> Result<&'a [u8], Failure> {
+    if name.is_empty() {
+        return Err(Failure::invalid("set name is empty"));
+    }
+    if h.names.id(name).is_some() {
+        return Err(Failure {
+            status: BloomsliceStatus::AlreadyExists,
+            message: format!("set {:?} is already in the index", String::from_utf8_lossy(name)),
+        });
+    }
+    Ok(name)
+}
+
+/// Inserts `filter` as a new set called `name` under a fresh id.
+fn add_filter(h: &mut BloomsliceIndex, name: &[u8], filter: &BloomFilter) -> Result<u64, Failure> {
+    let name = new_name(h, name)?;
+    let id = h.index.ids().max().map_or(0, |m| m + 1).max(h.names.next_free_id());
+    h.index.insert_filter(id, filter)?;
+    if let Err(e) = h.names.insert(id, name) {
+        // Keep the index unchanged on failure.
+        let _ = h.index.delete_filter(id);
+        return Err(e.into());
+    }
+    Ok(id)
+}
+
+/// Adds a new set called `name` (`name_len` bytes, not empty, unique) holding
+/// `n_keys` byte keys: key `i` is `keys[i]`, `key_lens[i]` bytes (a key may be
+/// empty). On success `*id_out` (if not null) receives the set's id.
+///
+/// Errors: `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name in use,
+/// `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers or an empty name.
+///
+/// Thread safety: exclusive (changes the index).
+///
+/// # Safety
+///
+/// `index` must be a live handle used by no other call; `name` must point to
+/// `name_len` bytes; `keys` and `key_lens` to `n_keys` elements each, every
+/// `keys[i]` to `key_lens[i]` bytes; `id_out` null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_add_set(
+    index: *mut BloomsliceIndex,
+    name: *const u8,
+    name_len: usize,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n_keys: usize,
+    id_out: *mut u64,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let h = unsafe { index_mut(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let name = unsafe { bytes(name, name_len, "name") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let keys = unsafe { slice(keys, n_keys, "keys") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let lens = unsafe { slice(key_lens, n_keys, "key_lens") }?;
+        let mut filter = BloomFilter::new(*h.index.params())?;
+        for (i, (&key, &len)) in keys.iter().zip(lens).enumerate() {
+            // SAFETY: forwarded caller contract for `keys[i]`.
+            let key = unsafe { bytes(key, len, &format!("keys[{i}]")) }?;
+            filter.insert(key);
+        }
+        let id = add_filter(h, name, &filter)?;
+        if !id_out.is_null() {
+            // SAFETY: non-null, valid by the caller's contract.
+            unsafe { write_out(id_out, id, "id_out") }?;
+        }
+        Ok(())
+    })
+}
+
+/// [`bloomslice_index_add_set`] with keys given as the caller's 64-bit
+/// hashes (`hashes[i]`, `n` of them); query them with
+/// [`bloomslice_query_hash`] or [`bloomslice_query_batch_hashes`].
+///
+/// Thread safety: exclusive (changes the index).
+///
+/// # Safety
+///
+/// As [`bloomslice_index_add_set`]; `hashes` must point to `n` aligned
+/// `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_add_set_hashes(
+    index: *mut BloomsliceIndex,
+    name: *const u8,
+    name_len: usize,
+    hashes: *const u64,
+    n: usize,
+    id_out: *mut u64,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let h = unsafe { index_mut(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let name = unsafe { bytes(name, name_len, "name") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let hashes = unsafe { slice(hashes, n, "hashes") }?;
+        let mut filter = BloomFilter::new(*h.index.params())?;
+        for &hash in hashes {
+            filter.insert_hash(KeyHash::from_u64(hash));
+        }
+        let id = add_filter(h, name, &filter)?;
+        if !id_out.is_null() {
+            // SAFETY: non-null, valid by the caller's contract.
+            unsafe { write_out(id_out, id, "id_out") }?;
+        }
+        Ok(())
+    })
+}
+
+/// Adds a new set called `name` from a ready Bloom filter: `n_words`
+/// little-endian-bit-order words (bit `i` of the filter is bit `i % 64` of
+/// `words[i / 64]`), exactly `ceil(m / 64)` of them, with no bit set at or
+/// beyond `m`. The filter must have been built with this index's `m`, `k`
+/// and seed. On success `*id_out` (if not null) receives the set's id.
+///
+/// Thread safety: exclusive (changes the index).
+///
+/// # Safety
+///
+/// As [`bloomslice_index_add_set`]; `words` must point to `n_words` aligned
+/// `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_add_filter(
+    index: *mut BloomsliceIndex,
+    name: *const u8,
+    name_len: usize,
+    words: *const u64,
+    n_words: usize,
+    id_out: *mut u64,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let h = unsafe { index_mut(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let name = unsafe { bytes(name, name_len, "name") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let words = unsafe { slice(words, n_words, "words") }?;
+        let filter = BloomFilter::from_words(*h.index.params(), words)?;
+        let id = add_filter(h, name, &filter)?;
+        if !id_out.is_null() {
+            // SAFETY: non-null, valid by the caller's contract.
+            unsafe { write_out(id_out, id, "id_out") }?;
+        }
+        Ok(())
+    })
+}
+
+/// Removes the set called `name`.
+///
+/// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name.
+///
+/// Thread safety: exclusive (changes the index).
+///
+/// # Safety
+///
+/// `index` must be a live handle used by no other call; `name` must point
+/// to `name_len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_remove_set(
+    index: *mut BloomsliceIndex,
+    name: *const u8,
+    name_len: usize,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let h = unsafe { index_mut(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let name = unsafe { bytes(name, name_len, "name") }?;
+        let id = h.names.id(name).ok_or_else(|| Failure {
+            status: BloomsliceStatus::NotFound,
+            message: format!("no set named {:?} in the index", String::from_utf8_lossy(name)),
+        })?;
+        h.index.delete_filter(id)?;
+        h.names.remove(id);
+        Ok(())
+    })
+}
+
+/// Saves the index with its names to `path`, atomically: a temporary file
+/// is written, synced and renamed over `path`, so a failure never leaves a
+/// partial file and processes that mapped the old file keep reading it.
+///
+/// Thread safety: concurrent with other readers (queries may run meanwhile).
+///
+/// # Safety
+///
+/// `index` must be a live handle; `path` a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_save(index: *const BloomsliceIndex, path: *const c_char) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let path = unsafe { path_arg(path) }?;
+        persist::save(&path, &h.index, &h.names)?;
+        Ok(())
+    })
+}
+
+/// Looks up the id of the set called `name` into `*id_out`.
+///
+/// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `index` must be a live handle; `name` must point to `name_len` bytes;
+/// `id_out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_set_id(
+    index: *const BloomsliceIndex,
+    name: *const u8,
+    name_len: usize,
+    id_out: *mut u64,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let name = unsafe { bytes(name, name_len, "name") }?;
+        let id = h.names.id(name).ok_or_else(|| Failure {
+            status: BloomsliceStatus::NotFound,
+            message: format!("no set named {:?} in the index", String::from_utf8_lossy(name)),
+        })?;
+        // SAFETY: forwarded caller contract.
+        unsafe { write_out(id_out, id, "id_out") }
+    })
+}
+
+/// Copies the name of set `id` (bytes, not NUL-terminated) into `buf`
+/// (`cap` bytes) and its length into `*len_out`. When `cap` is too small,
+/// returns `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL` with `*len_out` set to the
+/// length needed and nothing copied.
+///
+/// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when set `id` has no name.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `index` must be a live handle; `buf` null (with `cap` 0) or valid for
+/// `cap` bytes; `len_out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_index_set_name(
+    index: *const BloomsliceIndex,
+    id: u64,
+    buf: *mut u8,
+    cap: usize,
+    len_out: *mut usize,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract.
+        let h = unsafe { index_ref(index) }?;
+        check_ptr(len_out.cast_const(), "len_out")?;
+        let name = h
+            .names
+            .name(id)
+            .ok_or_else(|| Failure { status: BloomsliceStatus::NotFound, message: format!("set {id} has no name") })?;
+        // SAFETY: checked above; valid by the caller's contract.
+        unsafe { len_out.write(name.len()) };
+        if name.len() > cap {
+            return Err(Failure {
+                status: BloomsliceStatus::BufferTooSmall,
+                message: format!("the name of set {id} needs {} bytes, the buffer has {cap}", name.len()),
+            });
+        }
+        // SAFETY: forwarded caller contract (`cap >= name.len()` bytes).
+        let out = unsafe { slice_mut(buf, name.len(), "buf") }?;
+        out.copy_from_slice(name);
+        Ok(())
+    })
+}
+
+/// The 64-bit hash this index gives the byte key `key` (seeded xxh3-64):
+/// [`bloomslice_query_hash`] with it answers as [`bloomslice_query`] with
+/// the key. Lets a caller hash once and keep hashes.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `index` must be a live handle; `key` must point to `key_len` bytes;
+/// `hash_out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_hash_key(
+    index: *const BloomsliceIndex,
+    key: *const u8,
+    key_len: usize,
+    hash_out: *mut u64,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let key = unsafe { bytes(key, key_len, "key") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        unsafe { write_out(hash_out, h.index.params().hash(key).h1, "hash_out") }
+    })
+}
+
+/// Queries one hash; copies the matching ids (in index order) into
+/// `ids_out` and their number into `*n_out`.
+///
+/// # Safety
+///
+/// As [`bloomslice_query`].
+unsafe fn query_one(
+    h: &BloomsliceIndex,
+    hash: KeyHash,
+    ids_out: *mut u64,
+    cap: usize,
+    n_out: *mut usize,
+) -> Result<(), Failure> {
+    check_ptr(n_out.cast_const(), "n_out")?;
+    // SAFETY: forwarded caller contract.
+    let out = unsafe { slice_mut(ids_out, cap, "ids_out") }?;
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
+        let ids = &mut scratch.ids;
+        h.index.query_hash_into(hash, ids);
+        // SAFETY: checked above; valid by the caller's contract.
+        unsafe { n_out.write(ids.len()) };
+        let room = ids.len().min(cap);
+        out[..room].copy_from_slice(&ids[..room]);
+        if ids.len() > cap {
+            return Err(Failure {
+                status: BloomsliceStatus::BufferTooSmall,
+                message: format!("{} sets match, ids_out has room for {cap}", ids.len()),
+            });
+        }
+        Ok(())
+    })
+}
+
+/// Which sets may contain the byte key `key` (`key_len` bytes): their ids,
+/// in index order, go to `ids_out` (room for `cap`) and their number to
+/// `*n_out`. When more than `cap` sets match, the first `cap` ids are
+/// written, `*n_out` says how many there are, and the call returns
+/// `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`. A buffer with room for every set
+/// ([`BloomsliceInfo::sets`]) is always enough. Allocates nothing once the
+/// thread's buffers are warm.
+///
+/// Thread safety: concurrent with other readers (many threads may query one
+/// handle at once).
+///
+/// # Safety
+///
+/// `index` must be a live handle; `key` must point to `key_len` bytes;
+/// `ids_out` null (with `cap` 0) or valid for `cap` writes; `n_out` valid
+/// for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_query(
+    index: *const BloomsliceIndex,
+    key: *const u8,
+    key_len: usize,
+    ids_out: *mut u64,
+    cap: usize,
+    n_out: *mut usize,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let key = unsafe { bytes(key, key_len, "key") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        unsafe { query_one(h, h.index.params().hash(key), ids_out, cap, n_out) }
+    })
+}
+
+/// [`bloomslice_query`] for a key given as the caller's 64-bit hash (used
+/// as is, without the seed; see [`bloomslice_hash_key`]).
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// As [`bloomslice_query`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_query_hash(
+    index: *const BloomsliceIndex,
+    hash: u64,
+    ids_out: *mut u64,
+    cap: usize,
+    n_out: *mut usize,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        unsafe { query_one(h, KeyHash::from_u64(hash), ids_out, cap, n_out) }
+    })
+}
+
+/// Runs a batch of `n` keys, `BATCH_CHUNK` at a time, writing ids and
+/// offsets (CSR layout) into the caller's buffers.
+fn query_chunks(
+    h: &BloomsliceIndex,
+    n: usize,
+    mut hash_into: impl FnMut(usize, usize, &mut Vec<KeyHash>) -> Result<(), Failure>,
+    ids_out: &mut [u64],
+    offsets: &mut [usize],
+) -> Result<usize, Failure> {
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
+        let Scratch { hashes, results, .. } = &mut *scratch;
+        let mut total = 0usize;
+        offsets[0] = 0;
+        let mut start = 0;
+        while start < n {
+            let end = (start + BATCH_CHUNK).min(n);
+            hashes.clear();
+            hash_into(start, end, hashes)?;
+            h.index.query_batch_hashes(hashes, results);
+            // One copy per chunk: per-key copies of a few ids each cost a
+            // memcpy call per key (5% of a query on `full` N = 1 000).
+            let (ids, ends) = results.flat();
+            if total < ids_out.len() {
+                let room = (ids_out.len() - total).min(ids.len());
+                ids_out[total..total + room].copy_from_slice(&ids[..room]);
+            }
+            for (offset, &end) in offsets[start + 1..=end].iter_mut().zip(ends) {
+                *offset = total + end;
+            }
+            total += ids.len();
+            start = end;
+        }
+        Ok(total)
+    })
+}
+
+/// Finishes a batch call: writes `*total_out`, reports a short buffer.
+///
+/// # Safety
+///
+/// `total_out` must be checked already.
+unsafe fn finish_batch(total: usize, cap: usize, total_out: *mut usize) -> Result<(), Failure> {
+    // SAFETY: checked by the caller; valid by the caller's contract.
+    unsafe { total_out.write(total) };
+    if total > cap {
+        return Err(Failure {
+            status: BloomsliceStatus::BufferTooSmall,
+            message: format!("the batch matched {total} ids, ids_out has room for {ids}", ids = cap),
+        });
+    }
+    Ok(())
+}
+
+/// Queries a batch of `n_keys` byte keys (`keys[i]`, `key_lens[i]` bytes).
+/// Results use the CSR layout: the ids (index order) of key `i` are
+/// `ids_out[offsets_out[i] .. offsets_out[i + 1]]`; `offsets_out` receives
+/// `n_keys + 1` entries and `*total_out` the total number of ids. When the
+/// total exceeds `ids_cap`, the offsets and `*total_out` are still complete,
+/// the first `ids_cap` ids are written, and the call returns
+/// `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`: call again with a buffer of
+/// `*total_out` ids. Keys are hashed and queried in chunks with prefetching
+/// (the library's `query_batch`); nothing is allocated once the thread's
+/// buffers are warm.
+///
+/// Thread safety: concurrent with other readers (many threads may query one
+/// handle at once).
+///
+/// # Safety
+///
+/// `index` must be a live handle; `keys` and `key_lens` must point to
+/// `n_keys` elements, each `keys[i]` to `key_lens[i]` bytes; `ids_out` null
+/// (with `ids_cap` 0) or valid for `ids_cap` writes; `offsets_out` valid for
+/// `n_keys + 1` writes; `total_out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_query_batch(
+    index: *const BloomsliceIndex,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n_keys: usize,
+    ids_out: *mut u64,
+    ids_cap: usize,
+    offsets_out: *mut usize,
+    total_out: *mut usize,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let keys = unsafe { slice(keys, n_keys, "keys") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let lens = unsafe { slice(key_lens, n_keys, "key_lens") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let ids = unsafe { slice_mut(ids_out, ids_cap, "ids_out") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let offsets = unsafe { slice_mut(offsets_out, n_keys.saturating_add(1), "offsets_out") }?;
+        check_ptr(total_out.cast_const(), "total_out")?;
+        // Check every key pointer before the first query, so a bad pointer
+        // fails the call without partial output.
+        for (i, (&key, &len)) in keys.iter().zip(lens).enumerate() {
+            // SAFETY: forwarded caller contract for `keys[i]`.
+            unsafe { bytes(key, len, "keys[i]") }.map_err(|e| Failure::invalid(format!("key {i}: {}", e.message)))?;
+        }
+        let params = *h.index.params();
+        let total = query_chunks(
+            h,
+            n_keys,
+            |start, end, hashes| {
+                for (&key, &len) in keys[start..end].iter().zip(&lens[start..end]) {
+                    // SAFETY: every key pointer was checked above and is
+                    // valid by the caller's contract.
+                    hashes.push(params.hash(unsafe { bytes(key, len, "key") }?));
+                }
+                Ok(())
+            },
+            ids,
+            offsets,
+        )?;
+        // SAFETY: `total_out` checked above.
+        unsafe { finish_batch(total, ids_cap, total_out) }
+    })
+}
+
+/// [`bloomslice_query_batch`] for keys given as the caller's 64-bit hashes
+/// (`hashes[i]`, `n` of them; see [`bloomslice_hash_key`]). `offsets_out`
+/// receives `n + 1` entries.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// As [`bloomslice_query_batch`]; `hashes` must point to `n` aligned
+/// `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_query_batch_hashes(
+    index: *const BloomsliceIndex,
+    hashes: *const u64,
+    n: usize,
+    ids_out: *mut u64,
+    ids_cap: usize,
+    offsets_out: *mut usize,
+    total_out: *mut usize,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let h = unsafe { index_ref(index) }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let input = unsafe { slice(hashes, n, "hashes") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let ids = unsafe { slice_mut(ids_out, ids_cap, "ids_out") }?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let offsets = unsafe { slice_mut(offsets_out, n.saturating_add(1), "offsets_out") }?;
+        check_ptr(total_out.cast_const(), "total_out")?;
+        let total = query_chunks(
+            h,
+            n,
+            |start, end, out| {
+                out.extend(input[start..end].iter().map(|&x| KeyHash::from_u64(x)));
+                Ok(())
+            },
+            ids,
+            offsets,
+        )?;
+        // SAFETY: `total_out` checked above.
+        unsafe { finish_batch(total, ids_cap, total_out) }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ptr;
+
+    fn last_error() -> String {
+        // SAFETY: `bloomslice_last_error` returns a NUL-terminated string.
+        unsafe { CStr::from_ptr(bloomslice_last_error()) }.to_string_lossy().into_owned()
+    }
+
+    fn new_index() -> *mut BloomsliceIndex {
+        let mut h = ptr::null_mut();
+        // SAFETY: `h` is a valid out pointer.
+        assert_eq!(unsafe { bloomslice_index_new_for_capacity(1000, 0.01, 3, &mut h) }, BloomsliceStatus::Ok);
+        h
+    }
+
+    fn add(h: *mut BloomsliceIndex, name: &str, keys: &[&[u8]]) -> u64 {
+        let ptrs: Vec<*const u8> = keys.iter().map(|k| k.as_ptr()).collect();
+        let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
+        let mut id = u64::MAX;
+        // SAFETY: all pointers describe live buffers of the stated lengths.
+        let st = unsafe {
+            bloomslice_index_add_set(h, name.as_ptr(), name.len(), ptrs.as_ptr(), lens.as_ptr(), keys.len(), &mut id)
+        };
+        assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+        id
+    }
+
+    fn query(h: *const BloomsliceIndex, key: &[u8]) -> Vec<u64> {
+        let mut ids = vec![0u64; 16];
+        let mut n = 0;
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe { bloomslice_query(h, key.as_ptr(), key.len(), ids.as_mut_ptr(), ids.len(), &mut n) };
+        assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+        ids.truncate(n);
+        ids
+    }
+
+    #[test]
+    fn build_query_remove_and_batch_agree_with_the_library() {
+        let h = new_index();
+        let a = add(h, "a", &[b"apple", b"pear", b""]);
+        let b = add(h, "b", &[b"pear", b"plum"]);
+        assert_ne!(a, b);
+        assert_eq!(query(h, b"apple"), vec![a]);
+        let mut both = query(h, b"pear");
+        both.sort_unstable();
+        assert_eq!(both, vec![a, b]);
+        assert!(query(h, b"").contains(&a));
+
+        // The batch of byte keys and of hashes answer as single queries do.
+        let keys: Vec<Vec<u8>> = (0..5000u32).map(|i| format!("k{i}").into_bytes()).chain([b"pear".to_vec()]).collect();
+        let ptrs: Vec<*const u8> = keys.iter().map(|k| k.as_ptr()).collect();
+        let lens: Vec<usize> = keys.iter().map(Vec::len).collect();
+        let mut ids = vec![0u64; 2 * keys.len()];
+        let mut offsets = vec![0usize; keys.len() + 1];
+        let mut total = 0;
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe {
+            bloomslice_query_batch(
+                h,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                keys.len(),
+                ids.as_mut_ptr(),
+                ids.len(),
+                offsets.as_mut_ptr(),
+                &mut total,
+            )
+        };
+        assert_eq!(st, BloomsliceStatus::Ok);
+        let hashes: Vec<u64> = keys
+            .iter()
+            .map(|k| {
+                let mut x = 0;
+                // SAFETY: live buffers.
+                assert_eq!(unsafe { bloomslice_hash_key(h, k.as_ptr(), k.len(), &mut x) }, BloomsliceStatus::Ok);
+                x
+            })
+            .collect();
+        let mut ids2 = vec![0u64; 2 * keys.len()];
+        let mut offsets2 = vec![0usize; keys.len() + 1];
+        let mut total2 = 0;
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe {
+            bloomslice_query_batch_hashes(
+                h,
+                hashes.as_ptr(),
+                hashes.len(),
+                ids2.as_mut_ptr(),
+                ids2.len(),
+                offsets2.as_mut_ptr(),
+                &mut total2,
+            )
+        };
+        assert_eq!(st, BloomsliceStatus::Ok);
+        assert_eq!((total, &offsets, &ids[..total]), (total2, &offsets2, &ids2[..total2]));
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!(&ids[offsets[i]..offsets[i + 1]], query(h, key).as_slice(), "key {i}");
+        }
+        assert_eq!(offsets[keys.len()], total);
+
+        // A short buffer: complete offsets and total, BUFFER_TOO_SMALL.
+        let mut short = [0u64; 1];
+        let mut total3 = 0;
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe {
+            bloomslice_query_batch_hashes(
+                h,
+                hashes.as_ptr(),
+                hashes.len(),
+                short.as_mut_ptr(),
+                0,
+                offsets2.as_mut_ptr(),
+                &mut total3,
+            )
+        };
+        assert_eq!(st, BloomsliceStatus::BufferTooSmall);
+        assert_eq!(total3, total);
+        assert_eq!(offsets2, offsets);
+
+        // SAFETY: live handle and name.
+        assert_eq!(unsafe { bloomslice_index_remove_set(h, b"a".as_ptr(), 1) }, BloomsliceStatus::Ok);
+        assert_eq!(query(h, b"pear"), vec![b]);
+        // SAFETY: live handle and name.
+        assert_eq!(unsafe { bloomslice_index_remove_set(h, b"a".as_ptr(), 1) }, BloomsliceStatus::NotFound);
+        assert!(last_error().contains("no set named"), "{}", last_error());
+        // SAFETY: live handle, freed once.
+        unsafe { bloomslice_index_free(h) };
+    }
+
+    #[test]
+    fn a_panic_becomes_a_status_and_a_message() {
+        let status = entry(|| panic!("boom"));
+        assert_eq!(status, BloomsliceStatus::Internal);
+        assert!(last_error().contains("internal error") && last_error().contains("boom"), "{}", last_error());
+        assert_eq!(entry(|| Err(Failure::invalid("a\0b"))), BloomsliceStatus::InvalidArgument);
+        assert_eq!(last_error(), "a\\0b");
+    }
+
+    #[test]
+    fn bad_arguments_are_errors_not_crashes() {
+        let h = new_index();
+        let mut n = 0;
+        let mut out = ptr::null_mut();
+        // SAFETY: every pointer below is null, misaligned on purpose or
+        // live; the functions must reject the bad ones without reading them.
+        unsafe {
+            assert_eq!(
+                bloomslice_query(ptr::null(), b"x".as_ptr(), 1, ptr::null_mut(), 0, &mut n),
+                BloomsliceStatus::InvalidArgument
+            );
+            assert!(last_error().contains("index is null"));
+            assert_eq!(
+                bloomslice_query(h, ptr::null(), 3, ptr::null_mut(), 0, &mut n),
+                BloomsliceStatus::InvalidArgument
+            );
+            assert_eq!(
+                bloomslice_query(h, b"x".as_ptr(), 1, ptr::null_mut(), 0, ptr::null_mut()),
+                BloomsliceStatus::InvalidArgument
+            );
+            assert_eq!(bloomslice_index_new(0, 3, 0, &mut out), BloomsliceStatus::InvalidArgument);
+            assert!(last_error().contains("m = 0"), "{}", last_error());
+            assert_eq!(bloomslice_index_new_for_capacity(10, 1.5, 0, &mut out), BloomsliceStatus::InvalidArgument);
+            assert_eq!(bloomslice_index_new(64, 3, 0, ptr::null_mut()), BloomsliceStatus::InvalidArgument);
+            assert_eq!(bloomslice_index_load(ptr::null(), &mut out), BloomsliceStatus::InvalidArgument);
+            assert_eq!(bloomslice_index_load(c"/nonexistent/x.bsi".as_ptr(), &mut out), BloomsliceStatus::Io);
+            assert!(out.is_null());
+            assert_eq!(
+                bloomslice_index_add_set(h, b"".as_ptr(), 0, ptr::null(), ptr::null(), 0, ptr::null_mut()),
+                BloomsliceStatus::InvalidArgument
+            );
+            let storage = [0u64; 2];
+            let misaligned = storage.as_ptr().cast::<u8>().wrapping_add(1).cast::<u64>();
+            assert_eq!(
+                bloomslice_query_batch_hashes(h, misaligned, 1, ptr::null_mut(), 0, ptr::null_mut(), &mut n),
+                BloomsliceStatus::InvalidArgument
+            );
+            assert!(last_error().contains("aligned"), "{}", last_error());
+            let words = [0u64; 3];
+            assert_eq!(
+                bloomslice_index_add_filter(h, b"f".as_ptr(), 1, words.as_ptr(), 3, ptr::null_mut()),
+                BloomsliceStatus::InvalidArgument
+            );
+            assert!(last_error().contains("words"), "{}", last_error());
+            bloomslice_index_free(ptr::null_mut());
+            bloomslice_index_free(h);
+        }
+    }
+
+    #[test]
+    fn save_load_and_map_answer_alike_and_corrupt_files_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.bsi");
+        let cpath = CString::new(path.to_str().unwrap()).unwrap();
+        let h = new_index();
+        let a = add(h, "a", &[b"one", b"two"]);
+        let mut loaded = ptr::null_mut();
+        let mut mapped = ptr::null_mut();
+        // SAFETY: live handles, NUL-terminated paths, valid out pointers.
+        unsafe {
+            assert_eq!(bloomslice_index_save(h, cpath.as_ptr()), BloomsliceStatus::Ok);
+            assert_eq!(bloomslice_index_load(cpath.as_ptr(), &mut loaded), BloomsliceStatus::Ok);
+            assert_eq!(bloomslice_index_open_mapped(cpath.as_ptr(), true, &mut mapped), BloomsliceStatus::Ok);
+            let mut info = BloomsliceInfo::default();
+            assert_eq!(bloomslice_index_info(mapped, &mut info), BloomsliceStatus::Ok);
+            assert_eq!((info.m, info.k, info.seed, info.sets, info.mapped), (10112, 7, 3, 1, true));
+            let mut id = 0;
+            assert_eq!(bloomslice_index_set_id(loaded, b"a".as_ptr(), 1, &mut id), BloomsliceStatus::Ok);
+            assert_eq!(id, a);
+            let mut name = [0u8; 4];
+            let mut len = 0;
+            assert_eq!(bloomslice_index_set_name(mapped, a, name.as_mut_ptr(), 4, &mut len), BloomsliceStatus::Ok);
+            assert_eq!(&name[..len], b"a");
+            assert_eq!(
+                bloomslice_index_set_name(mapped, a, name.as_mut_ptr(), 0, &mut len),
+                BloomsliceStatus::BufferTooSmall
+            );
+            assert_eq!(len, 1);
+        }
+        for key in [&b"one"[..], b"two", b"three"] {
+            assert_eq!(query(loaded, key), query(h, key));
+            assert_eq!(query(mapped, key), query(h, key));
+        }
+        let bad_path = dir.path().join("bad.bsi");
+        std::fs::write(&bad_path, b"definitely not an index file, but long enough to have a header of some sort......")
+            .unwrap();
+        let cpath = CString::new(bad_path.to_str().unwrap()).unwrap();
+        let mut bad = ptr::null_mut();
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(bloomslice_index_load(cpath.as_ptr(), &mut bad), BloomsliceStatus::CorruptFile);
+            assert!(last_error().contains("magic"), "{}", last_error());
+            assert_eq!(bloomslice_index_open_mapped(cpath.as_ptr(), false, &mut bad), BloomsliceStatus::CorruptFile);
+            assert!(bad.is_null());
+            for handle in [h, loaded, mapped] {
+                bloomslice_index_free(handle);
+            }
+        }
+    }
+}

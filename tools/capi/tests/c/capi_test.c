@@ -1,0 +1,349 @@
+/* Tests of the bloomslice C ABI through the generated header, linked the
+ * way a C service links it. Run under valgrind in CI (.ci/run). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bloomslice.h"
+
+static int passed = 0, failed = 0;
+
+#define EXPECT(cond)                                                          \
+  do {                                                                        \
+    if (cond) {                                                               \
+      passed++;                                                               \
+    } else {                                                                  \
+      failed++;                                                               \
+      fprintf(stderr, "%s:%d: FAILED: %s (last error: %s)\n", __FILE__,       \
+              __LINE__, #cond, bloomslice_last_error());                      \
+    }                                                                         \
+  } while (0)
+
+#define SETS 20
+#define KEYS_PER_SET 200
+#define QUERIES 3000
+
+static const uint8_t *u8(const char *s) { return (const uint8_t *)s; }
+
+/* Key j of set i ("s<i>-k<j>"), or an absent key for i >= SETS. */
+static size_t key_of(int i, int j, char *buf) {
+  return (size_t)sprintf(buf, "s%d-k%d", i, j);
+}
+
+/* The query keys: every other one inserted, the others absent. */
+static char query_keys[QUERIES][32];
+static const uint8_t *query_ptrs[QUERIES];
+static size_t query_lens[QUERIES];
+
+static void make_queries(void) {
+  for (int q = 0; q < QUERIES; q++) {
+    int set = q % 2 == 0 ? (q / 2) % SETS : SETS + q;
+    query_lens[q] = key_of(set, q % KEYS_PER_SET, query_keys[q]);
+    query_ptrs[q] = u8(query_keys[q]);
+  }
+}
+
+/* Answers of one handle: CSR ids and offsets. */
+typedef struct {
+  uint64_t *ids;
+  size_t offsets[QUERIES + 1];
+  size_t total;
+} answers;
+
+static int batch(const BloomsliceIndex *index, answers *a) {
+  size_t cap = (size_t)QUERIES * SETS;
+  a->ids = malloc(cap * sizeof(uint64_t));
+  return bloomslice_query_batch(index, query_ptrs, query_lens, QUERIES, a->ids, cap,
+                                a->offsets, &a->total) == BLOOMSLICE_STATUS_OK;
+}
+
+static int same(const answers *a, const answers *b) {
+  return a->total == b->total &&
+         memcmp(a->offsets, b->offsets, sizeof a->offsets) == 0 &&
+         memcmp(a->ids, b->ids, a->total * sizeof(uint64_t)) == 0;
+}
+
+static BloomsliceIndex *build(void) {
+  BloomsliceIndex *index = NULL;
+  if (bloomslice_index_new_for_capacity(1000, 0.01, 42, &index) != BLOOMSLICE_STATUS_OK) return NULL;
+  static char keys[KEYS_PER_SET][32];
+  const uint8_t *ptrs[KEYS_PER_SET];
+  size_t lens[KEYS_PER_SET];
+  for (int i = 0; i < SETS; i++) {
+    for (int j = 0; j < KEYS_PER_SET; j++) {
+      lens[j] = key_of(i, j, keys[j]);
+      ptrs[j] = u8(keys[j]);
+    }
+    char name[16];
+    int n = sprintf(name, "set%02d", i);
+    uint64_t id = 99;
+    if (bloomslice_index_add_set(index, u8(name), (size_t)n, ptrs, lens, KEYS_PER_SET, &id) !=
+            BLOOMSLICE_STATUS_OK ||
+        id != (uint64_t)i)
+      return NULL;
+  }
+  return index;
+}
+
+static void test_no_false_negatives_and_batch_equals_single(const BloomsliceIndex *index) {
+  int missing = 0, mismatched = 0;
+  char key[32];
+  uint64_t ids[SETS];
+  size_t n;
+  for (int i = 0; i < SETS; i++)
+    for (int j = 0; j < KEYS_PER_SET; j++) {
+      size_t len = key_of(i, j, key);
+      int found = 0;
+      if (bloomslice_query(index, u8(key), len, ids, SETS, &n) != BLOOMSLICE_STATUS_OK) missing++;
+      for (size_t x = 0; x < n; x++) found |= ids[x] == (uint64_t)i;
+      missing += !found;
+    }
+  EXPECT(missing == 0);
+  answers a;
+  EXPECT(batch(index, &a));
+  for (int q = 0; q < QUERIES; q++) {
+    bloomslice_query(index, query_ptrs[q], query_lens[q], ids, SETS, &n);
+    if (n != a.offsets[q + 1] - a.offsets[q] ||
+        memcmp(ids, a.ids + a.offsets[q], n * sizeof(uint64_t)) != 0)
+      mismatched++;
+  }
+  EXPECT(mismatched == 0);
+  EXPECT(a.offsets[0] == 0 && a.offsets[QUERIES] == a.total);
+  EXPECT(a.total >= QUERIES / 2); /* every present key matches its set */
+
+  /* The same batch as caller hashes. */
+  uint64_t *hashes = malloc(QUERIES * sizeof(uint64_t));
+  int hashed = 1;
+  for (int q = 0; q < QUERIES; q++)
+    hashed &= bloomslice_hash_key(index, query_ptrs[q], query_lens[q], &hashes[q]) == BLOOMSLICE_STATUS_OK;
+  EXPECT(hashed);
+  answers h;
+  size_t cap = (size_t)QUERIES * SETS;
+  h.ids = malloc(cap * sizeof(uint64_t));
+  EXPECT(bloomslice_query_batch_hashes(index, hashes, QUERIES, h.ids, cap, h.offsets, &h.total) ==
+         BLOOMSLICE_STATUS_OK);
+  EXPECT(same(&a, &h));
+  EXPECT(bloomslice_query_hash(index, hashes[0], ids, SETS, &n) == BLOOMSLICE_STATUS_OK);
+  EXPECT(n == a.offsets[1] && memcmp(ids, a.ids, n * sizeof(uint64_t)) == 0);
+
+  /* Short buffers: complete counts, partial ids, BUFFER_TOO_SMALL. */
+  size_t total = 0;
+  EXPECT(bloomslice_query_batch_hashes(index, hashes, QUERIES, h.ids, 3, h.offsets, &total) ==
+         BLOOMSLICE_STATUS_BUFFER_TOO_SMALL);
+  EXPECT(total == a.total && memcmp(h.offsets, a.offsets, sizeof a.offsets) == 0);
+  EXPECT(strstr(bloomslice_last_error(), "room for 3") != NULL);
+  EXPECT(bloomslice_query(index, u8("s3-k1"), 5, NULL, 0, &n) == BLOOMSLICE_STATUS_BUFFER_TOO_SMALL);
+  EXPECT(n >= 1);
+  /* An empty batch is fine and writes one offset. */
+  EXPECT(bloomslice_query_batch(index, NULL, NULL, 0, NULL, 0, h.offsets, &total) == BLOOMSLICE_STATUS_OK);
+  EXPECT(total == 0 && h.offsets[0] == 0);
+  free(hashes);
+  free(h.ids);
+  free(a.ids);
+}
+
+static void test_bad_arguments(BloomsliceIndex *index) {
+  uint64_t ids[4];
+  size_t n, offsets[2], total;
+  BloomsliceIndex *out = NULL;
+  EXPECT(bloomslice_query(NULL, u8("x"), 1, ids, 4, &n) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(strstr(bloomslice_last_error(), "index is null") != NULL);
+  EXPECT(bloomslice_query(index, NULL, 5, ids, 4, &n) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_query(index, u8("x"), 1, NULL, 4, &n) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_query(index, u8("x"), 1, ids, 4, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  const uint8_t *keys[1] = {NULL};
+  size_t lens[1] = {3};
+  EXPECT(bloomslice_query_batch(index, keys, lens, 1, ids, 4, offsets, &total) ==
+         BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(strstr(bloomslice_last_error(), "key 0") != NULL);
+  EXPECT(bloomslice_query_batch(index, keys, lens, 1, ids, 4, NULL, &total) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  uint64_t aligned[2] = {1, 2};
+  const uint64_t *misaligned = (const uint64_t *)((const char *)aligned + 1);
+  EXPECT(bloomslice_query_batch_hashes(index, misaligned, 1, ids, 4, offsets, &total) ==
+         BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_new(0, 7, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT && out == NULL);
+  EXPECT(bloomslice_index_new(1000, 0, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_new_for_capacity(0, 0.01, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_new_for_capacity(100, 0.0, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_new(1000, 7, 0, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_load(NULL, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_load("", &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_save(index, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_add_set(index, u8(""), 0, NULL, NULL, 0, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_add_set(index, u8("set00"), 5, NULL, NULL, 0, NULL) == BLOOMSLICE_STATUS_ALREADY_EXISTS);
+  EXPECT(bloomslice_index_remove_set(index, u8("nope"), 4) == BLOOMSLICE_STATUS_NOT_FOUND);
+  EXPECT(bloomslice_index_set_id(index, u8("nope"), 4, ids) == BLOOMSLICE_STATUS_NOT_FOUND);
+  EXPECT(bloomslice_index_set_name(index, 12345, NULL, 0, &n) == BLOOMSLICE_STATUS_NOT_FOUND);
+  EXPECT(bloomslice_index_info(index, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  bloomslice_index_free(NULL);
+}
+
+static void test_filters_and_hashes(BloomsliceIndex *index) {
+  BloomsliceInfo info;
+  EXPECT(bloomslice_index_info(index, &info) == BLOOMSLICE_STATUS_OK);
+  EXPECT(info.m == 10112 && info.k == 7 && info.seed == 42 && info.sets == SETS && !info.mapped);
+  size_t words = (size_t)((info.m + 63) / 64);
+  uint64_t *bits = calloc(words + 1, sizeof(uint64_t));
+  uint64_t ids[SETS + 4], empty_id, full_id, hashed_id;
+  size_t n;
+  /* An empty filter matches nothing; a full one matches everything. */
+  EXPECT(bloomslice_index_add_filter(index, u8("empty"), 5, bits, words, &empty_id) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_add_filter(index, u8("bad"), 3, bits, words + 1, NULL) ==
+         BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  for (size_t w = 0; w < words; w++) bits[w] = ~(uint64_t)0;
+  /* Bits set beyond m are refused (m = 1000 leaves 24 padding bits). */
+  BloomsliceIndex *small = NULL;
+  EXPECT(bloomslice_index_new(1000, 7, 0, &small) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_add_filter(small, u8("bad"), 3, bits, 16, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(strstr(bloomslice_last_error(), "beyond") != NULL);
+  bloomslice_index_free(small);
+  bits[words - 1] = info.m % 64 ? ((uint64_t)1 << (info.m % 64)) - 1 : ~(uint64_t)0;
+  EXPECT(bloomslice_index_add_filter(index, u8("full"), 4, bits, words, &full_id) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_query(index, u8("anything"), 8, ids, SETS + 4, &n) == BLOOMSLICE_STATUS_OK);
+  int has_full = 0, has_empty = 0;
+  for (size_t x = 0; x < n; x++) {
+    has_full |= ids[x] == full_id;
+    has_empty |= ids[x] == empty_id;
+  }
+  EXPECT(has_full && !has_empty);
+  /* Sets of caller hashes answer queries by hash. */
+  uint64_t hashes[3] = {11, 22, 0xdeadbeefcafef00dULL};
+  EXPECT(bloomslice_index_add_set_hashes(index, u8("hashed"), 6, hashes, 3, &hashed_id) == BLOOMSLICE_STATUS_OK);
+  int all = 1;
+  for (int i = 0; i < 3; i++) {
+    int found = 0;
+    bloomslice_query_hash(index, hashes[i], ids, SETS + 4, &n);
+    for (size_t x = 0; x < n; x++) found |= ids[x] == hashed_id;
+    all &= found;
+  }
+  EXPECT(all);
+  uint64_t id = 0;
+  EXPECT(bloomslice_index_set_id(index, u8("hashed"), 6, &id) == BLOOMSLICE_STATUS_OK && id == hashed_id);
+  /* Removing sets: their ids no longer answer. */
+  EXPECT(bloomslice_index_remove_set(index, u8("full"), 4) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_remove_set(index, u8("empty"), 5) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_remove_set(index, u8("hashed"), 6) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_query(index, u8("anything"), 8, ids, SETS + 4, &n) == BLOOMSLICE_STATUS_OK);
+  has_full = 0;
+  for (size_t x = 0; x < n; x++) has_full |= ids[x] == full_id;
+  EXPECT(!has_full);
+  EXPECT(bloomslice_index_info(index, &info) == BLOOMSLICE_STATUS_OK && info.sets == SETS);
+  free(bits);
+}
+
+typedef struct {
+  const BloomsliceIndex *index;
+  const answers *expected;
+  int ok;
+} worker;
+
+static void *query_thread(void *arg) {
+  worker *w = arg;
+  w->ok = 1;
+  for (int round = 0; round < 5; round++) {
+    answers a;
+    w->ok &= batch(w->index, &a) && same(&a, w->expected);
+    free(a.ids);
+  }
+  return NULL;
+}
+
+static void write_file(const char *path, const void *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  if (f) {
+    fwrite(data, 1, len, f);
+    fclose(f);
+  }
+}
+
+static void test_files_and_threads(const BloomsliceIndex *index, const char *dir) {
+  char path[512], bad[512];
+  snprintf(path, sizeof path, "%s/capi_test.bsi", dir);
+  snprintf(bad, sizeof bad, "%s/capi_test_bad.bsi", dir);
+  EXPECT(bloomslice_index_save(index, path) == BLOOMSLICE_STATUS_OK);
+  answers want;
+  EXPECT(batch(index, &want));
+  BloomsliceIndex *loaded = NULL, *mapped = NULL, *verified = NULL;
+  EXPECT(bloomslice_index_load(path, &loaded) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_open_mapped(path, false, &mapped) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_open_mapped(path, true, &verified) == BLOOMSLICE_STATUS_OK);
+  const BloomsliceIndex *handles[3] = {loaded, mapped, verified};
+  for (int i = 0; i < 3; i++) {
+    answers got = {0};
+    EXPECT(handles[i] != NULL && batch(handles[i], &got) && same(&got, &want));
+    free(got.ids);
+  }
+  char name[16];
+  size_t len = 0;
+  EXPECT(bloomslice_index_set_name(mapped, 7, (uint8_t *)name, sizeof name, &len) == BLOOMSLICE_STATUS_OK);
+  EXPECT(len == 5 && memcmp(name, "set07", 5) == 0);
+  EXPECT(bloomslice_index_set_name(mapped, 7, (uint8_t *)name, 2, &len) == BLOOMSLICE_STATUS_BUFFER_TOO_SMALL);
+
+  /* Four threads query one mapped handle at once. */
+  pthread_t threads[4];
+  worker workers[4];
+  for (int t = 0; t < 4; t++) {
+    workers[t] = (worker){mapped, &want, 0};
+    pthread_create(&threads[t], NULL, query_thread, &workers[t]);
+  }
+  for (int t = 0; t < 4; t++) {
+    pthread_join(threads[t], NULL);
+    EXPECT(workers[t].ok);
+  }
+
+  /* Hostile files: errors, never crashes. */
+  FILE *f = fopen(path, "rb");
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *bytes = malloc((size_t)size);
+  EXPECT(fread(bytes, 1, (size_t)size, f) == (size_t)size);
+  fclose(f);
+  BloomsliceIndex *out = NULL;
+  long cuts[] = {0, 7, 100, size / 2, size - 1};
+  for (int c = 0; c < 5; c++) {
+    write_file(bad, bytes, (size_t)cuts[c]);
+    EXPECT(bloomslice_index_load(bad, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE && out == NULL);
+    EXPECT(bloomslice_index_open_mapped(bad, false, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE && out == NULL);
+  }
+  bytes[size - 9] ^= 0x40; /* a bit in the rows of the last shard */
+  write_file(bad, bytes, (size_t)size);
+  EXPECT(bloomslice_index_load(bad, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE);
+  EXPECT(strstr(bloomslice_last_error(), "checksum") != NULL);
+  EXPECT(bloomslice_index_open_mapped(bad, true, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE);
+  bytes[size - 9] ^= 0x40;
+  bytes[0] ^= 0xff; /* magic */
+  write_file(bad, bytes, (size_t)size);
+  EXPECT(bloomslice_index_load(bad, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE);
+  EXPECT(strstr(bloomslice_last_error(), "magic") != NULL);
+  EXPECT(bloomslice_index_load("/nonexistent/dir/x.bsi", &out) == BLOOMSLICE_STATUS_IO);
+  EXPECT(bloomslice_index_load(dir, &out) == BLOOMSLICE_STATUS_IO);
+  EXPECT(bloomslice_index_save(index, "/nonexistent/dir/x.bsi") == BLOOMSLICE_STATUS_IO);
+  EXPECT(out == NULL);
+  free(bytes);
+
+  /* Changing a mapped index copies what it touches; the file is intact. */
+  EXPECT(bloomslice_index_remove_set(mapped, u8("set03"), 5) == BLOOMSLICE_STATUS_OK);
+  answers again = {0};
+  EXPECT(batch(verified, &again) && same(&again, &want));
+  free(again.ids);
+  for (int i = 0; i < 3; i++) bloomslice_index_free((BloomsliceIndex *)handles[i]);
+  free(want.ids);
+}
+
+int main(int argc, char **argv) {
+  const char *dir = argc > 1 ? argv[1] : ".";
+  EXPECT(strcmp(bloomslice_version(), "0.1.0") == 0);
+  EXPECT(strcmp(bloomslice_last_error(), "") == 0);
+  make_queries();
+  BloomsliceIndex *index = build();
+  EXPECT(index != NULL);
+  if (index == NULL) return 1;
+  test_no_false_negatives_and_batch_equals_single(index);
+  test_bad_arguments(index);
+  test_filters_and_hashes(index);
+  test_files_and_threads(index, dir);
+  bloomslice_index_free(index);
+  printf("capi_test: %d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}

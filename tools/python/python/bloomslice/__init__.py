@@ -1,0 +1,21 @@
+"""bloomslice: which of N Bloom filters may contain this key, at memory speed.
+
+An :class:`Index` holds named sets of keys as Bloom filters stored
+bit-sliced, so one query tests every set at once. Open an index file made by
+the ``bloomslice`` CLI (or saved from Python), or build one from a dict of
+set name to keys, or from a directory of text files (one set per file, one
+key per line)::
+
+    import bloomslice
+    index = bloomslice.Index.build({"fruit": ["apple", "pear"], "trees": ["oak", "pear"]})
+    index.query("pear")  # ['fruit', 'trees'] (and, rarely, false positives)
+
+Errors are exceptions: ``ValueError`` / ``TypeError`` for bad arguments,
+``OSError`` for files that cannot be read or written, and
+:class:`bloomslice.IndexError` (a subclass of ``OSError``) for files that
+are not valid index files.
+"""
+
+from ._native import Index, IndexError, __version__
+
+__all__ = ["Index", "IndexError", "__version__"]

@@ -1,0 +1,102 @@
+"""Type stubs of the bloomslice package (the native module `bloomslice._native`)."""
+
+import builtins
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal, Optional, Tuple, Union, overload
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+Key = Union[bytes, str]
+"""A key or set name: bytes as is, str as its UTF-8 bytes."""
+
+class IndexError(builtins.OSError):
+    """A file that is not a valid bloomslice index (wrong magic bytes,
+    unsupported version, truncated, checksum mismatch, inconsistent tables)."""
+
+class Index:
+    """Named sets of keys stored as bit-sliced Bloom filters: answers "which
+    sets may contain this key?" with no false negatives and a small rate of
+    false positives. Queries may run from many threads at once (the GIL is
+    released while the index works); `add` and `remove` wait for them."""
+
+    @staticmethod
+    def open(path: Union[str, os.PathLike[str]], *, mmap: bool = True, verify: bool = False) -> Index:
+        """Opens an index file, memory-mapped (the default: the file must not
+        be truncated or written in place while the index is alive) or read
+        into memory (`mmap=False`, fully verified). `verify=True` checks every
+        checksum of a mapped file first.
+
+        Raises FileNotFoundError/OSError if the file cannot be read and
+        bloomslice.IndexError if it is not a valid index file."""
+
+    @staticmethod
+    def build(
+        sets: Union[Mapping[Key, Iterable[Key]], str, os.PathLike[str]],
+        *,
+        n_exp: int = 10_000,
+        fp: float = 0.01,
+        m: Optional[int] = None,
+        k: Optional[int] = None,
+        seed: int = 0,
+    ) -> Index:
+        """Builds an index from a mapping of set name to keys, or from a
+        directory of text files (one set per file, one key per line). Filters
+        hold `n_exp` keys at false-positive rate `fp`, or exactly `m` bits
+        and `k` hashes. Set ids follow name order. Raises ValueError for bad
+        parameters or duplicate names, TypeError for keys that are not
+        bytes/str, OSError for an unreadable directory."""
+
+    def query(self, key: Key) -> list[str]:
+        """Names of the sets that may contain `key`, sorted."""
+
+    def query_ids(self, key: Key) -> list[int]:
+        """Ids of the sets that may contain `key`, in index order."""
+
+    @overload
+    def query_batch(
+        self, keys: npt.NDArray[np.uint64], *, arrays: bool = ...
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+        """Queries many keys. A 1-D uint64 NumPy array of hashes (see `hash`)
+        is read in place and gives `(ids, offsets)`: the set ids of key `i`
+        are `ids[offsets[i]:offsets[i + 1]]`. A sequence of bytes/str keys
+        gives one sorted list of names per key, or `(ids, offsets)` with
+        `arrays=True`."""
+    @overload
+    def query_batch(
+        self, keys: Sequence[Key], *, arrays: Literal[True]
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
+    @overload
+    def query_batch(self, keys: Sequence[Key], *, arrays: Literal[False] = ...) -> list[list[str]]: ...
+
+    def hash(self, key: Key) -> int:
+        """The 64-bit hash of `key` under this index's seed, for
+        `query_batch` with a NumPy array."""
+
+    def name(self, id: int) -> str:
+        """The name of set `id` (ValueError if it has none)."""
+
+    def id(self, name: Key) -> int:
+        """The id of the set called `name` (ValueError if none)."""
+
+    def names(self) -> list[str]:
+        """Set names in id order."""
+
+    def add(self, name: Key, keys: Iterable[Key]) -> int:
+        """Adds a new set; returns its id. ValueError if the name is taken."""
+
+    def remove(self, name: Key) -> None:
+        """Removes a set. ValueError if no set has this name."""
+
+    def save(self, path: Union[str, os.PathLike[str]]) -> None:
+        """Saves atomically (temporary file, fsync, rename)."""
+
+    def inspect(self) -> dict[str, object]:
+        """Parameters, layout, memory, fill, file facts and per-set details,
+        like `bloomslice inspect --json`."""
+
+    def __len__(self) -> int: ...
+    def __contains__(self, name: Key) -> bool: ...

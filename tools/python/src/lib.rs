@@ -1,0 +1,635 @@
+//! # bloomslice for Python
+//!
+//! The extension module `bloomslice._native` behind the `bloomslice` Python
+//! package: one class, [`Index`], over a [`SlicedIndex`] and its
+//! [`SetNames`]. The package's `__init__.pyi` documents the Python surface.
+//!
+//! - The GIL is released while the library works (opening, building,
+//!   inserting, querying, saving), so Python threads that query one index
+//!   run in parallel. Reading Python objects (keys, names) needs the GIL;
+//!   batches are therefore hashed a chunk at a time with the GIL held and
+//!   queried with it released.
+//! - Keys are never copied into an intermediate collection: a NumPy
+//!   `uint64` array of hashes is read in place, and `bytes` keys are hashed
+//!   straight from their buffers (`str` keys are encoded to UTF-8 once).
+//! - Errors are exceptions: `ValueError`/`TypeError` for bad arguments,
+//!   `OSError` (or its subclasses) for files, [`IndexError`] (a subclass of
+//!   `OSError`) for corrupt files. A panic would surface as PyO3's
+//!   `PanicException`, never as a crash.
+//! - Multi-key scoring (`score`) is not offered yet: the library has no such
+//!   operation; it comes in a later issue.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use bloomslice::persist::{self, FileInfo, LoadedIndex, Verify};
+use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, SetNames, SlicedIndex};
+use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+create_exception!(
+    bloomslice,
+    IndexError,
+    PyOSError,
+    "A file that is not a valid bloomslice index: wrong magic bytes, unsupported version, truncated, \
+     checksum mismatch or inconsistent tables. A subclass of OSError."
+);
+
+/// Keys hashed (with the GIL) and then queried (without it) at a time.
+const CHUNK: usize = 4096;
+
+/// A library error as the Python exception of its kind.
+fn py_err(e: Error) -> PyErr {
+    let message = e.to_string();
+    match e {
+        Error::Io { kind, .. } => match kind {
+            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+            std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+            _ => PyOSError::new_err(message),
+        },
+        Error::BadMagic
+        | Error::UnsupportedVersion { .. }
+        | Error::Truncated { .. }
+        | Error::ChecksumMismatch { .. }
+        | Error::CorruptFile(_) => IndexError::new_err(message),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// The bytes of a key or name: `bytes` as is, `str` as UTF-8; anything else
+/// is a `TypeError`. Calls `f` on the bytes without copying `bytes`.
+fn with_key_bytes<T>(obj: &Bound<'_, PyAny>, what: &str, f: impl FnOnce(&[u8]) -> T) -> PyResult<T> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(f(b.as_bytes()));
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        let encoded = s.encode_utf8()?;
+        return Ok(f(encoded.as_bytes()));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{what} must be bytes or str, not {}",
+        obj.get_type().name().map_or_else(|_| "?".to_owned(), |n| n.to_string())
+    )))
+}
+
+fn name_bytes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let name = with_key_bytes(obj, "a set name", <[u8]>::to_vec)?;
+    if name.is_empty() {
+        return Err(PyValueError::new_err("a set name must not be empty"));
+    }
+    Ok(name)
+}
+
+/// Filter parameters from the keyword arguments of `build`.
+fn params_of(n_exp: u64, fp: f64, m: Option<u64>, k: Option<u32>, seed: u64) -> PyResult<BloomParams> {
+    let params = match (m, k) {
+        (Some(m), Some(k)) => BloomParams::new(m, k),
+        (None, None) => BloomParams::for_capacity(n_exp, fp),
+        _ => return Err(PyValueError::new_err("give both m and k, or neither (then n_exp and fp size the filters)")),
+    };
+    Ok(params.map_err(py_err)?.with_seed(seed))
+}
+
+/// Inserts every key of the Python iterable `keys` into `filter`: hashed a
+/// chunk at a time with the GIL, inserted without it. Returns the number
+/// of keys.
+fn insert_keys(py: Python<'_>, filter: &mut BloomFilter, keys: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err("keys must be an iterable of bytes or str, not a single bytes or str"));
+    }
+    let params = *filter.params();
+    let mut chunk: Vec<KeyHash> = Vec::with_capacity(CHUNK);
+    let mut count = 0u64;
+    for key in keys.try_iter()? {
+        let key = key?;
+        chunk.push(with_key_bytes(&key, "a key", |b| params.hash(b))?);
+        if chunk.len() == CHUNK {
+            count += CHUNK as u64;
+            py.detach(|| chunk.iter().for_each(|&h| filter.insert_hash(h)));
+            chunk.clear();
+        }
+    }
+    count += chunk.len() as u64;
+    py.detach(|| chunk.iter().for_each(|&h| filter.insert_hash(h)));
+    Ok(count)
+}
+
+/// Reads a directory of text files: one set per file (named after the file),
+/// one key per line (`\n` or `\r\n`, empty lines skipped); files without
+/// keys are skipped. Sets come in file name order, as in the CLI's `build`.
+fn read_dir_sets(dir: &Path, params: BloomParams) -> Result<Vec<(Vec<u8>, BloomFilter)>, PyErr> {
+    let io = |what: &str, path: &Path, e: std::io::Error| {
+        let message = format!("cannot {what} {}: {e}", path.display());
+        match e.kind() {
+            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+            std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+            _ => PyOSError::new_err(message),
+        }
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| io("read directory", dir, e))? {
+        let entry = entry.map_err(|e| io("read directory", dir, e))?;
+        if entry.file_type().map_err(|e| io("stat", &entry.path(), e))?.is_file() {
+            files.push(entry.path());
+        }
+    }
+    files.sort();
+    let mut sets = Vec::with_capacity(files.len());
+    let mut line = Vec::new();
+    for path in files {
+        let file = std::fs::File::open(&path).map_err(|e| io("open", &path, e))?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let mut filter = BloomFilter::new(params).map_err(py_err)?;
+        let mut keys = 0u64;
+        loop {
+            line.clear();
+            if reader.read_until(b'\n', &mut line).map_err(|e| io("read", &path, e))? == 0 {
+                break;
+            }
+            let key = line.strip_suffix(b"\n").unwrap_or(&line);
+            let key = key.strip_suffix(b"\r").unwrap_or(key);
+            if !key.is_empty() {
+                filter.insert(key);
+                keys += 1;
+            }
+        }
+        if keys > 0 {
+            sets.push((file_name_bytes(&path), filter));
+        }
+    }
+    if sets.is_empty() {
+        return Err(PyValueError::new_err(format!("{} has no files with keys: nothing to index", dir.display())));
+    }
+    Ok(sets)
+}
+
+#[cfg(unix)]
+fn file_name_bytes(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    path.file_name().map_or_else(Vec::new, |n| n.as_bytes().to_vec())
+}
+
+#[cfg(not(unix))]
+fn file_name_bytes(path: &Path) -> Vec<u8> {
+    path.file_name().map_or_else(Vec::new, |n| n.to_string_lossy().into_owned().into_bytes())
+}
+
+/// Appends a chunk's answers to CSR `ids` and `offsets` (one copy of the
+/// ids per chunk).
+fn append_csr(results: &BatchResults, ids: &mut Vec<u64>, offsets: &mut Vec<u64>) {
+    let (chunk_ids, ends) = results.flat();
+    let base = ids.len() as u64;
+    ids.extend_from_slice(chunk_ids);
+    offsets.extend(ends.iter().map(|&end| base + end as u64));
+}
+
+/// What an [`Index`] guards with its lock.
+struct Inner {
+    index: SlicedIndex,
+    names: SetNames,
+    /// The file it was opened from, and what the file said about itself.
+    file: Option<(PathBuf, FileInfo)>,
+    mapped: bool,
+}
+
+impl Inner {
+    fn next_id(&self) -> u64 {
+        self.index.ids().max().map_or(0, |m| m + 1).max(self.names.next_free_id())
+    }
+
+    /// Set names of `ids`, sorted (as the CLI prints them).
+    fn sorted_names(&self, ids: &[u64]) -> Vec<String> {
+        let mut names: Vec<String> = ids.iter().map(|&id| self.names.display(id)).collect();
+        names.sort();
+        names
+    }
+}
+
+/// An index of named sets of keys, each stored as a Bloom filter; answers
+/// "which sets may contain this key?" (no false negatives, a small rate of
+/// false positives set by the filter parameters).
+///
+/// Queries may run from many Python threads at once (the GIL is released
+/// while the index works); `add` and `remove` wait for running queries.
+#[pyclass(frozen, module = "bloomslice")]
+struct Index {
+    inner: RwLock<Inner>,
+}
+
+impl Index {
+    fn new(inner: Inner) -> Self {
+        Index { inner: RwLock::new(inner) }
+    }
+
+    /// Read access. A lock poisoned by a panic still holds a consistent
+    /// index: every library operation leaves it unchanged on failure.
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Queries `n` keys a chunk at a time: `hash_chunk(start, end, out)`
+    /// hashes keys `start..end` (with the GIL), the chunk is queried with
+    /// the GIL released. Returns ids and CSR offsets (`n + 1`).
+    fn batch(
+        &self,
+        py: Python<'_>,
+        n: usize,
+        mut hash_chunk: impl FnMut(usize, usize, &mut Vec<KeyHash>) -> PyResult<()>,
+    ) -> PyResult<(Vec<u64>, Vec<u64>)> {
+        let mut ids = Vec::new();
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0u64);
+        let mut hashes = Vec::with_capacity(CHUNK.min(n));
+        let mut results = BatchResults::new();
+        let mut start = 0;
+        while start < n {
+            let end = (start + CHUNK).min(n);
+            hashes.clear();
+            hash_chunk(start, end, &mut hashes)?;
+            py.detach(|| {
+                let inner = self.read();
+                inner.index.query_batch_hashes(&hashes, &mut results);
+                append_csr(&results, &mut ids, &mut offsets);
+            });
+            start = end;
+        }
+        Ok((ids, offsets))
+    }
+
+    /// [`Index::batch`] over caller hashes read in place.
+    fn batch_hashes(&self, py: Python<'_>, hashes: &[u64]) -> (Vec<u64>, Vec<u64>) {
+        // The whole batch runs without the GIL: the slice is the array's own
+        // buffer (no copy), hashed into `KeyHash`es a chunk at a time.
+        py.detach(|| {
+            let inner = self.read();
+            let mut ids = Vec::new();
+            let mut offsets = Vec::with_capacity(hashes.len() + 1);
+            offsets.push(0u64);
+            let mut chunk = Vec::with_capacity(CHUNK.min(hashes.len()));
+            let mut results = BatchResults::new();
+            for part in hashes.chunks(CHUNK) {
+                chunk.clear();
+                chunk.extend(part.iter().map(|&h| KeyHash::from_u64(h)));
+                inner.index.query_batch_hashes(&chunk, &mut results);
+                append_csr(&results, &mut ids, &mut offsets);
+            }
+            (ids, offsets)
+        })
+    }
+}
+
+#[pymethods]
+impl Index {
+    /// Opens an index file. With ``mmap=True`` (the default) the file is
+    /// memory-mapped and queried in place: opening costs only its small
+    /// tables, whatever its size. The file must then not be truncated or
+    /// written in place while the index is alive (replacing it by rename,
+    /// as :meth:`save` does, is safe). ``verify=True`` checks every
+    /// checksum first; without it a flipped bit in the rows can change
+    /// answers but never crash. With ``mmap=False`` the file is read into
+    /// memory and fully verified.
+    #[staticmethod]
+    #[pyo3(signature = (path, *, mmap = true, verify = false))]
+    fn open(py: Python<'_>, path: PathBuf, mmap: bool, verify: bool) -> PyResult<Self> {
+        let loaded = py.detach(|| {
+            if mmap {
+                let verify = if verify { Verify::Full } else { Verify::Deferred };
+                // The mapping contract is this method's documented contract.
+                persist::open_mmap(&path, verify)
+            } else {
+                persist::load(&path)
+            }
+        });
+        let LoadedIndex { index, names, info } = loaded.map_err(py_err)?;
+        Ok(Index::new(Inner { index, names, file: Some((path, info)), mapped: mmap }))
+    }
+
+    /// Builds an index in memory from ``sets``: a dict (any mapping) of set
+    /// name to an iterable of keys (``bytes`` or ``str``, ``str`` hashed as
+    /// UTF-8), or the path of a directory of text files (one set per file,
+    /// named after it, one key per line, as the CLI's ``build --dir``).
+    /// Filters are sized for ``n_exp`` keys per set at false-positive rate
+    /// ``fp``, or exactly ``m`` bits and ``k`` hashes; ``seed`` seeds the
+    /// key hash. Set ids are given in name order.
+    #[staticmethod]
+    #[pyo3(signature = (sets, *, n_exp = 10_000, fp = 0.01, m = None, k = None, seed = 0))]
+    fn build(
+        py: Python<'_>,
+        sets: &Bound<'_, PyAny>,
+        n_exp: u64,
+        fp: f64,
+        m: Option<u64>,
+        k: Option<u32>,
+        seed: u64,
+    ) -> PyResult<Self> {
+        let params = params_of(n_exp, fp, m, k, seed)?;
+        let mut built: Vec<(Vec<u8>, BloomFilter)> = if let Ok(dir) = sets.extract::<PathBuf>() {
+            py.detach(|| read_dir_sets(&dir, params))?
+        } else if let Ok(items) = sets.call_method0("items") {
+            let mut out = Vec::new();
+            for item in items.try_iter()? {
+                let (name, keys): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+                let name = name_bytes(&name)?;
+                let mut filter = BloomFilter::new(params).map_err(py_err)?;
+                insert_keys(py, &mut filter, &keys)?;
+                out.push((name, filter));
+            }
+            out
+        } else {
+            return Err(PyTypeError::new_err(
+                "sets must be a dict of set name to keys, or the path of a directory of text files",
+            ));
+        };
+        built.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(w) = built.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(PyValueError::new_err(format!(
+                "set name {:?} is given twice (names are compared as UTF-8 bytes)",
+                String::from_utf8_lossy(&w[0].0)
+            )));
+        }
+        let inner = py.detach(|| -> Result<Inner, Error> {
+            let mut index = SlicedIndex::new(params);
+            let items: Vec<(u64, &BloomFilter)> = built.iter().enumerate().map(|(i, (_, f))| (i as u64, f)).collect();
+            index.insert_filters(&items)?;
+            let mut names = SetNames::new();
+            for (i, (name, _)) in built.iter().enumerate() {
+                names.insert(i as u64, name.clone())?;
+            }
+            Ok(Inner { index, names, file: None, mapped: false })
+        });
+        Ok(Index::new(inner.map_err(py_err)?))
+    }
+
+    /// The names of the sets that may contain ``key`` (``bytes`` or
+    /// ``str``), sorted. Unnamed sets show as ``#id``.
+    fn query(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        let hash = with_key_bytes(key, "a key", |b| self.read().index.params().hash(b))?;
+        Ok(py.detach(|| {
+            let inner = self.read();
+            let mut ids = Vec::new();
+            inner.index.query_hash_into(hash, &mut ids);
+            inner.sorted_names(&ids)
+        }))
+    }
+
+    /// The ids of the sets that may contain ``key``, in index order.
+    fn query_ids(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+        let hash = with_key_bytes(key, "a key", |b| self.read().index.params().hash(b))?;
+        Ok(py.detach(|| {
+            let mut ids = Vec::new();
+            self.read().index.query_hash_into(hash, &mut ids);
+            ids
+        }))
+    }
+
+    /// Queries many keys at once (hashed first, rows prefetched ahead).
+    ///
+    /// ``keys`` is either a 1-D NumPy ``uint64`` array of key hashes (see
+    /// :meth:`hash`; read in place, never copied), which returns
+    /// ``(ids, offsets)``: two ``uint64`` arrays where the set ids of key
+    /// ``i`` are ``ids[offsets[i]:offsets[i + 1]]``; or a sequence of
+    /// ``bytes``/``str`` keys, which returns one sorted list of set names per
+    /// key, or ``(ids, offsets)`` arrays with ``arrays=True``.
+    #[pyo3(signature = (keys, *, arrays = false))]
+    fn query_batch<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>, arrays: bool) -> PyResult<Bound<'py, PyAny>> {
+        if let Ok(array) = keys.cast::<PyUntypedArray>() {
+            let hashes: PyReadonlyArray1<'py, u64> = array.extract().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "a NumPy array of keys must be a 1-D array of uint64 hashes, not {}-D {}",
+                    array.ndim(),
+                    array.dtype()
+                ))
+            })?;
+            let slice = hashes.as_slice().map_err(|_| {
+                PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)")
+            })?;
+            let (ids, offsets) = self.batch_hashes(py, slice);
+            return (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets))
+                .into_pyobject(py)
+                .map(Bound::into_any);
+        }
+        if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err("keys must be a sequence of keys; for one key use query()"));
+        }
+        let seq = keys.cast::<pyo3::types::PySequence>().map_err(|_| {
+            PyTypeError::new_err(
+                "keys must be a list (or sequence) of bytes/str keys, or a NumPy uint64 array of hashes",
+            )
+        })?;
+        let n = seq.len()?;
+        let params = *self.read().index.params();
+        let (ids, offsets) = self.batch(py, n, |start, end, out| {
+            for i in start..end {
+                let key = seq.get_item(i)?;
+                out.push(with_key_bytes(&key, "a key", |b| params.hash(b))?);
+            }
+            Ok(())
+        })?;
+        if arrays {
+            return (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets))
+                .into_pyobject(py)
+                .map(Bound::into_any);
+        }
+        // One list of sorted names per key; each id's name is made once.
+        let inner = self.read();
+        let mut cache: HashMap<u64, String> = HashMap::new();
+        let out = PyList::empty(py);
+        for w in offsets.windows(2) {
+            let mut names: Vec<&str> = Vec::with_capacity((w[1] - w[0]) as usize);
+            for &id in &ids[w[0] as usize..w[1] as usize] {
+                cache.entry(id).or_insert_with(|| inner.names.display(id));
+            }
+            names.extend(ids[w[0] as usize..w[1] as usize].iter().map(|id| cache[id].as_str()));
+            names.sort_unstable();
+            out.append(PyList::new(py, names)?)?;
+        }
+        Ok(out.into_any())
+    }
+
+    /// The 64-bit hash of ``key`` under this index's seed (seeded xxh3-64 of
+    /// its bytes): ``query_batch(numpy.array([index.hash(k)], dtype=numpy.uint64))``
+    /// answers as ``query(k)``.
+    fn hash(&self, key: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let params = *self.read().index.params();
+        with_key_bytes(key, "a key", |b| params.hash(b).h1)
+    }
+
+    /// The name of set ``id``.
+    fn name(&self, id: u64) -> PyResult<String> {
+        let inner = self.read();
+        match inner.names.name(id) {
+            Some(name) => Ok(String::from_utf8_lossy(name).into_owned()),
+            None => Err(PyValueError::new_err(format!("set {id} has no name"))),
+        }
+    }
+
+    /// The id of the set called ``name``.
+    fn id(&self, name: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let name = name_bytes(name)?;
+        self.read().names.id(&name).ok_or_else(|| {
+            PyValueError::new_err(format!("no set named {:?} in the index", String::from_utf8_lossy(&name)))
+        })
+    }
+
+    /// The set names, in id order.
+    fn names(&self) -> Vec<String> {
+        let inner = self.read();
+        let mut ids: Vec<u64> = inner.index.ids().collect();
+        ids.sort_unstable();
+        ids.into_iter().map(|id| inner.names.display(id)).collect()
+    }
+
+    /// Adds a new set called ``name`` holding ``keys`` (an iterable of
+    /// ``bytes``/``str``); returns its id. Waits for running queries.
+    fn add(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let name = name_bytes(name)?;
+        let params = *self.read().index.params();
+        let mut filter = BloomFilter::new(params).map_err(py_err)?;
+        insert_keys(py, &mut filter, keys)?;
+        py.detach(|| {
+            let mut inner = self.write();
+            if inner.names.id(&name).is_some() {
+                return Err(PyValueError::new_err(format!(
+                    "set {:?} is already in the index",
+                    String::from_utf8_lossy(&name)
+                )));
+            }
+            let id = inner.next_id();
+            inner.index.insert_filter(id, &filter).map_err(py_err)?;
+            if let Err(e) = inner.names.insert(id, name) {
+                let _ = inner.index.delete_filter(id);
+                return Err(py_err(e));
+            }
+            Ok(id)
+        })
+    }
+
+    /// Removes the set called ``name``. Waits for running queries.
+    fn remove(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<()> {
+        let name = name_bytes(name)?;
+        py.detach(|| {
+            let mut inner = self.write();
+            let Some(id) = inner.names.id(&name) else {
+                return Err(PyValueError::new_err(format!(
+                    "no set named {:?} in the index",
+                    String::from_utf8_lossy(&name)
+                )));
+            };
+            inner.index.delete_filter(id).map_err(py_err)?;
+            inner.names.remove(id);
+            Ok(())
+        })
+    }
+
+    /// Saves the index with its names to ``path``, atomically (a temporary
+    /// file is written, synced and renamed over ``path``; an index mapped
+    /// from ``path`` keeps reading the old file).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| {
+            let inner = self.read();
+            persist::save(&path, &inner.index, &inner.names)
+        })
+        .map_err(py_err)
+    }
+
+    /// Everything about the index as a dict: parameters, layout, memory,
+    /// fill, the file it came from (``file``, ``format_version``,
+    /// ``file_bytes``, ``checksums_verified``, or ``None``), and per set
+    /// ``id``, ``name``, ``ones``, ``fill`` and ``estimated_fp`` (highest
+    /// estimated false-positive rate first), like ``bloomslice inspect --json``.
+    fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (mut ones, fill, summary) = py.detach(|| {
+            let inner = self.read();
+            let p = *inner.index.params();
+            let ones = inner.index.ones_per_filter();
+            let fill = inner.index.count_ones() as f64 / (p.m() as f64 * inner.index.len().max(1) as f64);
+            let names: HashMap<u64, String> = ones.iter().map(|&(id, _)| (id, inner.names.display(id))).collect();
+            let summary = (
+                p,
+                inner.index.shard_count(),
+                inner.index.columns(),
+                inner.index.len(),
+                inner.index.memory_bytes(),
+                inner.mapped,
+                inner.file.clone(),
+                names,
+            );
+            (ones, fill, summary)
+        });
+        let (p, shards, columns, sets, memory, mapped, file, names) = summary;
+        ones.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let d = PyDict::new(py);
+        d.set_item("m", p.m())?;
+        d.set_item("k", p.k())?;
+        d.set_item("seed", p.seed())?;
+        d.set_item("scheme", format!("{:?}", p.scheme()))?;
+        d.set_item("shards", shards)?;
+        d.set_item("columns", columns)?;
+        d.set_item("sets", sets)?;
+        d.set_item("memory_bytes", memory)?;
+        d.set_item("fill", fill)?;
+        d.set_item("mapped", mapped)?;
+        match file {
+            Some((path, info)) => {
+                d.set_item("file", path.display().to_string())?;
+                d.set_item("format_version", format!("{}.{}", info.version.0, info.version.1))?;
+                d.set_item("file_bytes", info.file_bytes)?;
+                d.set_item("checksums_verified", info.rows_verified)?;
+            }
+            None => {
+                for key in ["file", "format_version", "file_bytes", "checksums_verified"] {
+                    d.set_item(key, py.None())?;
+                }
+            }
+        }
+        let details = PyList::empty(py);
+        for (id, n) in ones {
+            let set = PyDict::new(py);
+            let set_fill = n as f64 / p.m() as f64;
+            set.set_item("id", id)?;
+            set.set_item("name", &names[&id])?;
+            set.set_item("ones", n)?;
+            set.set_item("fill", set_fill)?;
+            set.set_item("estimated_fp", set_fill.powi(p.k() as i32))?;
+            details.append(set)?;
+        }
+        d.set_item("set_details", details)?;
+        Ok(d)
+    }
+
+    /// Number of sets.
+    fn __len__(&self) -> usize {
+        self.read().index.len()
+    }
+
+    /// Whether a set is called ``name``.
+    fn __contains__(&self, name: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let name = with_key_bytes(name, "a set name", <[u8]>::to_vec)?;
+        Ok(self.read().names.id(&name).is_some())
+    }
+
+    fn __repr__(&self) -> String {
+        let inner = self.read();
+        let p = inner.index.params();
+        let from = inner.file.as_ref().map_or_else(String::new, |(path, _)| format!(", file={:?}", path.display()));
+        format!("<bloomslice.Index sets={} m={} k={} seed={}{from}>", inner.index.len(), p.m(), p.k(), p.seed())
+    }
+}
+
+/// The native part of the `bloomslice` package.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Index>()?;
+    m.add("IndexError", m.py().get_type::<IndexError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,281 @@
+"""Tests of the bloomslice Python package against the CLI and itself."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import bloomslice
+from conftest import CLI_PARAMS, PARAMS, SETS
+
+QUERY_KEYS = [k for keys in SETS.values() for k in keys[::7]] + [f"absent-{i}" for i in range(300)]
+
+
+def cli_answers(cli: str, index: pathlib.Path, keys: list[str]) -> dict[str, list[str]]:
+    out = subprocess.run([cli, "query", str(index), "--json", *keys], check=True, capture_output=True, text=True)
+    answers = {}
+    for line in out.stdout.splitlines():
+        doc = json.loads(line)
+        answers[doc["key"]] = sorted(doc["sets"])
+    assert len(answers) == len(keys)
+    return answers
+
+
+def test_answers_equal_the_cli(cli, set_dir, tmp_path):
+    idx = tmp_path / "cli.bsi"
+    subprocess.run([cli, "build", str(idx), "--dir", str(set_dir), *CLI_PARAMS], check=True, capture_output=True)
+    want = cli_answers(cli, idx, QUERY_KEYS)
+    assert sum(len(v) for k, v in want.items() if k.startswith("absent")) > 0, "expected some false positives"
+
+    opened = bloomslice.Index.open(idx)
+    loaded = bloomslice.Index.open(idx, mmap=False)
+    from_dir = bloomslice.Index.build(set_dir, **PARAMS)
+    from_dict = bloomslice.Index.build(SETS, **PARAMS)
+    for index in (opened, loaded, from_dir, from_dict):
+        assert len(index) == len(SETS)
+        assert [index.query(k) for k in QUERY_KEYS] == [want[k] for k in QUERY_KEYS]
+        assert index.query_batch(QUERY_KEYS) == [want[k] for k in QUERY_KEYS]
+        hashes = np.array([index.hash(k) for k in QUERY_KEYS], dtype=np.uint64)
+        ids, offsets = index.query_batch(hashes)
+        assert ids.dtype == np.uint64 and offsets.dtype == np.uint64
+        assert len(offsets) == len(QUERY_KEYS) + 1 and offsets[0] == 0 and offsets[-1] == len(ids)
+        for i, key in enumerate(QUERY_KEYS):
+            names = sorted(index.name(int(x)) for x in ids[offsets[i] : offsets[i + 1]])
+            assert names == want[key], key
+            assert list(ids[offsets[i] : offsets[i + 1]]) == index.query_ids(key)
+        ids2, offsets2 = index.query_batch([k.encode() for k in QUERY_KEYS], arrays=True)
+        assert np.array_equal(ids, ids2) and np.array_equal(offsets, offsets2)
+
+    # An index saved from Python answers the CLI as the CLI's own.
+    saved = tmp_path / "py.bsi"
+    from_dict.save(saved)
+    assert cli_answers(cli, saved, QUERY_KEYS) == want
+
+
+def test_keys_are_bytes_or_str_alike_and_no_false_negatives():
+    index = bloomslice.Index.build({b"a": [b"x", "\u00e9t\u00e9"], "b": ["y"]}, n_exp=1000, fp=0.001)
+    assert index.query("\u00e9t\u00e9") == ["a"] == index.query("\u00e9t\u00e9".encode())
+    assert "a" in index and b"b" in index and "c" not in index
+    for name, keys in SETS.items():
+        index.add(name, keys)
+    for name, keys in SETS.items():
+        assert all(name in index.query(k) for k in keys)
+    assert index.names()[:2] == ["a", "b"]
+    assert index.id("set03") == 5 and index.name(5) == "set03"
+
+
+def test_add_remove_save_and_reopen(tmp_path):
+    index = bloomslice.Index.build(SETS, **PARAMS)
+    new_id = index.add("extra", [b"only-here"])
+    assert "extra" in index.query("only-here") and new_id == len(SETS)
+    index.remove("set00")
+    assert "set00" not in index.query("s0-k1")
+    path = tmp_path / "x.bsi"
+    index.save(path)
+    mapped = bloomslice.Index.open(path, verify=True)
+    assert mapped.query_batch(QUERY_KEYS) == index.query_batch(QUERY_KEYS)
+    # Saving over a mapped file replaces it by rename: the old map still answers.
+    mapped.remove("extra")
+    mapped.save(path)
+    assert "extra" not in bloomslice.Index.open(path).query("only-here")
+    assert mapped.query_batch(QUERY_KEYS[:50]) == index.query_batch(QUERY_KEYS[:50])
+    info = bloomslice.Index.open(path, verify=True).inspect()
+    assert (info["sets"], info["m"], info["k"], info["seed"]) == (len(SETS) - 1, 448, 3, 0)
+    assert info["file"] == str(path) and info["checksums_verified"] is True and info["mapped"] is True
+    assert info["format_version"].startswith("1.")
+    details = info["set_details"]
+    assert sorted(d["name"] for d in details) == sorted(n for n in SETS if n != "set00")
+    assert details[0]["estimated_fp"] >= details[-1]["estimated_fp"]
+    assert 0 < info["fill"] < 1 and info["memory_bytes"] > 0
+    assert index.inspect()["file"] is None
+
+
+def test_hostile_files_raise(tmp_path):
+    good = tmp_path / "good.bsi"
+    bloomslice.Index.build(SETS, **PARAMS).save(good)
+    data = good.read_bytes()
+    bad = tmp_path / "bad.bsi"
+    cases = [b"", b"BSLC", data[:7], data[:100], data[: len(data) // 2], data[:-1], b"x" * 4096]
+    flipped = bytearray(data)
+    flipped[-9] ^= 0x10
+    header = bytearray(data)
+    header[12] ^= 0xFF
+    for content in cases + [bytes(header)]:
+        bad.write_bytes(content)
+        for kwargs in ({}, {"verify": True}, {"mmap": False}):
+            with pytest.raises(bloomslice.IndexError):
+                bloomslice.Index.open(bad, **kwargs)
+    bad.write_bytes(bytes(flipped))
+    for kwargs in ({"verify": True}, {"mmap": False}):
+        with pytest.raises(bloomslice.IndexError, match="checksum"):
+            bloomslice.Index.open(bad, **kwargs)
+    assert issubclass(bloomslice.IndexError, OSError)
+    with pytest.raises(FileNotFoundError):
+        bloomslice.Index.open(tmp_path / "missing.bsi")
+    with pytest.raises(OSError):
+        bloomslice.Index.open(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        bloomslice.Index.build(tmp_path / "no-such-dir")
+    with pytest.raises(OSError):
+        bloomslice.Index.build(SETS, **PARAMS).save(tmp_path / "no-such-dir" / "x.bsi")
+
+
+def test_bad_arguments_raise():
+    index = bloomslice.Index.build(SETS, **PARAMS)
+    with pytest.raises(TypeError):
+        index.query(42)
+    with pytest.raises(TypeError):
+        index.query_batch([b"ok", 3])
+    with pytest.raises(TypeError):
+        index.query_batch("not a list")
+    with pytest.raises(TypeError):
+        index.query_batch(np.zeros(3, dtype=np.float64))
+    with pytest.raises(TypeError):
+        index.query_batch(np.zeros((2, 2), dtype=np.uint64))
+    with pytest.raises(ValueError, match="contiguous"):
+        index.query_batch(np.zeros(10, dtype=np.uint64)[::2])
+    with pytest.raises(ValueError, match="rate"):
+        bloomslice.Index.build(SETS, fp=1.5)
+    with pytest.raises(ValueError):
+        bloomslice.Index.build(SETS, m=0, k=3)
+    with pytest.raises(ValueError, match="both m and k"):
+        bloomslice.Index.build(SETS, m=100)
+    with pytest.raises(ValueError, match="twice"):
+        bloomslice.Index.build({"a": ["x"], b"a": ["y"]})
+    with pytest.raises(TypeError):
+        bloomslice.Index.build({"a": "not-a-list-of-keys"})
+    with pytest.raises(TypeError):
+        bloomslice.Index.build({"a": [1, 2]})
+    with pytest.raises(TypeError):
+        bloomslice.Index.build(12)
+    with pytest.raises(ValueError, match="empty"):
+        index.add("", ["x"])
+    with pytest.raises(ValueError, match="already"):
+        index.add("set01", ["x"])
+    with pytest.raises(ValueError, match="no set named"):
+        index.remove("nope")
+    with pytest.raises(ValueError):
+        index.name(10**6)
+    assert len(index) == len(SETS)
+    assert index.query_batch([]) == []
+    ids, offsets = index.query_batch(np.array([], dtype=np.uint64))
+    assert len(ids) == 0 and list(offsets) == [0]
+
+
+def test_threads_query_one_index_concurrently():
+    index = bloomslice.Index.build(SETS, **PARAMS)
+    hashes = np.array([index.hash(k) for k in QUERY_KEYS] * 20, dtype=np.uint64)
+    want_arrays = index.query_batch(hashes)
+    want_lists = index.query_batch(QUERY_KEYS)
+    errors = []
+
+    def worker(n: int) -> None:
+        try:
+            for _ in range(n):
+                ids, offsets = index.query_batch(hashes)
+                assert np.array_equal(ids, want_arrays[0]) and np.array_equal(offsets, want_arrays[1])
+                assert index.query_batch(QUERY_KEYS) == want_lists
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def writer() -> None:
+        try:
+            for i in range(30):
+                index.add(f"tmp{i}", [f"tmp-key-{i}"])
+                index.remove(f"tmp{i}")
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(15,)) for _ in range(4)] + [threading.Thread(target=writer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(index) == len(SETS)
+
+
+@pytest.mark.parametrize("kind", ["array", "list"])
+def test_gil_is_released_while_a_batch_runs(kind):
+    # A worker runs one long batch; meanwhile this thread keeps running
+    # Python code. Were the GIL held during the batch, this thread would run
+    # only for at most one switch interval (5 ms) of it; released, it runs
+    # through the whole batch.
+    index = bloomslice.Index.build({f"s{i}": [f"k{i}-{j}" for j in range(100)] for i in range(64)}, m=1 << 20, k=7)
+    n = 2_000_000 if kind == "array" else 300_000
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 2**63, size=n, dtype=np.uint64)
+    if kind == "list":
+        keys = [b"key-%d" % i for i in range(n)]
+    state = {"inside": False, "done": False, "call": 0.0}
+
+    def worker() -> None:
+        start = time.perf_counter()
+        state["inside"] = True
+        index.query_batch(keys, arrays=True)
+        state["inside"] = False
+        state["call"] = time.perf_counter() - start
+        state["done"] = True
+
+    t = threading.Thread(target=worker)
+    first = last = None
+    t.start()
+    while not state["done"]:
+        if state["inside"]:
+            now = time.perf_counter()
+            first = now if first is None else first
+            last = now
+    t.join()
+    assert state["call"] >= 0.02, "the batch is too short to tell"
+    assert first is not None and last - first >= 0.5 * state["call"], (first, last, state["call"])
+
+
+MEMORY_SCRIPT = r"""
+import resource, sys
+import numpy as np
+import bloomslice
+
+def peak_bytes():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+n = 1_000_000
+index = bloomslice.Index.build({f"s{i}": [f"k{i}-{j}" for j in range(100)] for i in range(4)}, m=1 << 20, k=7)
+if sys.argv[1] == "array":
+    keys = (np.arange(n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(0xD1B54A32D192ED03)
+    index.query_batch(keys[:5000])  # warm up
+else:
+    keys = [b"key-%d" % i for i in range(n)]
+    index.query_batch(keys[:5000], arrays=True)
+before = peak_bytes()
+ids, offsets = index.query_batch(keys, arrays=True)
+growth = peak_bytes() - before
+assert len(offsets) == n + 1 and len(ids) < n // 100, len(ids)
+print(growth, ids.nbytes + offsets.nbytes)
+"""
+
+
+@pytest.mark.parametrize("kind", ["array", "list"])
+def test_million_key_batch_does_not_copy_the_keys(kind):
+    # In a fresh process, so the peak RSS is this call's own. The keys are
+    # 8 MB as a hash array and 16 MB as KeyHash pairs (more as a list of
+    # bytes): one whole copy of them would add at least 8 MB to the peak
+    # beyond the answer's own arrays (8 MB of offsets, few ids); hashing a
+    # chunk at a time adds well under 4 MB.
+    out = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, kind], check=True, capture_output=True, text=True)
+    growth, answer_bytes = map(int, out.stdout.split())
+    assert answer_bytes >= 8 * 1_000_001
+    assert growth <= answer_bytes + 4 * 1024 * 1024, (growth, answer_bytes)
+
+
+def test_readme_example_is_the_tested_example():
+    readme = pathlib.Path(__file__).resolve().parents[3] / "README.md"
+    example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "example.py"
+    assert example.read_text() in readme.read_text(), "README's 'From Python' example differs from examples/example.py"
+    env = dict(os.environ)
+    subprocess.run([sys.executable, str(example)], check=True, cwd=example.parent.parent, env=env, capture_output=True)

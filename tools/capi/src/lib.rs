@@ -450,8 +450,11 @@ pub unsafe extern "C" fn bloomslice_index_open_mapped(
         let path = unsafe { path_arg(path) }?;
         check_ptr(out.cast_const(), "out")?;
         let verify = if verify { Verify::Full } else { Verify::Deferred };
-        // The mapping contract is this function's documented contract.
-        let LoadedIndex { index, names, .. } = persist::open_mmap(&path, verify)?;
+        // SAFETY: the mapping contract of `open_mmap` (no truncation or
+        // in-place write while mapped) is this function's documented
+        // contract, which the caller accepts; bloomslice's own writers
+        // replace files by rename.
+        let LoadedIndex { index, names, .. } = unsafe { persist::open_mmap(&path, verify) }?;
         // SAFETY: `out` checked above.
         unsafe { hand_out(out, index, names, true) };
         Ok(())

@@ -303,8 +303,11 @@ impl Index {
         let loaded = py.detach(|| {
             if mmap {
                 let verify = if verify { Verify::Full } else { Verify::Deferred };
-                // The mapping contract is this method's documented contract.
-                persist::open_mmap(&path, verify)
+                // SAFETY: the mapping contract of `open_mmap` (no truncation
+                // or in-place write while mapped) is this method's documented
+                // contract, as for `numpy.memmap`; bloomslice's own writers
+                // (`save`, the CLI) replace files by rename under a lock.
+                unsafe { persist::open_mmap(&path, verify) }
             } else {
                 persist::load(&path)
             }

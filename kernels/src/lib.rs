@@ -9,8 +9,8 @@
 //! 512-bit line type that each backend implements with its own registers.
 //! The x86-64 backends are reached through capability tokens
 //! (`arch::x86_64::avx2::Avx2`, `arch::x86_64::avx512::Avx512`) that exist
-//! only on a CPU with the features; the AVX-512 backend is unverified on
-//! hardware (see its module docs).
+//! only on a CPU with the features (the AVX-512 backend's module docs say
+//! on which CPUs it was verified).
 //!
 //! Callers normally go through [`Kernels`], a table of function pointers
 //! chosen once per process by [`Kernels::detect`] (see [`dispatch`]). The

@@ -212,7 +212,12 @@ macro_rules! backend_tests {
             fn kernels() -> Option<&'static Kernels> {
                 let k = $kernels;
                 if k.is_none() {
-                    println!("skipped: {} is not available on this CPU", stringify!($name));
+                    let name = stringify!($name);
+                    assert!(
+                        !bloomslice_kernels::dispatch::backend_required(name),
+                        "{name} is required by BLOOMSLICE_REQUIRE_BACKENDS but not available on this CPU"
+                    );
+                    println!("skipped: {name} is not available on this CPU");
                 }
                 k
             }

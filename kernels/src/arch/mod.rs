@@ -7,8 +7,7 @@
 //!   NEON on aarch64, chosen at compile time), always available.
 //! - `x86_64::avx2` and `x86_64::avx512`: `core::arch` kernels behind
 //!   `#[target_feature]`, reachable only through capability tokens that
-//!   exist when the CPU reports the feature. The AVX-512 tier is unverified
-//!   on hardware.
+//!   exist when the CPU reports the feature.
 
 pub mod all;
 pub(crate) mod generic;

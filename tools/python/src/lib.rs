@@ -1,7 +1,7 @@
 //! # bloomslice for Python
 //!
 //! The extension module `bloomslice._native` behind the `bloomslice` Python
-//! package: one class, [`Index`], over a [`SlicedIndex`] and its
+//! package: one class, `Index`, over a [`SlicedIndex`] and its
 //! [`SetNames`]. The package's `__init__.pyi` documents the Python surface.
 //!
 //! - The GIL is released while the library works (opening, building,

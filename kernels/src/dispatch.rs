@@ -18,7 +18,9 @@ pub fn backend_required(backend: &str) -> bool {
 }
 
 /// The instruction-set tier a [`Kernels`] table was built for.
+/// `#[non_exhaustive]`: a new tier (NEON, SVE) is not a breaking change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Backend {
     /// Plain `u64` code, the reference of record ([`crate::arch::all`]).
     Scalar,

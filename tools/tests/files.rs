@@ -5,10 +5,13 @@
 //! the size check of `build`, and its peak memory.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+
+mod common;
+use common::wait_with_peak;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bloomslice"))
@@ -30,26 +33,6 @@ fn fails(out: &Output) -> String {
     assert!(stderr.starts_with("error:") && stderr.lines().count() == 1, "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     stderr
-}
-
-/// Waits for `child` and returns its status and peak resident memory: its
-/// own `VmHWM`, polled until it exits (the high-water mark only grows).
-/// (`wait4`'s `ru_maxrss` is no use here: a spawned child inherits the
-/// test process's high-water mark through `exec`.)
-fn wait_with_peak(mut child: Child) -> (ExitStatus, u64) {
-    let status_file = format!("/proc/{}/status", child.id());
-    let mut peak = 0;
-    loop {
-        if let Ok(s) = std::fs::read_to_string(&status_file)
-            && let Some(kib) = s.lines().find_map(|l| l.strip_prefix("VmHWM:"))
-        {
-            peak = peak.max(kib.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() * 1024);
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            return (status, peak);
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 /// Which rounds of writer `w` a `query` output shows present.

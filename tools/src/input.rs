@@ -55,6 +55,28 @@ fn trim_eol(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
+/// Reads more of `r` into `buf[end..]` after the unfinished line
+/// `buf[start..end]`: first moves that line to the front, or doubles the
+/// buffer when one line fills it. Returns the bytes read (0 at the end);
+/// retries reads that were interrupted.
+fn refill(r: &mut impl Read, buf: &mut Vec<u8>, start: &mut usize, end: &mut usize) -> std::io::Result<usize> {
+    if *end == buf.len() {
+        if *start > 0 {
+            buf.copy_within(*start..*end, 0);
+            *end -= *start;
+            *start = 0;
+        } else {
+            buf.resize(buf.len() * 2, 0);
+        }
+    }
+    loop {
+        match r.read(&mut buf[*end..]) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
 /// Calls `f` on every line of `r` (without its `\n` or `\r\n`). Lines are
 /// found with `memchr` in 1 MiB blocks and handed out in place: nothing is
 /// copied per line (`BufRead::read_until` copies every line, which cost a
@@ -67,21 +89,8 @@ fn for_each_line(
     let mut buf = vec![0u8; 1 << 20];
     let (mut start, mut end) = (0, 0);
     loop {
-        if end == buf.len() {
-            if start > 0 {
-                buf.copy_within(start..end, 0);
-                end -= start;
-                start = 0;
-            } else {
-                // One line longer than the buffer: grow it.
-                buf.resize(buf.len() * 2, 0);
-            }
-        }
-        let n = match r.read(&mut buf[end..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(CliError::Runtime(format!("cannot read {}: {e}", path.display()))),
-        };
+        let n = refill(&mut r, &mut buf, &mut start, &mut end)
+            .map_err(|e| CliError::Runtime(format!("cannot read {}: {e}", path.display())))?;
         if n == 0 {
             if start < end {
                 f(trim_eol(&buf[start..end]))?;
@@ -439,20 +448,8 @@ pub fn stream_keys(
         Ok(keys.len() as u64)
     };
     loop {
-        if end == buf.len() {
-            if start > 0 {
-                buf.copy_within(start..end, 0);
-                end -= start;
-                start = 0;
-            } else {
-                buf.resize(buf.len() * 2, 0);
-            }
-        }
-        let n = match r.read(&mut buf[end..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(CliError::Runtime(format!("cannot read keys from stdin: {e}"))),
-        };
+        let n = refill(&mut r, &mut buf, &mut start, &mut end)
+            .map_err(|e| CliError::Runtime(format!("cannot read keys from stdin: {e}")))?;
         if n == 0 {
             let key = trim_eol(&buf[start..end]);
             if !key.is_empty() {

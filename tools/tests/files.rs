@@ -5,26 +5,13 @@
 //! the size check of `build`, and its peak memory.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::wait_with_peak;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_bloomslice"))
-}
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    bin().args(args).current_dir(dir).output().unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
+use common::{bin, ok, run, wait_with_peak};
 
 /// Exit code 1 and one line on stderr starting with `error:`.
 fn fails(out: &Output) -> String {

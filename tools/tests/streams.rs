@@ -4,27 +4,13 @@
 //! that are not UTF-8 or hold separators print reversibly.
 
 use std::io::{BufRead, Write};
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use base64::Engine;
 
 mod common;
-use common::wait_with_peak;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_bloomslice"))
-}
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    bin().args(args).current_dir(dir).output().unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
+use common::{bin, ok, run, wait_with_peak};
 
 /// A directory with index `i.bsi` (sets `fruit`, `rock`) and `veg.tsv`.
 fn fixture() -> tempfile::TempDir {

@@ -1,8 +1,25 @@
-//! Helpers shared by the CLI test binaries that measure the real binary's
-//! memory.
+//! Helpers shared by the CLI test binaries `files` and `streams`: running
+//! the real binary and measuring its memory.
 
-use std::process::{Child, ExitStatus};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Output};
 use std::time::Duration;
+
+/// The `bloomslice` binary under test.
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_bloomslice"))
+}
+
+/// Runs the binary with `args` in `dir`.
+pub fn run(args: &[&str], dir: &Path) -> Output {
+    bin().args(args).current_dir(dir).output().unwrap()
+}
+
+/// A successful run's stdout.
+pub fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
 
 /// Waits for `child` and returns its status and peak resident memory: its
 /// own `VmHWM`, polled until it exits (the high-water mark only grows).

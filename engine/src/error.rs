@@ -131,6 +131,14 @@ pub enum Error {
         /// How long this writer waited, in milliseconds.
         waited_ms: u64,
     },
+    /// A k-mer length outside `1..=32` (see [`crate::kmer`]).
+    #[error("k-mer length {k} is outside 1..={max}")]
+    InvalidKmerLength {
+        /// The requested length.
+        k: usize,
+        /// The longest supported k-mer.
+        max: usize,
+    },
 }
 
 impl Error {

@@ -452,6 +452,9 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Build(a) if a.seqs.seqs.is_none() && (a.seqs.kmer.is_some() || a.seqs.seqs_by_record) => {
+            Err(CliError::Usage("--kmer and --seqs-by-record need --seqs".into()))
+        }
         Command::Build(a) => match (&a.seqs.seqs, a.seqs.kmer) {
             (Some(path), Some(k)) => bloomslice::kmer::KmerLength::new(usize::from(k))
                 .map_err(|e| CliError::Usage(format!("{e} (check --kmer)")))

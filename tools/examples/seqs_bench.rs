@@ -82,7 +82,10 @@ fn generate(dir: &Path, args: &[String]) -> std::io::Result<()> {
         out.write_all(b"\n")?;
     }
     out.flush()?;
-    println!("wrote {n_genomes} genomes of {genome_len} bases and {n_reads} reads of {read_len} bases to {}", dir.display());
+    println!(
+        "wrote {n_genomes} genomes of {genome_len} bases and {n_reads} reads of {read_len} bases to {}",
+        dir.display()
+    );
     Ok(())
 }
 
@@ -127,8 +130,13 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let result = match (args.get(1).map(String::as_str), args.get(2), args.get(3)) {
         (Some("gen"), Some(dir), _) => generate(Path::new(dir), &args).map_err(|e| e.to_string()),
-        (Some("score"), Some(index), Some(reads)) => score_reads(Path::new(index), Path::new(reads), arg(&args, 4, 0.8)),
-        _ => Err("usage: seqs_bench gen DIR [GENOMES GENOME_LEN READS READ_LEN RATE] | score INDEX READS [THRESHOLD]".into()),
+        (Some("score"), Some(index), Some(reads)) => {
+            score_reads(Path::new(index), Path::new(reads), arg(&args, 4, 0.8))
+        }
+        _ => {
+            Err("usage: seqs_bench gen DIR [GENOMES GENOME_LEN READS READ_LEN RATE] | score INDEX READS [THRESHOLD]"
+                .into())
+        }
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

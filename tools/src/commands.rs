@@ -222,7 +222,8 @@ pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliErro
         AddFrom::Index(other) => {
             let o = persist::load(other).map_err(|e| CliError::index_file(other, &e))?;
             if o.index.kmer_length() != index.kmer_length() {
-                let k = |k: Option<bloomslice::kmer::KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
+                let k =
+                    |k: Option<bloomslice::kmer::KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
                 return Err(CliError::Runtime(format!(
                     "{} has k-mer length {} but {} has {}: sets of other keys cannot be mixed",
                     other.display(),

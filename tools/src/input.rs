@@ -136,7 +136,7 @@ fn nothing_to_index(source: &Source<'_>) -> CliError {
 }
 
 /// The files of a `--dir`: `(path, set name)`.
-type DirFiles = Vec<(PathBuf, Vec<u8>)>;
+pub(crate) type DirFiles = Vec<(PathBuf, Vec<u8>)>;
 
 /// The files of a `--dir` in name order, and what was skipped (with why),
 /// escaped for printing.

@@ -82,7 +82,11 @@ impl Scores {
     }
 
     fn count_of(&self, id: u64) -> u32 {
-        if id < DENSE_IDS { self.dense.get(id as usize).copied().unwrap_or(0) } else { self.sparse.get(&id).copied().unwrap_or(0) }
+        if id < DENSE_IDS {
+            self.dense.get(id as usize).copied().unwrap_or(0)
+        } else {
+            self.sparse.get(&id).copied().unwrap_or(0)
+        }
     }
 
     fn reset(&mut self) {

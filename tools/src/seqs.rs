@@ -101,7 +101,7 @@ fn insert_kmers(filter: &mut BloomFilter, seq: &[u8], k: KmerLength, tally: &mut
 }
 
 /// The files of `--seqs`: those of a directory, in name order, or one file.
-fn seq_files(path: &Path, recursive: bool) -> Result<(Vec<(std::path::PathBuf, Vec<u8>)>, Vec<String>), CliError> {
+fn seq_files(path: &Path, recursive: bool) -> Result<(input::DirFiles, Vec<String>), CliError> {
     if path.is_dir() {
         return input::list_dir(path, recursive);
     }
@@ -296,7 +296,10 @@ pub fn query(index: &SlicedIndex, names: &SetNames, o: &QueryOptions<'_>) -> Res
     })?;
     write(out.flush())?;
     if records == 0 {
-        return Err(CliError::Runtime(format!("{} holds no FASTA or FASTQ records: nothing to query", o.reads.display())));
+        return Err(CliError::Runtime(format!(
+            "{} holds no FASTA or FASTQ records: nothing to query",
+            o.reads.display()
+        )));
     }
     let took = start.elapsed().as_secs_f64().max(1e-9);
     eprintln!(
@@ -311,7 +314,10 @@ pub fn query(index: &SlicedIndex, names: &SetNames, o: &QueryOptions<'_>) -> Res
 mod tests {
     use super::*;
 
-    fn records(text: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>, u64)>, String> {
+    /// `(name, sequence, line)` of each record.
+    type Records = Vec<(Vec<u8>, Vec<u8>, u64)>;
+
+    fn records(text: &[u8]) -> Result<Records, String> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.fa");
         std::fs::write(&path, text).unwrap();
@@ -345,8 +351,6 @@ mod tests {
         assert!(e.starts_with("r.fa:") && e.contains("not valid FASTA/FASTQ"), "{e}");
         let e = records(b"@r1\nACGT\n+\nII\n").unwrap_err();
         assert!(e.contains("r.fa:1:") && e.contains("quality"), "{e}");
-        for e in [&e] {
-            assert!(!e.contains('\n'), "{e}");
-        }
+        assert!(!e.contains('\n'), "{e}");
     }
 }

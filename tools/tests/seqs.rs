@@ -13,7 +13,7 @@ use std::process::{Output, Stdio};
 use bloomslice::persist;
 
 mod common;
-use common::{bin, ok, run};
+use common::{bin, ok, run, wait_with_peak};
 
 /// A small deterministic generator (SplitMix64), so failures reproduce.
 struct Rng(u64);
@@ -396,8 +396,7 @@ fn count_and_threshold_over_streamed_chunks_equal_a_naive_count() {
         if let Some(t) = &t {
             args.extend(["--threshold", t]);
         }
-        let mut child =
-            bin().args(&args).current_dir(d).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        let mut child = bin().args(&args).current_dir(d).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
         child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
         let out = ok(&child.wait_with_output().unwrap());
         let got: BTreeMap<String, u64> = out
@@ -472,9 +471,54 @@ fn bad_sequence_input_is_a_one_line_error_naming_the_file_and_line() {
     // A file with no k-mers of length k builds nothing.
     let e = fails(&run(&["build", "s.bsi", "--seqs", "dup.fa", "--kmer", "32"], d), 1);
     assert!(e.contains("no k-mers of length 32"), "{e}");
-    let sets: BTreeSet<String> = parse_plain(&ok(&run(&["query", "g.bsi", "--seqs", "reads.fq", "--threshold", "0.3"], d)))
-        .into_values()
-        .flat_map(BTreeMap::into_keys)
-        .collect();
+    let sets: BTreeSet<String> =
+        parse_plain(&ok(&run(&["query", "g.bsi", "--seqs", "reads.fq", "--threshold", "0.3"], d)))
+            .into_values()
+            .flat_map(BTreeMap::into_keys)
+            .collect();
     assert!(!sets.is_empty());
+}
+
+#[test]
+fn query_seqs_streams_its_reads_in_bounded_memory() {
+    let f = fixture(5, 3, 10);
+    let d = f.dir.path();
+    std::fs::write(d.join("g.fa"), fasta(&f.genomes)).unwrap();
+    ok(&run(&["build", "g.bsi", "--seqs", "g.fa", "--kmer", "21"], d));
+    // 96 MB of reads: each 2 000 bases, mostly N (skipped k-mers cost no
+    // lookups), with one 150-base stretch of a genome.
+    let (n, genome) = (48_000usize, &f.genomes[0].1);
+    let mut reads = Vec::with_capacity(n * 2020);
+    let (mut scored, mut skipped) = (0, 0);
+    for r in 0..n {
+        let mut seq = vec![b'N'; 2000];
+        let at = r % (genome.len() - 150);
+        seq[..150].copy_from_slice(&genome[at..at + 150]);
+        // Windows that start in the stretch; the 1 830 others are all N.
+        let (keys, skip) = naive_kmers(&seq[..170], 21);
+        (scored, skipped) = (scored + keys.len(), skipped + skip as usize + 1830);
+        writeln!(reads, ">r{r}").unwrap();
+        reads.extend_from_slice(&seq);
+        reads.push(b'\n');
+    }
+    std::fs::write(d.join("reads.fa"), &reads).unwrap();
+    drop(reads);
+    let child = bin()
+        .args(["query", "g.bsi", "--seqs", "-", "--threshold", "0.1"])
+        .current_dir(d)
+        .stdin(std::fs::File::open(d.join("reads.fa")).unwrap())
+        .stdout(std::fs::File::create(d.join("out.txt")).unwrap())
+        .stderr(std::fs::File::create(d.join("err.txt")).unwrap())
+        .spawn()
+        .unwrap();
+    let (status, peak) = wait_with_peak(child);
+    let err = std::fs::read_to_string(d.join("err.txt")).unwrap();
+    assert!(status.success(), "{err}");
+    eprintln!("query --seqs: 96 MB of reads, peak RSS {} MiB", peak >> 20);
+    assert!(peak < 48 << 20, "peak {} MiB", peak >> 20);
+    assert!(err.starts_with(&format!("records: {n}, k-mers scored: {scored}, k-mers skipped: {skipped}")), "{err}");
+    let out = std::fs::read_to_string(d.join("out.txt")).unwrap();
+    assert_eq!(out.lines().count(), n);
+    // One set, the file (all genomes): every read is in it.
+    assert!(out.lines().all(|l| l.contains("\tg.fa:")), "every read finds its genome");
 }

@@ -224,8 +224,116 @@ fn index_kmer_length(index: &SlicedIndex, o: &QueryOptions<'_>) -> Result<KmerLe
     }
 }
 
+/// Reads waiting to be scored: their k-mer keys end to end, and where
+/// each read's keys and name are.
+#[derive(Default)]
+struct ReadBatch {
+    keys: Vec<[u8; 8]>,
+    names: Vec<u8>,
+    /// `(end of name in names, end of keys in keys, skipped k-mers)`.
+    reads: Vec<(usize, usize, u64)>,
+}
+
+/// Reads per batch at most, whatever their k-mers (reads without k-mers
+/// take no key space).
+const BATCH_READS: usize = 4096;
+
+impl ReadBatch {
+    fn push(&mut self, name: &[u8], seq: &[u8], k: KmerLength) {
+        let mut kmers = kmer::canonical_kmers(seq, k);
+        self.keys.extend(kmers.by_ref().map(kmer::key));
+        self.names.extend_from_slice(name);
+        self.reads.push((self.names.len(), self.keys.len(), kmers.skipped()));
+    }
+
+    fn is_full(&self) -> bool {
+        self.keys.len() >= input::QUERY_CHUNK || self.reads.len() >= BATCH_READS
+    }
+
+    fn clear(&mut self) {
+        self.keys.clear();
+        self.names.clear();
+        self.reads.clear();
+    }
+}
+
+/// Scores and prints a batch of reads, one library call per read, then
+/// flushes: answers leave batch by batch as reads arrive.
+struct Scorer<'a> {
+    index: &'a SlicedIndex,
+    names: &'a SetNames,
+    threshold: Threshold,
+    json: bool,
+    scratch: Scores,
+    hits: Vec<(u64, u32)>,
+    line: String,
+    records: u64,
+    scored: u64,
+    skipped: u64,
+}
+
+impl Scorer<'_> {
+    fn score(&mut self, batch: &ReadBatch, out: &mut impl Write) -> std::io::Result<()> {
+        let (mut name_start, mut keys_start) = (0, 0);
+        for &(name_end, keys_end, skipped) in &batch.reads {
+            let name = &batch.names[name_start..name_end];
+            let keys = &batch.keys[keys_start..keys_end];
+            (name_start, keys_start) = (name_end, keys_end);
+            // A set holding none of the read's k-mers is never a match.
+            let min = self.threshold.min_count(keys.len()).max(1);
+            if keys.is_empty() {
+                self.hits.clear();
+            } else {
+                score::query_threshold_into(self.index, keys, Threshold::count(min), &mut self.scratch, &mut self.hits);
+            }
+            let names = self.names;
+            self.hits
+                .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| names.name(a.0).cmp(&names.name(b.0))).then(a.0.cmp(&b.0)));
+            self.records += 1;
+            self.scored += keys.len() as u64;
+            self.skipped += skipped;
+            if self.json {
+                let mut obj = serde_json::Map::new();
+                escape::put_bytes(&mut obj, "record", name);
+                obj.insert("kmers".into(), keys.len().into());
+                obj.insert("skipped".into(), skipped.into());
+                obj.insert("min_count".into(), min.into());
+                let matches: Vec<serde_json::Value> = self
+                    .hits
+                    .iter()
+                    .map(|&(id, c)| {
+                        let mut m = serde_json::Map::new();
+                        escape::put_set(&mut m, "set", names, id);
+                        m.insert("count".into(), c.into());
+                        serde_json::Value::Object(m)
+                    })
+                    .collect();
+                obj.insert("matches".into(), matches.into());
+                writeln!(out, "{}", serde_json::Value::Object(obj))?;
+            } else {
+                let line = &mut self.line;
+                line.clear();
+                line.push_str(&plain(name));
+                line.push('\t');
+                for (i, &(id, c)) in self.hits.iter().enumerate() {
+                    if i > 0 {
+                        line.push(',');
+                    }
+                    line.push_str(&set_name(names, id));
+                    line.push(':');
+                    line.push_str(&c.to_string());
+                }
+                writeln!(out, "{line}")?;
+            }
+        }
+        out.flush()
+    }
+}
+
 /// `query --seqs`: for each read, the sets that hold at least the
 /// threshold fraction of its k-mers, with counts; a summary on stderr.
+/// Reads are parsed into batches of up to 64 Ki k-mers, and each batch is
+/// scored and printed before the next is read.
 pub fn query(index: &SlicedIndex, names: &SetNames, o: &QueryOptions<'_>) -> Result<(), CliError> {
     let k = index_kmer_length(index, o)?;
     let threshold = Threshold::fraction(o.threshold)
@@ -234,67 +342,29 @@ pub fn query(index: &SlicedIndex, names: &SetNames, o: &QueryOptions<'_>) -> Res
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let write = |r: std::io::Result<()>| r.map_err(|e| CliError::Runtime(format!("cannot write output: {e}")));
     let start = Instant::now();
-    let (mut records, mut scored, mut skipped, mut since_flush) = (0u64, 0u64, 0u64, 0usize);
-    let mut keys: Vec<[u8; 8]> = Vec::new();
-    let mut scratch = Scores::new();
-    let mut hits: Vec<(u64, u32)> = Vec::new();
-    let mut line = String::new();
+    let mut scorer = Scorer {
+        index,
+        names,
+        threshold,
+        json: o.json,
+        scratch: Scores::new(),
+        hits: Vec::new(),
+        line: String::new(),
+        records: 0,
+        scored: 0,
+        skipped: 0,
+    };
+    let mut batch = ReadBatch::default();
     for_each_record(o.reads, |r| {
-        keys.clear();
-        let mut kmers = kmer::canonical_kmers(r.seq, k);
-        keys.extend(kmers.by_ref().map(kmer::key));
-        let read_skipped = kmers.skipped();
-        // A set holding none of the read's k-mers is never a match.
-        let min = threshold.min_count(keys.len()).max(1);
-        if keys.is_empty() {
-            hits.clear();
-        } else {
-            score::query_threshold_into(index, &keys, Threshold::count(min), &mut scratch, &mut hits);
-        }
-        hits.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| names.name(a.0).cmp(&names.name(b.0))).then(a.0.cmp(&b.0)));
-        records += 1;
-        scored += keys.len() as u64;
-        skipped += read_skipped;
-        if o.json {
-            let mut obj = serde_json::Map::new();
-            escape::put_bytes(&mut obj, "record", r.name);
-            obj.insert("kmers".into(), keys.len().into());
-            obj.insert("skipped".into(), read_skipped.into());
-            obj.insert("min_count".into(), min.into());
-            let matches: Vec<serde_json::Value> = hits
-                .iter()
-                .map(|&(id, c)| {
-                    let mut m = serde_json::Map::new();
-                    escape::put_set(&mut m, "set", names, id);
-                    m.insert("count".into(), c.into());
-                    serde_json::Value::Object(m)
-                })
-                .collect();
-            obj.insert("matches".into(), matches.into());
-            write(writeln!(out, "{}", serde_json::Value::Object(obj)))?;
-        } else {
-            line.clear();
-            line.push_str(&plain(r.name));
-            line.push('\t');
-            for (i, &(id, c)) in hits.iter().enumerate() {
-                if i > 0 {
-                    line.push(',');
-                }
-                line.push_str(&set_name(names, id));
-                line.push(':');
-                line.push_str(&c.to_string());
-            }
-            write(writeln!(out, "{line}"))?;
-        }
-        // Answers leave in chunks as reads arrive, not at the end of input.
-        since_flush += keys.len().max(1);
-        if since_flush >= input::QUERY_CHUNK {
-            since_flush = 0;
-            write(out.flush())?;
+        batch.push(r.name, r.seq, k);
+        if batch.is_full() {
+            write(scorer.score(&batch, &mut out))?;
+            batch.clear();
         }
         Ok(())
     })?;
-    write(out.flush())?;
+    write(scorer.score(&batch, &mut out))?;
+    let Scorer { records, scored, skipped, .. } = scorer;
     if records == 0 {
         return Err(CliError::Runtime(format!(
             "{} holds no FASTA or FASTQ records: nothing to query",

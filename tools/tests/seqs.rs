@@ -451,6 +451,8 @@ fn bad_sequence_input_is_a_one_line_error_naming_the_file_and_line() {
     let e = fails(&run(&["query", "g.bsi", "--seqs", "reads.fq", "--kmer", "31"], d), 1);
     assert!(e.contains("holds k-mers of length 21, not 31"), "{e}");
     ok(&run(&["query", "g.bsi", "--seqs", "reads.fq", "--kmer", "21"], d));
+    let e = fails(&run(&["add", "g.bsi", "--from", "t.bsi"], d), 1);
+    assert!(e.contains("t.bsi has k-mer length none but g.bsi has 21"), "{e}");
     // Usage errors.
     for args in [
         &["build", "x.bsi", "--seqs", "genomes"][..],

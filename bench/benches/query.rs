@@ -72,7 +72,7 @@ fn setup(kind: WorkloadKind) -> Setup {
             x.sort_unstable();
             y.sort_unstable();
             a.sort_unstable();
-            assert!(x == a && y == a, "sliced ({}) disagrees with naive", kernels.backend);
+            assert!(x == a && y == a, "sliced ({}) disagrees with naive", kernels.backend());
         }
     }
     Setup { name: kind.name(), naive, fastbloom, sliced, hashes }
@@ -130,16 +130,16 @@ fn kernels(c: &mut Criterion) {
         let mut out = vec![0u64; words];
         group.throughput(Throughput::Bytes((7 * words * 8) as u64));
         for k in Kernels::available() {
-            let id = BenchmarkId::new(format!("and_rows/7x{words}w"), k.backend.name());
-            group.bench_function(id, |bench| bench.iter(|| (k.and_rows)(black_box(&runs), &mut out)));
+            let id = BenchmarkId::new(format!("and_rows/7x{words}w"), k.backend().name());
+            group.bench_function(id, |bench| bench.iter(|| k.and_rows(black_box(&runs), &mut out)));
         }
     }
     // One filter of the benchmark parameters.
     let filter = random_words(params().words(), 99);
     group.throughput(Throughput::Bytes((filter.len() * 8) as u64));
     for k in Kernels::available() {
-        let id = BenchmarkId::new(format!("popcount/{}w", filter.len()), k.backend.name());
-        group.bench_function(id, |bench| bench.iter(|| (k.popcount)(black_box(&filter))));
+        let id = BenchmarkId::new(format!("popcount/{}w", filter.len()), k.backend().name());
+        group.bench_function(id, |bench| bench.iter(|| k.popcount(black_box(&filter))));
     }
     group.finish();
 }

@@ -35,8 +35,8 @@
 //!
 //! **Pruning.** A threshold query tracks which 512-column chunks can still
 //! pass: after `i` keys a column needs at least `min_count - (Q - i)` hits
-//! to reach `min_count`. Every [`PRUNE_INTERVAL`] keys the planes are
-//! compared with that bound; a chunk where no column meets it is dead, and
+//! to reach `min_count`. From the first key where that bound is positive,
+//! and then every [`PRUNE_INTERVAL`] keys, the planes are compared with it; a chunk where no column meets it is dead, and
 //! later keys do not read that chunk of their rows at all. A column that
 //! passes in the end met every bound on the way, so its chunk was never
 //! dead and its count is exact: pruning never changes the answer. With a
@@ -128,8 +128,11 @@ pub(crate) struct Scratch {
     pub(crate) live: Vec<u64>,
     /// One shard's comparison result.
     pub(crate) mask: Vec<u64>,
-    /// Rows worth prefetching, per shard.
+    /// Rows worth prefetching, per shard (0 once the shard is dead).
     pub(crate) prefetch_rows: Vec<usize>,
+    /// Word of each shard's rows where prefetching starts (its first live
+    /// chunk).
+    pub(crate) prefetch_from: Vec<usize>,
 }
 
 impl Scores {

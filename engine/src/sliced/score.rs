@@ -122,7 +122,7 @@ impl SlicedIndex {
         let Scores { keys, entries, scratch } = scores;
         *keys = q;
         entries.clear();
-        let Scratch { positions, planes, live, mask, prefetch_rows } = scratch;
+        let Scratch { positions, planes, live, mask, prefetch_rows, prefetch_from } = scratch;
         let n_planes = planes_for(q);
         let total_words: usize = self.shards.iter().map(|s| s.wpr).sum();
         planes.clear();
@@ -138,17 +138,19 @@ impl SlicedIndex {
         }
         prefetch_rows.clear();
         prefetch_rows.extend(self.shards.iter().map(|s| s.rows_worth_prefetching(m, k)));
+        prefetch_from.clear();
+        prefetch_from.resize(self.shards.len(), 0);
         let (min_count, prune) = match report {
             Report::NonZero => (0, false),
             Report::AtLeast { min_count, prune } => (min_count, prune && min_count > 0),
         };
         let d = self.config.prefetch_distance;
         for i in 0..d.min(q) {
-            self.prefetch_scoring(&positions[i * k..][..k], prefetch_rows);
+            self.prefetch_scoring(&positions[i * k..][..k], prefetch_rows, prefetch_from);
         }
         for i in 0..q {
             if d > 0 && i + d < q {
-                self.prefetch_scoring(&positions[(i + d) * k..][..k], prefetch_rows);
+                self.prefetch_scoring(&positions[(i + d) * k..][..k], prefetch_rows, prefetch_from);
             }
             let key = &positions[i * k..][..k];
             let (mut plane_at, mut live_at) = (0, 0);
@@ -168,13 +170,17 @@ impl SlicedIndex {
                 plane_at += pw;
                 live_at += lw;
             }
+            // The first check is due once a column can fail (after
+            // `q - min_count + 1` keys, when the bound below is 1), then
+            // every `PRUNE_INTERVAL` keys.
             let done = i + 1;
             let remaining = q - done;
-            if prune && (min_count as usize) > remaining && (done % PRUNE_INTERVAL == 0) && remaining > 0 {
+            let first_check = q - min_count as usize + 1;
+            if prune && done >= first_check && (done - first_check).is_multiple_of(PRUNE_INTERVAL) && remaining > 0 {
                 // A column can still pass only with `min_count - remaining`
                 // hits already.
                 let need = min_count - remaining as u32;
-                if !self.prune_chunks(need, n_planes, planes, live, mask, prefetch_rows) {
+                if !self.prune_chunks(need, n_planes, planes, live, mask, prefetch_rows, prefetch_from) {
                     break;
                 }
             }
@@ -210,8 +216,10 @@ impl SlicedIndex {
     }
 
     /// Clears the live bit of every chunk where no column has `need` hits
-    /// yet, and stops prefetching shards that died; returns whether any
-    /// chunk of any shard is still live.
+    /// yet, stops prefetching shards that died and moves the prefetch of the
+    /// others to their first live chunk; returns whether any chunk of any
+    /// shard is still live.
+    #[expect(clippy::too_many_arguments, reason = "the scratch buffers of one scoring pass, borrowed apart")]
     fn prune_chunks(
         &self,
         need: u32,
@@ -220,10 +228,11 @@ impl SlicedIndex {
         live: &mut [u64],
         mask: &mut Vec<u64>,
         prefetch_rows: &mut [usize],
+        prefetch_from: &mut [usize],
     ) -> bool {
         let (mut plane_at, mut live_at) = (0, 0);
         let mut any_live = false;
-        for (s, rows) in self.shards.iter().zip(prefetch_rows.iter_mut()) {
+        for ((s, rows), from) in self.shards.iter().zip(prefetch_rows.iter_mut()).zip(prefetch_from.iter_mut()) {
             let chunks = s.wpr / WORDS_PER_LINE;
             let (lw, pw) = (chunks.div_ceil(64), s.wpr * n_planes);
             let shard_live = &mut live[live_at..live_at + lw];
@@ -241,10 +250,12 @@ impl SlicedIndex {
                     }
                 }
             }
-            if shard_live.iter().all(|&w| w == 0) {
-                *rows = 0;
-            } else {
-                any_live = true;
+            match shard_live.iter().position(|&w| w != 0) {
+                None => *rows = 0,
+                Some(w) => {
+                    any_live = true;
+                    *from = (64 * w + shard_live[w].trailing_zeros() as usize) * WORDS_PER_LINE;
+                }
             }
             plane_at += pw;
             live_at += lw;
@@ -252,15 +263,21 @@ impl SlicedIndex {
         any_live
     }
 
-    /// Like the plain query's prefetch: short runs whole, long runs their
-    /// first line (the stream prefetcher follows); dead shards not at all.
+    /// Like the plain query's prefetch: short runs whole, long runs one
+    /// line (the stream prefetcher follows), the first live chunk's; dead
+    /// shards not at all.
     #[inline]
-    fn prefetch_scoring(&self, positions: &[u32], rows: &[usize]) {
-        for (shard, &n) in self.shards.iter().zip(rows) {
+    fn prefetch_scoring(&self, positions: &[u32], rows: &[usize], from: &[usize]) {
+        for ((shard, &n), &from) in self.shards.iter().zip(rows).zip(from) {
             let base = shard.rows.as_ptr();
-            let words = if shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES { shard.wpr } else { WORDS_PER_LINE };
+            let (words, from) = if shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES {
+                (shard.wpr, 0)
+            } else {
+                (WORDS_PER_LINE, from)
+            };
             for &p in &positions[..n] {
-                let run = base.wrapping_add(p as usize * shard.wpr);
+                // Addresses only: a prefetch never faults.
+                let run = base.wrapping_add(p as usize * shard.wpr + from);
                 let mut line = 0;
                 while line < words {
                     prefetch_line(run.wrapping_add(line));

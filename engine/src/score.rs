@@ -27,8 +27,9 @@
 //! chunks (with the early exit of a plain query) and the result is added to
 //! the planes by a ripple carry that stops as soon as the carry line is zero
 //! (kernel `count_runs`). Since the AND of a full index is sparse (about the
-//! false-positive rate plus the filters that hold the key), most additions
-//! touch one or two planes. For `Q = 1000` and `N = 10 000` filters the
+//! false-positive rate plus the filters that hold the key), the carry of
+//! most additions dies within a few planes, and a chunk whose AND is zero
+//! adds nothing. For `Q = 1000` and `N = 10 000` filters the
 //! planes are 10 x 1280 bytes and stay in L1. The threshold test runs across
 //! the planes with SIMD masks (kernel `count_at_least`), and counts are
 //! extracted only for the columns that pass.
@@ -36,15 +37,17 @@
 //! **Pruning.** A threshold query tracks which 512-column chunks can still
 //! pass: after `i` keys a column needs at least `min_count - (Q - i)` hits
 //! to reach `min_count`. From the first key where that bound is positive,
-//! and then every [`PRUNE_INTERVAL`] keys, the planes are compared with it; a chunk where no column meets it is dead, and
-//! later keys do not read that chunk of their rows at all. A column that
+//! and then every [`PRUNE_INTERVAL`] keys, the planes are compared with it;
+//! a chunk where no column meets it is dead, and later keys do not read
+//! that chunk of their rows at all. A column that
 //! passes in the end met every bound on the way, so its chunk was never
 //! dead and its count is exact: pruning never changes the answer. With a
 //! threshold of 0.8 and filters that hold few of the keys, everything dies
 //! after about a fifth of the keys.
 //!
-//! Keys are scored in the order given. (Reordering them, say most selective
-//! first, was left out: it only pays when it measures faster.)
+//! Keys are scored in the order given. Reordering them (keys whose rows are
+//! already in cache, or the most selective keys, first) has not been tried;
+//! it belongs here only if it measures faster.
 
 use crate::error::{Error, Result};
 

@@ -72,7 +72,7 @@ fn setup(kind: WorkloadKind) -> Setup {
             x.sort_unstable();
             y.sort_unstable();
             a.sort_unstable();
-            assert!(x == a && y == a, "sliced ({}) disagrees with naive", kernels.backend);
+            assert!(x == a && y == a, "sliced ({}) disagrees with naive", kernels.backend());
         }
     }
     Setup { name: kind.name(), naive, fastbloom, sliced, hashes }
@@ -130,16 +130,41 @@ fn kernels(c: &mut Criterion) {
         let mut out = vec![0u64; words];
         group.throughput(Throughput::Bytes((7 * words * 8) as u64));
         for k in Kernels::available() {
-            let id = BenchmarkId::new(format!("and_rows/7x{words}w"), k.backend.name());
-            group.bench_function(id, |bench| bench.iter(|| (k.and_rows)(black_box(&runs), &mut out)));
+            let id = BenchmarkId::new(format!("and_rows/7x{words}w"), k.backend().name());
+            group.bench_function(id, |bench| bench.iter(|| k.and_rows(black_box(&runs), &mut out)));
         }
     }
     // One filter of the benchmark parameters.
     let filter = random_words(params().words(), 99);
     group.throughput(Throughput::Bytes((filter.len() * 8) as u64));
     for k in Kernels::available() {
-        let id = BenchmarkId::new(format!("popcount/{}w", filter.len()), k.backend.name());
-        group.bench_function(id, |bench| bench.iter(|| (k.popcount)(black_box(&filter))));
+        let id = BenchmarkId::new(format!("popcount/{}w", filter.len()), k.backend().name());
+        group.bench_function(id, |bench| bench.iter(|| k.popcount(black_box(&filter))));
+    }
+    // Multi-key scoring: 100 keys of k = 7 half-ones rows of a 10 240-column
+    // shard into 7 counter planes (every chunk live, no early exit). The
+    // counts are checked against the scalar reference once per backend.
+    let words = 160;
+    let rows: Vec<u64> = (0..64).flat_map(|r| random_words(words, 1000 + r)).collect();
+    let keys: Vec<[u32; 7]> = (0..100u32).map(|q| core::array::from_fn(|i| (q * 7 + i as u32 * 13) % 64)).collect();
+    let live = [!0u64];
+    let mut want = vec![0u64; 7 * words];
+    for key in &keys {
+        bloomslice::kernels::arch::all::count_runs(&rows, words, key, words, &live, &mut want);
+    }
+    group.throughput(Throughput::Bytes((keys.len() * 7 * words * 8) as u64));
+    for k in Kernels::available() {
+        let mut planes = vec![0u64; 7 * words];
+        let pass = |planes: &mut [u64]| {
+            planes.fill(0);
+            for key in &keys {
+                k.count_runs(black_box(&rows), words, key, words, &live, planes);
+            }
+        };
+        pass(&mut planes);
+        assert_eq!(planes, want, "count_runs ({}) disagrees with the scalar reference", k.backend());
+        let id = BenchmarkId::new(format!("count_runs/100x7x{words}w"), k.backend().name());
+        group.bench_function(id, |bench| bench.iter(|| pass(&mut planes)));
     }
     group.finish();
 }

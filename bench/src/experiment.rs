@@ -260,7 +260,7 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
     engines.sort_unstable();
     engines.dedup();
     let cpu = crate::sysinfo::cpu_model();
-    let detected = Kernels::detect().backend.name().to_owned();
+    let detected = Kernels::detect().backend().name().to_owned();
     let mut builds = Vec::new();
     let mut memory = Vec::new();
     let timed = |builds: &mut Vec<(String, Duration)>, name: &str, start: Instant| {
@@ -417,7 +417,7 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
                 for (is_batched, time) in [(false, single), (true, batched)] {
                     let mut r = row(name, is_batched, time, spec.queries);
                     sliced_roofline(&mut r, index, &roofline);
-                    r.backend = engine.kernels().backend.name().to_owned();
+                    r.backend = engine.kernels().backend().name().to_owned();
                     r.memory_bytes = index.memory_bytes();
                     r.batch_size = is_batched.then_some(opts.batch);
                     rows.push(r);
@@ -433,7 +433,7 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
     let info = RunInfo {
         cpu,
         backend: detected,
-        available_backends: Kernels::available().iter().map(|k| k.backend.name().to_owned()).collect(),
+        available_backends: Kernels::available().iter().map(|k| k.backend().name().to_owned()).collect(),
         spec,
         params: p,
         config,

@@ -12,6 +12,7 @@
 //!   before it is timed;
 //! - [`roofline`]: the memory roofline measured in the same run;
 //! - [`experiment`]: the `paper query` experiment itself;
+//! - [`multi`]: `paper query --workload multi`, multi-key threshold queries;
 //! - [`popularity`](mod@popularity): the `paper popularity` experiment (Section 5.1 of
 //!   the popularity-conscious paper), table and CSV;
 //! - [`popularity_experiment`]: that experiment's harness (Zipf workload,
@@ -33,6 +34,7 @@ pub mod bloofi_repro;
 pub mod csv_text;
 pub mod engines;
 pub mod experiment;
+pub mod multi;
 pub mod plot;
 pub mod popularity;
 pub mod popularity_experiment;

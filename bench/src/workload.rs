@@ -42,6 +42,9 @@ pub enum WorkloadKind {
     Full,
     /// 100 000 filters of 100 keys each, laid out like `paper`.
     Large,
+    /// The filters of `full`, asked multi-key threshold queries (see
+    /// [`crate::multi`]).
+    Multi,
 }
 
 impl WorkloadKind {
@@ -51,13 +54,14 @@ impl WorkloadKind {
             WorkloadKind::Paper => "paper",
             WorkloadKind::Full => "full",
             WorkloadKind::Large => "large",
+            WorkloadKind::Multi => "multi",
         }
     }
 
     /// Number of filters when `--filters` is not given.
     pub fn default_filters(self) -> usize {
         match self {
-            WorkloadKind::Paper | WorkloadKind::Full => 1_000,
+            WorkloadKind::Paper | WorkloadKind::Full | WorkloadKind::Multi => 1_000,
             WorkloadKind::Large => 100_000,
         }
     }
@@ -66,7 +70,7 @@ impl WorkloadKind {
     pub fn keys_per_filter(self) -> usize {
         match self {
             WorkloadKind::Paper | WorkloadKind::Large => 100,
-            WorkloadKind::Full => CAPACITY as usize,
+            WorkloadKind::Full | WorkloadKind::Multi => CAPACITY as usize,
         }
     }
 }
@@ -123,7 +127,7 @@ impl WorkloadSpec {
             // A bijective mix of (seed, serial): distinct serials give
             // distinct keys before the top bit is dropped, and random-looking
             // keys after.
-            WorkloadKind::Full => splitmix64(serial ^ splitmix64(self.seed)) & !ABSENT_BIT,
+            WorkloadKind::Full | WorkloadKind::Multi => splitmix64(serial ^ splitmix64(self.seed)) & !ABSENT_BIT,
         }
     }
 

@@ -77,6 +77,7 @@ use crate::error::Result;
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
 use crate::params::BloomParams;
+use crate::score::{Scores, Threshold};
 use crate::sliced::{BatchResults, SlicedIndex};
 
 /// How long a writer waits for the readers of the standby copy before it
@@ -244,6 +245,33 @@ impl ConcurrentIndex {
     /// [`SlicedIndex::query_batch_hashes`] on the current state.
     pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
         self.read(|ix| ix.query_batch_hashes(hashes, results));
+    }
+
+    /// [`SlicedIndex::score_into`] on the current state.
+    pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
+        self.read(|ix| ix.score_into(keys, scores));
+    }
+
+    /// [`SlicedIndex::score_hashes_into`] on the current state.
+    pub fn score_hashes_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
+        self.read(|ix| ix.score_hashes_into(hashes, scores));
+    }
+
+    /// [`SlicedIndex::query_threshold`] on the current state.
+    pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
+        self.read(|ix| ix.query_threshold(keys, threshold))
+    }
+
+    /// [`SlicedIndex::query_threshold_into`] on the current state: no
+    /// allocation once `scratch` and `out` are warm.
+    pub fn query_threshold_into<K: Key>(
+        &self,
+        keys: &[K],
+        threshold: Threshold,
+        scratch: &mut Scores,
+        out: &mut Vec<(u64, u32)>,
+    ) {
+        self.read(|ix| ix.query_threshold_into(keys, threshold, scratch, out));
     }
 
     /// Number of filters in the current state.

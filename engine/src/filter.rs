@@ -146,7 +146,7 @@ impl BloomFilter {
     /// [`Error::ParamsMismatch`]; `self` is unchanged.
     pub fn union_with(&mut self, other: &BloomFilter) -> Result<u64> {
         self.check_params(other)?;
-        Ok((Kernels::detect().or_into)(&mut self.words, &other.words))
+        Ok(Kernels::detect().or_into(&mut self.words, &other.words))
     }
 
     /// ANDs `other` into `self` (intersection of the bit sets).
@@ -164,7 +164,7 @@ impl BloomFilter {
 
     /// Number of set bits.
     pub fn count_ones(&self) -> u64 {
-        (Kernels::detect().popcount)(&self.words)
+        Kernels::detect().popcount(&self.words)
     }
 
     /// Fraction of bits set.
@@ -184,7 +184,7 @@ impl BloomFilter {
     /// [`Error::ParamsMismatch`].
     pub fn hamming(&self, other: &BloomFilter) -> Result<u64> {
         self.check_params(other)?;
-        Ok((Kernels::detect().xor_popcount)(&self.words, &other.words))
+        Ok(Kernels::detect().xor_popcount(&self.words, &other.words))
     }
 
     /// Clears every bit.

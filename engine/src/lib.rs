@@ -34,6 +34,36 @@
 //! # Ok::<(), bloomslice::Error>(())
 //! ```
 //!
+//! Most queries are a *set* of keys (a DNA read's k-mers, a document's
+//! terms) and ask which filters hold at least a share of them. [`score`]
+//! answers that without a per-filter counter: counts are kept as bit-planes
+//! beside the rows, added to with a ripple carry per key, compared with the
+//! threshold across planes, and chunks of filters that can no longer pass
+//! stop being read. Duplicated keys count once per occurrence.
+//!
+//! ```
+//! use bloomslice::{BloomFilter, BloomParams, Scores, SlicedIndex, Threshold};
+//!
+//! let params = BloomParams::for_capacity(1_000, 0.01)?;
+//! let mut index = SlicedIndex::new(params);
+//! for sample in 0..20u64 {
+//!     let mut filter = BloomFilter::new(params)?;
+//!     for kmer in sample * 100..sample * 100 + 300 {
+//!         filter.insert(&kmer.to_le_bytes());
+//!     }
+//!     index.insert_filter(sample, &filter)?;
+//! }
+//! // A "read" of 50 k-mers of sample 7 (which shares 200 k-mers with its
+//! // neighbours): who holds at least 80% of them?
+//! let read: Vec<[u8; 8]> = (750..800u64).map(|k| k.to_le_bytes()).collect();
+//! let hits = index.query_threshold(&read, Threshold::fraction(0.8)?);
+//! assert!(hits.iter().any(|&(id, count)| id == 7 && count == 50));
+//! let mut scores = Scores::new();
+//! index.score_into(&read, &mut scores);
+//! assert_eq!(scores.get(7), 50);
+//! # Ok::<(), bloomslice::Error>(())
+//! ```
+//!
 //! Bloom filter variants, each with its paper's formulas and the choices
 //! the paper leaves open in the module docs: [`counting`] (4-bit counting
 //! filters and a counting sliced index), [`dynamic`] (dynamic Bloom
@@ -60,6 +90,7 @@ mod params;
 pub mod persist;
 pub mod pool;
 pub mod popularity;
+pub mod score;
 mod sliced;
 pub mod stable;
 pub mod storage;
@@ -81,6 +112,7 @@ pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
 pub use persist::{LoadedIndex, SetNames, Verify};
 pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
 pub use popularity::{PopularityError, PopularityScheme};
+pub use score::{Scores, Threshold, ThresholdResults};
 pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
 pub use stable::{MAX_CELL_VALUE, Policy, StableBloomFilter, StableError, StableParams};
 pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};

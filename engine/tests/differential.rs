@@ -29,6 +29,6 @@ fn every_backend_gives_the_same_answers() {
         index.set_kernels(kernels);
         let mut got = BatchResults::new();
         index.query_batch(&keys, &mut got);
-        assert!(want.iter().eq(got.iter()), "{} differs from scalar", kernels.backend);
+        assert!(want.iter().eq(got.iter()), "{} differs from scalar", kernels.backend());
     }
 }

@@ -1,7 +1,7 @@
-//! `query_into` and `query_batch` allocate nothing once their buffers are
+//! `query_into`, `query_batch`, `score_into` and `query_threshold_into` allocate nothing once their buffers are
 //! warm, checked with a counting global allocator.
 
-use bloomslice::{BatchResults, BloomFilter, BloomParams, SlicedIndex};
+use bloomslice::{BatchResults, BloomFilter, BloomParams, Scores, SlicedIndex, Threshold};
 
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
@@ -40,4 +40,21 @@ fn warm_queries_do_not_allocate() {
     index.query_batch(&keys[..100], &mut results);
     index.query_batch(&keys, &mut results);
     assert_eq!(allocations() - before, 0, "a warm query allocated");
+
+    // Multi-key scoring: warm `Scores` and output buffers, then nothing.
+    let mut scores = Scores::new();
+    let mut scratch = Scores::new();
+    let mut passing = Vec::new();
+    let threshold = Threshold::fraction(0.5).unwrap();
+    for query in keys.chunks(300) {
+        index.score_into(query, &mut scores);
+        index.query_threshold_into(query, threshold, &mut scratch, &mut passing);
+    }
+    let before = allocations();
+    for query in keys.chunks(300) {
+        index.score_into(query, &mut scores);
+        index.query_threshold_into(query, threshold, &mut scratch, &mut passing);
+    }
+    assert!(!scores.is_empty());
+    assert_eq!(allocations() - before, 0, "a warm scoring query allocated");
 }

@@ -39,10 +39,17 @@ struct Input {
     /// Position offset for `append_set_bits` (clamped so no position
     /// overflows a `u32`, which is the caller's contract).
     offset: u32,
-    /// Seed of the initial `accumulate_bits` counters.
+    /// Seed of the initial `count_runs` counter planes.
     counter_seed: u16,
-    /// Counters fewer than `64 * len`.
-    counter_trim: u8,
+    /// Number of counter planes, reduced to 1..=4 (few, so counters wrap).
+    planes: u8,
+    /// Which 512-column chunks `count_runs` may touch (bit `c % 64`).
+    live: u64,
+    /// Keys for `count_runs`: each byte's bits pick which rows the key
+    /// ANDs (a key with no bits ANDs no rows and counts every column).
+    keys: Vec<u8>,
+    /// Thresholds for `count_at_least`.
+    thresholds: [u8; 3],
 }
 
 fn pool(words: &[u64]) -> Vec<u64> {
@@ -56,7 +63,7 @@ fn pool(words: &[u64]) -> Vec<u64> {
 fn check(k: &Kernels, input: &Input, pool: &[u64]) {
     let len = input.len as usize % (MAX_LEN + 1);
     let rows = input.rows as usize % (MAX_ROWS + 1);
-    let name = k.backend.name();
+    let name = k.backend().name();
 
     // and_rows: each row is a slice of its own copy of the pool, at its own
     // start, with the chosen lines zeroed.
@@ -77,7 +84,7 @@ fn check(k: &Kernels, input: &Input, pool: &[u64]) {
     let out_start = input.starts[0] as usize % 8;
     let mut got = vec![0x5a5a_5a5a_5a5a_5a5a; len + 16];
     let mut want = got.clone();
-    let got_any = (k.and_rows)(&row_refs, &mut got[out_start..out_start + len]);
+    let got_any = k.and_rows(&row_refs, &mut got[out_start..out_start + len]);
     let want_any = all::and_rows(&row_refs, &mut want[out_start..out_start + len]);
     assert_eq!((got_any, &got), (want_any, &want), "{name}: and_rows");
 
@@ -91,7 +98,7 @@ fn check(k: &Kernels, input: &Input, pool: &[u64]) {
     let positions: Vec<u32> = (0..rows).map(|r| u32::from(input.starts[r] % 2 == 0) * r as u32).collect();
     let mut got = vec![0x5a5a_5a5a_5a5a_5a5a; len + 16];
     let mut want = got.clone();
-    let got_any = (k.and_runs)(&flat, stride, &positions, &mut got[out_start..out_start + len]);
+    let got_any = k.and_runs(&flat, stride, &positions, &mut got[out_start..out_start + len]);
     let want_any = all::and_runs(&flat, stride, &positions, &mut want[out_start..out_start + len]);
     assert_eq!((got_any, &got), (want_any, &want), "{name}: and_runs");
 
@@ -107,37 +114,51 @@ fn check(k: &Kernels, input: &Input, pool: &[u64]) {
     }
     let a = &a_buf[a_start..a_start + len];
 
-    assert_eq!((k.popcount)(a), all::popcount(a), "{name}: popcount");
-    assert_eq!((k.and_popcount)(a, b), all::and_popcount(a, b), "{name}: and_popcount");
-    assert_eq!((k.or_popcount)(a, b), all::or_popcount(a, b), "{name}: or_popcount");
-    assert_eq!((k.xor_popcount)(a, b), all::xor_popcount(a, b), "{name}: xor_popcount");
+    assert_eq!(k.popcount(a), all::popcount(a), "{name}: popcount");
+    assert_eq!(k.and_popcount(a, b), all::and_popcount(a, b), "{name}: and_popcount");
+    assert_eq!(k.or_popcount(a, b), all::or_popcount(a, b), "{name}: or_popcount");
+    assert_eq!(k.xor_popcount(a, b), all::xor_popcount(a, b), "{name}: xor_popcount");
 
     let mut got = a_buf.clone();
     let mut want = a_buf.clone();
-    let got_new = (k.or_into)(&mut got[a_start..a_start + len], b);
+    let got_new = k.or_into(&mut got[a_start..a_start + len], b);
     let want_new = all::or_into(&mut want[a_start..a_start + len], b);
     assert_eq!((got_new, &got), (want_new, &want), "{name}: or_into");
 
     let offset = input.offset.min(u32::MAX - 64 * len as u32);
     let mut got = vec![1, 2, 3];
     let mut want = got.clone();
-    (k.append_set_bits)(a, offset, &mut got);
+    k.append_set_bits(a, offset, &mut got);
     all::append_set_bits(a, offset, &mut want);
     assert_eq!(got, want, "{name}: append_set_bits");
 
-    let counters = (64 * len).saturating_sub(input.counter_trim as usize);
-    let init: Vec<u16> = (0..counters + 9)
-        .map(|i| {
-            let v = input.counter_seed.wrapping_add((i as u16).wrapping_mul(40_503));
-            if v % 5 == 0 { u16::MAX } else { v }
-        })
-        .collect();
+    // count_runs: up to 24 keys over the rows of `and_runs`, into planes
+    // seeded from the input at an arbitrary offset; then count_at_least on
+    // the result. Guard words around the planes catch stray writes.
+    let n_planes = 1 + input.planes as usize % 4;
+    let live = vec![input.live; len.div_ceil(8).div_ceil(64).max(1)];
     let lo = input.counter_seed as usize % 9;
+    let init: Vec<u64> = (0..lo + n_planes * len + 9)
+        .map(|i| u64::from(input.counter_seed).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(i as u32))
+        .collect();
     let mut got = init.clone();
     let mut want = init;
-    (k.accumulate_bits)(a, &mut got[lo..lo + counters]);
-    all::accumulate_bits(a, &mut want[lo..lo + counters]);
-    assert_eq!(got, want, "{name}: accumulate_bits");
+    for &key in input.keys.iter().take(24) {
+        let key_positions: Vec<u32> = (0..rows as u32).filter(|r| key >> r & 1 == 1).collect();
+        let got_hits = k.count_runs(&flat, stride, &key_positions, len, &live, &mut got[lo..lo + n_planes * len]);
+        let want_hits = all::count_runs(&flat, stride, &key_positions, len, &live, &mut want[lo..lo + n_planes * len]);
+        assert_eq!(got_hits, want_hits, "{name}: count_runs hits");
+    }
+    assert_eq!(got, want, "{name}: count_runs");
+    for &threshold in &input.thresholds {
+        let threshold = u32::from(threshold) % (2 << n_planes);
+        let mut got_out = vec![0x5a5a_5a5a_5a5a_5a5a; len + 16];
+        let mut want_out = got_out.clone();
+        let planes = &want[lo..lo + n_planes * len];
+        let got_any = k.count_at_least(planes, threshold, &mut got_out[out_start..out_start + len]);
+        let want_any = all::count_at_least(planes, threshold, &mut want_out[out_start..out_start + len]);
+        assert_eq!((got_any, &got_out), (want_any, &want_out), "{name}: count_at_least");
+    }
 }
 
 fuzz_target!(|input: Input| {

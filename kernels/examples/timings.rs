@@ -66,7 +66,8 @@ fn main() {
     let a = words(1600, 200, 0);
     let b = words(1600, 201, 0);
     let sparse = words(1600, 202, 5);
-    let counter_words = words(160, 203, 3);
+    // `count_runs`: seven rows of 160 words back to back, dense (7/8).
+    let counter_words: Vec<u64> = dense_rows.iter().flatten().copied().collect();
 
     let kernels = Kernels::available();
     let mut table: Vec<(&str, Vec<f64>)> = Vec::new();
@@ -82,10 +83,10 @@ fn main() {
             name,
             Box::new(move |k| {
                 let mut out = vec![0; 160];
-                (k.and_rows)(&refs, &mut out);
-                assert_eq!(out, want, "{}", k.backend);
+                k.and_rows(&refs, &mut out);
+                assert_eq!(out, want, "{}", k.backend());
                 time(|| {
-                    black_box((k.and_rows)(black_box(&refs), black_box(&mut out)));
+                    black_box(k.and_rows(black_box(&refs), black_box(&mut out)));
                 })
             }),
         );
@@ -94,9 +95,9 @@ fn main() {
     row(
         "popcount 1600",
         Box::new(move |k| {
-            assert_eq!((k.popcount)(&a2), all::popcount(&a2));
+            assert_eq!(k.popcount(&a2), all::popcount(&a2));
             time(|| {
-                black_box((k.popcount)(black_box(&a2)));
+                black_box(k.popcount(black_box(&a2)));
             })
         }),
     );
@@ -104,9 +105,9 @@ fn main() {
     row(
         "and_popcount 1600",
         Box::new(move |k| {
-            assert_eq!((k.and_popcount)(&a3, &b2), all::and_popcount(&a3, &b2));
+            assert_eq!(k.and_popcount(&a3, &b2), all::and_popcount(&a3, &b2));
             time(|| {
-                black_box((k.and_popcount)(black_box(&a3), black_box(&b2)));
+                black_box(k.and_popcount(black_box(&a3), black_box(&b2)));
             })
         }),
     );
@@ -116,10 +117,10 @@ fn main() {
         Box::new(move |k| {
             let mut dst = s4.clone();
             let mut want = s4.clone();
-            assert_eq!((k.or_into)(&mut dst, &a4), all::or_into(&mut want, &a4));
+            assert_eq!(k.or_into(&mut dst, &a4), all::or_into(&mut want, &a4));
             time(|| {
                 dst.copy_from_slice(&s4);
-                black_box((k.or_into)(black_box(&mut dst), black_box(&a4)));
+                black_box(k.or_into(black_box(&mut dst), black_box(&a4)));
             })
         }),
     );
@@ -132,31 +133,39 @@ fn main() {
             name,
             Box::new(move |k| {
                 let mut out = Vec::with_capacity(4096);
-                (k.append_set_bits)(&s5, 0, &mut out);
+                k.append_set_bits(&s5, 0, &mut out);
                 let mut want = Vec::new();
                 all::append_set_bits(&s5, 0, &mut want);
                 assert_eq!(out, want);
                 time(|| {
                     out.clear();
-                    (k.append_set_bits)(black_box(&s5), 0, &mut out);
+                    k.append_set_bits(black_box(&s5), 0, &mut out);
                     black_box(&out);
                 })
             }),
         );
     }
     row(
-        "accumulate_bits 10240 (1/8)",
+        "count_runs 7x160w 8 planes (7/8)",
         Box::new(move |k| {
-            let mut counters = vec![0u16; 160 * 64];
+            let width = 160;
+            let mut planes = vec![0u64; 8 * width];
+            let live = [!0u64; 1];
             time(|| {
-                (k.accumulate_bits)(black_box(&counter_words), black_box(&mut counters));
+                black_box(k.count_runs(
+                    black_box(&counter_words),
+                    width,
+                    &[0, 1, 2, 3, 4, 5, 6],
+                    width,
+                    &live,
+                    &mut planes,
+                ));
             })
         }),
     );
-
     print!("{:<30}", "ns per call");
     for k in &kernels {
-        print!("{:>12}", k.backend.name());
+        print!("{:>12}", k.backend().name());
     }
     println!();
     for (name, ns) in table {

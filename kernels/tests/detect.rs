@@ -14,7 +14,7 @@ fn expected(var: Option<&str>) -> Backend {
     let cap = var.and_then(Backend::from_name).unwrap_or(Backend::Avx512);
     Kernels::available()
         .into_iter()
-        .map(|k| k.backend)
+        .map(|k| k.backend())
         .rfind(|&b| b as usize <= cap as usize)
         .expect("scalar is always available")
 }
@@ -22,9 +22,9 @@ fn expected(var: Option<&str>) -> Backend {
 #[test]
 fn detect_returns_an_available_backend() {
     let chosen = Kernels::detect();
-    assert!(Kernels::available().iter().any(|k| k.backend == chosen.backend));
+    assert!(Kernels::available().iter().any(|k| k.backend() == chosen.backend()));
     assert!(std::ptr::eq(chosen, Kernels::detect()), "decided once");
-    assert_eq!(Kernels::available()[0].backend, Backend::Scalar);
+    assert_eq!(Kernels::available()[0].backend(), Backend::Scalar);
 }
 
 /// Run by itself this checks the current process's environment; the test
@@ -32,7 +32,7 @@ fn detect_returns_an_available_backend() {
 #[test]
 fn detect_honours_env() {
     let var = std::env::var("BLOOMSLICE_KERNELS").ok();
-    assert_eq!(Kernels::detect().backend, expected(var.as_deref()), "BLOOMSLICE_KERNELS={var:?}");
+    assert_eq!(Kernels::detect().backend(), expected(var.as_deref()), "BLOOMSLICE_KERNELS={var:?}");
     println!("detect_honours_env checked BLOOMSLICE_KERNELS={var:?}");
 }
 

@@ -64,13 +64,13 @@ fn check_and_rows(k: &Kernels) {
                 let mut expected = garbage.clone();
                 for len in 0..=MAX_WORDS {
                     let inputs: Vec<&[u64]> = arenas.iter().enumerate().map(|(r, a)| a.prefix(len + r % 3)).collect();
-                    let got_any = (k.and_rows)(&inputs, &mut out.words_mut()[..len]);
+                    let got_any = k.and_rows(&inputs, &mut out.words_mut()[..len]);
                     let want_any = all::and_rows(&inputs, &mut expected[..len]);
                     assert_eq!(
                         (got_any, &out.words()[..len]),
                         (want_any, &expected[..len]),
                         "{} and_rows rows={rows} len={len} offset={offset}",
-                        k.backend
+                        k.backend()
                     );
                     out.check_guards();
                 }
@@ -98,7 +98,7 @@ fn check_and_runs(k: &Kernels) {
                 let mut expected = garbage.clone();
                 let mut via_rows = garbage.clone();
                 for len in 0..=MAX_WORDS {
-                    let got_any = (k.and_runs)(arena.words(), stride, &positions, &mut out.words_mut()[..len]);
+                    let got_any = k.and_runs(arena.words(), stride, &positions, &mut out.words_mut()[..len]);
                     let want_any = all::and_runs(arena.words(), stride, &positions, &mut expected[..len]);
                     let slices: Vec<&[u64]> =
                         positions.iter().map(|&p| &arena.words()[p as usize * stride..][..len]).collect();
@@ -107,7 +107,7 @@ fn check_and_runs(k: &Kernels) {
                         (got_any, &out.words()[..len]),
                         (want_any, &expected[..len]),
                         "{} and_runs rows={rows} len={len} offset={offset}",
-                        k.backend
+                        k.backend()
                     );
                     assert_eq!((want_any, &expected[..len]), (rows_any, &via_rows[..len]), "reference disagrees");
                     out.check_guards();
@@ -137,10 +137,10 @@ fn sweep_pairs(mut check: impl FnMut(&[u64], &[u64], &str)) {
 
 fn check_popcounts(k: &Kernels) {
     sweep_pairs(|a, b, label| {
-        assert_eq!((k.popcount)(a), all::popcount(a), "{} popcount {label}", k.backend);
-        assert_eq!((k.and_popcount)(a, b), all::and_popcount(a, b), "{} and {label}", k.backend);
-        assert_eq!((k.or_popcount)(a, b), all::or_popcount(a, b), "{} or {label}", k.backend);
-        assert_eq!((k.xor_popcount)(a, b), all::xor_popcount(a, b), "{} xor {label}", k.backend);
+        assert_eq!(k.popcount(a), all::popcount(a), "{} popcount {label}", k.backend());
+        assert_eq!(k.and_popcount(a, b), all::and_popcount(a, b), "{} and {label}", k.backend());
+        assert_eq!(k.or_popcount(a, b), all::or_popcount(a, b), "{} or {label}", k.backend());
+        assert_eq!(k.xor_popcount(a, b), all::xor_popcount(a, b), "{} xor {label}", k.backend());
     });
 }
 
@@ -148,9 +148,9 @@ fn check_or_into(k: &Kernels) {
     sweep_pairs(|a, b, label| {
         let mut dst = Arena::new(a, (a.as_ptr() as usize / 8) % OFFSETS);
         let mut expected = a.to_vec();
-        let got = (k.or_into)(dst.words_mut(), b);
+        let got = k.or_into(dst.words_mut(), b);
         let want = all::or_into(&mut expected, b);
-        assert_eq!((got, dst.words()), (want, &expected[..]), "{} or_into {label}", k.backend);
+        assert_eq!((got, dst.words()), (want, &expected[..]), "{} or_into {label}", k.backend());
         dst.check_guards();
     });
 }
@@ -160,46 +160,95 @@ fn check_append_set_bits(k: &Kernels) {
         let offset = (a.len() as u32).wrapping_mul(2_654_435_761) >> 8;
         let mut got = vec![7, 1, 3];
         let mut want = got.clone();
-        (k.append_set_bits)(a, offset, &mut got);
+        k.append_set_bits(a, offset, &mut got);
         all::append_set_bits(a, offset, &mut want);
-        assert_eq!(got, want, "{} append_set_bits {label}", k.backend);
+        assert_eq!(got, want, "{} append_set_bits {label}", k.backend());
     });
 }
 
-fn check_accumulate_bits(k: &Kernels) {
-    let mut rng = Rng(3);
-    sweep_pairs(|a, _, label| {
-        // Several counter lengths up to all the bits, initial values that
-        // include saturated and nearly saturated counters, and counters
-        // starting at odd `u16` offsets. The reference is slow (a division
-        // per counter), so long inputs are sampled rather than swept.
-        if a.len() > 48 && a.len() % 16 != 5 {
-            return;
+/// `count_runs` against the scalar reference: every width up to
+/// `MAX_WORDS`, every offset of rows and planes, every row set, one to
+/// three planes (so carries ripple out of the top plane and wrap), and
+/// live masks that skip no chunk, every other chunk, or all of them. The
+/// same planes are then compared with `count_at_least` at every threshold
+/// they can hold and one beyond.
+fn check_count_runs(k: &Kernels) {
+    let mut rng = Rng(5);
+    for rows in [0, 1, 2, 5] {
+        for (s, set) in row_sets(rows.max(1), &mut rng).into_iter().enumerate() {
+            let stride = MAX_WORDS + 2;
+            let flat: Vec<u64> = set.iter().chain(set.iter()).flatten().copied().collect();
+            // Keys: different subsets of the rows, repeated so counters
+            // climb past the planes' range.
+            let keys: Vec<Vec<u32>> =
+                (0..9).map(|q| (0..rows).map(|r| ((r * 7 + q * 3 + 1) % (2 * set.len())) as u32).collect()).collect();
+            let offset = s % OFFSETS;
+            let arena = Arena::new(&flat, offset);
+            for n_planes in 1..=3 {
+                for width in 0..=MAX_WORDS {
+                    let live_patterns: [u64; 3] = [!0, 0x5555_5555_5555_5555, 0];
+                    let live = [live_patterns[(width + n_planes) % 3]; 1];
+                    let init: Vec<u64> = (0..width * n_planes).map(|_| rng.next_u64()).collect();
+                    let mut planes = Arena::new(&init, (offset + width) % OFFSETS);
+                    let mut want = init.clone();
+                    for key in &keys {
+                        let got_hits = k.count_runs(arena.words(), stride, key, width, &live, planes.words_mut());
+                        let want_hits = all::count_runs(arena.words(), stride, key, width, &live, &mut want);
+                        assert_eq!(
+                            got_hits,
+                            want_hits,
+                            "{} count_runs hits rows={rows} set={s} width={width}",
+                            k.backend()
+                        );
+                    }
+                    assert_eq!(
+                        planes.words(),
+                        &want[..],
+                        "{} count_runs rows={rows} set={s} planes={n_planes} width={width}",
+                        k.backend()
+                    );
+                    planes.check_guards();
+                    let garbage = vec![0x5a5a_5a5a_5a5a_5a5a; width];
+                    for threshold in 0..=(1u32 << n_planes) {
+                        let mut out = Arena::new(&garbage, (offset + 3) % OFFSETS);
+                        let mut expected = garbage.clone();
+                        let got_any = k.count_at_least(planes.words(), threshold, out.words_mut());
+                        let want_any = all::count_at_least(&want, threshold, &mut expected);
+                        assert_eq!(
+                            (got_any, out.words()),
+                            (want_any, &expected[..]),
+                            "{} count_at_least planes={n_planes} width={width} threshold={threshold}",
+                            k.backend()
+                        );
+                        out.check_guards();
+                    }
+                }
+            }
         }
-        let bits = a.len() * 64;
-        for counters_len in [bits, bits.saturating_sub(1), bits.saturating_sub(17), bits / 3] {
-            let init: Vec<u16> = (0..counters_len)
-                .map(|_| match rng.below(4) {
-                    0 => u16::MAX,
-                    1 => u16::MAX - 1,
-                    _ => rng.next_u64() as u16,
-                })
-                .collect();
-            let start = (counters_len % 13) + 1;
-            let mut buf = vec![0xbeef_u16; start + counters_len + 8];
-            buf[start..start + counters_len].copy_from_slice(&init);
-            let mut want = init.clone();
-            (k.accumulate_bits)(a, &mut buf[start..start + counters_len]);
-            all::accumulate_bits(a, &mut want);
-            assert_eq!(
-                &buf[start..start + counters_len],
-                &want[..],
-                "{} accumulate_bits counters={counters_len} {label}",
-                k.backend
-            );
-            assert!(buf[..start].iter().chain(&buf[start + counters_len..]).all(|&c| c == 0xbeef));
+    }
+}
+
+/// `count_at_least` against a per-column model of the scalar reference
+/// with more planes than fit in a `u32` threshold's bits and thresholds
+/// at the edges.
+#[test]
+fn count_at_least_reference_matches_model() {
+    let mut rng = Rng(8);
+    for n_planes in [1, 2, 7, 31, 32, 33] {
+        let width = 3;
+        let planes: Vec<u64> = (0..width * n_planes).map(|_| rng.next_u64() & rng.next_u64()).collect();
+        for threshold in [0, 1, 2, 63, 64, 127, 128, 1 << 30, u32::MAX] {
+            let mut out = vec![0; width];
+            let any = all::count_at_least(&planes, threshold, &mut out);
+            for c in 0..width * 64 {
+                let value: u128 =
+                    (0..n_planes).map(|j| u128::from((planes[j * width + c / 64] >> (c % 64)) & 1) << j).sum();
+                let bit = (out[c / 64] >> (c % 64)) & 1 == 1;
+                assert_eq!(bit, value >= u128::from(threshold), "planes={n_planes} threshold={threshold} column={c}");
+            }
+            assert_eq!(any, out.iter().any(|&w| w != 0));
         }
-    });
+    }
 }
 
 /// One module of tests per backend. `$kernels` is an expression giving
@@ -258,9 +307,9 @@ macro_rules! backend_tests {
             }
 
             #[test]
-            fn accumulate_bits() {
+            fn count_runs() {
                 if let Some(k) = kernels() {
-                    check_accumulate_bits(k);
+                    check_count_runs(k);
                 }
             }
         }
@@ -277,12 +326,12 @@ backend_tests!(avx512, bloomslice_kernels::arch::x86_64::avx512::kernels());
 #[test]
 fn tables_are_labelled() {
     use bloomslice_kernels::Backend;
-    assert_eq!(bloomslice_kernels::arch::portable::kernels().backend, Backend::Portable);
+    assert_eq!(bloomslice_kernels::arch::portable::kernels().backend(), Backend::Portable);
     #[cfg(target_arch = "x86_64")]
     {
         use bloomslice_kernels::arch::x86_64::{avx2, avx512};
-        assert_eq!(avx2::kernels().map(|k| k.backend), avx2::Avx2::new().map(|_| Backend::Avx2));
-        assert_eq!(avx512::kernels().map(|k| k.backend), avx512::Avx512::new().map(|_| Backend::Avx512));
+        assert_eq!(avx2::kernels().map(|k| k.backend()), avx2::Avx2::new().map(|_| Backend::Avx2));
+        assert_eq!(avx512::kernels().map(|k| k.backend()), avx512::Avx512::new().map(|_| Backend::Avx512));
     }
 }
 
@@ -292,11 +341,14 @@ fn length_mismatches_panic() {
     for k in Kernels::available() {
         let (a, b) = (vec![1u64; 9], vec![1u64; 10]);
         let run = |f: &dyn Fn()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err();
-        assert!(run(&|| _ = (k.and_popcount)(&a, &b)), "{}", k.backend);
-        assert!(run(&|| _ = (k.or_popcount)(&a, &b)), "{}", k.backend);
-        assert!(run(&|| _ = (k.xor_popcount)(&a, &b)), "{}", k.backend);
-        assert!(run(&|| _ = (k.or_into)(&mut a.clone(), &b)), "{}", k.backend);
-        assert!(run(&|| _ = (k.and_rows)(&[&a], &mut [0; 10])), "{}", k.backend);
-        assert!(run(&|| (k.accumulate_bits)(&a, &mut [0; 9 * 64 + 1])), "{}", k.backend);
+        assert!(run(&|| _ = k.and_popcount(&a, &b)), "{}", k.backend());
+        assert!(run(&|| _ = k.or_popcount(&a, &b)), "{}", k.backend());
+        assert!(run(&|| _ = k.xor_popcount(&a, &b)), "{}", k.backend());
+        assert!(run(&|| _ = k.or_into(&mut a.clone(), &b)), "{}", k.backend());
+        assert!(run(&|| _ = k.and_rows(&[&a], &mut [0; 10])), "{}", k.backend());
+        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 2, &[!0], &mut [0; 3])), "{}", k.backend());
+        assert!(run(&|| _ = k.count_runs(&a, 8, &[1], 2, &[!0], &mut [0; 4])), "{}", k.backend());
+        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 9 * 64, &[!0], &mut [0; 9 * 64])), "{}", k.backend());
+        assert!(run(&|| _ = k.count_at_least(&[0; 5], 1, &mut [0; 2])), "{}", k.backend());
     }
 }

@@ -69,24 +69,16 @@ macro_rules! backend_properties {
                 #[test]
                 fn matches_reference((a, b) in pair(), offset in 0u32..1 << 20) {
                     let Some(k) = kernels() else { return Ok(()) };
-                    prop_assert_eq!((k.popcount)(&a), all::popcount(&a));
-                    prop_assert_eq!((k.and_popcount)(&a, &b), all::and_popcount(&a, &b));
-                    prop_assert_eq!((k.or_popcount)(&a, &b), all::or_popcount(&a, &b));
-                    prop_assert_eq!((k.xor_popcount)(&a, &b), all::xor_popcount(&a, &b));
+                    prop_assert_eq!(k.popcount(&a), all::popcount(&a));
+                    prop_assert_eq!(k.and_popcount(&a, &b), all::and_popcount(&a, &b));
+                    prop_assert_eq!(k.or_popcount(&a, &b), all::or_popcount(&a, &b));
+                    prop_assert_eq!(k.xor_popcount(&a, &b), all::xor_popcount(&a, &b));
                     let (mut got, mut want) = (a.clone(), a.clone());
-                    prop_assert_eq!((k.or_into)(&mut got, &b), all::or_into(&mut want, &b));
+                    prop_assert_eq!(k.or_into(&mut got, &b), all::or_into(&mut want, &b));
                     prop_assert_eq!(got, want);
                     let (mut got, mut want) = (vec![9], vec![9]);
-                    (k.append_set_bits)(&a, offset, &mut got);
+                    k.append_set_bits(&a, offset, &mut got);
                     all::append_set_bits(&a, offset, &mut want);
-                    prop_assert_eq!(got, want);
-                    let init: Vec<u16> = b.iter().flat_map(|w| w.to_le_bytes()).map(|x| {
-                        if x > 200 { u16::MAX } else { u16::from(x) }
-                    }).collect();
-                    let counters = init.len().min(a.len() * 64);
-                    let (mut got, mut want) = (init.clone(), init);
-                    (k.accumulate_bits)(&a, &mut got[..counters]);
-                    all::accumulate_bits(&a, &mut want[..counters]);
                     prop_assert_eq!(got, want);
                 }
 
@@ -104,7 +96,7 @@ macro_rules! backend_properties {
                     }
                     let refs: Vec<&[u64]> = positions.iter().map(|&p| &flat[p as usize * stride..][..n]).collect();
                     let (mut got, mut want) = (vec![3; n], vec![3; n]);
-                    let got_any = (k.and_runs)(&flat, stride, &positions, &mut got);
+                    let got_any = k.and_runs(&flat, stride, &positions, &mut got);
                     let want_any = all::and_rows(&refs, &mut want);
                     prop_assert_eq!((got_any, &got), (want_any, &want));
                 }
@@ -114,7 +106,7 @@ macro_rules! backend_properties {
                     let Some(k) = kernels() else { return Ok(()) };
                     let refs: Vec<&[u64]> = rows.iter().map(Vec::as_slice).collect();
                     let (mut got, mut want) = (vec![3; n], vec![3; n]);
-                    let got_any = (k.and_rows)(&refs, &mut got);
+                    let got_any = k.and_rows(&refs, &mut got);
                     let want_any = all::and_rows(&refs, &mut want);
                     prop_assert_eq!((got_any, &got), (want_any, &want));
                     // The model: the AND of the first `n` words of every row.
@@ -128,23 +120,23 @@ macro_rules! backend_properties {
                 #[test]
                 fn popcount_laws((a, b) in pair()) {
                     let Some(k) = kernels() else { return Ok(()) };
-                    let (pa, pb) = ((k.popcount)(&a), (k.popcount)(&b));
-                    let and = (k.and_popcount)(&a, &b);
-                    let or = (k.or_popcount)(&a, &b);
+                    let (pa, pb) = (k.popcount(&a), k.popcount(&b));
+                    let and = k.and_popcount(&a, &b);
+                    let or = k.or_popcount(&a, &b);
                     prop_assert_eq!(pa, naive_popcount(&a));
                     prop_assert_eq!(or + and, pa + pb);
-                    prop_assert_eq!((k.xor_popcount)(&a, &b), or - and);
-                    prop_assert_eq!((k.and_popcount)(&a, &a), pa);
-                    prop_assert_eq!((k.xor_popcount)(&a, &a), 0);
+                    prop_assert_eq!(k.xor_popcount(&a, &b), or - and);
+                    prop_assert_eq!(k.and_popcount(&a, &a), pa);
+                    prop_assert_eq!(k.xor_popcount(&a, &a), 0);
                 }
 
                 #[test]
                 fn or_into_counts_new_bits((a, b) in pair()) {
                     let Some(k) = kernels() else { return Ok(()) };
-                    let before = (k.popcount)(&a);
+                    let before = k.popcount(&a);
                     let mut dst = a.clone();
-                    let new_bits = (k.or_into)(&mut dst, &b);
-                    prop_assert_eq!(new_bits, (k.popcount)(&dst) - before);
+                    let new_bits = k.or_into(&mut dst, &b);
+                    prop_assert_eq!(new_bits, k.popcount(&dst) - before);
                     let model: Vec<u64> = a.iter().zip(&b).map(|(x, y)| x | y).collect();
                     prop_assert_eq!(dst, model);
                 }
@@ -153,7 +145,7 @@ macro_rules! backend_properties {
                 fn append_set_bits_yields_the_set_bits((a, _) in pair(), offset in 0u32..1 << 24) {
                     let Some(k) = kernels() else { return Ok(()) };
                     let mut got = vec![u32::MAX];
-                    (k.append_set_bits)(&a, offset, &mut got);
+                    k.append_set_bits(&a, offset, &mut got);
                     let model: Vec<u32> = std::iter::once(u32::MAX)
                         .chain((0..a.len() * 64).filter(|&i| bit(&a, i)).map(|i| offset + i as u32))
                         .collect();
@@ -161,14 +153,54 @@ macro_rules! backend_properties {
                 }
 
                 #[test]
-                fn accumulate_bits_adds_each_bit((a, _) in pair(), start in any::<u16>()) {
+                fn count_runs_counts_each_column(
+                    (rows, n) in rows(),
+                    keys in vec(vec(0u32..8, 0..4), 0..40),
+                    n_planes in 1usize..8,
+                    live_bits in any::<u64>(),
+                ) {
+                    // Q keys, each ANDing up to three of the rows; the model
+                    // counts, per column, the keys whose rows all hold it.
                     let Some(k) = kernels() else { return Ok(()) };
-                    let init: Vec<u16> =
-                        (0..a.len() * 64).map(|i| start.wrapping_add((i as u16).wrapping_mul(97))).collect();
-                    let mut counters = init.clone();
-                    (k.accumulate_bits)(&a, &mut counters);
-                    for (i, (&before, &after)) in init.iter().zip(&counters).enumerate() {
-                        prop_assert_eq!(after, before.saturating_add(u16::from(bit(&a, i))));
+                    let stride = rows.iter().map(Vec::len).max().unwrap_or(0).max(n).max(1);
+                    let mut flat = vec![0u64; stride * rows.len().max(1)];
+                    for (r, row) in rows.iter().enumerate() {
+                        flat[r * stride..r * stride + row.len()].copy_from_slice(row);
+                    }
+                    let keys: Vec<Vec<u32>> = keys
+                        .into_iter()
+                        .map(|key| key.into_iter().filter(|&p| (p as usize) < rows.len()).collect())
+                        .collect();
+                    let live = vec![live_bits; n.div_ceil(8).div_ceil(64).max(1)];
+                    let mut got = vec![0u64; n * n_planes];
+                    let mut want = got.clone();
+                    for key in &keys {
+                        prop_assert_eq!(
+                            k.count_runs(&flat, stride, key, n, &live, &mut got),
+                            all::count_runs(&flat, stride, key, n, &live, &mut want)
+                        );
+                    }
+                    prop_assert_eq!(&got, &want);
+                    for c in 0..n * 64 {
+                        let chunk = c / 512;
+                        let hits = keys
+                            .iter()
+                            .filter(|key| key.iter().all(|&p| bit(&flat[p as usize * stride..], c)))
+                            .count() as u64;
+                        let expected = if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 { hits % (1 << n_planes) } else { 0 };
+                        let counter = (0..n_planes).map(|j| u64::from(bit(&got[j * n..], c)) << j).sum::<u64>();
+                        prop_assert_eq!(counter, expected, "column {}", c);
+                    }
+                    for threshold in [0, 1, 2, 3, 5, 1 << n_planes, u32::MAX] {
+                        let (mut ge, mut ge_ref) = (vec![7u64; n], vec![9u64; n]);
+                        let any = k.count_at_least(&got, threshold, &mut ge);
+                        prop_assert_eq!(any, all::count_at_least(&got, threshold, &mut ge_ref));
+                        prop_assert_eq!(&ge, &ge_ref);
+                        for c in 0..n * 64 {
+                            let counter = (0..n_planes).map(|j| u64::from(bit(&got[j * n..], c)) << j).sum::<u64>();
+                            prop_assert_eq!(bit(&ge, c), counter >= u64::from(threshold), "column {} threshold {}", c, threshold);
+                        }
+                        prop_assert_eq!(any, ge.iter().any(|&w| w != 0));
                     }
                 }
             }

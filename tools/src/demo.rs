@@ -178,7 +178,7 @@ pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(),
         p.m(),
         p.k()
     );
-    println!("kernels: dispatched {} (available: {})", dispatched.backend, available());
+    println!("kernels: dispatched {} (available: {})", dispatched.backend(), available());
     println!(
         "index: {} shards, {} columns, {:.1} MiB; built in {build_s:.2} s; batches of {BATCH} keys; best of 3 passes",
         sliced.shard_count(),
@@ -212,7 +212,7 @@ pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(),
 }
 
 fn available() -> String {
-    Kernels::available().iter().map(|k| k.backend.to_string()).collect::<Vec<_>>().join(", ")
+    Kernels::available().iter().map(|k| k.backend().to_string()).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]

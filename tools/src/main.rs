@@ -510,7 +510,7 @@ fn main() -> ExitCode {
         }
         Command::Params(a) => a.params().map(|p| {
             println!("m = {} bits, k = {}, expected FP at n_exp = {:.6}", p.m(), p.k(), p.expected_fpr(a.n_exp));
-            println!("kernels: {}", bloomslice::kernels::Kernels::detect().backend);
+            println!("kernels: {}", bloomslice::kernels::Kernels::detect().backend());
         }),
     };
     match result {

@@ -72,7 +72,7 @@ struct QueryArgs {
     /// Workload (see DESIGN.md, "Workloads").
     #[arg(long, value_enum, default_value_t = WorkloadKind::Paper)]
     workload: WorkloadKind,
-    /// Number of filters [default: paper 1000, full 1000, large 100000].
+    /// Number of filters [default: paper 1000, full 1000, large 100000, multi 1000].
     #[arg(long)]
     filters: Option<usize>,
     /// Number of queries, half present and half absent.
@@ -133,7 +133,7 @@ fn main() -> ExitCode {
             max_shard_columns: args.shard_columns.unwrap_or(defaults.max_shard_columns),
             prefetch_distance: args.prefetch.unwrap_or(defaults.prefetch_distance),
         },
-        engines: args.engines.unwrap_or_else(|| EngineKind::ALL.to_vec()),
+        engines: args.engines.clone().unwrap_or_else(|| EngineKind::ALL.to_vec()),
         batch: args.batch[0] as usize,
         repeat: args.repeat as usize,
         naive_queries: args.naive_queries.map(|q| q.try_into().unwrap_or(usize::MAX)),
@@ -142,6 +142,9 @@ fn main() -> ExitCode {
             .map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize),
     };
     let mut log = |line: &str| eprintln!("[paper] {line}");
+    if args.workload == WorkloadKind::Multi {
+        return run_multi(&opts, &args, &mut log);
+    }
     if args.pool.threads.is_some() {
         return bloomslice_bench::threads::main(&opts, &args.batch, &args.pool, &mut log);
     }
@@ -173,6 +176,44 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `paper query --workload multi` (see `bloomslice_bench::multi`).
+fn run_multi(opts: &QueryOptions, args: &QueryArgs, log: &mut dyn FnMut(&str)) -> ExitCode {
+    use bloomslice_bench::multi;
+    let multi_opts = multi::MultiOptions {
+        filters: opts.spec.filters,
+        seed: opts.spec.seed,
+        config: opts.config,
+        repeat: opts.repeat,
+        threads: opts.threads,
+        shapes: multi::MultiOptions::SHAPES.to_vec(),
+    };
+    let rows = match multi::run_multi(&multi_opts, log) {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let json = match serde_json::to_string_pretty(&rows) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot serialise the rows: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(path) = &args.json_out
+        && let Err(e) = std::fs::write(path, json.clone() + "\n")
+    {
+        eprintln!("error: cannot write {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    match args.format {
+        Format::Table => print!("{}", multi::table(&rows)),
+        Format::Json => println!("{json}"),
+    }
+    ExitCode::SUCCESS
 }
 
 /// `paper stable`: the stable-state theory per policy, then the measured

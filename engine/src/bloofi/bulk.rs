@@ -236,7 +236,7 @@ fn greedy_inverted(filters: &[&[u64]], metric: Metric, kernels: &Kernels) -> Vec
         return Vec::new();
     };
     let bits = filters[0].len() * 64;
-    let ones: Vec<u64> = filters.iter().map(|f| (kernels.popcount)(f)).collect();
+    let ones: Vec<u64> = filters.iter().map(|f| kernels.popcount(f)).collect();
     // Posting lists in one buffer: list b is postings[begin..begin + len] of
     // lists[b]; the header is one 16-byte record so that reaching a list
     // costs one cache miss, not two.

@@ -98,15 +98,15 @@ impl Metric {
     /// Panics if the slices differ in length.
     pub fn distance_words(self, kernels: &Kernels, a: &[u64], b: &[u64]) -> f64 {
         match self {
-            Metric::Hamming => (kernels.xor_popcount)(a, b) as f64,
+            Metric::Hamming => kernels.xor_popcount(a, b) as f64,
             Metric::Jaccard => {
-                let union = (kernels.or_popcount)(a, b);
-                let common = if union == 0 { 0 } else { (kernels.and_popcount)(a, b) };
+                let union = kernels.or_popcount(a, b);
+                let common = if union == 0 { 0 } else { kernels.and_popcount(a, b) };
                 Self::jaccard(common, union)
             }
             Metric::Cosine => {
-                let (na, nb) = ((kernels.popcount)(a), (kernels.popcount)(b));
-                let common = if na == 0 || nb == 0 { 0 } else { (kernels.and_popcount)(a, b) };
+                let (na, nb) = (kernels.popcount(a), kernels.popcount(b));
+                let common = if na == 0 || nb == 0 { 0 } else { kernels.and_popcount(a, b) };
                 Self::cosine(na, nb, common)
             }
         }
@@ -585,7 +585,7 @@ impl BloofiTree {
     /// `node.val = OR of its children's values` (reads every child).
     fn recompute(&mut self, n: u32) {
         let w = self.params.words();
-        let or_into = self.kernels.or_into;
+        let kernels = self.kernels;
         self.cost.touch(n);
         for i in 0..self.node(n).children.len() {
             let c = self.node(n).children[i];
@@ -595,7 +595,7 @@ impl BloofiTree {
             if i == 0 {
                 dst.copy_from_slice(src.value.words());
             } else {
-                or_into(dst, src.value.words());
+                kernels.or_into(dst, src.value.words());
             }
         }
     }
@@ -748,7 +748,7 @@ impl BloofiTree {
             if node.leaf {
                 return n;
             }
-            (kernels.or_into)(&mut node.value.padded_words_mut()[..w], filter.words());
+            kernels.or_into(&mut node.value.padded_words_mut()[..w], filter.words());
             let node = self.node(n);
             let mut best = node.children[0];
             let mut best_distance = f64::INFINITY;
@@ -778,7 +778,7 @@ impl BloofiTree {
             self.node_mut(sibling).parent = r;
             self.root = r;
             let (dst, src) = pair_mut(&mut self.nodes, r, leaf);
-            (self.kernels.or_into)(&mut dst.value.padded_words_mut()[..w], src.value.words());
+            self.kernels.or_into(&mut dst.value.padded_words_mut()[..w], src.value.words());
             self.cost.touch(r);
         }
         let p = self.parent(sibling);
@@ -922,11 +922,11 @@ impl BloofiTree {
         self.check_params(filter.params())?;
         let mut n = self.leaf(id)?;
         self.cost.begin();
-        let (w, or_into) = (self.params.words(), self.kernels.or_into);
+        let (w, kernels) = (self.params.words(), self.kernels);
         while n != NO_NODE {
             self.cost.touch(n);
             let node = self.node_mut(n);
-            or_into(&mut node.value.padded_words_mut()[..w], filter.words());
+            kernels.or_into(&mut node.value.padded_words_mut()[..w], filter.words());
             n = node.parent;
         }
         self.finish(OpKind::Update);

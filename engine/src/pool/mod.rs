@@ -119,6 +119,7 @@
 //!   joins every worker; outstanding [`Ticket`]s complete normally.
 
 mod job;
+mod score;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};

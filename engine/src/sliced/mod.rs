@@ -42,6 +42,7 @@ use crate::storage::Words;
 
 mod persist;
 pub(crate) use persist::{ColumnEntry, ShardParts};
+mod score;
 mod variants;
 
 /// Shards grow in steps of this many columns: one 512-bit chunk (a cache
@@ -806,7 +807,7 @@ impl SlicedIndex {
             // SAFETY: every element of `acc` was initialised just above, and
             // `MaybeUninit<u64>` has the layout of `u64`.
             let acc = unsafe { &mut *(acc as *mut [MaybeUninit<u64>] as *mut [u64]) };
-            if (self.kernels.and_runs)(&shard.rows, shard.wpr, positions, acc) {
+            if self.kernels.and_runs(&shard.rows, shard.wpr, positions, acc) {
                 push_owners(acc, &shard.used, &shard.owners, out);
             }
         }
@@ -1057,7 +1058,7 @@ mod tests {
             index.query_batch(&keys, &mut results);
             assert_eq!(results.len(), keys.len());
             for (key, got) in keys.iter().zip(results.iter()) {
-                assert_eq!(got, index.query(key), "{}", kernels.backend);
+                assert_eq!(got, index.query(key), "{}", kernels.backend());
             }
             let mut empty = BatchResults::new();
             index.query_batch::<[u8; 8]>(&[], &mut empty);

@@ -163,16 +163,168 @@ pub fn xor_popcount(a: &[u64], b: &[u64]) -> u64 {
     a.iter().zip(b).map(|(x, y)| u64::from((x ^ y).count_ones())).sum()
 }
 
-/// Adds bit `i` of `words` to `counters[i]` for every `i < counters.len()`
-/// (saturating), the step of a multi-key threshold query that counts how
-/// many of a query's keys each filter matches.
+/// Adds the AND of row runs to bit-sliced counters: one step of a
+/// multi-key score.
+///
+/// The counters are `planes.len() / width` bit-planes of `width` words
+/// each: plane `j` is `planes[j * width..(j + 1) * width]` and holds bit `j`
+/// of every column's counter (column `c` is bit `c % 64` of word `c / 64`).
+/// For every 512-bit chunk `c` of the width (eight words; the last chunk may
+/// be shorter) whose bit `c` of `live` is set, the runs named by `positions`
+/// are ANDed exactly as [`and_runs`] does (run `i` is
+/// `rows[positions[i] * stride..]`, early exit once the chunk is zero), and
+/// the result is added, one per set bit, to the counters of the chunk's
+/// columns: a ripple carry from plane 0 upwards that stops as soon as the
+/// carry is zero. A carry out of the top plane is dropped (the counters
+/// wrap modulo `2^planes`); callers keep enough planes for the number of
+/// keys they add. Chunks whose `live` bit is clear are neither read nor
+/// changed. With no positions the AND is all ones (every column gains one).
+///
+/// Returns the number of chunks whose AND result had a set bit.
 ///
 /// # Panics
 ///
-/// Panics if `words` holds fewer than `counters.len()` bits.
-pub fn accumulate_bits(words: &[u64], counters: &mut [u16]) {
-    assert!(words.len() * 64 >= counters.len(), "accumulate_bits: too few words");
-    for (i, c) in counters.iter_mut().enumerate() {
-        *c = c.saturating_add(((words[i / 64] >> (i % 64)) & 1) as u16);
+/// Panics if `planes.len()` is not a non-zero multiple of `width` (for
+/// `width > 0`), if `live` has fewer than `width.div_ceil(8)` bits, or if a
+/// run reaches past the end of `rows`.
+pub fn count_runs(
+    rows: &[u64],
+    stride: usize,
+    positions: &[u32],
+    width: usize,
+    live: &[u64],
+    planes: &mut [u64],
+) -> usize {
+    check_count_args(rows.len(), stride, positions, width, live, planes.len());
+    if width == 0 {
+        return 0;
     }
+    let mut hits = 0;
+    let mut start = 0;
+    while start < width {
+        let end = (start + WORDS_PER_LINE).min(width);
+        let chunk = start / WORDS_PER_LINE;
+        if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
+            hits += usize::from(count_chunk(rows, stride, positions, width, start..end, planes));
+        }
+        start = end;
+    }
+    hits
+}
+
+/// [`count_runs`] on the words `span` (at most one chunk) of every plane;
+/// returns whether the AND had a set bit. The SIMD backends use it for the
+/// last, partial chunk. Arguments are checked by the caller.
+#[inline]
+pub(crate) fn count_chunk(
+    rows: &[u64],
+    stride: usize,
+    positions: &[u32],
+    width: usize,
+    span: core::ops::Range<usize>,
+    planes: &mut [u64],
+) -> bool {
+    let (start, end) = (span.start, span.end);
+    let mut acc = [!0u64; WORDS_PER_LINE];
+    let acc = &mut acc[..end - start];
+    for (i, &p) in positions.iter().enumerate() {
+        if i > 0 && acc.iter().all(|&w| w == 0) {
+            break;
+        }
+        let run = &rows[p as usize * stride + start..p as usize * stride + end];
+        for (a, &w) in acc.iter_mut().zip(run) {
+            *a &= w;
+        }
+    }
+    if acc.iter().all(|&w| w == 0) {
+        return false;
+    }
+    let carry = acc;
+    for j in 0..planes.len() / width {
+        let plane = &mut planes[j * width + start..j * width + end];
+        for (p, c) in plane.iter_mut().zip(carry.iter_mut()) {
+            let sum = *p ^ *c;
+            *c &= *p;
+            *p = sum;
+        }
+        if carry.iter().all(|&w| w == 0) {
+            break;
+        }
+    }
+    true
+}
+
+/// The argument checks shared by every backend's [`count_runs`].
+#[inline]
+pub(crate) fn check_count_args(
+    rows_len: usize,
+    stride: usize,
+    positions: &[u32],
+    width: usize,
+    live: &[u64],
+    planes_len: usize,
+) {
+    if width > 0 {
+        assert!(
+            planes_len >= width && planes_len.is_multiple_of(width),
+            "count_runs: planes are not whole planes of width words"
+        );
+    }
+    assert!(live.len() * 64 >= width.div_ceil(WORDS_PER_LINE), "count_runs: live mask too short");
+    for &p in positions {
+        assert!(run_fits(rows_len, stride, p, width), "row run past the end of the rows");
+    }
+}
+
+/// Compares bit-sliced counters with a threshold: sets bit `c` of `out`
+/// exactly when column `c`'s counter is at least `threshold`, and returns
+/// whether any bit of `out` is set.
+///
+/// The counters are the planes of [`count_runs`], `out.len()` words per
+/// plane (`planes.len() / out.len()` planes). The comparison runs from the
+/// top plane down with a "greater" and an "equal so far" mask, so it costs
+/// one pass over the planes whatever the threshold. A threshold of 0 sets
+/// every bit; a threshold of `2^planes` or more sets none.
+///
+/// # Panics
+///
+/// Panics if `planes.len()` is not a non-zero multiple of `out.len()` (for
+/// a non-empty `out`).
+pub fn count_at_least(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
+    let width = out.len();
+    if width == 0 {
+        return false;
+    }
+    assert!(
+        planes.len() >= width && planes.len().is_multiple_of(width),
+        "count_at_least: planes are not whole planes of out.len() words"
+    );
+    let n_planes = planes.len() / width;
+    if n_planes < 32 && threshold >> n_planes != 0 {
+        out.fill(0);
+        return false;
+    }
+    let mut any = 0;
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = at_least_word(planes, width, i, threshold);
+        any |= *o;
+    }
+    any != 0
+}
+
+/// Word `i` of [`count_at_least`]'s answer (the threshold is known to fit
+/// in the planes, or the planes number 32 or more).
+#[inline]
+pub(crate) fn at_least_word(planes: &[u64], width: usize, i: usize, threshold: u32) -> u64 {
+    let (mut greater, mut equal) = (0u64, !0u64);
+    for j in (0..planes.len() / width).rev() {
+        let p = planes[j * width + i];
+        if j < 32 && (threshold >> j) & 1 == 1 {
+            equal &= p;
+        } else {
+            greater |= equal & p;
+            equal &= !p;
+        }
+    }
+    greater | equal
 }

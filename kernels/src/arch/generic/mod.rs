@@ -563,3 +563,139 @@ pub(crate) unsafe fn xor_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
     // SAFETY: forwarded from this function's contract.
     unsafe { binary_popcount::<L, Xor>(a, b) }
 }
+
+/// See [`all::count_runs`]. Each live full line is ANDed in registers with
+/// one `is_zero` test per row (the early exit of `and_runs`), and a non-zero
+/// result rippled through the planes, one load, two bit operations and a
+/// store per plane, until the carry line is zero. The last, partial chunk
+/// goes through the scalar reference.
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn count_runs<L: Line>(
+    rows: &[u64],
+    stride: usize,
+    positions: &[u32],
+    width: usize,
+    live: &[u64],
+    planes: &mut [u64],
+) -> usize {
+    all::check_count_args(rows.len(), stride, positions, width, live, planes.len());
+    if width == 0 {
+        return 0;
+    }
+    let n_planes = planes.len() / width;
+    let full = width - width % WORDS_PER_LINE;
+    let base = rows.as_ptr();
+    let planes_ptr = planes.as_mut_ptr();
+    let mut hits = 0;
+    let mut start = 0;
+    while start < full {
+        let chunk = start / WORDS_PER_LINE;
+        if (live[chunk / 64] >> (chunk % 64)) & 1 == 0 {
+            start += WORDS_PER_LINE;
+            continue;
+        }
+        // SAFETY: for every position `p`, `p * stride + width <= rows.len()`
+        // (checked above) and `start + 8 <= full <= width`, so each row load
+        // is in bounds; plane `j` spans words `j * width..(j + 1) * width`
+        // of `planes` for `j < n_planes`, so each plane access is in bounds;
+        // `L`'s features are available (this function's contract).
+        unsafe {
+            let mut acc = match positions.split_first() {
+                None => L::load(ONES.as_ptr()),
+                Some((&first, rest)) => {
+                    let mut acc = L::load(base.add(first as usize * stride + start));
+                    for &p in rest {
+                        if acc.is_zero() {
+                            break;
+                        }
+                        acc = acc.and(L::load(base.add(p as usize * stride + start)));
+                    }
+                    acc
+                }
+            };
+            if !acc.is_zero() {
+                hits += 1;
+                for j in 0..n_planes {
+                    let at = planes_ptr.add(j * width + start);
+                    let plane = L::load(at);
+                    plane.xor(acc).store(at);
+                    acc = acc.and(plane);
+                    if acc.is_zero() {
+                        break;
+                    }
+                }
+            }
+        }
+        start += WORDS_PER_LINE;
+    }
+    if full < width {
+        let chunk = full / WORDS_PER_LINE;
+        if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
+            hits += usize::from(all::count_chunk(rows, stride, positions, width, full..width, planes));
+        }
+    }
+    hits
+}
+
+/// A line of ones, the AND of no rows.
+static ONES: [u64; WORDS_PER_LINE] = [!0; WORDS_PER_LINE];
+
+/// See [`all::count_at_least`]: the same top-down comparison, one line of
+/// every plane at a time.
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn count_at_least<L: Line>(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
+    let width = out.len();
+    if width == 0 {
+        return false;
+    }
+    assert!(
+        planes.len() >= width && planes.len().is_multiple_of(width),
+        "count_at_least: planes are not whole planes of out.len() words"
+    );
+    let n_planes = planes.len() / width;
+    if n_planes < 32 && threshold >> n_planes != 0 {
+        out.fill(0);
+        return false;
+    }
+    let full = width - width % WORDS_PER_LINE;
+    let (planes_ptr, out_ptr) = (planes.as_ptr(), out.as_mut_ptr());
+    // SAFETY: `L`'s features are available (this function's contract).
+    let (mut any, ones) = unsafe { (L::zero(), L::load(ONES.as_ptr())) };
+    let mut start = 0;
+    while start < full {
+        // SAFETY: `start + 8 <= full <= width`, so line `start` of every
+        // plane `j < n_planes` and of `out` is in bounds; `L`'s features
+        // are available.
+        unsafe {
+            let (mut greater, mut equal) = (L::zero(), ones);
+            for j in (0..n_planes).rev() {
+                let p = L::load(planes_ptr.add(j * width + start));
+                if j < 32 && (threshold >> j) & 1 == 1 {
+                    equal = equal.and(p);
+                } else {
+                    greater = greater.or(equal.and(p));
+                    equal = equal.and_not(p);
+                }
+            }
+            let result = greater.or(equal);
+            result.store(out_ptr.add(start));
+            any = any.or(result);
+        }
+        start += WORDS_PER_LINE;
+    }
+    // SAFETY: `L`'s features are available.
+    let mut any_set = !unsafe { any.is_zero() };
+    for (i, o) in out.iter_mut().enumerate().skip(full) {
+        *o = all::at_least_word(planes, width, i, threshold);
+        any_set |= *o != 0;
+    }
+    any_set
+}

@@ -7,13 +7,12 @@
 //! every non-x86 target and a second, independent SIMD implementation on
 //! x86-64 (tested like the others against [`crate::arch::all`]).
 //!
-//! The algorithms are those of `arch::generic`. Two details differ
-//! from the `core::arch` backends because baseline SSE2 lacks the
-//! instructions: the per-lane popcount is the classic SWAR bit-twiddling
-//! sequence (no `pshufb`), and `accumulate_bits` uses sixteen `u16` lanes at
-//! a time through `wide::u16x16`.
+//! The algorithms are those of `arch::generic`. One detail differs from
+//! the `core::arch` backends because baseline SSE2 lacks the instruction:
+//! the per-lane popcount is the classic SWAR bit-twiddling sequence (no
+//! `pshufb`).
 
-use wide::{u16x16, u64x8};
+use wide::u64x8;
 
 use crate::arch::generic;
 use crate::dispatch::{Backend, Kernels};
@@ -33,7 +32,8 @@ static PORTABLE: Kernels = Kernels {
     and_popcount,
     or_popcount,
     xor_popcount,
-    accumulate_bits,
+    count_runs,
+    count_at_least,
 };
 
 // SAFETY (for every `unsafe` block calling `generic` below): `WideLine`
@@ -88,45 +88,23 @@ pub fn xor_popcount(a: &[u64], b: &[u64]) -> u64 {
     unsafe { generic::xor_popcount::<WideLine>(a, b) }
 }
 
-/// See [`crate::arch::all::accumulate_bits`].
-///
-/// Sixteen counters per step: a 16-bit slice of the word is broadcast,
-/// masked with `1 << lane`, compared back to a 0/1 per lane and added with
-/// unsigned saturation. Slices with no set bit are skipped.
-pub fn accumulate_bits(words: &[u64], counters: &mut [u16]) {
-    assert!(words.len() * 64 >= counters.len(), "accumulate_bits: too few words");
-    const LANE_BIT: u16x16 = u16x16::new([
-        1 << 0,
-        1 << 1,
-        1 << 2,
-        1 << 3,
-        1 << 4,
-        1 << 5,
-        1 << 6,
-        1 << 7,
-        1 << 8,
-        1 << 9,
-        1 << 10,
-        1 << 11,
-        1 << 12,
-        1 << 13,
-        1 << 14,
-        1 << 15,
-    ]);
-    let one = u16x16::splat(1);
-    let done = counters.len() - counters.len() % 16;
-    for (g, group) in counters[..done].chunks_exact_mut(16).enumerate() {
-        let bits = (words[g / 4] >> (16 * (g % 4))) as u16;
-        if bits == 0 {
-            continue;
-        }
-        let hit = (u16x16::splat(bits) & LANE_BIT).simd_eq(LANE_BIT);
-        let lanes: &mut [u16; 16] = group.try_into().expect("chunks of 16");
-        *lanes = u16x16::new(*lanes).saturating_add(hit & one).to_array();
-    }
-    for (i, c) in counters.iter_mut().enumerate().skip(done) {
-        *c = c.saturating_add(((words[i / 64] >> (i % 64)) & 1) as u16);
-    }
+/// See [`crate::arch::all::count_runs`].
+pub fn count_runs(
+    rows: &[u64],
+    stride: usize,
+    positions: &[u32],
+    width: usize,
+    live: &[u64],
+    planes: &mut [u64],
+) -> usize {
+    // SAFETY: `WideLine` has no run-time feature requirement (see above).
+    unsafe { generic::count_runs::<WideLine>(rows, stride, positions, width, live, planes) }
+}
+
+/// See [`crate::arch::all::count_at_least`].
+pub fn count_at_least(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
+    // SAFETY: `WideLine` has no run-time feature requirement (see above).
+    unsafe { generic::count_at_least::<WideLine>(planes, threshold, out) }
 }
 
 /// A 512-bit line as one `wide::u64x8`.

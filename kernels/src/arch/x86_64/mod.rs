@@ -8,8 +8,8 @@
 /// token's kernel methods, the safe `#[target_feature]` entry points that
 /// instantiate `arch::generic` with the backend's line type, the kernel
 /// table, `kernels()` and the table's token. Each backend module keeps what
-/// is its own: the token type and its detection, `accumulate_bits` (named
-/// `accumulate_bits_entry`), the line type, docs and tests.
+/// is its own: the token type and its detection, the line type, docs and
+/// tests.
 macro_rules! x86_backend {
     (
         token: $token:ident,
@@ -75,11 +75,26 @@ macro_rules! x86_backend {
                 unsafe { entry::xor_popcount(a, b) }
             }
 
-            /// See [`crate::arch::all::accumulate_bits`].
+            /// See [`crate::arch::all::count_runs`].
             #[inline]
-            pub fn accumulate_bits(self, words: &[u64], counters: &mut [u16]) {
+            pub fn count_runs(
+                self,
+                rows: &[u64],
+                stride: usize,
+                positions: &[u32],
+                width: usize,
+                live: &[u64],
+                planes: &mut [u64],
+            ) -> usize {
                 // SAFETY: the token proves the CPU has the entry point's features.
-                unsafe { accumulate_bits_entry(words, counters) }
+                unsafe { entry::count_runs(rows, stride, positions, width, live, planes) }
+            }
+
+            /// See [`crate::arch::all::count_at_least`].
+            #[inline]
+            pub fn count_at_least(self, planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
+                // SAFETY: the token proves the CPU has the entry point's features.
+                unsafe { entry::count_at_least(planes, threshold, out) }
             }
         }
 
@@ -102,7 +117,10 @@ macro_rules! x86_backend {
             and_popcount: |a, b| detected().and_popcount(a, b),
             or_popcount: |a, b| detected().or_popcount(a, b),
             xor_popcount: |a, b| detected().xor_popcount(a, b),
-            accumulate_bits: |words, counters| detected().accumulate_bits(words, counters),
+            count_runs: |rows, stride, positions, width, live, planes| {
+                detected().count_runs(rows, stride, positions, width, live, planes)
+            },
+            count_at_least: |planes, threshold, out| detected().count_at_least(planes, threshold, out),
         };
 
         /// The token for the table entries above.
@@ -167,6 +185,25 @@ macro_rules! x86_backend {
             pub(super) fn xor_popcount(a: &[u64], b: &[u64]) -> u64 {
                 // SAFETY: compiled with, and only run with, the features.
                 unsafe { generic::xor_popcount::<$line>(a, b) }
+            }
+
+            #[target_feature(enable = $features)]
+            pub(super) fn count_runs(
+                rows: &[u64],
+                stride: usize,
+                positions: &[u32],
+                width: usize,
+                live: &[u64],
+                planes: &mut [u64],
+            ) -> usize {
+                // SAFETY: compiled with, and only run with, the features.
+                unsafe { generic::count_runs::<$line>(rows, stride, positions, width, live, planes) }
+            }
+
+            #[target_feature(enable = $features)]
+            pub(super) fn count_at_least(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
+                // SAFETY: compiled with, and only run with, the features.
+                unsafe { generic::count_at_least::<$line>(planes, threshold, out) }
             }
         }
     };

@@ -14,9 +14,8 @@
 //!   the others are walked with `tzcnt` and `blsr`.
 //! - popcounts and `or_into`'s count of new bits: Harley-Seal carry-save adders over eight lines, with the
 //!   `vpshufb` nibble lookup and `vpsadbw` for the per-lane counts.
-//! - `accumulate_bits`: sixteen `u16` counters per register, the bits spread
-//!   with a broadcast, an AND and a compare, added with `vpaddusw`
-//!   (saturating, as the reference requires).
+//! - `count_runs` and `count_at_least` (multi-key scoring): the bit-sliced
+//!   counter planes are updated and compared two registers per line.
 
 use core::arch::x86_64::*;
 
@@ -67,53 +66,6 @@ x86_backend! {
     features: "avx2,popcnt,bmi1",
     backend: Backend::Avx2,
     table: AVX2_TABLE,
-}
-
-/// Sixteen counters per step: bit `j` of a 16-bit slice of the word is
-/// broadcast, isolated with lane mask `1 << j` and turned into a 0/1 `u16`
-/// by a compare, then added with unsigned saturation. Slices with no set bit
-/// (most of them, for sparse queries) are skipped.
-#[target_feature(enable = "avx2,popcnt,bmi1")]
-fn accumulate_bits_entry(words: &[u64], counters: &mut [u16]) {
-    assert!(words.len() * 64 >= counters.len(), "accumulate_bits: too few words");
-    let lane_bit = _mm256_setr_epi16(
-        1 << 0,
-        1 << 1,
-        1 << 2,
-        1 << 3,
-        1 << 4,
-        1 << 5,
-        1 << 6,
-        1 << 7,
-        1 << 8,
-        1 << 9,
-        1 << 10,
-        1 << 11,
-        1 << 12,
-        1 << 13,
-        1 << 14,
-        i16::MIN,
-    );
-    let one = _mm256_set1_epi16(1);
-    let groups = counters.len() / 16;
-    let ptr = counters.as_mut_ptr();
-    for g in 0..groups {
-        let bits = (words[g / 4] >> (16 * (g % 4))) as u16;
-        if bits == 0 {
-            continue;
-        }
-        let spread = _mm256_and_si256(_mm256_set1_epi16(bits as i16), lane_bit);
-        let increment = _mm256_and_si256(_mm256_cmpeq_epi16(spread, lane_bit), one);
-        // SAFETY: `g < counters.len() / 16`, so counters `16g..16g + 16` are
-        // in bounds; unaligned loads and stores are used.
-        unsafe {
-            let p = ptr.add(16 * g).cast::<__m256i>();
-            _mm256_storeu_si256(p, _mm256_adds_epu16(_mm256_loadu_si256(p), increment));
-        }
-    }
-    for (i, c) in counters.iter_mut().enumerate().skip(groups * 16) {
-        *c = c.saturating_add(((words[i / 64] >> (i % 64)) & 1) as u16);
-    }
 }
 
 /// A 512-bit line as two AVX2 registers.

@@ -15,8 +15,8 @@
 //! - `is_zero` is `vptestmq` into a mask register.
 //! - popcounts use `vpopcntq` per lane directly, no Harley-Seal tree
 //!   (`Line::NATIVE_POPCOUNT`).
-//! - `accumulate_bits` feeds 32 bits of a word straight in as the
-//!   `__mmask32` of a masked saturating add on 32 `u16` counters.
+//! - `count_runs` (multi-key scoring) keeps a whole 512-column chunk of
+//!   the AND and of each carry in one register.
 
 use core::arch::x86_64::*;
 
@@ -69,34 +69,6 @@ x86_backend! {
     features: "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1",
     backend: Backend::Avx512,
     table: AVX512_TABLE,
-}
-
-/// Thirty-two counters per step: the matching 32 bits of the word are the
-/// write mask of a saturating `u16` add of one (`vpaddusw` with a `k`
-/// mask), so lanes whose bit is clear keep their counter. Half-words with
-/// no set bit are skipped.
-#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1")]
-fn accumulate_bits_entry(words: &[u64], counters: &mut [u16]) {
-    assert!(words.len() * 64 >= counters.len(), "accumulate_bits: too few words");
-    let one = _mm512_set1_epi16(1);
-    let groups = counters.len() / 32;
-    let ptr = counters.as_mut_ptr();
-    for g in 0..groups {
-        let bits = (words[g / 2] >> (32 * (g % 2))) as u32;
-        if bits == 0 {
-            continue;
-        }
-        // SAFETY: `g < counters.len() / 32`, so counters `32g..32g + 32`
-        // (64 bytes) are in bounds; the load and store are unaligned.
-        unsafe {
-            let p = ptr.add(32 * g).cast::<__m512i>();
-            let c = _mm512_loadu_si512(p);
-            _mm512_storeu_si512(p, _mm512_mask_adds_epu16(c, bits, c, one));
-        }
-    }
-    for (i, c) in counters.iter_mut().enumerate().skip(groups * 32) {
-        *c = c.saturating_add(((words[i / 64] >> (i % 64)) & 1) as u16);
-    }
 }
 
 /// A 512-bit line in one AVX-512 register.

@@ -1,0 +1,371 @@
+//! Multi-key scoring on a [`SlicedIndex`]: bit-sliced counters per shard,
+//! threshold tests across the planes, and chunk pruning. The algorithm and
+//! its guarantees are described in [`crate::score`].
+
+use bloomslice_kernels::{WORDS_PER_LINE, prefetch_line};
+
+use super::{PREFETCH_WHOLE_RUN_LINES, Shard, SlicedIndex};
+use crate::hash::{Key, KeyHash};
+use crate::score::{PRUNE_INTERVAL, Scores, Scratch, Threshold};
+
+/// What a scoring pass reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Report {
+    /// Every column with a non-zero count.
+    NonZero,
+    /// Columns whose count is at least `min_count`; with `prune`, chunks
+    /// that can no longer reach it stop being read.
+    AtLeast { min_count: u32, prune: bool },
+}
+
+/// Bit-planes needed to count up to `keys` without wrapping (at least one).
+fn planes_for(keys: usize) -> usize {
+    (usize::BITS - keys.leading_zeros()).max(1) as usize
+}
+
+impl SlicedIndex {
+    /// Scores the query `keys` against every filter: afterwards `scores`
+    /// holds, for every filter, how many of the keys it may contain (a key
+    /// repeated in `keys` counts once per occurrence). See [`crate::score`].
+    /// Once `scores` is warm, allocates nothing.
+    pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
+        self.hash_positions(keys, &mut scores.scratch);
+        self.score_positions(keys.len(), Report::NonZero, scores);
+    }
+
+    /// [`SlicedIndex::score_into`] for keys already hashed.
+    pub fn score_hashes_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
+        self.score_into(hashes, scores);
+    }
+
+    /// The filters whose count for the query `keys` reaches `threshold`, as
+    /// `(id, count)` by ascending id (a `min_count` of 0 returns every
+    /// filter). Scoring is pruned (see [`crate::score`]), which never changes
+    /// the answer.
+    pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
+        let mut out = Vec::new();
+        self.query_threshold_into(keys, threshold, &mut Scores::new(), &mut out);
+        out
+    }
+
+    /// [`SlicedIndex::query_threshold`] into `out` (cleared first), with
+    /// `scratch` as working memory (its scores afterwards are unspecified).
+    /// Once both are warm, allocates nothing.
+    pub fn query_threshold_into<K: Key>(
+        &self,
+        keys: &[K],
+        threshold: Threshold,
+        scratch: &mut Scores,
+        out: &mut Vec<(u64, u32)>,
+    ) {
+        self.threshold_into(keys, threshold, true, scratch, out);
+    }
+
+    /// [`SlicedIndex::query_threshold_into`] for keys already hashed.
+    pub fn query_threshold_hashes_into(
+        &self,
+        hashes: &[KeyHash],
+        threshold: Threshold,
+        scratch: &mut Scores,
+        out: &mut Vec<(u64, u32)>,
+    ) {
+        self.threshold_into(hashes, threshold, true, scratch, out);
+    }
+
+    /// [`SlicedIndex::query_threshold_into`] without pruning: every key
+    /// reads its rows in every chunk. The answer is the same; this exists to
+    /// measure what pruning saves and to test that it changes nothing.
+    pub fn query_threshold_unpruned_into<K: Key>(
+        &self,
+        keys: &[K],
+        threshold: Threshold,
+        scratch: &mut Scores,
+        out: &mut Vec<(u64, u32)>,
+    ) {
+        self.threshold_into(keys, threshold, false, scratch, out);
+    }
+
+    fn threshold_into<K: Key>(
+        &self,
+        keys: &[K],
+        threshold: Threshold,
+        prune: bool,
+        scratch: &mut Scores,
+        out: &mut Vec<(u64, u32)>,
+    ) {
+        out.clear();
+        let min_count = threshold.min_count(keys.len());
+        if min_count as usize > keys.len() {
+            // No filter can reach it; nothing to read.
+            scratch.keys = keys.len();
+            scratch.entries.clear();
+            return;
+        }
+        self.hash_positions(keys, &mut scratch.scratch);
+        self.score_positions(keys.len(), Report::AtLeast { min_count, prune }, scratch);
+        core::mem::swap(out, &mut scratch.entries);
+    }
+
+    fn hash_positions<K: Key>(&self, keys: &[K], scratch: &mut Scratch) {
+        let k = self.params.k() as usize;
+        scratch.positions.resize(keys.len() * k, 0);
+        for (key, pos) in keys.iter().zip(scratch.positions.chunks_exact_mut(k)) {
+            self.params.positions_into(self.params.hash(key), pos);
+        }
+    }
+
+    /// Scores the `q` keys whose positions are in the scratch and leaves
+    /// the reported `(id, count)` pairs in `scores.entries`, ascending id.
+    fn score_positions(&self, q: usize, report: Report, scores: &mut Scores) {
+        let k = self.params.k() as usize;
+        let m = self.params.m() as usize;
+        let Scores { keys, entries, scratch } = scores;
+        *keys = q;
+        entries.clear();
+        let Scratch { positions, planes, live, mask, prefetch_rows, prefetch_from } = scratch;
+        let n_planes = planes_for(q);
+        let total_words: usize = self.shards.iter().map(|s| s.wpr).sum();
+        planes.clear();
+        planes.resize(total_words * n_planes, 0);
+        let live_words = |s: &Shard| (s.wpr / WORDS_PER_LINE).div_ceil(64);
+        live.clear();
+        for s in &self.shards {
+            let chunks = s.wpr / WORDS_PER_LINE;
+            live.extend((0..live_words(s)).map(|w| {
+                let left = chunks - 64 * w;
+                if left >= 64 { !0 } else { (1u64 << left) - 1 }
+            }));
+        }
+        prefetch_rows.clear();
+        prefetch_rows.extend(self.shards.iter().map(|s| s.rows_worth_prefetching(m, k)));
+        prefetch_from.clear();
+        prefetch_from.resize(self.shards.len(), 0);
+        let (min_count, prune) = match report {
+            Report::NonZero => (0, false),
+            Report::AtLeast { min_count, prune } => (min_count, prune && min_count > 0),
+        };
+        let d = self.config.prefetch_distance;
+        for i in 0..d.min(q) {
+            self.prefetch_scoring(&positions[i * k..][..k], prefetch_rows, prefetch_from);
+        }
+        for i in 0..q {
+            if d > 0 && i + d < q {
+                self.prefetch_scoring(&positions[(i + d) * k..][..k], prefetch_rows, prefetch_from);
+            }
+            let key = &positions[i * k..][..k];
+            let (mut plane_at, mut live_at) = (0, 0);
+            for s in &self.shards {
+                let (lw, pw) = (live_words(s), s.wpr * n_planes);
+                let shard_live = &live[live_at..live_at + lw];
+                if shard_live.iter().any(|&w| w != 0) {
+                    self.kernels.count_runs(
+                        &s.rows,
+                        s.wpr,
+                        key,
+                        s.wpr,
+                        shard_live,
+                        &mut planes[plane_at..plane_at + pw],
+                    );
+                }
+                plane_at += pw;
+                live_at += lw;
+            }
+            // The first check is due once a column can fail (after
+            // `q - min_count + 1` keys, when the bound below is 1), then
+            // every `PRUNE_INTERVAL` keys.
+            let done = i + 1;
+            let remaining = q - done;
+            let first_check = q - min_count as usize + 1;
+            if prune && done >= first_check && (done - first_check).is_multiple_of(PRUNE_INTERVAL) && remaining > 0 {
+                // A column can still pass only with `min_count - remaining`
+                // hits already.
+                let need = min_count - remaining as u32;
+                if !self.prune_chunks(need, n_planes, planes, live, mask, prefetch_rows, prefetch_from) {
+                    break;
+                }
+            }
+        }
+        // Report: the passing (or non-zero) columns of every shard.
+        let mut plane_at = 0;
+        for s in &self.shards {
+            let pw = s.wpr * n_planes;
+            let shard_planes = &planes[plane_at..plane_at + pw];
+            mask.clear();
+            mask.resize(s.wpr, 0);
+            let any = match report {
+                Report::NonZero => {
+                    for j in 0..n_planes {
+                        for (o, &p) in mask.iter_mut().zip(&shard_planes[j * s.wpr..(j + 1) * s.wpr]) {
+                            *o |= p;
+                        }
+                    }
+                    true
+                }
+                Report::AtLeast { .. } => self.kernels.count_at_least(shard_planes, min_count, mask),
+            };
+            if any {
+                push_counts(s, shard_planes, n_planes, mask, entries);
+            }
+            plane_at += pw;
+        }
+        // Columns are reported in shard and column order; ids inserted in
+        // ascending order are already sorted, so this is usually one pass.
+        if !entries.is_sorted_by_key(|&(id, _)| id) {
+            entries.sort_unstable_by_key(|&(id, _)| id);
+        }
+    }
+
+    /// Clears the live bit of every chunk where no column has `need` hits
+    /// yet, stops prefetching shards that died and moves the prefetch of the
+    /// others to their first live chunk; returns whether any chunk of any
+    /// shard is still live.
+    #[expect(clippy::too_many_arguments, reason = "the scratch buffers of one scoring pass, borrowed apart")]
+    fn prune_chunks(
+        &self,
+        need: u32,
+        n_planes: usize,
+        planes: &[u64],
+        live: &mut [u64],
+        mask: &mut Vec<u64>,
+        prefetch_rows: &mut [usize],
+        prefetch_from: &mut [usize],
+    ) -> bool {
+        let (mut plane_at, mut live_at) = (0, 0);
+        let mut any_live = false;
+        for ((s, rows), from) in self.shards.iter().zip(prefetch_rows.iter_mut()).zip(prefetch_from.iter_mut()) {
+            let chunks = s.wpr / WORDS_PER_LINE;
+            let (lw, pw) = (chunks.div_ceil(64), s.wpr * n_planes);
+            let shard_live = &mut live[live_at..live_at + lw];
+            if shard_live.iter().any(|&w| w != 0) {
+                mask.clear();
+                mask.resize(s.wpr, 0);
+                self.kernels.count_at_least(&planes[plane_at..plane_at + pw], need, mask);
+                for c in 0..chunks {
+                    let alive = mask[c * WORDS_PER_LINE..(c + 1) * WORDS_PER_LINE]
+                        .iter()
+                        .zip(&s.used[c * WORDS_PER_LINE..(c + 1) * WORDS_PER_LINE])
+                        .any(|(&m, &u)| m & u != 0);
+                    if !alive {
+                        shard_live[c / 64] &= !(1u64 << (c % 64));
+                    }
+                }
+            }
+            match shard_live.iter().position(|&w| w != 0) {
+                None => *rows = 0,
+                Some(w) => {
+                    any_live = true;
+                    *from = (64 * w + shard_live[w].trailing_zeros() as usize) * WORDS_PER_LINE;
+                }
+            }
+            plane_at += pw;
+            live_at += lw;
+        }
+        any_live
+    }
+
+    /// Like the plain query's prefetch: short runs whole, long runs one
+    /// line (the stream prefetcher follows), the first live chunk's; dead
+    /// shards not at all.
+    #[inline]
+    fn prefetch_scoring(&self, positions: &[u32], rows: &[usize], from: &[usize]) {
+        for ((shard, &n), &from) in self.shards.iter().zip(rows).zip(from) {
+            let base = shard.rows.as_ptr();
+            let (words, from) = if shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES {
+                (shard.wpr, 0)
+            } else {
+                (WORDS_PER_LINE, from)
+            };
+            for &p in &positions[..n] {
+                // Addresses only: a prefetch never faults.
+                let run = base.wrapping_add(p as usize * shard.wpr + from);
+                let mut line = 0;
+                while line < words {
+                    prefetch_line(run.wrapping_add(line));
+                    line += WORDS_PER_LINE;
+                }
+            }
+        }
+    }
+}
+
+/// Appends `(owner, count)` for every used column of `s` whose bit is set
+/// in `mask`, the count read bit by bit from the planes.
+fn push_counts(s: &Shard, planes: &[u64], n_planes: usize, mask: &[u64], out: &mut Vec<(u64, u32)>) {
+    for (w, (&bits, &used)) in mask.iter().zip(&s.used).enumerate() {
+        let mut bits = bits & used;
+        while bits != 0 {
+            let b = bits.trailing_zeros();
+            let count = (0..n_planes).fold(0u32, |acc, j| acc | ((((planes[j * s.wpr + w] >> b) & 1) as u32) << j));
+            out.push((s.owners[w * 64 + b as usize], count));
+            bits &= bits - 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BloomFilter, BloomParams, SlicedConfig};
+    use bloomslice_kernels::Kernels;
+
+    #[test]
+    fn planes_hold_the_query_length() {
+        assert_eq!(planes_for(0), 1);
+        assert_eq!(planes_for(1), 1);
+        assert_eq!(planes_for(2), 2);
+        assert_eq!(planes_for(3), 2);
+        assert_eq!(planes_for(4), 3);
+        assert_eq!(planes_for(1000), 10);
+        assert_eq!(planes_for(1023), 10);
+        assert_eq!(planes_for(1024), 11);
+    }
+
+    /// Several shards (512 columns each), ids out of column order, and
+    /// every backend: counts and threshold answers equal a naive count.
+    #[test]
+    fn counts_match_naive_over_shards_and_backends() {
+        let p = BloomParams::new(3000, 3).unwrap();
+        let mut index = SlicedIndex::with_config(p, SlicedConfig { max_shard_columns: 512, ..SlicedConfig::default() });
+        let mut filters = Vec::new();
+        for f in 0..1300u64 {
+            let mut filter = BloomFilter::new(p).unwrap();
+            for key in (f % 37)..(f % 37) + 40 {
+                filter.insert(&key.to_le_bytes());
+            }
+            let id = (f * 7919) % 100_003;
+            index.insert_filter(id, &filter).unwrap();
+            filters.push((id, filter));
+        }
+        let keys: Vec<[u8; 8]> = (0..60u64).chain([3, 3, 5]).map(|k| k.to_le_bytes()).collect();
+        let mut naive: Vec<(u64, u32)> = filters
+            .iter()
+            .map(|(id, f)| (*id, keys.iter().filter(|k| f.contains(&k[..])).count() as u32))
+            .filter(|&(_, c)| c > 0)
+            .collect();
+        naive.sort_unstable();
+        for kernels in Kernels::available() {
+            index.set_kernels(kernels);
+            let mut scores = Scores::new();
+            index.score_into(&keys, &mut scores);
+            assert_eq!(scores.iter().collect::<Vec<_>>(), naive, "{}", kernels.backend());
+            for min in [0u32, 1, 20, 40, 41, 43, 63, 64] {
+                let want: Vec<(u64, u32)> = if min == 0 {
+                    let mut all: Vec<_> = filters.iter().map(|(id, _)| (*id, scores.get(*id))).collect();
+                    all.sort_unstable();
+                    all
+                } else {
+                    naive.iter().copied().filter(|&(_, c)| c >= min).collect()
+                };
+                assert_eq!(
+                    index.query_threshold(&keys, Threshold::count(min)),
+                    want,
+                    "{} min {min}",
+                    kernels.backend()
+                );
+                let mut out = Vec::new();
+                index.query_threshold_unpruned_into(&keys, Threshold::count(min), &mut Scores::new(), &mut out);
+                assert_eq!(out, want, "{} unpruned min {min}", kernels.backend());
+            }
+        }
+    }
+}

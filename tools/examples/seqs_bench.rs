@@ -8,11 +8,8 @@
 //!   `bloomslice query --seqs` takes, without the CLI around it: the reads
 //!   are parsed into memory first, then timed are k-mer extraction
 //!   (`bloomslice::kmer`) and scoring, one call per read, through the very
-//!   module the CLI uses (`tools/src/score.rs`). It prints k-mers scored per
+//!   library call the CLI makes (`SlicedIndex::query_threshold_into`). It prints k-mers scored per
 //!   second and a checksum of the matches (to compare with the CLI's output).
-
-#[path = "../src/score.rs"]
-mod score;
 
 use std::io::Write;
 use std::path::Path;
@@ -98,8 +95,8 @@ fn score_reads(index_path: &Path, reads_path: &Path, threshold: f64) -> Result<(
     while let Some(r) = reader.next() {
         reads.push(r.map_err(|e| e.to_string())?.seq().into_owned());
     }
-    let threshold = score::Threshold::fraction(threshold).map_err(|e| e.to_string())?;
-    let (mut keys, mut scratch, mut hits) = (Vec::new(), score::Scores::new(), Vec::new());
+    let threshold = bloomslice::Threshold::fraction(threshold).map_err(|e| e.to_string())?;
+    let (mut keys, mut scratch, mut hits) = (Vec::new(), bloomslice::Scores::new(), Vec::new());
     let mut best = f64::INFINITY;
     let (mut scored, mut checksum) = (0u64, 0u64);
     for _ in 0..3 {
@@ -112,7 +109,7 @@ fn score_reads(index_path: &Path, reads_path: &Path, threshold: f64) -> Result<(
                 continue;
             }
             let min = threshold.min_count(keys.len()).max(1);
-            score::query_threshold_into(index, &keys, score::Threshold::count(min), &mut scratch, &mut hits);
+            index.query_threshold_into(&keys, bloomslice::Threshold::count(min), &mut scratch, &mut hits);
             scored += keys.len() as u64;
             checksum += hits.iter().map(|&(id, c)| id + u64::from(c)).sum::<u64>();
         }

@@ -12,8 +12,8 @@ use bloomslice::{BatchResults, BloomFilter, BloomParams, KeyHash, SetNames, Slic
 
 use crate::escape::{self, plain, set_name};
 use crate::input::{self, Source};
-use crate::score::{self, Scores, Threshold};
 use crate::{CliError, demo, seqs};
+use bloomslice::{Scores, Threshold};
 
 /// Maps an index file for reading.
 fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
@@ -402,7 +402,7 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
         if o.count {
             // Each chunk is scored on its own and the counts summed: the
             // threshold applies to the totals, once all keys are in.
-            score::query_threshold_into(index, keys, Threshold::count(1), &mut scratch, &mut hits);
+            index.query_threshold_into(keys, Threshold::count(1), &mut scratch, &mut hits);
             for &(id, c) in &hits {
                 *counts.entry(id).or_default() += u64::from(c);
             }

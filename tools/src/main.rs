@@ -8,7 +8,6 @@ mod commands;
 mod demo;
 mod escape;
 mod input;
-mod score;
 mod seqs;
 
 use std::ffi::OsString;

@@ -5,7 +5,8 @@
 //! Files are read with `needletail`; k-mers come from [`bloomslice::kmer`]
 //! (whose docs fix the key of a k-mer, so other languages can compute the
 //! same keys). K-mers whose window holds a byte other than `ACGT` (either
-//! case) are skipped and counted. Scoring goes through [`crate::score`],
+//! case) are skipped and counted. Scoring is the library's pruned bit-plane path
+//! (`SlicedIndex::query_threshold_into`),
 //! one call per read.
 
 use std::io::Write;
@@ -21,7 +22,7 @@ use needletail::parser::FastxReader;
 use crate::CliError;
 use crate::escape::{self, plain, set_name};
 use crate::input::{self, Built};
-use crate::score::{self, Scores, Threshold};
+use bloomslice::{Scores, Threshold};
 
 /// How `build --seqs` reads its input.
 #[derive(Clone, Copy, Debug)]
@@ -284,7 +285,7 @@ impl Scorer<'_> {
             if keys.is_empty() {
                 self.hits.clear();
             } else {
-                score::query_threshold_into(self.index, keys, Threshold::count(min), &mut self.scratch, &mut self.hits);
+                self.index.query_threshold_into(keys, Threshold::count(min), &mut self.scratch, &mut self.hits);
             }
             let names = self.names;
             self.hits

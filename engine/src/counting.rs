@@ -54,7 +54,8 @@ use crate::sliced::SlicedIndex;
 /// recommends).
 pub const COUNTER_MAX: u8 = 15;
 
-/// Typed errors of the counting filters.
+/// The errors of the counting filters themselves, nested in
+/// [`Error::Counting`] (ids, parameters and sizes are plain [`Error`]s).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CountingError {
@@ -72,10 +73,6 @@ pub enum CountingError {
         /// The filter length in counters.
         m: u64,
     },
-    /// An error of the underlying Bloom filter machinery (parameters, ids,
-    /// sizes).
-    #[error(transparent)]
-    Bloom(#[from] Error),
 }
 
 /// A counting Bloom filter: `m` saturating 4-bit counters, `k` hash
@@ -133,13 +130,13 @@ impl CountingBloomFilter {
     /// [`Error::WordCountMismatch`] (counted in bytes) unless
     /// `bytes.len() == ceil(m / 2)`, [`CountingError::PaddingNibbleSet`] if m
     /// is odd and the last byte's high nibble is not zero.
-    pub fn from_counter_bytes(params: BloomParams, bytes: &[u8]) -> Result<Self, CountingError> {
+    pub fn from_counter_bytes(params: BloomParams, bytes: &[u8]) -> Result<Self> {
         let mut f = CountingBloomFilter::new(params)?;
         if bytes.len() != f.counters.len() {
-            return Err(Error::WordCountMismatch { expected: f.counters.len(), found: bytes.len() }.into());
+            return Err(Error::WordCountMismatch { expected: f.counters.len(), found: bytes.len() });
         }
         if params.m() % 2 == 1 && bytes[bytes.len() - 1] >> 4 != 0 {
-            return Err(CountingError::PaddingNibbleSet { m: params.m() });
+            return Err(CountingError::PaddingNibbleSet { m: params.m() }.into());
         }
         f.counters.copy_from_slice(bytes);
         Ok(f)
@@ -204,7 +201,7 @@ impl CountingBloomFilter {
     /// [`CountingError::NotPresent`] if a counter of the key is zero (or
     /// below the number of the key's probes that land on it); the filter is
     /// then unchanged.
-    pub fn remove<K: Key + ?Sized>(&mut self, key: &K) -> Result<(), CountingError> {
+    pub fn remove<K: Key + ?Sized>(&mut self, key: &K) -> Result<()> {
         self.remove_hash(self.params.hash(key))
     }
 
@@ -213,13 +210,13 @@ impl CountingBloomFilter {
     /// # Errors
     ///
     /// As [`CountingBloomFilter::remove`].
-    pub fn remove_hash(&mut self, hash: KeyHash) -> Result<(), CountingError> {
+    pub fn remove_hash(&mut self, hash: KeyHash) -> Result<()> {
         let pos = self.params.probes(hash);
         self.remove_positions(&pos)
     }
 
     /// Whether removing the key with these probe positions would be refused.
-    pub(crate) fn check_removable(&self, positions: &[u32]) -> Result<(), CountingError> {
+    pub(crate) fn check_removable(&self, positions: &[u32]) -> Result<()> {
         for (i, &p) in positions.iter().enumerate() {
             let c = self.counter(u64::from(p));
             if c == COUNTER_MAX {
@@ -232,14 +229,14 @@ impl CountingBloomFilter {
             }
             let mult = positions[i..].iter().filter(|&&q| q == p).count();
             if usize::from(c) < mult {
-                return Err(CountingError::NotPresent { position: p });
+                return Err(CountingError::NotPresent { position: p }.into());
             }
         }
         Ok(())
     }
 
     /// Decrements the counters at `positions`, all or nothing.
-    pub(crate) fn remove_positions(&mut self, positions: &[u32]) -> Result<(), CountingError> {
+    pub(crate) fn remove_positions(&mut self, positions: &[u32]) -> Result<()> {
         self.check_removable(positions)?;
         for &p in positions {
             // check_removable guarantees a non-saturated counter here is
@@ -336,12 +333,12 @@ impl CountingBloomFilter {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> core::result::Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         if self.counters.len() as u64 != self.params.m().div_ceil(2) {
-            return Err(format!("{} counter bytes for m = {}", self.counters.len(), self.params.m()));
+            return Err(invalid!("{} counter bytes for m = {}", self.counters.len(), self.params.m()));
         }
         if self.params.m() % 2 == 1 && self.counters[self.counters.len() - 1] >> 4 != 0 {
-            return Err("padding nibble set".into());
+            return Err(invalid!("padding nibble set"));
         }
         Ok(())
     }
@@ -359,12 +356,12 @@ impl CountingBloomFilter {
     ///
     /// [`Error::WordCountMismatch`] (in bytes) or
     /// [`CountingError::PaddingNibbleSet`]; the filter is unchanged.
-    pub(crate) fn apply_xor(&mut self, delta: &[u8]) -> Result<(), CountingError> {
+    pub(crate) fn apply_xor(&mut self, delta: &[u8]) -> Result<()> {
         if delta.len() != self.counters.len() {
-            return Err(Error::WordCountMismatch { expected: self.counters.len(), found: delta.len() }.into());
+            return Err(Error::WordCountMismatch { expected: self.counters.len(), found: delta.len() });
         }
         if self.params.m() % 2 == 1 && delta[delta.len() - 1] >> 4 != 0 {
-            return Err(CountingError::PaddingNibbleSet { m: self.params.m() });
+            return Err(CountingError::PaddingNibbleSet { m: self.params.m() }.into());
         }
         for (a, d) in self.counters.iter_mut().zip(delta) {
             *a ^= d;
@@ -536,9 +533,9 @@ impl CountingSlicedIndex {
     ///
     /// # Errors
     ///
-    /// [`CountingError::NotPresent`] or [`Error::UnknownId`] (wrapped);
+    /// [`CountingError::NotPresent`] or [`Error::UnknownId`];
     /// unchanged after an error.
-    pub fn remove_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<(), CountingError> {
+    pub fn remove_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
         self.remove_key_hash(id, self.params().hash(key))
     }
 
@@ -547,7 +544,7 @@ impl CountingSlicedIndex {
     /// # Errors
     ///
     /// As [`CountingSlicedIndex::remove_key`].
-    pub fn remove_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<(), CountingError> {
+    pub fn remove_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<()> {
         let f = self.filters.get_mut(&id).ok_or(Error::UnknownId(id))?;
         let pos = f.params.probes(hash);
         f.remove_positions(&pos)?;
@@ -572,16 +569,16 @@ impl CountingSlicedIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> core::result::Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         self.index.validate()?;
         if self.index.len() != self.filters.len() {
-            return Err(format!("{} columns for {} sets", self.index.len(), self.filters.len()));
+            return Err(invalid!("{} columns for {} sets", self.index.len(), self.filters.len()));
         }
         for (&id, f) in &self.filters {
             f.validate()?;
-            let column = self.index.get_filter(id).map_err(|e| e.to_string())?;
-            if column != f.to_bloom_filter().map_err(|e| e.to_string())? {
-                return Err(format!("set {id}: column differs from the counters' bit view"));
+            let column = self.index.get_filter(id).map_err(|e| invalid!("{e}"))?;
+            if column != f.to_bloom_filter().map_err(|e| invalid!("{e}"))? {
+                return Err(invalid!("set {id}: column differs from the counters' bit view"));
             }
         }
         Ok(())
@@ -618,7 +615,7 @@ mod tests {
         f.remove("a").unwrap();
         assert_eq!(f.counter(0), 0);
         f.set_counter(0, 2);
-        assert_eq!(f.remove("a"), Err(CountingError::NotPresent { position: 0 }));
+        assert_eq!(f.remove("a"), Err(CountingError::NotPresent { position: 0 }.into()));
         assert_eq!(f.counter(0), 2);
     }
 
@@ -631,11 +628,11 @@ mod tests {
         assert_eq!(f, g);
         assert_eq!(
             CountingBloomFilter::from_counter_bytes(p, &[0, 0, 0, 0x10]),
-            Err(CountingError::PaddingNibbleSet { m: 7 })
+            Err(CountingError::PaddingNibbleSet { m: 7 }.into())
         );
         assert!(matches!(
             CountingBloomFilter::from_counter_bytes(p, &[0; 3]),
-            Err(CountingError::Bloom(Error::WordCountMismatch { expected: 4, found: 3 }))
+            Err(Error::WordCountMismatch { expected: 4, found: 3 })
         ));
         assert_eq!(f.to_bloom_filter().unwrap().count_ones(), f.count_nonzero());
     }

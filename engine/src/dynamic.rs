@@ -72,6 +72,7 @@ use hashbrown::HashMap;
 
 use crate::counting::{CountingBloomFilter, CountingError};
 use crate::error::Error;
+use crate::error::Result;
 use crate::hash::{Key, KeyHash};
 use crate::params::{BloomParams, MAX_HASHES};
 use crate::sliced::{BatchResults, SlicedIndex};
@@ -80,7 +81,8 @@ use crate::sliced::{BatchResults, SlicedIndex};
 /// (`0.6185 ~ (1/2)^(ln 2)`), as Section 4.2 prints it.
 pub const OPTIMAL_BASE: f64 = 0.6185;
 
-/// Typed errors of dynamic Bloom filters.
+/// The errors of dynamic Bloom filters themselves, nested in
+/// [`Error::Dynamic`] (ids, parameters and sizes are plain [`Error`]s).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DynamicError {
@@ -113,12 +115,6 @@ pub enum DynamicError {
     /// Invalid input to the Section 4.2 optimiser or to the formulas.
     #[error("invalid design input: {0}")]
     InvalidDesign(&'static str),
-    /// An error of a member counting filter.
-    #[error(transparent)]
-    Counting(#[from] CountingError),
-    /// An error of the underlying Bloom filter machinery.
-    #[error(transparent)]
-    Bloom(#[from] Error),
 }
 
 /// What [`DynamicBloomFilter::remove`] did with a key some member reports.
@@ -180,9 +176,9 @@ impl DynamicBloomFilter {
     /// # Errors
     ///
     /// [`DynamicError::ZeroCapacity`], or an allocation failure.
-    pub fn new(params: BloomParams, capacity: u64) -> Result<Self, DynamicError> {
+    pub fn new(params: BloomParams, capacity: u64) -> Result<Self> {
         if capacity == 0 {
-            return Err(DynamicError::ZeroCapacity);
+            return Err(DynamicError::ZeroCapacity.into());
         }
         let first = Member { filter: CountingBloomFilter::new(params)?, items: 0 };
         Ok(DynamicBloomFilter { params, capacity, members: vec![first] })
@@ -228,9 +224,9 @@ impl DynamicBloomFilter {
     ///
     /// # Errors
     ///
-    /// [`Error::CapacityOverflow`] (wrapped) if a member cannot be allocated;
+    /// [`Error::CapacityOverflow`] if a member cannot be allocated;
     /// unchanged then.
-    pub fn try_insert_hash(&mut self, hash: KeyHash) -> Result<usize, DynamicError> {
+    pub fn try_insert_hash(&mut self, hash: KeyHash) -> Result<usize> {
         let pos = self.params.probes(hash);
         let i = self.active_member()?;
         let m = &mut self.members[i];
@@ -244,12 +240,12 @@ impl DynamicBloomFilter {
     /// # Errors
     ///
     /// As [`DynamicBloomFilter::try_insert_hash`].
-    pub fn try_insert<K: Key + ?Sized>(&mut self, key: &K) -> Result<usize, DynamicError> {
+    pub fn try_insert<K: Key + ?Sized>(&mut self, key: &K) -> Result<usize> {
         self.try_insert_hash(self.params.hash(key))
     }
 
     /// `GetActiveStandardBF`, creating a member when none is active.
-    fn active_member(&mut self) -> Result<usize, DynamicError> {
+    fn active_member(&mut self) -> Result<usize> {
         if let Some(i) = self.members.iter().position(|m| m.items < self.capacity) {
             return Ok(i);
         }
@@ -265,7 +261,7 @@ impl DynamicBloomFilter {
     /// # Errors
     ///
     /// As [`DynamicBloomFilter::try_insert_hash`].
-    pub fn insert_if_absent<K: Key + ?Sized>(&mut self, key: &K) -> Result<Option<usize>, DynamicError> {
+    pub fn insert_if_absent<K: Key + ?Sized>(&mut self, key: &K) -> Result<Option<usize>> {
         let hash = self.params.hash(key);
         if self.contains_hash(hash) {
             return Ok(None);
@@ -290,7 +286,7 @@ impl DynamicBloomFilter {
     /// # Errors
     ///
     /// [`DynamicError::NotPresent`] if no member reports the key; unchanged.
-    pub fn remove<K: Key + ?Sized>(&mut self, key: &K) -> Result<DeleteOutcome, DynamicError> {
+    pub fn remove<K: Key + ?Sized>(&mut self, key: &K) -> Result<DeleteOutcome> {
         self.remove_hash(self.params.hash(key))
     }
 
@@ -299,16 +295,16 @@ impl DynamicBloomFilter {
     /// # Errors
     ///
     /// As [`DynamicBloomFilter::remove`].
-    pub fn remove_hash(&mut self, hash: KeyHash) -> Result<DeleteOutcome, DynamicError> {
+    pub fn remove_hash(&mut self, hash: KeyHash) -> Result<DeleteOutcome> {
         self.remove_tracked(hash).map(|(outcome, _)| outcome)
     }
 
-    fn remove_tracked(&mut self, hash: KeyHash) -> Result<(DeleteOutcome, Change), DynamicError> {
+    fn remove_tracked(&mut self, hash: KeyHash) -> Result<(DeleteOutcome, Change)> {
         let pos = self.params.probes(hash);
         let pos: &[u32] = &pos;
         let mut matching = self.members.iter().enumerate().filter(|(_, m)| m.filter.contains_positions(pos));
         let Some((index, _)) = matching.next() else {
-            return Err(DynamicError::NotPresent);
+            return Err(DynamicError::NotPresent.into());
         };
         let more = matching.count();
         if more > 0 {
@@ -318,8 +314,8 @@ impl DynamicBloomFilter {
         // All counters are non-zero; with repeated probe positions the
         // counting filter may still refuse (the key cannot be in it).
         member.filter.remove_positions(pos).map_err(|e| match e {
-            CountingError::NotPresent { .. } => DynamicError::NotPresent,
-            other => other.into(),
+            Error::Counting(CountingError::NotPresent { .. }) => DynamicError::NotPresent.into(),
+            other => other,
         })?;
         member.items = member.items.saturating_sub(1);
         let merged = self.merge();
@@ -355,14 +351,14 @@ impl DynamicBloomFilter {
     ///
     /// # Errors
     ///
-    /// [`Error::ParamsMismatch`] (wrapped) or
+    /// [`Error::ParamsMismatch`] or
     /// [`DynamicError::CapacityMismatch`]; unchanged.
-    pub fn union_with(&mut self, other: &DynamicBloomFilter) -> Result<(), DynamicError> {
+    pub fn union_with(&mut self, other: &DynamicBloomFilter) -> Result<()> {
         if self.params != other.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: other.params }.into());
+            return Err(Error::ParamsMismatch { expected: self.params, found: other.params });
         }
         if self.capacity != other.capacity {
-            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: other.capacity });
+            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: other.capacity }.into());
         }
         self.members.try_reserve(other.members.len()).map_err(|_| Error::CapacityOverflow("member list"))?;
         self.members.extend(other.members.iter().cloned());
@@ -375,8 +371,8 @@ impl DynamicBloomFilter {
     /// # Errors
     ///
     /// An allocation failure.
-    pub fn bit_views(&self) -> Result<Vec<crate::BloomFilter>, DynamicError> {
-        self.members.iter().map(|m| m.filter.to_bloom_filter().map_err(Into::into)).collect()
+    pub fn bit_views(&self) -> Result<Vec<crate::BloomFilter>> {
+        self.members.iter().map(|m| m.filter.to_bloom_filter()).collect()
     }
 
     /// Eq. (3) at this DBF's parameters and current item count.
@@ -390,17 +386,17 @@ impl DynamicBloomFilter {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         if self.members.is_empty() {
-            return Err("no member filter".into());
+            return Err(invalid!("no member filter"));
         }
         for (i, m) in self.members.iter().enumerate() {
             m.filter.validate()?;
             if *m.filter.params() != self.params {
-                return Err(format!("member {i}: other parameters"));
+                return Err(invalid!("member {i}: other parameters"));
             }
             if m.items > self.capacity {
-                return Err(format!("member {i}: nr {} > c {}", m.items, self.capacity));
+                return Err(invalid!("member {i}: nr {} > c {}", m.items, self.capacity));
             }
         }
         Ok(())
@@ -428,13 +424,13 @@ impl DynamicBloomFilter {
     ///
     /// # Errors
     ///
-    /// [`Error::ParamsMismatch`] (wrapped) or [`DynamicError::CapacityMismatch`].
-    pub fn delta_since(&self, previous: &DynamicBloomFilter) -> Result<DynamicDelta, DynamicError> {
+    /// [`Error::ParamsMismatch`] or [`DynamicError::CapacityMismatch`].
+    pub fn delta_since(&self, previous: &DynamicBloomFilter) -> Result<DynamicDelta> {
         if self.params != previous.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: previous.params }.into());
+            return Err(Error::ParamsMismatch { expected: self.params, found: previous.params });
         }
         if self.capacity != previous.capacity {
-            return Err(DynamicError::CapacityMismatch { expected: previous.capacity, found: self.capacity });
+            return Err(DynamicError::CapacityMismatch { expected: previous.capacity, found: self.capacity }.into());
         }
         let mut changes = Vec::new();
         for (i, m) in self.members.iter().enumerate() {
@@ -466,25 +462,25 @@ impl DynamicBloomFilter {
     /// [`DynamicError::DeltaBaseMismatch`] if `self` is not the delta's base,
     /// [`DynamicError::MalformedDelta`] if the delta is inconsistent;
     /// unchanged after an error.
-    pub fn apply_delta(&mut self, delta: &DynamicDelta) -> Result<(), DynamicError> {
+    pub fn apply_delta(&mut self, delta: &DynamicDelta) -> Result<()> {
         let found = self.fingerprint();
         if found != delta.base {
-            return Err(DynamicError::DeltaBaseMismatch { expected: delta.base, found });
+            return Err(DynamicError::DeltaBaseMismatch { expected: delta.base, found }.into());
         }
         if delta.filter_count == 0 {
-            return Err(DynamicError::MalformedDelta("zero member filters"));
+            return Err(DynamicError::MalformedDelta("zero member filters").into());
         }
         // Every added member travels whole in the delta, so the member count
         // can grow by at most the number of changes (this also bounds what a
         // hostile delta can make the receiver allocate).
         if delta.filter_count > self.members.len() + delta.changes.len() {
-            return Err(DynamicError::MalformedDelta("more new members than changes"));
+            return Err(DynamicError::MalformedDelta("more new members than changes").into());
         }
         let mut next = self.clone();
         next.members.truncate(delta.filter_count);
         for change in &delta.changes {
             if change.index >= delta.filter_count || change.items > self.capacity {
-                return Err(DynamicError::MalformedDelta("member index or item count out of range"));
+                return Err(DynamicError::MalformedDelta("member index or item count out of range").into());
             }
             while next.members.len() <= change.index {
                 next.members.push(Member { filter: CountingBloomFilter::new(self.params)?, items: 0 });
@@ -494,7 +490,7 @@ impl DynamicBloomFilter {
             m.items = change.items;
         }
         if next.members.len() != delta.filter_count || next.fingerprint() != delta.result {
-            return Err(DynamicError::MalformedDelta("result does not match the sender's fingerprint"));
+            return Err(DynamicError::MalformedDelta("result does not match the sender's fingerprint").into());
         }
         *self = next;
         Ok(())
@@ -569,46 +565,46 @@ impl DynamicDelta {
     /// # Errors
     ///
     /// [`DynamicError::MalformedDelta`].
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DynamicError> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         struct Reader<'a>(&'a [u8]);
         impl<'a> Reader<'a> {
-            fn take(&mut self, n: usize) -> Result<&'a [u8], DynamicError> {
+            fn take(&mut self, n: usize) -> Result<&'a [u8]> {
                 if self.0.len() < n {
-                    return Err(DynamicError::MalformedDelta("truncated"));
+                    return Err(DynamicError::MalformedDelta("truncated").into());
                 }
                 let (head, rest) = self.0.split_at(n);
                 self.0 = rest;
                 Ok(head)
             }
-            fn u32(&mut self) -> Result<u32, DynamicError> {
+            fn u32(&mut self) -> Result<u32> {
                 Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
             }
-            fn u64(&mut self) -> Result<u64, DynamicError> {
+            fn u64(&mut self) -> Result<u64> {
                 Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
             }
         }
         let mut r = Reader(bytes);
         if r.take(4)? != DELTA_MAGIC {
-            return Err(DynamicError::MalformedDelta("bad magic"));
+            return Err(DynamicError::MalformedDelta("bad magic").into());
         }
         if r.take(1)?[0] != DELTA_VERSION {
-            return Err(DynamicError::MalformedDelta("unsupported version"));
+            return Err(DynamicError::MalformedDelta("unsupported version").into());
         }
         let base = r.u64()?;
         let result = r.u64()?;
         let filter_count = r.u32()? as usize;
         if filter_count == 0 {
-            return Err(DynamicError::MalformedDelta("zero member filters"));
+            return Err(DynamicError::MalformedDelta("zero member filters").into());
         }
         let n = r.u32()? as usize;
         if n > filter_count {
-            return Err(DynamicError::MalformedDelta("more changes than members"));
+            return Err(DynamicError::MalformedDelta("more changes than members").into());
         }
         let mut changes = Vec::new();
         for _ in 0..n {
             let index = r.u32()? as usize;
             if index >= filter_count || changes.last().is_some_and(|c: &MemberDelta| c.index >= index) {
-                return Err(DynamicError::MalformedDelta("member indices out of range or not increasing"));
+                return Err(DynamicError::MalformedDelta("member indices out of range or not increasing").into());
             }
             let items = r.u64()?;
             let len = r.u32()? as usize;
@@ -616,7 +612,7 @@ impl DynamicDelta {
             changes.push(MemberDelta { index, items, xor });
         }
         if !r.0.is_empty() {
-            return Err(DynamicError::MalformedDelta("trailing bytes"));
+            return Err(DynamicError::MalformedDelta("trailing bytes").into());
         }
         Ok(DynamicDelta { base, result, filter_count, changes })
     }
@@ -676,19 +672,19 @@ pub struct DynamicDesign {
 ///
 /// [`DynamicError::InvalidDesign`] for an empty or negative pmf, a bound
 /// outside (0, 1), or `max_s == 0`.
-pub fn optimal_design(pmf: &[f64], bound: f64, max_s: usize) -> Result<DynamicDesign, DynamicError> {
+pub fn optimal_design(pmf: &[f64], bound: f64, max_s: usize) -> Result<DynamicDesign> {
     let n = pmf.len();
     if n == 0 {
-        return Err(DynamicError::InvalidDesign("empty cardinality distribution"));
+        return Err(DynamicError::InvalidDesign("empty cardinality distribution").into());
     }
     if pmf.iter().any(|p| !p.is_finite() || *p < 0.0) || pmf.iter().sum::<f64>() <= 0.0 {
-        return Err(DynamicError::InvalidDesign("probabilities must be finite, non-negative, not all zero"));
+        return Err(DynamicError::InvalidDesign("probabilities must be finite, non-negative, not all zero").into());
     }
     if !(bound > 0.0 && bound < 1.0) {
-        return Err(DynamicError::InvalidDesign("false-match bound outside (0, 1)"));
+        return Err(DynamicError::InvalidDesign("false-match bound outside (0, 1)").into());
     }
     if max_s == 0 {
-        return Err(DynamicError::InvalidDesign("max_s must be at least 1"));
+        return Err(DynamicError::InvalidDesign("max_s must be at least 1").into());
     }
     let total: f64 = pmf.iter().sum();
     // tail[j] = P(cardinality >= j + 1) (normalised), tail[n] = 0.
@@ -709,7 +705,7 @@ pub fn optimal_design(pmf: &[f64], bound: f64, max_s: usize) -> Result<DynamicDe
             best = Some(DynamicDesign { filters: s, capacity: c as u64, member_fpr: f, m, k, expected_bits: bits });
         }
     }
-    best.ok_or(DynamicError::InvalidDesign("no design"))
+    best.ok_or(DynamicError::InvalidDesign("no design").into())
 }
 
 #[derive(Clone, Debug)]
@@ -757,9 +753,9 @@ impl DynamicSlicedIndex {
     /// # Errors
     ///
     /// [`DynamicError::ZeroCapacity`].
-    pub fn new(params: BloomParams, capacity: u64) -> Result<Self, DynamicError> {
+    pub fn new(params: BloomParams, capacity: u64) -> Result<Self> {
         if capacity == 0 {
-            return Err(DynamicError::ZeroCapacity);
+            return Err(DynamicError::ZeroCapacity.into());
         }
         Ok(DynamicSlicedIndex {
             index: SlicedIndex::new(params),
@@ -799,8 +795,8 @@ impl DynamicSlicedIndex {
     ///
     /// # Errors
     ///
-    /// [`Error::DuplicateId`] (wrapped) or an allocation failure; unchanged.
-    pub fn insert_set(&mut self, id: u64) -> Result<(), DynamicError> {
+    /// [`Error::DuplicateId`] or an allocation failure; unchanged.
+    pub fn insert_set(&mut self, id: u64) -> Result<()> {
         let filter = DynamicBloomFilter::new(*self.params(), self.capacity)?;
         self.insert_filter(id, &filter)
     }
@@ -819,9 +815,9 @@ impl DynamicSlicedIndex {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownId`] (wrapped).
-    pub fn get_filter(&self, id: u64) -> Result<DynamicBloomFilter, DynamicError> {
-        Ok(self.get(id).cloned().ok_or(Error::UnknownId(id))?)
+    /// [`Error::UnknownId`].
+    pub fn get_filter(&self, id: u64) -> Result<DynamicBloomFilter> {
+        self.get(id).cloned().ok_or(Error::UnknownId(id))
     }
 
     /// Bytes held: the bit-sliced index of member columns plus every set's
@@ -836,17 +832,17 @@ impl DynamicSlicedIndex {
     ///
     /// # Errors
     ///
-    /// [`Error::DuplicateId`] or [`Error::ParamsMismatch`] (wrapped),
+    /// [`Error::DuplicateId`] or [`Error::ParamsMismatch`],
     /// [`DynamicError::CapacityMismatch`]; unchanged.
-    pub fn insert_filter(&mut self, id: u64, filter: &DynamicBloomFilter) -> Result<(), DynamicError> {
+    pub fn insert_filter(&mut self, id: u64, filter: &DynamicBloomFilter) -> Result<()> {
         if self.sets.contains_key(&id) {
-            return Err(Error::DuplicateId(id).into());
+            return Err(Error::DuplicateId(id));
         }
         if filter.params != *self.params() {
-            return Err(Error::ParamsMismatch { expected: *self.params(), found: filter.params }.into());
+            return Err(Error::ParamsMismatch { expected: *self.params(), found: filter.params });
         }
         if filter.capacity != self.capacity {
-            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: filter.capacity });
+            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: filter.capacity }.into());
         }
         self.sets.insert(id, DynamicSet { filter: filter.clone(), columns: Vec::new() });
         if let Err(e) = self.resync(id) {
@@ -865,8 +861,8 @@ impl DynamicSlicedIndex {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownId`] (wrapped); unchanged.
-    pub fn delete_filter(&mut self, id: u64) -> Result<(), DynamicError> {
+    /// [`Error::UnknownId`]; unchanged.
+    pub fn delete_filter(&mut self, id: u64) -> Result<()> {
         self.take_filter(id).map(drop)
     }
 
@@ -875,8 +871,8 @@ impl DynamicSlicedIndex {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownId`] (wrapped); unchanged.
-    pub fn take_filter(&mut self, id: u64) -> Result<DynamicBloomFilter, DynamicError> {
+    /// [`Error::UnknownId`]; unchanged.
+    pub fn take_filter(&mut self, id: u64) -> Result<DynamicBloomFilter> {
         let set = self.sets.remove(&id).ok_or(Error::UnknownId(id))?;
         for col in &set.columns {
             self.index.delete_filter(*col)?;
@@ -888,7 +884,7 @@ impl DynamicSlicedIndex {
 
     /// Makes the set's columns exactly its members' bit views (one column
     /// per member, extra columns released).
-    fn resync(&mut self, id: u64) -> Result<(), DynamicError> {
+    fn resync(&mut self, id: u64) -> Result<()> {
         let set = self.sets.get_mut(&id).ok_or(Error::UnknownId(id))?;
         let views = set.filter.bit_views()?;
         while set.columns.len() > views.len() {
@@ -906,7 +902,7 @@ impl DynamicSlicedIndex {
                     if col < self.owner.len() as u64 {
                         self.free_columns.push(col);
                     }
-                    return Err(e.into());
+                    return Err(e);
                 }
                 if col == self.owner.len() as u64 {
                     self.owner.push(id);
@@ -924,8 +920,8 @@ impl DynamicSlicedIndex {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownId`] (wrapped) or an allocation failure.
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<(), DynamicError> {
+    /// [`Error::UnknownId`] or an allocation failure.
+    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
         self.insert_key_hash(id, self.params().hash(key))
     }
 
@@ -934,7 +930,7 @@ impl DynamicSlicedIndex {
     /// # Errors
     ///
     /// As [`DynamicSlicedIndex::insert_key`].
-    pub fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<(), DynamicError> {
+    pub fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<()> {
         let set = self.sets.get_mut(&id).ok_or(Error::UnknownId(id))?;
         let before = set.filter.filter_count();
         let i = set.filter.try_insert_hash(hash)?;
@@ -952,8 +948,8 @@ impl DynamicSlicedIndex {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownId`] (wrapped) or [`DynamicError::NotPresent`]; unchanged.
-    pub fn remove_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<DeleteOutcome, DynamicError> {
+    /// [`Error::UnknownId`] or [`DynamicError::NotPresent`]; unchanged.
+    pub fn remove_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<DeleteOutcome> {
         let hash = self.params().hash(key);
         let set = self.sets.get_mut(&id).ok_or(Error::UnknownId(id))?;
         let (outcome, change) = set.filter.remove_tracked(hash)?;
@@ -974,7 +970,7 @@ impl DynamicSlicedIndex {
     /// # Errors
     ///
     /// As [`DynamicBloomFilter::union_with`], or [`Error::UnknownId`].
-    pub fn update_filter(&mut self, id: u64, other: &DynamicBloomFilter) -> Result<(), DynamicError> {
+    pub fn update_filter(&mut self, id: u64, other: &DynamicBloomFilter) -> Result<()> {
         let set = self.sets.get_mut(&id).ok_or(Error::UnknownId(id))?;
         set.filter.union_with(other)?;
         self.resync(id)
@@ -985,7 +981,7 @@ impl DynamicSlicedIndex {
     /// # Errors
     ///
     /// As [`DynamicBloomFilter::apply_delta`], or [`Error::UnknownId`].
-    pub fn apply_delta(&mut self, id: u64, delta: &DynamicDelta) -> Result<(), DynamicError> {
+    pub fn apply_delta(&mut self, id: u64, delta: &DynamicDelta) -> Result<()> {
         let set = self.sets.get_mut(&id).ok_or(Error::UnknownId(id))?;
         set.filter.apply_delta(delta)?;
         self.resync(id)
@@ -1030,12 +1026,12 @@ impl DynamicSlicedIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         self.index.validate()?;
         let total: usize = self.sets.values().map(|s| s.columns.len()).sum();
         let owned = self.owner.iter().filter(|&&o| o != NO_OWNER).count();
         if total != self.index.len() || total != owned || owned + self.free_columns.len() != self.owner.len() {
-            return Err(format!(
+            return Err(invalid!(
                 "{total} member columns, {} in the index, {owned} owners, {} free of {} column ids",
                 self.index.len(),
                 self.free_columns.len(),
@@ -1044,16 +1040,16 @@ impl DynamicSlicedIndex {
         }
         for (&id, set) in &self.sets {
             set.filter.validate()?;
-            let views = set.filter.bit_views().map_err(|e| e.to_string())?;
+            let views = set.filter.bit_views().map_err(|e| invalid!("{e}"))?;
             if views.len() != set.columns.len() {
-                return Err(format!("set {id}: {} members, {} columns", views.len(), set.columns.len()));
+                return Err(invalid!("set {id}: {} members, {} columns", views.len(), set.columns.len()));
             }
             for (view, col) in views.iter().zip(&set.columns) {
                 if self.owner.get(*col as usize) != Some(&id) {
-                    return Err(format!("set {id}: column {col} not owned"));
+                    return Err(invalid!("set {id}: column {col} not owned"));
                 }
-                if self.index.get_filter(*col).map_err(|e| e.to_string())? != *view {
-                    return Err(format!("set {id}: column {col} differs from its member"));
+                if self.index.get_filter(*col).map_err(|e| invalid!("{e}"))? != *view {
+                    return Err(invalid!("set {id}: column {col} differs from its member"));
                 }
             }
         }

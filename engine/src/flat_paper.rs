@@ -285,10 +285,10 @@ impl FlatBloofiPaper {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> core::result::Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         let m = self.params.m() as usize;
         if self.beta.len() != self.arrays.len() || self.ids.len() != self.arrays.len() * FLAT_GROUP {
-            return Err(format!(
+            return Err(invalid!(
                 "{} arrays but {} beta words and {} ids",
                 self.arrays.len(),
                 self.beta.len(),
@@ -297,25 +297,25 @@ impl FlatBloofiPaper {
         }
         for (g, (array, &used)) in self.arrays.iter().zip(&self.beta).enumerate() {
             if array.len() != m {
-                return Err(format!("array {g} has {} words, not m = {m}", array.len()));
+                return Err(invalid!("array {g} has {} words, not m = {m}", array.len()));
             }
             if used == 0 {
-                return Err(format!("array {g} is empty but was not compacted away"));
+                return Err(invalid!("array {g} is empty but was not compacted away"));
             }
             if let Some(i) = array.iter().position(|w| w & !used != 0) {
-                return Err(format!("array {g} word {i} has bits in unused columns"));
+                return Err(invalid!("array {g} word {i} has bits in unused columns"));
             }
         }
         let in_use: usize = self.beta.iter().map(|w| w.count_ones() as usize).sum();
         if in_use != self.index_of.len() {
-            return Err(format!("beta marks {in_use} indexes but {} ids are mapped", self.index_of.len()));
+            return Err(invalid!("beta marks {in_use} indexes but {} ids are mapped", self.index_of.len()));
         }
         for (&id, &index) in &self.index_of {
             if index >= self.ids.len() || self.beta[index / FLAT_GROUP] >> (index % FLAT_GROUP) & 1 == 0 {
-                return Err(format!("id {id} maps to unused index {index}"));
+                return Err(invalid!("id {id} maps to unused index {index}"));
             }
             if self.ids[index] != id {
-                return Err(format!("id {id} maps to index {index}, which holds id {}", self.ids[index]));
+                return Err(invalid!("id {id} maps to index {index}, which holds id {}", self.ids[index]));
             }
         }
         Ok(())

@@ -155,14 +155,14 @@ impl NaiveIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> core::result::Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         let mut ids: Vec<u64> = self.filters.iter().map(|(id, _)| *id).collect();
         ids.sort_unstable();
         if ids.windows(2).any(|w| w[0] == w[1]) {
-            return Err("an id is stored twice".into());
+            return Err(invalid!("an id is stored twice"));
         }
         match self.filters.iter().find(|(_, f)| f.params() != &self.params) {
-            Some((id, _)) => Err(format!("filter {id} has other parameters")),
+            Some((id, _)) => Err(invalid!("filter {id} has other parameters")),
             None => Ok(()),
         }
     }

@@ -78,7 +78,7 @@ fn errors_are_typed_and_change_nothing() {
     for order in [0, 1] {
         assert_eq!(
             BloofiTree::new(params, BloofiConfig::with_order(order)).unwrap_err(),
-            BloofiError::OrderTooSmall { order }
+            Error::Bloofi(BloofiError::OrderTooSmall { order })
         );
     }
     struct World {
@@ -117,15 +117,15 @@ fn errors_are_typed_and_change_nothing() {
     let g = filter(other, [1]);
     assert_eq!(
         BloofiTree::bulk_build(params, BloofiConfig::default(), &[(5, &f), (5, &f)], BulkOrder::Auto).unwrap_err(),
-        BloofiError::Index(Error::DuplicateId(5))
+        Error::DuplicateId(5)
     );
     assert!(matches!(
         BloofiTree::bulk_build(params, BloofiConfig::default(), &[(5, &g)], BulkOrder::Auto),
-        Err(BloofiError::Index(Error::ParamsMismatch { .. }))
+        Err(Error::ParamsMismatch { .. })
     ));
     assert_eq!(
         BloofiTree::bulk_build(params, BloofiConfig::with_order(1), &[], BulkOrder::Auto).unwrap_err(),
-        BloofiError::OrderTooSmall { order: 1 }
+        Error::Bloofi(BloofiError::OrderTooSmall { order: 1 })
     );
 }
 

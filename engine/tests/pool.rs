@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use bloomslice::{
-    BatchResults, BloomFilter, BloomParams, ConcurrentIndex, KeyHash, PoolConfig, PoolError, PoolResults, QueryPool,
-    SlicedConfig, SlicedIndex, Workers, WriteOp,
+    BatchResults, BloomFilter, BloomParams, ConcurrentIndex, Error, KeyHash, PoolConfig, PoolError, PoolResults,
+    QueryPool, SlicedConfig, SlicedIndex, Workers, WriteOp,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -168,13 +168,13 @@ fn panicking_task_fails_only_its_batch() {
     let pool = pool(2);
     let mut results = PoolResults::new();
     pool.fail_next_tasks(1);
-    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(PoolError::TaskPanicked));
+    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(Error::Pool(PoolError::TaskPanicked)));
     assert!(results.is_empty());
     pool.query_batch(&shared, &batch, &mut results).unwrap();
     assert_same(&results, &expected, "after a panic");
     pool.fail_next_tasks(3);
     let failed = pool.submit(&shared, &batch, results).wait().unwrap_err();
-    assert_eq!(failed.error, PoolError::TaskPanicked);
+    assert_eq!(failed.error, Error::Pool(PoolError::TaskPanicked));
     let results = pool.submit(&shared, &batch, failed.results).wait().unwrap();
     assert_same(&results, &expected, "ticket after a panic");
 }
@@ -232,7 +232,7 @@ fn panic_in_a_caller_run_task_fails_its_batch() {
     assert!(pool.runs_inline(batch.len()), "20 keys run on the caller");
     let mut results = PoolResults::new();
     pool.fail_next_tasks(1);
-    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(PoolError::TaskPanicked));
+    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(Error::Pool(PoolError::TaskPanicked)));
     assert!(results.is_empty());
     // Neither the caller's buffer nor the pool is poisoned.
     pool.query_batch(&shared, &batch, &mut results).unwrap();
@@ -318,7 +318,7 @@ fn pinning_refused_runs_unpinned_and_says_so() {
     assert_eq!(unpinned.status().cores, vec![None, None]);
     assert!(matches!(
         QueryPool::new(PoolConfig { workers: Workers::Count(0), ..PoolConfig::default() }),
-        Err(PoolError::Config(_))
+        Err(Error::Pool(PoolError::Config(_)))
     ));
 }
 

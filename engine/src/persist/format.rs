@@ -146,7 +146,7 @@ fn corrupt<T>(msg: impl Into<String>) -> Result<T> {
 fn read_exact(r: &mut impl Read, buf: &mut [u8], section: &'static str, at: u64, file_len: u64) -> Result<()> {
     r.read_exact(buf).map_err(|e| match e.kind() {
         std::io::ErrorKind::UnexpectedEof => Error::Truncated { section, needed: at + buf.len() as u64, len: file_len },
-        _ => Error::Io { op: "read", path: section.to_owned(), kind: e.kind(), message: e.to_string() },
+        _ => Error::io("read", std::path::Path::new(section), e),
     })
 }
 

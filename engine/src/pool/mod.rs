@@ -132,6 +132,7 @@ use crossbeam_utils::CachePadded;
 pub use job::{Failed, PoolResults, Ticket};
 
 use crate::concurrent::ConcurrentIndex;
+use crate::error::Result;
 use crate::hash::Key;
 use job::Job;
 
@@ -151,7 +152,8 @@ pub const INLINE_TASKS: usize = 2;
 /// helping and 512 keys slower; 64 keys on N = 10 000 (640 000) slower.
 pub const CALLER_HELP_WORK: usize = 256 * 1024;
 
-/// Errors of the query pool.
+/// The errors of the query pool, nested in
+/// [`Error::Pool`](crate::Error::Pool).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PoolError {
@@ -337,20 +339,20 @@ impl QueryPool {
     /// [`PoolError::Config`] for zero workers, an empty core list or a zero
     /// queue capacity; [`PoolError::Spawn`] if a thread cannot be started
     /// (the threads already started are stopped and joined).
-    pub fn new(config: PoolConfig) -> Result<QueryPool, PoolError> {
+    pub fn new(config: PoolConfig) -> Result<QueryPool> {
         let cores: Vec<usize> = core_affinity::get_core_ids().unwrap_or_default().into_iter().map(|c| c.id).collect();
         let placement: Vec<Option<usize>> = match &config.workers {
             Workers::PerCore if cores.is_empty() => {
                 vec![None; std::thread::available_parallelism().map_or(1, |n| n.get())]
             }
             Workers::PerCore => cores.iter().map(|&c| Some(c)).collect(),
-            Workers::Count(0) => return Err(PoolError::Config("zero workers")),
+            Workers::Count(0) => return Err(PoolError::Config("zero workers").into()),
             Workers::Count(n) => (0..*n).map(|i| (!cores.is_empty()).then(|| cores[i % cores.len()])).collect(),
-            Workers::Cores(list) if list.is_empty() => return Err(PoolError::Config("empty core list")),
+            Workers::Cores(list) if list.is_empty() => return Err(PoolError::Config("empty core list").into()),
             Workers::Cores(list) => list.iter().map(|&c| Some(c)).collect(),
         };
         if config.queue_capacity == 0 {
-            return Err(PoolError::Config("zero queue capacity"));
+            return Err(PoolError::Config("zero queue capacity").into());
         }
         let placement: Vec<Option<usize>> = placement.into_iter().map(|c| if config.pin { c } else { None }).collect();
         let locals: Vec<Worker<Task>> = placement.iter().map(|_| Worker::new_lifo()).collect();
@@ -391,7 +393,7 @@ impl QueryPool {
             match spawned {
                 Ok(handle) => pool.threads.push(handle),
                 // Dropping `pool` shuts down and joins the started threads.
-                Err(e) => return Err(PoolError::Spawn(e.to_string())),
+                Err(e) => return Err(PoolError::Spawn(e.to_string()).into()),
             }
         }
         drop(report_tx);
@@ -430,12 +432,7 @@ impl QueryPool {
     ///
     /// [`PoolError::TaskPanicked`] if a task panicked; `results` is then
     /// empty and reusable.
-    pub fn query_batch<K: Key>(
-        &self,
-        index: &ConcurrentIndex,
-        keys: &[K],
-        results: &mut PoolResults,
-    ) -> Result<(), PoolError> {
+    pub fn query_batch<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], results: &mut PoolResults) -> Result<()> {
         let help = self.enqueue(index, keys, results, true);
         results.finish(&self.shared, self.wait_spin, help)
     }
@@ -623,7 +620,7 @@ fn run(shared: &Shared, local: &Worker<Task>, task: Task) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BloomFilter, BloomParams, SlicedIndex};
+    use crate::{BloomFilter, BloomParams, Error, SlicedIndex};
 
     fn pool(workers: usize) -> QueryPool {
         QueryPool::new(PoolConfig { workers: Workers::Count(workers), ..PoolConfig::default() }).unwrap()
@@ -650,9 +647,9 @@ mod tests {
     #[test]
     fn bad_configs_are_errors() {
         let cfg = |workers, queue_capacity| PoolConfig { workers, queue_capacity, ..PoolConfig::default() };
-        assert!(matches!(QueryPool::new(cfg(Workers::Count(0), 8)), Err(PoolError::Config(_))));
-        assert!(matches!(QueryPool::new(cfg(Workers::Cores(vec![]), 8)), Err(PoolError::Config(_))));
-        assert!(matches!(QueryPool::new(cfg(Workers::Count(1), 0)), Err(PoolError::Config(_))));
+        assert!(matches!(QueryPool::new(cfg(Workers::Count(0), 8)), Err(Error::Pool(PoolError::Config(_)))));
+        assert!(matches!(QueryPool::new(cfg(Workers::Cores(vec![]), 8)), Err(Error::Pool(PoolError::Config(_)))));
+        assert!(matches!(QueryPool::new(cfg(Workers::Count(1), 0)), Err(Error::Pool(PoolError::Config(_)))));
     }
 
     #[test]

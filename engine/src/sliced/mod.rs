@@ -878,32 +878,32 @@ impl SlicedIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> core::result::Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         let m = self.params.m() as usize;
         let mut used_total = 0;
         for (si, s) in self.shards.iter().enumerate() {
             if s.wpr == 0 || s.wpr % 8 != 0 || s.columns() > self.config.max_shard_columns {
-                return Err(format!("shard {si}: bad width {} words", s.wpr));
+                return Err(invalid!("shard {si}: bad width {} words", s.wpr));
             }
             if s.rows.len() != m * s.wpr || s.owners.len() != s.columns() || s.used.len() != s.wpr {
-                return Err(format!("shard {si}: buffer sizes disagree with width"));
+                return Err(invalid!("shard {si}: buffer sizes disagree with width"));
             }
             if !(s.rows.as_ptr() as usize).is_multiple_of(64) {
-                return Err(format!("shard {si}: rows not 64-byte aligned"));
+                return Err(invalid!("shard {si}: rows not 64-byte aligned"));
             }
             let n_used = s.used.iter().map(|w| w.count_ones() as usize).sum::<usize>();
             if n_used != s.n_used {
-                return Err(format!("shard {si}: n_used {} but bitmap has {n_used}", s.n_used));
+                return Err(invalid!("shard {si}: n_used {} but bitmap has {n_used}", s.n_used));
             }
             used_total += n_used;
             let ones = s.rows.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
             if ones != s.ones {
-                return Err(format!("shard {si}: ones {} but rows hold {ones}", s.ones));
+                return Err(invalid!("shard {si}: ones {} but rows hold {ones}", s.ones));
             }
             for r in 0..m {
                 for (w, &used) in s.rows[r * s.wpr..][..s.wpr].iter().zip(&s.used) {
                     if w & !used != 0 {
-                        return Err(format!("shard {si}: row {r} has bits in unused columns"));
+                        return Err(invalid!("shard {si}: row {r} has bits in unused columns"));
                     }
                 }
             }
@@ -915,11 +915,11 @@ impl SlicedIndex {
                 }
             });
             if let Some(c) = bad {
-                return Err(format!("shard {si}: column {c} owner {} not mapped back", s.owners[c]));
+                return Err(invalid!("shard {si}: column {c} owner {} not mapped back", s.owners[c]));
             }
         }
         if used_total != self.slots.len() {
-            return Err(format!("{used_total} used columns but {} ids", self.slots.len()));
+            return Err(invalid!("{used_total} used columns but {} ids", self.slots.len()));
         }
         Ok(())
     }

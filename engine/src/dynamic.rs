@@ -63,10 +63,10 @@
 //!   after deletes, so the table stays as long as the most columns ever
 //!   live), then sort and dedupe the few set ids of each answer;
 //!   [`DynamicSlicedIndex::query_batch`] does the same on the plain index's
-//!   prefetched batch, in place. Over the same member columns it answers at
-//!   0.87x to 0.96x the speed of a plain [`SlicedIndex`] (2 500 and 10 000
-//!   columns, `bench/RESULTS.md` "Issue 6 follow-up"); a seen-array would
-//!   need interior mutability in `&self` queries and was not needed.
+//!   prefetched batch, in place. Over the same member columns it answers
+//!   a little slower than a plain [`SlicedIndex`] (measured: see
+//!   `bench/RESULTS.md`); a seen-array would need interior mutability in
+//!   `&self` queries and was not needed.
 
 use hashbrown::HashMap;
 

@@ -53,8 +53,8 @@ pub const SHARD_COLUMN_STEP: usize = 512;
 const PREFETCH_WHOLE_RUN_LINES: usize = 4;
 
 /// How many rows ahead `Shard::clear_column` prefetches its strided walk
-/// (with conditional writes: delete at N = 100 000 measured 0.68-0.74 ms
-/// against 1.13 ms before; 0, 4, 8, 32 and 64 rows were slower).
+/// (with conditional writes); the fastest of 0, 4, 8, 16, 32 and 64 rows
+/// for a delete at N = 100 000 (measured: see `bench/RESULTS.md`).
 const CLEAR_PREFETCH_ROWS: usize = 16;
 
 /// Upper bound on [`SlicedConfig::max_shard_columns`]: a query keeps one
@@ -70,8 +70,9 @@ pub struct SlicedConfig {
     /// Widest shard, in columns; rounded up to a multiple of
     /// [`SHARD_COLUMN_STEP`] and capped at [`MAX_SHARD_COLUMNS`]. Wider
     /// shards mean fewer, longer row runs per query; narrower ones mean less
-    /// copying when a shard is widened. Default 16 384: measured 1.2-1.8x
-    /// faster than 4096 on `full` N = 10 000, `paper` N = 10 000 and `large`.
+    /// copying when a shard is widened. Default 16 384: faster than 4096 on
+    /// `full` N = 10 000, `paper` N = 10 000 and `large` (measured: see
+    /// `bench/RESULTS.md`).
     pub max_shard_columns: usize,
     /// How many keys ahead [`SlicedIndex::query_batch`] prefetches. Default 4.
     pub prefetch_distance: usize,
@@ -228,9 +229,9 @@ impl Shard {
     /// so one row more is prefetched; and short runs (at most
     /// [`PREFETCH_WHOLE_RUN_LINES`] lines) are prefetched whole, since the
     /// extra lines are few and half of a typical workload's keys need them.
-    /// Measured on `paper` N = 1000 (2-line runs): 61 ns per query with all
-    /// rows against 115 ns with the density estimate alone; on `paper`
-    /// N = 10 000 (20-line runs) the estimate plus one row was best.
+    /// On `paper` N = 1000 (2-line runs) prefetching all rows was faster
+    /// than the density estimate alone; on `paper` N = 10 000 (20-line runs)
+    /// the estimate plus one row was best (measured: see `bench/RESULTS.md`).
     fn rows_worth_prefetching(&self, m: usize, k: usize) -> usize {
         if self.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES {
             return k;

@@ -106,6 +106,41 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
+/// A bounded little-endian reader over bytes of unknown length (the wire
+/// formats beside the index file, such as [`crate::dynamic::DynamicDelta`]):
+/// every read checks the length first, so short input is `None`, never a
+/// panic.
+pub(crate) struct LeReader<'a>(&'a [u8]);
+
+impl<'a> LeReader<'a> {
+    /// A reader at the start of `bytes`.
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        LeReader(bytes)
+    }
+
+    /// The next `n` bytes, or `None` if fewer are left.
+    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let head = self.0.get(..n)?;
+        self.0 = &self.0[n..];
+        Some(head)
+    }
+
+    /// The next little-endian `u32`.
+    pub(crate) fn u32(&mut self) -> Option<u32> {
+        self.take(4).map(|b| le_u32(b, 0))
+    }
+
+    /// The next little-endian `u64`.
+    pub(crate) fn u64(&mut self) -> Option<u64> {
+        self.take(8).map(|b| le_u64(b, 0))
+    }
+
+    /// Whether every byte has been read.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 fn scheme_code(s: HashScheme) -> u32 {
     match s {
         HashScheme::Xxh3Double => 0,

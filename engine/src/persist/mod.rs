@@ -43,7 +43,7 @@
 //! means may change answers or terminate the process with `SIGBUS`.
 
 mod file;
-mod format;
+pub(crate) mod format;
 mod names;
 
 use std::fs::File;

@@ -89,7 +89,7 @@ pub enum CountingError {
 /// f.remove("apple")?;
 /// assert!(f.is_empty());
 /// assert!(f.remove("apple").is_err()); // refused: not present
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct CountingBloomFilter {
@@ -383,7 +383,7 @@ impl CountingBloomFilter {
 /// index.insert_key(2, "x")?;
 /// index.remove_key(1, "x")?;
 /// assert_eq!(index.query("x"), vec![2]);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct CountingSlicedIndex {

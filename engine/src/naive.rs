@@ -12,6 +12,22 @@ use crate::params::BloomParams;
 
 /// A list of filters, each tested in turn. Simple enough to be obviously
 /// right.
+///
+/// ```
+/// use bloomslice::{BloomFilter, BloomParams, NaiveIndex};
+///
+/// let params = BloomParams::for_capacity(1_000, 0.01)?;
+/// let mut index = NaiveIndex::new(params);
+/// let mut fruit = BloomFilter::new(params)?;
+/// fruit.insert("apple");
+/// index.insert_filter(7, &fruit)?;
+/// index.insert_key(7, "pear")?;
+/// assert_eq!(index.query("apple"), vec![7]);
+/// assert_eq!(index.query("pear"), vec![7]);
+/// index.delete_filter(7)?;
+/// assert!(index.query("apple").is_empty());
+/// # Ok::<(), bloomslice::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct NaiveIndex {
     params: BloomParams,

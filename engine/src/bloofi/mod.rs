@@ -333,7 +333,7 @@ struct Node {
 /// assert!(ids.contains(&7));
 /// assert!(cost >= 1 && cost <= tree.node_count());
 /// tree.validate().unwrap();
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct BloofiTree {

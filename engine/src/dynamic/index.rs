@@ -29,7 +29,7 @@ struct DynamicSet {
 /// }
 /// assert!(index.columns() >= 7); // ceil(100 / 16) members
 /// assert_eq!(index.query(&5u32.to_le_bytes()), vec![9]);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct DynamicSlicedIndex {

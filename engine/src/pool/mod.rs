@@ -309,6 +309,24 @@ impl Shared {
 
 /// A pool of query workers, one per core by default, pinned with
 /// `core_affinity`. See the module documentation.
+///
+/// ```
+/// use bloomslice::{BloomFilter, BloomParams, ConcurrentIndex, PoolConfig, PoolResults, QueryPool, SlicedIndex, Workers};
+///
+/// let params = BloomParams::new(1024, 3)?;
+/// let index = ConcurrentIndex::new(SlicedIndex::new(params));
+/// let mut fruit = BloomFilter::new(params)?;
+/// fruit.insert("apple");
+/// index.insert_filter(1, &fruit)?;
+///
+/// let pool = QueryPool::new(PoolConfig { workers: Workers::Count(2), pin: false, ..PoolConfig::default() })?;
+/// let mut results = PoolResults::new();
+/// pool.query_batch(&index, &["apple", "pear", "apple"], &mut results)?;
+/// assert_eq!(results.len(), 3);
+/// assert_eq!(results.get(0), Some(&[1u64][..]));
+/// assert_eq!(results.get(2), Some(&[1u64][..]));
+/// # Ok::<(), bloomslice::Error>(())
+/// ```
 pub struct QueryPool {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,

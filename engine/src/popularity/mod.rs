@@ -54,7 +54,7 @@ use hashbrown::HashMap;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES, Probes};
+use crate::params::{BloomParams, MAX_HASHES};
 use crate::sliced::SlicedIndex;
 
 /// The errors of the popularity-conscious optimisers and schemes, nested
@@ -119,7 +119,7 @@ pub enum PopularityError {
 /// let mut out = Vec::new();
 /// scheme.query_index(&index, "stored-a-lot", &mut out)?;
 /// assert_eq!(out, vec![3]);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PopularityScheme {
@@ -199,11 +199,6 @@ impl PopularityScheme {
             return Err(Error::ParamsMismatch { expected: self.params, found: *params });
         }
         Ok(())
-    }
-
-    /// The key's own `k_i` probe positions.
-    pub fn positions(&self, hash: KeyHash) -> Probes {
-        self.params.probes_n(hash, self.hashes_for(hash) as usize)
     }
 
     /// Inserts `key` into `filter` with its own hash count.

@@ -391,6 +391,8 @@ pub struct CountingSlicedIndex {
     filters: HashMap<u64, CountingBloomFilter>,
 }
 
+key_verbs!(CountingSlicedIndex);
+
 impl CountingSlicedIndex {
     /// An empty index.
     pub fn new(params: BloomParams) -> Self {
@@ -507,16 +509,7 @@ impl CountingSlicedIndex {
         self.index.query_batch_hashes(hashes, results);
     }
 
-    /// Inserts a key into set `id`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownId`]; unchanged.
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
-        self.insert_key_hash(id, self.params().hash(key))
-    }
-
-    /// [`CountingSlicedIndex::insert_key`] by the key's hash.
+    /// Inserts a key, by its hash, into set `id`.
     ///
     /// # Errors
     ///

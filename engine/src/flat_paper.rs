@@ -26,7 +26,7 @@ use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
-use crate::hash::{Key, KeyHash};
+use crate::hash::KeyHash;
 use crate::params::BloomParams;
 
 /// Filters per Flat-Bloofi array: one per bit of a 64-bit word.
@@ -69,6 +69,8 @@ impl core::fmt::Debug for FlatBloofiPaper {
             .finish()
     }
 }
+
+key_verbs!(FlatBloofiPaper, query);
 
 impl FlatBloofiPaper {
     /// An empty index.
@@ -216,16 +218,7 @@ impl FlatBloofiPaper {
         Ok(())
     }
 
-    /// Inserts one key into filter `id`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownId`]; the index is unchanged after an error.
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
-        self.insert_key_hash(id, self.params.hash(key))
-    }
-
-    /// [`FlatBloofiPaper::insert_key`] by the key's hash.
+    /// Inserts one key, by its hash, into filter `id`.
     ///
     /// # Errors
     ///
@@ -255,13 +248,6 @@ impl FlatBloofiPaper {
             words[i / 64] |= ((w >> shift) & 1) << (i % 64);
         }
         BloomFilter::from_words(self.params, &words)
-    }
-
-    /// Ids of the filters that may contain `key`, in index order.
-    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
-        let mut out = Vec::new();
-        self.query_hash_into(self.params.hash(key), &mut out);
-        out
     }
 
     /// Ids of the filters that may contain the key, into `out` (cleared

@@ -201,6 +201,39 @@ pub trait FilterIndex {
     }
 }
 
+/// The verbs that take a key rather than its hash, written once for every
+/// index type as inherent methods (so calling them needs no trait import):
+/// `insert_key`, and with `query` also `query`. They hash the key with the
+/// index's parameters and call `insert_key_hash` / `query_hash_into`.
+macro_rules! key_verbs {
+    ($index:ident $(, $query:ident)?) => {
+        impl $index {
+            /// Inserts `key` into the filter `id`: [`Self::insert_key_hash`]
+            /// of the key's hash under the index's parameters.
+            ///
+            /// # Errors
+            ///
+            /// As [`Self::insert_key_hash`]; the index is unchanged.
+            pub fn insert_key<K: $crate::Key + ?Sized>(&mut self, id: u64, key: &K) -> $crate::Result<()> {
+                let hash = self.params().hash(key);
+                self.insert_key_hash(id, hash)
+            }
+        }
+        $(key_verbs!(@$query $index);)?
+    };
+    (@query $index:ident) => {
+        impl $index {
+            /// Ids of the filters that may contain `key`, as
+            /// [`Self::query_hash_into`] gives them.
+            pub fn query<K: $crate::Key + ?Sized>(&self, key: &K) -> Vec<u64> {
+                let mut out = Vec::new();
+                self.query_hash_into(self.params().hash(key), &mut out);
+                out
+            }
+        }
+    };
+}
+
 /// The override of [`FilterIndex::query_batch_hashes`] for indexes with
 /// their own batched query (hash first, prefetch rows ahead).
 macro_rules! batched_query {

@@ -42,9 +42,12 @@
 //! importance-aware filters for streams).
 #![warn(missing_docs)]
 
-// First, so that its `invalid!` macro is in scope in every module below.
+// First, so that their macros (`invalid!`, `key_verbs!`) are in scope in
+// every module below.
 #[macro_use]
 mod error;
+#[macro_use]
+mod index;
 pub mod bloofi;
 mod concurrent;
 pub mod counting;
@@ -52,7 +55,6 @@ pub mod dynamic;
 mod filter;
 pub mod flat_paper;
 mod hash;
-mod index;
 mod naive;
 mod params;
 pub mod persist;

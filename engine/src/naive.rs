@@ -7,7 +7,7 @@ use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
-use crate::hash::{Key, KeyHash};
+use crate::hash::KeyHash;
 use crate::params::BloomParams;
 
 /// A list of filters, each tested in turn. Simple enough to be obviously
@@ -34,6 +34,8 @@ pub struct NaiveIndex {
     filters: Vec<(u64, BloomFilter)>,
     by_id: HashMap<u64, usize>,
 }
+
+key_verbs!(NaiveIndex, query);
 
 impl NaiveIndex {
     /// An empty index.
@@ -115,16 +117,7 @@ impl NaiveIndex {
         Ok(())
     }
 
-    /// Inserts a key into filter `id`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownId`].
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
-        self.insert_key_hash(id, self.params.hash(key))
-    }
-
-    /// [`NaiveIndex::insert_key`] by hash.
+    /// Inserts a key, by its hash, into filter `id`.
     ///
     /// # Errors
     ///
@@ -133,13 +126,6 @@ impl NaiveIndex {
         let i = *self.by_id.get(&id).ok_or(Error::UnknownId(id))?;
         self.filters[i].1.insert_hash(hash);
         Ok(())
-    }
-
-    /// Ids of the filters that may contain `key`.
-    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
-        let mut out = Vec::new();
-        self.query_hash_into(self.params.hash(key), &mut out);
-        out
     }
 
     /// Ids of the filters that may contain the key, into `out` (cleared first).

@@ -382,6 +382,8 @@ fn even_sizes(count: usize, pieces: usize) -> impl Iterator<Item = usize> {
     (0..pieces).map(move |i| base + usize::from(i < extra))
 }
 
+key_verbs!(BloofiTree);
+
 impl BloofiTree {
     /// An empty tree.
     ///
@@ -929,17 +931,8 @@ impl BloofiTree {
         Ok(())
     }
 
-    /// Inserts one key into filter `id`: Algorithm 5 with a one-key filter,
+    /// Inserts one key, by its hash, into filter `id`: Algorithm 5 with a one-key filter,
     /// setting the key's `k` bits from the leaf to the root.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownId`]; the tree is unchanged after an error.
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
-        self.insert_key_hash(id, self.params.hash(key))
-    }
-
-    /// [`BloofiTree::insert_key`] by the key's hash.
     ///
     /// # Errors
     ///

@@ -47,6 +47,8 @@ pub struct DynamicSlicedIndex {
 /// `owner` entry of a column id not in use.
 const NO_OWNER: u64 = u64::MAX;
 
+key_verbs!(DynamicSlicedIndex, query);
+
 impl DynamicSlicedIndex {
     /// An empty index of dynamic sets whose members have `params` and
     /// capacity `capacity`.
@@ -216,21 +218,12 @@ impl DynamicSlicedIndex {
         Ok(())
     }
 
-    /// Inserts a key into set `id` (Algorithm 1; a new column when the set
+    /// Inserts a key, by its hash, into set `id` (Algorithm 1; a new column when the set
     /// grows a member).
     ///
     /// # Errors
     ///
     /// [`Error::UnknownId`] or an allocation failure.
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
-        self.insert_key_hash(id, self.params().hash(key))
-    }
-
-    /// [`DynamicSlicedIndex::insert_key`] by the key's hash.
-    ///
-    /// # Errors
-    ///
-    /// As [`DynamicSlicedIndex::insert_key`].
     pub fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<()> {
         let set = self.sets.get_mut(&id).ok_or(Error::UnknownId(id))?;
         let before = set.filter.filter_count();
@@ -286,13 +279,6 @@ impl DynamicSlicedIndex {
         let set = self.sets.get_mut(&id).ok_or(Error::UnknownId(id))?;
         set.filter.apply_delta(delta)?;
         self.resync(id)
-    }
-
-    /// Ids of the sets that may contain `key`, each once, ascending.
-    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
-        let mut out = Vec::new();
-        self.query_hash_into(self.params().hash(key), &mut out);
-        out
     }
 
     /// [`DynamicSlicedIndex::query`] by hash into a caller buffer (cleared

@@ -1,6 +1,6 @@
 //! Dynamic Bloom filters (Guo, Wu, Chen and Luo, *The Dynamic Bloom
 //! Filters*, IEEE TKDE 22(1), 2010, `dynamic-bloom-filters.txt`), a
-//! [`SlicedIndex`] of dynamic sets, and incremental XOR-delta sync.
+//! [`SlicedIndex`](crate::SlicedIndex) of dynamic sets, and incremental XOR-delta sync.
 //!
 //! A [`DynamicBloomFilter`] (DBF) represents a set of changing cardinality by
 //! `s` homogeneous [`CountingBloomFilter`]s (the paper's SBFs, "counting
@@ -64,7 +64,7 @@
 //!   live), then sort and dedupe the few set ids of each answer;
 //!   [`DynamicSlicedIndex::query_batch`] does the same on the plain index's
 //!   prefetched batch, in place. Over the same member columns it answers
-//!   a little slower than a plain [`SlicedIndex`] (measured: see
+//!   a little slower than a plain [`SlicedIndex`](crate::SlicedIndex) (measured: see
 //!   `bench/RESULTS.md`); a seen-array would need interior mutability in
 //!   `&self` queries and was not needed.
 

@@ -429,6 +429,8 @@ pub struct SlicedIndex {
     slots: HashMap<u64, Slot>,
 }
 
+key_verbs!(SlicedIndex, query);
+
 impl SlicedIndex {
     /// An empty index with the default configuration and the detected kernels.
     pub fn new(params: BloomParams) -> Self {
@@ -722,16 +724,7 @@ impl SlicedIndex {
         Ok(())
     }
 
-    /// Inserts one key into filter `id`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownId`]; the index is unchanged.
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
-        self.insert_key_hash(id, self.params.hash(key))
-    }
-
-    /// [`SlicedIndex::insert_key`] by the key's hash.
+    /// Inserts one key, by its hash, into filter `id`.
     ///
     /// # Errors
     ///
@@ -765,13 +758,6 @@ impl SlicedIndex {
             out[r / 64] |= ((s.rows[r * s.wpr + word] >> shift) & 1) << (r % 64);
         }
         Ok(filter)
-    }
-
-    /// Ids of the filters that may contain `key`, in index order.
-    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
-        let mut out = Vec::new();
-        self.query_into(key, &mut out);
-        out
     }
 
     /// Like [`SlicedIndex::query`], into a caller buffer that is cleared

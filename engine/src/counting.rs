@@ -391,6 +391,7 @@ pub struct CountingSlicedIndex {
     filters: HashMap<u64, CountingBloomFilter>,
 }
 
+id_verbs!(CountingSlicedIndex, filters);
 key_verbs!(CountingSlicedIndex);
 
 impl CountingSlicedIndex {
@@ -409,16 +410,6 @@ impl CountingSlicedIndex {
         &self.index
     }
 
-    /// Number of sets.
-    pub fn len(&self) -> usize {
-        self.filters.len()
-    }
-
-    /// Whether the index holds no set.
-    pub fn is_empty(&self) -> bool {
-        self.filters.is_empty()
-    }
-
     /// The counting filter of set `id`.
     pub fn get(&self, id: u64) -> Option<&CountingBloomFilter> {
         self.filters.get(&id)
@@ -431,11 +422,6 @@ impl CountingSlicedIndex {
     /// [`Error::DuplicateId`] or [`Error::CapacityOverflow`]; unchanged after an error.
     pub fn insert_set(&mut self, id: u64) -> Result<()> {
         self.insert_filter(id, &CountingBloomFilter::new(*self.params())?)
-    }
-
-    /// Whether a set is stored under `id`.
-    pub fn contains_id(&self, id: u64) -> bool {
-        self.filters.contains_key(&id)
     }
 
     /// Adds a set given by its counting filter under a new id.

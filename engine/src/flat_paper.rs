@@ -70,6 +70,7 @@ impl core::fmt::Debug for FlatBloofiPaper {
     }
 }
 
+id_verbs!(FlatBloofiPaper, index_of);
 key_verbs!(FlatBloofiPaper, query);
 
 impl FlatBloofiPaper {
@@ -81,21 +82,6 @@ impl FlatBloofiPaper {
     /// The shared parameters.
     pub fn params(&self) -> &BloomParams {
         &self.params
-    }
-
-    /// Number of filters.
-    pub fn len(&self) -> usize {
-        self.index_of.len()
-    }
-
-    /// Whether the index holds no filter.
-    pub fn is_empty(&self) -> bool {
-        self.index_of.is_empty()
-    }
-
-    /// Whether a filter is stored under `id`.
-    pub fn contains_id(&self, id: u64) -> bool {
-        self.index_of.contains_key(&id)
     }
 
     /// Number of Flat-Bloofi arrays (the paper's `ζ`).

@@ -234,6 +234,39 @@ macro_rules! key_verbs {
     };
 }
 
+/// The id verbs of an index whose ids are the keys of one map field,
+/// written once: `len`, `is_empty`, `contains_id`, and with `ids` also
+/// `ids`.
+macro_rules! id_verbs {
+    ($index:ident, $map:ident $(, $ids:ident)?) => {
+        impl $index {
+            /// Number of filters (sets).
+            pub fn len(&self) -> usize {
+                self.$map.len()
+            }
+
+            /// Whether the index holds no filter.
+            pub fn is_empty(&self) -> bool {
+                self.$map.is_empty()
+            }
+
+            /// Whether a filter is stored under `id`.
+            pub fn contains_id(&self, id: u64) -> bool {
+                self.$map.contains_key(&id)
+            }
+        }
+        $(id_verbs!(@$ids $index, $map);)?
+    };
+    (@ids $index:ident, $map:ident) => {
+        impl $index {
+            /// The ids of the stored filters, in no particular order.
+            pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+                self.$map.keys().copied()
+            }
+        }
+    };
+}
+
 /// The override of [`FilterIndex::query_batch_hashes`] for indexes with
 /// their own batched query (hash first, prefetch rows ahead).
 macro_rules! batched_query {

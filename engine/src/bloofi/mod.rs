@@ -382,6 +382,7 @@ fn even_sizes(count: usize, pieces: usize) -> impl Iterator<Item = usize> {
     (0..pieces).map(move |i| base + usize::from(i < extra))
 }
 
+id_verbs!(BloofiTree, leaf_of, ids);
 key_verbs!(BloofiTree);
 
 impl BloofiTree {
@@ -425,26 +426,6 @@ impl BloofiTree {
     /// tests and fuzzers switch between them).
     pub fn set_kernels(&mut self, kernels: &'static Kernels) {
         self.kernels = kernels;
-    }
-
-    /// Number of indexed filters (leaves).
-    pub fn len(&self) -> usize {
-        self.leaf_of.len()
-    }
-
-    /// Whether the tree holds no filter.
-    pub fn is_empty(&self) -> bool {
-        self.leaf_of.is_empty()
-    }
-
-    /// Whether a filter is stored under `id`.
-    pub fn contains_id(&self, id: u64) -> bool {
-        self.leaf_of.contains_key(&id)
-    }
-
-    /// The ids of the indexed filters, in no particular order.
-    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.leaf_of.keys().copied()
     }
 
     /// The filter stored under `id`.

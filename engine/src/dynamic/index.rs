@@ -47,6 +47,7 @@ pub struct DynamicSlicedIndex {
 /// `owner` entry of a column id not in use.
 const NO_OWNER: u64 = u64::MAX;
 
+id_verbs!(DynamicSlicedIndex, sets);
 key_verbs!(DynamicSlicedIndex, query);
 
 impl DynamicSlicedIndex {
@@ -74,16 +75,6 @@ impl DynamicSlicedIndex {
         self.index.params()
     }
 
-    /// Number of sets.
-    pub fn len(&self) -> usize {
-        self.sets.len()
-    }
-
-    /// Whether there is no set.
-    pub fn is_empty(&self) -> bool {
-        self.sets.is_empty()
-    }
-
     /// Number of columns (member filters over all sets).
     pub fn columns(&self) -> usize {
         self.index.len()
@@ -107,11 +98,6 @@ impl DynamicSlicedIndex {
     /// The member capacity every set's filter uses.
     pub fn capacity(&self) -> u64 {
         self.capacity
-    }
-
-    /// Whether a set is stored under `id`.
-    pub fn contains_id(&self, id: u64) -> bool {
-        self.sets.contains_key(&id)
     }
 
     /// The dynamic filter of set `id` (a copy).

@@ -429,6 +429,7 @@ pub struct SlicedIndex {
     slots: HashMap<u64, Slot>,
 }
 
+id_verbs!(SlicedIndex, slots, ids);
 key_verbs!(SlicedIndex, query);
 
 impl SlicedIndex {
@@ -467,26 +468,6 @@ impl SlicedIndex {
     /// the scalar fallback). Answers do not change.
     pub fn set_kernels(&mut self, kernels: &'static Kernels) {
         self.kernels = kernels;
-    }
-
-    /// Number of filters.
-    pub fn len(&self) -> usize {
-        self.slots.len()
-    }
-
-    /// Whether the index holds no filter.
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
-    }
-
-    /// Whether a filter with this id is indexed.
-    pub fn contains_id(&self, id: u64) -> bool {
-        self.slots.contains_key(&id)
-    }
-
-    /// The ids of all filters, in no particular order.
-    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.slots.keys().copied()
     }
 
     /// Columns allocated over all shards (used or free).

@@ -203,6 +203,17 @@ impl BloomFilter {
     }
 }
 
+/// A filter holding the little-endian bytes of each of `keys` (the unit
+/// tests of the index types build their filters with it).
+#[cfg(test)]
+pub(crate) fn filter_of_u64_keys(params: BloomParams, keys: impl IntoIterator<Item = u64>) -> BloomFilter {
+    let mut f = BloomFilter::new(params).expect("test parameters");
+    for key in keys {
+        f.insert(&key.to_le_bytes());
+    }
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -303,11 +303,7 @@ mod tests {
     }
 
     fn filter(keys: impl IntoIterator<Item = u64>) -> BloomFilter {
-        let mut f = BloomFilter::new(params()).unwrap();
-        for k in keys {
-            f.insert(&k.to_le_bytes());
-        }
-        f
+        crate::filter::filter_of_u64_keys(params(), keys)
     }
 
     #[test]

@@ -915,11 +915,7 @@ mod tests {
     }
 
     fn filter_of(keys: impl IntoIterator<Item = u64>) -> BloomFilter {
-        let mut f = BloomFilter::new(params()).unwrap();
-        for key in keys {
-            f.insert(&key.to_le_bytes());
-        }
-        f
+        crate::filter::filter_of_u64_keys(params(), keys)
     }
 
     #[test]

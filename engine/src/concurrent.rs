@@ -378,13 +378,19 @@ fn exclusive(copy: &mut Arc<SlicedIndex>) -> &mut SlicedIndex {
             break;
         }
         round += 1;
-        if round < 64 {
-            core::hint::spin_loop();
-        } else if round < 128 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
-        }
+        backoff(round, [64, 128], Duration::from_micros(50));
     }
     Arc::make_mut(copy)
+}
+
+/// One step of waiting for another thread's progress, by round: spin below
+/// `until[0]`, yield below `until[1]`, then sleep for `sleep`.
+pub(crate) fn backoff(round: u32, until: [u32; 2], sleep: Duration) {
+    if round < until[0] {
+        core::hint::spin_loop();
+    } else if round < until[1] {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(sleep);
+    }
 }

@@ -493,7 +493,7 @@ impl QueryPool {
             task = back;
             self.shared.wake(true);
             round += 1;
-            backoff(round);
+            crate::concurrent::backoff(round, [16, 64], Duration::from_micros(20));
         }
         self.shared.wake(false);
         work <= self.caller_help_work
@@ -532,16 +532,6 @@ const MAX_CORE_ID: usize = 1024;
 /// Pins the calling thread to core `id`; false where that is refused.
 fn pin_current_thread(id: usize) -> bool {
     id < MAX_CORE_ID && core_affinity::set_for_current(core_affinity::CoreId { id })
-}
-
-fn backoff(round: u32) {
-    if round < 16 {
-        core::hint::spin_loop();
-    } else if round < 64 {
-        std::thread::yield_now();
-    } else {
-        std::thread::sleep(Duration::from_micros(20));
-    }
 }
 
 /// Local deque, then steal round robin, then the injector.

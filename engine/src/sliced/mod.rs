@@ -1060,15 +1060,8 @@ mod tests {
     #[test]
     fn bulk_insert_equals_one_by_one() {
         let p = BloomParams::new(700, 3).unwrap();
-        let filters: Vec<BloomFilter> = (0..300u64)
-            .map(|i| {
-                let mut f = BloomFilter::new(p).unwrap();
-                for key in i * 5..i * 5 + 20 {
-                    f.insert(&key.to_le_bytes());
-                }
-                f
-            })
-            .collect();
+        let filters: Vec<BloomFilter> =
+            (0..300u64).map(|i| crate::filter::filter_of_u64_keys(p, i * 5..i * 5 + 20)).collect();
         let mut one = SlicedIndex::new(p);
         let mut bulk = SlicedIndex::new(p);
         one.insert_filter(1000, &filters[0]).unwrap();

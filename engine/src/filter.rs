@@ -203,10 +203,15 @@ impl BloomFilter {
     }
 }
 
-/// A filter holding the little-endian bytes of each of `keys` (the unit
-/// tests of the index types build their filters with it).
-#[cfg(test)]
-pub(crate) fn filter_of_u64_keys(params: BloomParams, keys: impl IntoIterator<Item = u64>) -> BloomFilter {
+/// A filter holding the little-endian bytes of each of `keys` (the tests of
+/// the index types build their filters with it; public as
+/// `bloomslice::testing::filter_of_u64_keys`).
+///
+/// # Panics
+///
+/// If `params` cannot make a filter (tests pass valid ones).
+#[cfg(any(test, feature = "testing"))]
+pub fn filter_of_u64_keys(params: BloomParams, keys: impl IntoIterator<Item = u64>) -> BloomFilter {
     let mut f = BloomFilter::new(params).expect("test parameters");
     for key in keys {
         f.insert(&key.to_le_bytes());

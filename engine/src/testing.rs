@@ -16,6 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arbitrary::{Arbitrary, Unstructured};
 
+pub use crate::filter::filter_of_u64_keys;
+
 use crate::error::Error;
 use crate::hash::KeyHash;
 use crate::index::{FilterIndex, IndexedFilter};

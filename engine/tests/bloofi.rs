@@ -135,15 +135,8 @@ fn errors_are_typed_and_change_nothing() {
 fn paper_workload_prunes_and_costs_as_the_paper_describes() {
     let params = BloomParams::for_capacity(10_000, 0.01).unwrap();
     let n = 300u64;
-    let filters: Vec<BloomFilter> = (0..n)
-        .map(|i| {
-            let mut f = BloomFilter::new(params).unwrap();
-            for key in i * 100..i * 100 + 100 {
-                f.insert(&key.to_le_bytes());
-            }
-            f
-        })
-        .collect();
+    let filters: Vec<BloomFilter> =
+        (0..n).map(|i| bloomslice::testing::filter_of_u64_keys(params, i * 100..i * 100 + 100)).collect();
     let mut tree = BloofiTree::new(params, BloofiConfig::default()).unwrap();
     let mut flat = FlatBloofiPaper::new(params);
     let mut naive = NaiveIndex::new(params);

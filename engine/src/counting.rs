@@ -311,9 +311,7 @@ impl CountingBloomFilter {
     ///
     /// [`Error::ParamsMismatch`]; `self` is unchanged.
     pub fn union_with(&mut self, other: &CountingBloomFilter) -> Result<()> {
-        if self.params != other.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: other.params });
-        }
+        self.params.check_same(&other.params)?;
         for (a, &b) in self.counters.iter_mut().zip(&other.counters) {
             let lo = ((*a & 0xf) + (b & 0xf)).min(COUNTER_MAX);
             let hi = ((*a >> 4) + (b >> 4)).min(COUNTER_MAX);

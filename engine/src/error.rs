@@ -193,14 +193,6 @@ impl Error {
 #[derive(Debug, Clone)]
 pub struct SharedIoError(Arc<std::io::Error>);
 
-impl SharedIoError {
-    /// The operating system's error.
-    #[must_use]
-    pub fn get_ref(&self) -> &std::io::Error {
-        &self.0
-    }
-}
-
 impl core::ops::Deref for SharedIoError {
     type Target = std::io::Error;
     fn deref(&self) -> &std::io::Error {
@@ -223,12 +215,6 @@ impl core::fmt::Display for SharedIoError {
 impl std::error::Error for SharedIoError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.0.source()
-    }
-}
-
-impl From<std::io::Error> for SharedIoError {
-    fn from(e: std::io::Error) -> Self {
-        SharedIoError(Arc::new(e))
     }
 }
 

@@ -132,20 +132,13 @@ impl BloomFilter {
         i < self.params.m() && self.words[(i / 64) as usize] >> (i % 64) & 1 == 1
     }
 
-    fn check_params(&self, other: &BloomFilter) -> Result<()> {
-        if self.params != other.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: other.params });
-        }
-        Ok(())
-    }
-
     /// ORs `other` into `self` (set union) and returns how many bits were newly set.
     ///
     /// # Errors
     ///
     /// [`Error::ParamsMismatch`]; `self` is unchanged.
     pub fn union_with(&mut self, other: &BloomFilter) -> Result<u64> {
-        self.check_params(other)?;
+        self.params.check_same(&other.params)?;
         Ok((Kernels::detect().or_into)(&mut self.words, &other.words))
     }
 
@@ -155,7 +148,7 @@ impl BloomFilter {
     ///
     /// [`Error::ParamsMismatch`]; `self` is unchanged.
     pub fn intersect_with(&mut self, other: &BloomFilter) -> Result<()> {
-        self.check_params(other)?;
+        self.params.check_same(&other.params)?;
         for (a, b) in self.words.iter_mut().zip(other.words.iter()) {
             *a &= b;
         }
@@ -183,7 +176,7 @@ impl BloomFilter {
     ///
     /// [`Error::ParamsMismatch`].
     pub fn hamming(&self, other: &BloomFilter) -> Result<u64> {
-        self.check_params(other)?;
+        self.params.check_same(&other.params)?;
         Ok((Kernels::detect().xor_popcount)(&self.words, &other.words))
     }
 

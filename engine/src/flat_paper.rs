@@ -106,13 +106,6 @@ impl FlatBloofiPaper {
             + self.index_of.allocation_size()
     }
 
-    fn check_params(&self, params: &BloomParams) -> Result<()> {
-        if *params != self.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: *params });
-        }
-        Ok(())
-    }
-
     fn index(&self, id: u64) -> Result<usize> {
         self.index_of.get(&id).copied().ok_or(Error::UnknownId(id))
     }
@@ -139,7 +132,7 @@ impl FlatBloofiPaper {
     /// [`Error::CapacityOverflow`] if a new array cannot be allocated; the
     /// index is unchanged after an error.
     pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         if self.index_of.contains_key(&id) {
             return Err(Error::DuplicateId(id));
         }
@@ -198,7 +191,7 @@ impl FlatBloofiPaper {
     /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; the index is
     /// unchanged after an error.
     pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         let index = self.index(id)?;
         self.or_column(index, filter);
         Ok(())

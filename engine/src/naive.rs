@@ -69,20 +69,13 @@ impl NaiveIndex {
         self.by_id.get(&id).map(|&i| &self.filters[i].1)
     }
 
-    fn check_params(&self, params: &BloomParams) -> Result<()> {
-        if *params != self.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: *params });
-        }
-        Ok(())
-    }
-
     /// Adds a filter under a new id.
     ///
     /// # Errors
     ///
     /// [`Error::ParamsMismatch`] or [`Error::DuplicateId`]; unchanged after an error.
     pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         if self.by_id.contains_key(&id) {
             return Err(Error::DuplicateId(id));
         }
@@ -111,7 +104,7 @@ impl NaiveIndex {
     ///
     /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; unchanged after an error.
     pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         let i = *self.by_id.get(&id).ok_or(Error::UnknownId(id))?;
         self.filters[i].1.union_with(filter)?;
         Ok(())

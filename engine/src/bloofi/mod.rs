@@ -656,13 +656,6 @@ impl BloofiTree {
         self.node(p).children.iter().position(|&c| c == n).expect("child listed in its parent")
     }
 
-    fn check_params(&self, params: &BloomParams) -> Result<()> {
-        if *params != self.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: *params });
-        }
-        Ok(())
-    }
-
     fn leaf(&self, id: u64) -> Result<u32> {
         self.leaf_of.get(&id).copied().ok_or(Error::UnknownId(id))
     }
@@ -693,7 +686,7 @@ impl BloofiTree {
     /// [`Error::CapacityOverflow`] beyond [`MAX_FILTERS`]; the tree is
     /// unchanged after an error.
     pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         if self.leaf_of.contains_key(&id) {
             return Err(Error::DuplicateId(id));
         }
@@ -898,7 +891,7 @@ impl BloofiTree {
     /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; the tree is
     /// unchanged after an error.
     pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         let mut n = self.leaf(id)?;
         self.cost.begin();
         let (w, or_into) = (self.params.words(), self.kernels.or_into);
@@ -961,7 +954,7 @@ impl BloofiTree {
         }
         let mut seen = HashSet::with_capacity(filters.len());
         for (id, f) in filters {
-            tree.check_params(f.params())?;
+            tree.params.check_same(f.params())?;
             if !seen.insert(*id) {
                 return Err(Error::DuplicateId(*id));
             }

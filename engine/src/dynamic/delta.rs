@@ -33,9 +33,7 @@ impl DynamicBloomFilter {
     ///
     /// [`Error::ParamsMismatch`] or [`DynamicError::CapacityMismatch`].
     pub fn delta_since(&self, previous: &DynamicBloomFilter) -> Result<DynamicDelta> {
-        if self.params != previous.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: previous.params });
-        }
+        self.params.check_same(&previous.params)?;
         if self.capacity != previous.capacity {
             return Err(DynamicError::CapacityMismatch { expected: previous.capacity, found: self.capacity }.into());
         }
@@ -174,7 +172,7 @@ impl DynamicDelta {
     /// [`DynamicError::MalformedDelta`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let truncated = || Error::from(DynamicError::MalformedDelta("truncated"));
-        let mut r = LeReader::new(bytes);
+        let mut r = LeReader(bytes);
         if r.take(4).ok_or_else(truncated)? != DELTA_MAGIC {
             return Err(DynamicError::MalformedDelta("bad magic").into());
         }

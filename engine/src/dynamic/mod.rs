@@ -359,9 +359,7 @@ impl DynamicBloomFilter {
     /// [`Error::ParamsMismatch`] or
     /// [`DynamicError::CapacityMismatch`]; unchanged.
     pub fn union_with(&mut self, other: &DynamicBloomFilter) -> Result<()> {
-        if self.params != other.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: other.params });
-        }
+        self.params.check_same(&other.params)?;
         if self.capacity != other.capacity {
             return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: other.capacity }.into());
         }

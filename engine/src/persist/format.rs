@@ -110,14 +110,9 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
 /// formats beside the index file, such as [`crate::dynamic::DynamicDelta`]):
 /// every read checks the length first, so short input is `None`, never a
 /// panic.
-pub(crate) struct LeReader<'a>(&'a [u8]);
+pub(crate) struct LeReader<'a>(pub(crate) &'a [u8]);
 
 impl<'a> LeReader<'a> {
-    /// A reader at the start of `bytes`.
-    pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        LeReader(bytes)
-    }
-
     /// The next `n` bytes, or `None` if fewer are left.
     pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let head = self.0.get(..n)?;

@@ -385,24 +385,14 @@ pub struct Ticket {
 /// A failed batch: the error and the (emptied) buffer, for reuse (as
 /// `std::sync::mpsc::SendError` hands its value back). `?` turns it into
 /// its [`Error`](crate::Error), dropping the buffer.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
 pub struct Failed {
     /// What went wrong (an [`Error::Pool`](crate::Error::Pool)).
+    #[source]
     pub error: crate::Error,
     /// The buffer, with no results.
     pub results: PoolResults,
-}
-
-impl core::fmt::Display for Failed {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        self.error.fmt(f)
-    }
-}
-
-impl std::error::Error for Failed {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
-    }
 }
 
 impl From<Failed> for crate::Error {

@@ -195,10 +195,7 @@ impl PopularityScheme {
     }
 
     fn check(&self, params: &BloomParams) -> Result<()> {
-        if *params != self.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: *params });
-        }
-        Ok(())
+        self.params.check_same(params)
     }
 
     /// Inserts `key` into `filter` with its own hash count.

@@ -510,13 +510,6 @@ impl SlicedIndex {
         self.shards.iter().map(|s| s.wpr * 8).sum::<usize>() * self.params.k() as usize
     }
 
-    fn check_params(&self, params: &BloomParams) -> Result<()> {
-        if *params != self.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: *params });
-        }
-        Ok(())
-    }
-
     fn slot(&self, id: u64) -> Result<Slot> {
         self.slots.get(&id).copied().ok_or(Error::UnknownId(id))
     }
@@ -596,7 +589,7 @@ impl SlicedIndex {
     /// [`Error::ParamsMismatch`], [`Error::DuplicateId`], or
     /// [`Error::CapacityOverflow`]; the index is unchanged after an error.
     pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         if self.slots.contains_key(&id) {
             return Err(Error::DuplicateId(id));
         }
@@ -612,7 +605,7 @@ impl SlicedIndex {
     ///
     /// As [`BloomFilter::from_words`] and [`SlicedIndex::insert_filter`].
     pub fn insert_words(&mut self, id: u64, params: &BloomParams, words: &[u64]) -> Result<()> {
-        self.check_params(params)?;
+        self.params.check_same(params)?;
         let filter = BloomFilter::from_words(*params, words)?;
         self.insert_filter(id, &filter)
     }
@@ -626,7 +619,7 @@ impl SlicedIndex {
     pub fn insert_filters(&mut self, filters: &[(u64, &BloomFilter)]) -> Result<()> {
         let mut seen = hashbrown::HashSet::with_capacity(filters.len());
         for (id, f) in filters {
-            self.check_params(f.params())?;
+            self.params.check_same(f.params())?;
             if self.slots.contains_key(id) || !seen.insert(*id) {
                 return Err(Error::DuplicateId(*id));
             }
@@ -699,7 +692,7 @@ impl SlicedIndex {
     ///
     /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; the index is unchanged.
     pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         let slot = self.slot(id)?;
         self.shard_mut(slot.shard as usize)?.or_column(slot.col as usize, filter);
         Ok(())

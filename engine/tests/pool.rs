@@ -70,6 +70,15 @@ fn reference(index: &SlicedIndex, keys: &[[u8; 8]]) -> Vec<Vec<u64>> {
     r.iter().map(<[u64]>::to_vec).collect()
 }
 
+/// A shared index of `random_index(index_args)`, a batch of `keys(key_args)`
+/// and the single-threaded answers for it.
+fn fixture(index_args: (u64, u64, usize), key_args: (u64, usize)) -> (ConcurrentIndex, Vec<[u8; 8]>, Vec<Vec<u64>>) {
+    let index = random_index(index_args.0, index_args.1, index_args.2);
+    let batch = keys(key_args.0, key_args.1);
+    let expected = reference(&index, &batch);
+    (ConcurrentIndex::new(index), batch, expected)
+}
+
 fn assert_same(results: &PoolResults, expected: &[Vec<u64>], what: &str) {
     assert_eq!(results.len(), expected.len(), "{what}: length");
     assert_eq!(results.iter().count(), expected.len(), "{what}: iter length");
@@ -161,10 +170,7 @@ fn warm_batches_do_not_allocate() {
 #[test]
 fn panicking_task_fails_only_its_batch() {
     let _serial = serial();
-    let index = random_index(9, 400, 512);
-    let batch = keys(10, 3000);
-    let expected = reference(&index, &batch);
-    let shared = ConcurrentIndex::new(index);
+    let (shared, batch, expected) = fixture((9, 400, 512), (10, 3000));
     let pool = pool(2);
     let mut results = PoolResults::new();
     pool.fail_next_tasks(1);
@@ -197,10 +203,7 @@ fn worker_run(pool: &QueryPool, index: &ConcurrentIndex, batch: &[[u8; 8]], resu
 #[test]
 fn caller_run_and_worker_run_batches_agree() {
     let _serial = serial();
-    let index = random_index(21, 300, 512);
-    let all = keys(22, 10_000);
-    let expected_all = reference(&index, &all);
-    let shared = ConcurrentIndex::new(index);
+    let (shared, all, expected_all) = fixture((21, 300, 512), (22, 10_000));
     let workers = pool(2);
     // Every blocking batch of this pool runs on the caller alone.
     let inline =
@@ -224,10 +227,7 @@ fn caller_run_and_worker_run_batches_agree() {
 #[test]
 fn panic_in_a_caller_run_task_fails_its_batch() {
     let _serial = serial();
-    let index = random_index(23, 300, 512);
-    let batch = keys(24, 20);
-    let expected = reference(&index, &batch);
-    let shared = ConcurrentIndex::new(index);
+    let (shared, batch, expected) = fixture((23, 300, 512), (24, 20));
     let pool = pool(1);
     assert!(pool.runs_inline(batch.len()), "20 keys run on the caller");
     let mut results = PoolResults::new();
@@ -244,10 +244,7 @@ fn panic_in_a_caller_run_task_fails_its_batch() {
 #[test]
 fn dropping_the_pool_finishes_batches_in_flight() {
     let _serial = serial();
-    let index = random_index(11, 600, 1024);
-    let batch = keys(12, 2000);
-    let expected = reference(&index, &batch);
-    let shared = ConcurrentIndex::new(index);
+    let (shared, batch, expected) = fixture((11, 600, 1024), (12, 2000));
     for workers in [1, 2, 4] {
         let pool = QueryPool::new(PoolConfig {
             workers: Workers::Count(workers),
@@ -301,10 +298,7 @@ fn edge_batches_and_more_workers_than_cores() {
 #[test]
 fn pinning_refused_runs_unpinned_and_says_so() {
     let _serial = serial();
-    let index = random_index(16, 100, 512);
-    let batch = keys(17, 500);
-    let expected = reference(&index, &batch);
-    let shared = ConcurrentIndex::new(index);
+    let (shared, batch, expected) = fixture((16, 100, 512), (17, 500));
     let refused =
         QueryPool::new(PoolConfig { workers: Workers::Cores(vec![1_000_000, 0]), ..PoolConfig::default() }).unwrap();
     assert!(refused.status().pin_refused);

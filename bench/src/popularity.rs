@@ -20,7 +20,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use bloomslice::PopularityError;
 use bloomslice::popularity::optimize;
 
 use crate::plot::{LineChart, Series, write};
@@ -76,7 +75,7 @@ impl PopularityArgs {
 /// # Errors
 ///
 /// The experiment's errors (bad sizes, epsilon).
-pub fn run(args: &PopularityArgs) -> Result<Vec<ZipfRow>, PopularityError> {
+pub fn run(args: &PopularityArgs) -> Result<Vec<ZipfRow>, bloomslice::Error> {
     experiment::run(&args.config())
 }
 
@@ -239,10 +238,10 @@ fn reset_peak_rss() -> bool {
 /// # Errors
 ///
 /// The solvers' errors.
-pub fn dp_speed(sizes: &[usize], limited_universe: usize) -> Result<Vec<DpSpeedRow>, PopularityError> {
+pub fn dp_speed(sizes: &[usize], limited_universe: usize) -> Result<Vec<DpSpeedRow>, bloomslice::Error> {
     let (k_max, eps, r) = (10, 0.1, 8.0);
     let mut rows = Vec::new();
-    let mut timed = |what: String, dp_keys: usize, f: &mut dyn FnMut() -> Result<(), PopularityError>| {
+    let mut timed = |what: String, dp_keys: usize, f: &mut dyn FnMut() -> Result<(), bloomslice::Error>| {
         reset_peak_rss();
         let hwm_before = peak_rss_bytes();
         let t = Instant::now();
@@ -258,7 +257,7 @@ pub fn dp_speed(sizes: &[usize], limited_universe: usize) -> Result<Vec<DpSpeedR
             plan_bytes: plan.bytes,
             block: plan.block,
         });
-        Ok::<(), PopularityError>(())
+        Ok::<(), bloomslice::Error>(())
     };
     for &n in sizes {
         let p = vec![1.0; n];

@@ -140,10 +140,10 @@ pub fn key(i: usize) -> [u8; 8] {
 /// Invalid configuration ([`PopularityError::InvalidPopularity`] for
 /// `set_size` 0 or above the universe, or zero trials/queries) and the
 /// optimisers' errors.
-pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, PopularityError> {
+pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, bloomslice::Error> {
     let (n_keys, n) = (config.universe, config.set_size);
     if n == 0 || n >= n_keys || config.trials == 0 {
-        return Err(PopularityError::InvalidPopularity("need 0 < set_size < universe, trials > 0"));
+        return Err(PopularityError::InvalidPopularity("need 0 < set_size < universe, trials > 0").into());
     }
     let m = config.bits_per_key * n as u64;
     let params = BloomParams::new(m, config.k_standard)?.with_seed(config.seed);
@@ -210,7 +210,7 @@ pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, PopularityError> {
                 .map(|i| q[i] * f64::from(positives[s][i]) / f64::from(absent[i]))
                 .sum()
         };
-        let result = |s: usize, ks: &[u32]| -> Result<SchemeResult, PopularityError> {
+        let result = |s: usize, ks: &[u32]| -> Result<SchemeResult, bloomslice::Error> {
             Ok(SchemeResult {
                 predicted: optimize::predicted_fpr(&p, &q, ks, m, n as u64)?,
                 measured: Some(measured(s)),

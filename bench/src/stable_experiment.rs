@@ -35,6 +35,35 @@ use rand::{Rng, SeedableRng};
 
 use bloomslice::{Policy, StableBloomFilter, StableError, StableParams};
 
+/// Why a synthetic stream or an experiment run is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamError {
+    /// A synthetic stream needs at least one distinct element.
+    #[error("a synthetic stream needs at least one distinct element")]
+    EmptyStream,
+    /// A probability (such as a stream's repeat fraction) that is not a
+    /// finite number in the allowed interval.
+    #[error("probability {value} for {what} is outside {allowed}")]
+    InvalidProbability {
+        /// What the probability describes.
+        what: &'static str,
+        /// The offered value.
+        value: f64,
+        /// The allowed interval, for the message.
+        allowed: &'static str,
+    },
+    /// An error of the filters (parameters, importance out of range).
+    #[error(transparent)]
+    Engine(#[from] bloomslice::Error),
+}
+
+impl From<StableError> for StreamError {
+    fn from(e: StableError) -> Self {
+        StreamError::Engine(e.into())
+    }
+}
+
 /// How often an element repeats, relative to its importance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Distribution {
@@ -95,16 +124,16 @@ pub struct StreamItem {
 }
 
 /// Generates the stream described by `config` (see the module documentation).
-pub fn synthetic_stream(config: &StreamConfig) -> Result<Vec<StreamItem>, StableError> {
+pub fn synthetic_stream(config: &StreamConfig) -> Result<Vec<StreamItem>, StreamError> {
     if config.distinct == 0 || config.distinct > u32::MAX as usize {
-        return Err(StableError::EmptyStream);
+        return Err(StreamError::EmptyStream);
     }
     if config.max_importance == 0 {
-        return Err(StableError::ZeroMaxImportance);
+        return Err(StableError::ZeroMaxImportance.into());
     }
     let r = config.repeat_fraction;
     if !(0.0..1.0).contains(&r) {
-        return Err(StableError::InvalidProbability { what: "repeat fraction", value: r, allowed: "[0, 1)" });
+        return Err(StreamError::InvalidProbability { what: "repeat fraction", value: r, allowed: "[0, 1)" });
     }
     let mut rng = SmallRng::seed_from_u64(config.seed);
     let importance: Vec<u32> = (0..config.distinct).map(|_| rng.random_range(1..=config.max_importance)).collect();
@@ -226,7 +255,7 @@ pub fn measure(
     policy: Policy,
     seed: u64,
     stream: &[StreamItem],
-) -> Result<Metrics, StableError> {
+) -> Result<Metrics, StreamError> {
     let mut filter = StableBloomFilter::new(*params, policy, seed);
     let levels = params.max_importance() as usize;
     let elements = stream.iter().map(|s| s.element as usize + 1).max().unwrap_or(0);
@@ -289,12 +318,13 @@ pub struct StreamResult {
 /// Runs every policy of [`Policy::ALL`] on the stream of `config` with
 /// filter `params` (whose importance range must cover the stream's) and
 /// decrement seed `seed`.
-pub fn run(params: &StableParams, config: &StreamConfig, seed: u64) -> Result<StreamResult, StableError> {
+pub fn run(params: &StableParams, config: &StreamConfig, seed: u64) -> Result<StreamResult, StreamError> {
     if config.max_importance > params.max_importance() {
         return Err(StableError::ImportanceOutOfRange {
             importance: config.max_importance,
             max: params.max_importance(),
-        });
+        }
+        .into());
     }
     let stream = synthetic_stream(config)?;
     let metrics =
@@ -305,7 +335,7 @@ pub fn run(params: &StableParams, config: &StreamConfig, seed: u64) -> Result<St
 /// The paper's full grid (Section IV-D): the three distributions times
 /// repeat fractions 10, 30 and 50 %, importance 1..=50, with
 /// [`StableParams::paper`] filters and `distinct` elements per stream.
-pub fn paper_grid(distinct: usize, seed: u64) -> Result<Vec<StreamResult>, StableError> {
+pub fn paper_grid(distinct: usize, seed: u64) -> Result<Vec<StreamResult>, StreamError> {
     let params = StableParams::paper();
     let mut results = Vec::new();
     for distribution in Distribution::ALL {

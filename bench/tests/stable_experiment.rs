@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use bloomslice::{Policy, StableError, StableParams};
-use bloomslice_bench::stable_experiment::{self as experiment, Distribution, StreamConfig};
+use bloomslice_bench::stable_experiment::{self as experiment, Distribution, StreamConfig, StreamError};
 
 #[test]
 fn bad_stream_configs_are_typed_errors() {
@@ -20,15 +20,18 @@ fn bad_stream_configs_are_typed_errors() {
     };
     for bad in [-0.1, 1.0, f64::NAN, f64::INFINITY] {
         let c = StreamConfig { repeat_fraction: bad, ..config };
-        assert!(matches!(experiment::synthetic_stream(&c), Err(StableError::InvalidProbability { .. })));
+        assert!(matches!(experiment::synthetic_stream(&c), Err(StreamError::InvalidProbability { .. })));
     }
-    assert_eq!(experiment::synthetic_stream(&StreamConfig { distinct: 0, ..config }), Err(StableError::EmptyStream));
+    assert_eq!(experiment::synthetic_stream(&StreamConfig { distinct: 0, ..config }), Err(StreamError::EmptyStream));
     assert_eq!(
         experiment::synthetic_stream(&StreamConfig { max_importance: 0, ..config }),
-        Err(StableError::ZeroMaxImportance)
+        Err(StreamError::Engine(bloomslice::Error::Stable(StableError::ZeroMaxImportance)))
     );
     let narrow = StableParams::new(1000, 3, 2, 7).unwrap().with_max_importance(10).unwrap();
-    assert!(matches!(experiment::run(&narrow, &config, 1), Err(StableError::ImportanceOutOfRange { .. })));
+    assert!(matches!(
+        experiment::run(&narrow, &config, 1),
+        Err(StreamError::Engine(bloomslice::Error::Stable(StableError::ImportanceOutOfRange { .. })))
+    ));
 }
 
 #[test]

@@ -33,14 +33,9 @@
 //! on `full` (m = 100 992) a 16 384-column shard is 207 MB, and since the
 //! published index always holds the shard, *every* write copies it again
 //! (and clones the id map). `paper query --threads` prints both costs (the
-//! `write cost` rows); measured on a shared 2-core machine, per write:
-//!
-//! | index (one shard)         | write          | left-right | copy-on-write |
-//! |---------------------------|----------------|-----------:|--------------:|
-//! | `full` N = 10 000, 123 MB | `insert_key`   |   0.001 ms |      120.7 ms |
-//! | `full` N = 10 000, 123 MB | `update_filter`|   0.173 ms |       46.0 ms |
-//! | `full` N = 1 000, 12 MB   | `insert_key`   |   0.001 ms |       12.4 ms |
-//! | `full` N = 1 000, 12 MB   | `update_filter`|   0.082 ms |        3.1 ms |
+//! `write cost` rows): a left-right write touches only the rows it changes,
+//! a copy-on-write one copies the whole shard, orders of magnitude more
+//! (measured: see `bench/RESULTS.md`).
 //!
 //! The left-right scheme costs each write twice (once per copy) plus the
 //! wait for readers of the standby, at the price of twice the memory once
@@ -411,13 +406,19 @@ fn exclusive(copy: &mut Arc<SlicedIndex>) -> &mut SlicedIndex {
             break;
         }
         round += 1;
-        if round < 64 {
-            core::hint::spin_loop();
-        } else if round < 128 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
-        }
+        backoff(round, [64, 128], Duration::from_micros(50));
     }
     Arc::make_mut(copy)
+}
+
+/// One step of waiting for another thread's progress, by round: spin below
+/// `until[0]`, yield below `until[1]`, then sleep for `sleep`.
+pub(crate) fn backoff(round: u32, until: [u32; 2], sleep: Duration) {
+    if round < until[0] {
+        core::hint::spin_loop();
+    } else if round < until[1] {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(sleep);
+    }
 }

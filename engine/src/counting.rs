@@ -54,7 +54,8 @@ use crate::sliced::SlicedIndex;
 /// recommends).
 pub const COUNTER_MAX: u8 = 15;
 
-/// Typed errors of the counting filters.
+/// The errors of the counting filters themselves, nested in
+/// [`Error::Counting`] (ids, parameters and sizes are plain [`Error`]s).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CountingError {
@@ -72,10 +73,6 @@ pub enum CountingError {
         /// The filter length in counters.
         m: u64,
     },
-    /// An error of the underlying Bloom filter machinery (parameters, ids,
-    /// sizes).
-    #[error(transparent)]
-    Bloom(#[from] Error),
 }
 
 /// A counting Bloom filter: `m` saturating 4-bit counters, `k` hash
@@ -92,7 +89,7 @@ pub enum CountingError {
 /// f.remove("apple")?;
 /// assert!(f.is_empty());
 /// assert!(f.remove("apple").is_err()); // refused: not present
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct CountingBloomFilter {
@@ -133,13 +130,13 @@ impl CountingBloomFilter {
     /// [`Error::WordCountMismatch`] (counted in bytes) unless
     /// `bytes.len() == ceil(m / 2)`, [`CountingError::PaddingNibbleSet`] if m
     /// is odd and the last byte's high nibble is not zero.
-    pub fn from_counter_bytes(params: BloomParams, bytes: &[u8]) -> Result<Self, CountingError> {
+    pub fn from_counter_bytes(params: BloomParams, bytes: &[u8]) -> Result<Self> {
         let mut f = CountingBloomFilter::new(params)?;
         if bytes.len() != f.counters.len() {
-            return Err(Error::WordCountMismatch { expected: f.counters.len(), found: bytes.len() }.into());
+            return Err(Error::WordCountMismatch { expected: f.counters.len(), found: bytes.len() });
         }
         if params.m() % 2 == 1 && bytes[bytes.len() - 1] >> 4 != 0 {
-            return Err(CountingError::PaddingNibbleSet { m: params.m() });
+            return Err(CountingError::PaddingNibbleSet { m: params.m() }.into());
         }
         f.counters.copy_from_slice(bytes);
         Ok(f)
@@ -204,7 +201,7 @@ impl CountingBloomFilter {
     /// [`CountingError::NotPresent`] if a counter of the key is zero (or
     /// below the number of the key's probes that land on it); the filter is
     /// then unchanged.
-    pub fn remove<K: Key + ?Sized>(&mut self, key: &K) -> Result<(), CountingError> {
+    pub fn remove<K: Key + ?Sized>(&mut self, key: &K) -> Result<()> {
         self.remove_hash(self.params.hash(key))
     }
 
@@ -213,13 +210,13 @@ impl CountingBloomFilter {
     /// # Errors
     ///
     /// As [`CountingBloomFilter::remove`].
-    pub fn remove_hash(&mut self, hash: KeyHash) -> Result<(), CountingError> {
+    pub fn remove_hash(&mut self, hash: KeyHash) -> Result<()> {
         let pos = self.params.probes(hash);
         self.remove_positions(&pos)
     }
 
     /// Whether removing the key with these probe positions would be refused.
-    pub(crate) fn check_removable(&self, positions: &[u32]) -> Result<(), CountingError> {
+    pub(crate) fn check_removable(&self, positions: &[u32]) -> Result<()> {
         for (i, &p) in positions.iter().enumerate() {
             let c = self.counter(u64::from(p));
             if c == COUNTER_MAX {
@@ -232,14 +229,14 @@ impl CountingBloomFilter {
             }
             let mult = positions[i..].iter().filter(|&&q| q == p).count();
             if usize::from(c) < mult {
-                return Err(CountingError::NotPresent { position: p });
+                return Err(CountingError::NotPresent { position: p }.into());
             }
         }
         Ok(())
     }
 
     /// Decrements the counters at `positions`, all or nothing.
-    pub(crate) fn remove_positions(&mut self, positions: &[u32]) -> Result<(), CountingError> {
+    pub(crate) fn remove_positions(&mut self, positions: &[u32]) -> Result<()> {
         self.check_removable(positions)?;
         for &p in positions {
             // check_removable guarantees a non-saturated counter here is
@@ -314,9 +311,7 @@ impl CountingBloomFilter {
     ///
     /// [`Error::ParamsMismatch`]; `self` is unchanged.
     pub fn union_with(&mut self, other: &CountingBloomFilter) -> Result<()> {
-        if self.params != other.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: other.params });
-        }
+        self.params.check_same(&other.params)?;
         for (a, &b) in self.counters.iter_mut().zip(&other.counters) {
             let lo = ((*a & 0xf) + (b & 0xf)).min(COUNTER_MAX);
             let hi = ((*a >> 4) + (b >> 4)).min(COUNTER_MAX);
@@ -336,12 +331,12 @@ impl CountingBloomFilter {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> core::result::Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         if self.counters.len() as u64 != self.params.m().div_ceil(2) {
-            return Err(format!("{} counter bytes for m = {}", self.counters.len(), self.params.m()));
+            return Err(invalid!("{} counter bytes for m = {}", self.counters.len(), self.params.m()));
         }
         if self.params.m() % 2 == 1 && self.counters[self.counters.len() - 1] >> 4 != 0 {
-            return Err("padding nibble set".into());
+            return Err(invalid!("padding nibble set"));
         }
         Ok(())
     }
@@ -359,12 +354,12 @@ impl CountingBloomFilter {
     ///
     /// [`Error::WordCountMismatch`] (in bytes) or
     /// [`CountingError::PaddingNibbleSet`]; the filter is unchanged.
-    pub(crate) fn apply_xor(&mut self, delta: &[u8]) -> Result<(), CountingError> {
+    pub(crate) fn apply_xor(&mut self, delta: &[u8]) -> Result<()> {
         if delta.len() != self.counters.len() {
-            return Err(Error::WordCountMismatch { expected: self.counters.len(), found: delta.len() }.into());
+            return Err(Error::WordCountMismatch { expected: self.counters.len(), found: delta.len() });
         }
         if self.params.m() % 2 == 1 && delta[delta.len() - 1] >> 4 != 0 {
-            return Err(CountingError::PaddingNibbleSet { m: self.params.m() });
+            return Err(CountingError::PaddingNibbleSet { m: self.params.m() }.into());
         }
         for (a, d) in self.counters.iter_mut().zip(delta) {
             *a ^= d;
@@ -386,13 +381,16 @@ impl CountingBloomFilter {
 /// index.insert_key(2, "x")?;
 /// index.remove_key(1, "x")?;
 /// assert_eq!(index.query("x"), vec![2]);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct CountingSlicedIndex {
     index: SlicedIndex,
     filters: HashMap<u64, CountingBloomFilter>,
 }
+
+id_verbs!(CountingSlicedIndex, filters);
+key_verbs!(CountingSlicedIndex);
 
 impl CountingSlicedIndex {
     /// An empty index.
@@ -410,16 +408,6 @@ impl CountingSlicedIndex {
         &self.index
     }
 
-    /// Number of sets.
-    pub fn len(&self) -> usize {
-        self.filters.len()
-    }
-
-    /// Whether the index holds no set.
-    pub fn is_empty(&self) -> bool {
-        self.filters.is_empty()
-    }
-
     /// The counting filter of set `id`.
     pub fn get(&self, id: u64) -> Option<&CountingBloomFilter> {
         self.filters.get(&id)
@@ -432,11 +420,6 @@ impl CountingSlicedIndex {
     /// [`Error::DuplicateId`] or [`Error::CapacityOverflow`]; unchanged after an error.
     pub fn insert_set(&mut self, id: u64) -> Result<()> {
         self.insert_filter(id, &CountingBloomFilter::new(*self.params())?)
-    }
-
-    /// Whether a set is stored under `id`.
-    pub fn contains_id(&self, id: u64) -> bool {
-        self.filters.contains_key(&id)
     }
 
     /// Adds a set given by its counting filter under a new id.
@@ -510,16 +493,7 @@ impl CountingSlicedIndex {
         self.index.query_batch_hashes(hashes, results);
     }
 
-    /// Inserts a key into set `id`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownId`]; unchanged.
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
-        self.insert_key_hash(id, self.params().hash(key))
-    }
-
-    /// [`CountingSlicedIndex::insert_key`] by the key's hash.
+    /// Inserts a key, by its hash, into set `id`.
     ///
     /// # Errors
     ///
@@ -536,9 +510,9 @@ impl CountingSlicedIndex {
     ///
     /// # Errors
     ///
-    /// [`CountingError::NotPresent`] or [`Error::UnknownId`] (wrapped);
+    /// [`CountingError::NotPresent`] or [`Error::UnknownId`];
     /// unchanged after an error.
-    pub fn remove_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<(), CountingError> {
+    pub fn remove_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
         self.remove_key_hash(id, self.params().hash(key))
     }
 
@@ -547,7 +521,7 @@ impl CountingSlicedIndex {
     /// # Errors
     ///
     /// As [`CountingSlicedIndex::remove_key`].
-    pub fn remove_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<(), CountingError> {
+    pub fn remove_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<()> {
         let f = self.filters.get_mut(&id).ok_or(Error::UnknownId(id))?;
         let pos = f.params.probes(hash);
         f.remove_positions(&pos)?;
@@ -572,16 +546,16 @@ impl CountingSlicedIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> core::result::Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         self.index.validate()?;
         if self.index.len() != self.filters.len() {
-            return Err(format!("{} columns for {} sets", self.index.len(), self.filters.len()));
+            return Err(invalid!("{} columns for {} sets", self.index.len(), self.filters.len()));
         }
         for (&id, f) in &self.filters {
             f.validate()?;
-            let column = self.index.get_filter(id).map_err(|e| e.to_string())?;
-            if column != f.to_bloom_filter().map_err(|e| e.to_string())? {
-                return Err(format!("set {id}: column differs from the counters' bit view"));
+            let column = self.index.get_filter(id).map_err(|e| invalid!("{e}"))?;
+            if column != f.to_bloom_filter().map_err(|e| invalid!("{e}"))? {
+                return Err(invalid!("set {id}: column differs from the counters' bit view"));
             }
         }
         Ok(())
@@ -618,7 +592,7 @@ mod tests {
         f.remove("a").unwrap();
         assert_eq!(f.counter(0), 0);
         f.set_counter(0, 2);
-        assert_eq!(f.remove("a"), Err(CountingError::NotPresent { position: 0 }));
+        assert_eq!(f.remove("a"), Err(CountingError::NotPresent { position: 0 }.into()));
         assert_eq!(f.counter(0), 2);
     }
 
@@ -631,11 +605,11 @@ mod tests {
         assert_eq!(f, g);
         assert_eq!(
             CountingBloomFilter::from_counter_bytes(p, &[0, 0, 0, 0x10]),
-            Err(CountingError::PaddingNibbleSet { m: 7 })
+            Err(CountingError::PaddingNibbleSet { m: 7 }.into())
         );
         assert!(matches!(
             CountingBloomFilter::from_counter_bytes(p, &[0; 3]),
-            Err(CountingError::Bloom(Error::WordCountMismatch { expected: 4, found: 3 }))
+            Err(Error::WordCountMismatch { expected: 4, found: 3 })
         ));
         assert_eq!(f.to_bloom_filter().unwrap().count_ones(), f.count_nonzero());
     }

@@ -1,4 +1,16 @@
-//! The typed error every fallible operation of the library returns.
+//! The typed error every fallible operation of the library returns: one
+//! [`Error`] for the crate, with the errors of the paper variants nested in
+//! it ([`Error::Counting`], [`Error::Dynamic`], ...) and an I/O error kept
+//! as its [`source`](std::error::Error::source).
+
+use std::sync::Arc;
+
+use crate::bloofi::BloofiError;
+use crate::counting::CountingError;
+use crate::dynamic::DynamicError;
+use crate::pool::PoolError;
+use crate::popularity::PopularityError;
+use crate::stable::StableError;
 
 /// Everything that can go wrong in bloomslice. Every operation that returns
 /// an error leaves the structure it was called on unchanged.
@@ -64,19 +76,17 @@ pub enum Error {
     /// A filter id that is not in the index.
     #[error("filter id {0} is not in the index")]
     UnknownId(u64),
-    /// An operating-system I/O error while saving or loading an index file.
-    /// (`std::io::Error` is neither `Clone` nor `PartialEq`, so its kind and
-    /// message are kept.)
-    #[error("cannot {op} {path}: {message}")]
+    /// An operating-system I/O error while saving or loading an index file;
+    /// the `std::io::Error` is its [`source`](std::error::Error::source).
+    #[error("cannot {op} {path}: {source}")]
     Io {
         /// What was being done ("open", "read", "write", "rename", ...).
         op: &'static str,
         /// The file concerned.
         path: String,
-        /// The I/O error kind.
-        kind: std::io::ErrorKind,
-        /// The operating system's message.
-        message: String,
+        /// The operating system's error.
+        #[source]
+        source: SharedIoError,
     },
     /// The file does not start with the index file magic bytes.
     #[error("not a bloomslice index file (wrong magic bytes)")]
@@ -139,13 +149,89 @@ pub enum Error {
         /// The longest supported k-mer.
         max: usize,
     },
+    /// An error of a counting filter or index ([`crate::counting`]).
+    #[error(transparent)]
+    Counting(#[from] CountingError),
+    /// An error of a dynamic filter or index ([`crate::dynamic`]).
+    #[error(transparent)]
+    Dynamic(#[from] DynamicError),
+    /// An error of the Bloofi tree ([`crate::BloofiTree`]).
+    #[error(transparent)]
+    Bloofi(#[from] BloofiError),
+    /// An error of a stable or importance-aware filter ([`crate::stable`]).
+    #[error(transparent)]
+    Stable(#[from] StableError),
+    /// An error of the popularity-conscious hash counts
+    /// ([`crate::popularity`]).
+    #[error(transparent)]
+    Popularity(#[from] PopularityError),
+    /// An error of the query pool ([`crate::pool`]).
+    #[error(transparent)]
+    Pool(#[from] PoolError),
 }
 
 impl Error {
     /// An [`Error::Io`] from an `std::io::Error`.
-    pub(crate) fn io(op: &'static str, path: &std::path::Path, e: &std::io::Error) -> Self {
-        Error::Io { op, path: path.display().to_string(), kind: e.kind(), message: e.to_string() }
+    pub(crate) fn io(op: &'static str, path: &std::path::Path, e: std::io::Error) -> Self {
+        Error::Io { op, path: path.display().to_string(), source: SharedIoError(Arc::new(e)) }
     }
+
+    /// A broken invariant of a loaded structure reported as
+    /// [`Error::CorruptFile`] (the file is at fault, not the code).
+    pub(crate) fn into_corrupt_file(self) -> Self {
+        match self {
+            Error::Invalid(what) => Error::CorruptFile(what),
+            other => other,
+        }
+    }
+
+    /// The kind of an [`Error::Io`], `None` for every other error.
+    #[must_use]
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        match self {
+            Error::Io { source, .. } => Some(source.kind()),
+            _ => None,
+        }
+    }
+}
+
+/// The `std::io::Error` of an [`Error::Io`], shared so that [`Error`] stays
+/// `Clone`; two are equal when their kinds are (the operating system's
+/// message is not compared). Dereferences to the `std::io::Error`.
+#[derive(Debug, Clone)]
+pub struct SharedIoError(Arc<std::io::Error>);
+
+impl core::ops::Deref for SharedIoError {
+    type Target = std::io::Error;
+    fn deref(&self) -> &std::io::Error {
+        &self.0
+    }
+}
+
+impl PartialEq for SharedIoError {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.kind() == other.0.kind()
+    }
+}
+
+impl core::fmt::Display for SharedIoError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SharedIoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// An [`Error::Invalid`] with a formatted description of a broken
+/// invariant (what the `validate` methods return).
+macro_rules! invalid {
+    ($($arg:tt)*) => {
+        $crate::Error::Invalid(format!($($arg)*))
+    };
 }
 
 /// `Result` with [`Error`].

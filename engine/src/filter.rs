@@ -132,20 +132,13 @@ impl BloomFilter {
         i < self.params.m() && self.words[(i / 64) as usize] >> (i % 64) & 1 == 1
     }
 
-    fn check_params(&self, other: &BloomFilter) -> Result<()> {
-        if self.params != other.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: other.params });
-        }
-        Ok(())
-    }
-
     /// ORs `other` into `self` (set union) and returns how many bits were newly set.
     ///
     /// # Errors
     ///
     /// [`Error::ParamsMismatch`]; `self` is unchanged.
     pub fn union_with(&mut self, other: &BloomFilter) -> Result<u64> {
-        self.check_params(other)?;
+        self.params.check_same(&other.params)?;
         Ok(Kernels::detect().or_into(&mut self.words, &other.words))
     }
 
@@ -155,7 +148,7 @@ impl BloomFilter {
     ///
     /// [`Error::ParamsMismatch`]; `self` is unchanged.
     pub fn intersect_with(&mut self, other: &BloomFilter) -> Result<()> {
-        self.check_params(other)?;
+        self.params.check_same(&other.params)?;
         for (a, b) in self.words.iter_mut().zip(other.words.iter()) {
             *a &= b;
         }
@@ -183,7 +176,7 @@ impl BloomFilter {
     ///
     /// [`Error::ParamsMismatch`].
     pub fn hamming(&self, other: &BloomFilter) -> Result<u64> {
-        self.check_params(other)?;
+        self.params.check_same(&other.params)?;
         Ok(Kernels::detect().xor_popcount(&self.words, &other.words))
     }
 
@@ -201,6 +194,22 @@ impl BloomFilter {
     pub(crate) fn padded_words_mut(&mut self) -> &mut [u64] {
         &mut self.words
     }
+}
+
+/// A filter holding the little-endian bytes of each of `keys` (the tests of
+/// the index types build their filters with it; public as
+/// `bloomslice::testing::filter_of_u64_keys`).
+///
+/// # Panics
+///
+/// If `params` cannot make a filter (tests pass valid ones).
+#[cfg(any(test, feature = "testing"))]
+pub fn filter_of_u64_keys(params: BloomParams, keys: impl IntoIterator<Item = u64>) -> BloomFilter {
+    let mut f = BloomFilter::new(params).expect("test parameters");
+    for key in keys {
+        f.insert(&key.to_le_bytes());
+    }
+    f
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
-use crate::hash::{Key, KeyHash};
+use crate::hash::KeyHash;
 use crate::params::BloomParams;
 
 /// Filters per Flat-Bloofi array: one per bit of a 64-bit word.
@@ -70,6 +70,9 @@ impl core::fmt::Debug for FlatBloofiPaper {
     }
 }
 
+id_verbs!(FlatBloofiPaper, index_of);
+key_verbs!(FlatBloofiPaper, query);
+
 impl FlatBloofiPaper {
     /// An empty index.
     pub fn new(params: BloomParams) -> Self {
@@ -79,21 +82,6 @@ impl FlatBloofiPaper {
     /// The shared parameters.
     pub fn params(&self) -> &BloomParams {
         &self.params
-    }
-
-    /// Number of filters.
-    pub fn len(&self) -> usize {
-        self.index_of.len()
-    }
-
-    /// Whether the index holds no filter.
-    pub fn is_empty(&self) -> bool {
-        self.index_of.is_empty()
-    }
-
-    /// Whether a filter is stored under `id`.
-    pub fn contains_id(&self, id: u64) -> bool {
-        self.index_of.contains_key(&id)
     }
 
     /// Number of Flat-Bloofi arrays (the paper's `ζ`).
@@ -116,13 +104,6 @@ impl FlatBloofiPaper {
             + self.beta.capacity() * 8
             + self.ids.capacity() * 8
             + self.index_of.allocation_size()
-    }
-
-    fn check_params(&self, params: &BloomParams) -> Result<()> {
-        if *params != self.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: *params });
-        }
-        Ok(())
     }
 
     fn index(&self, id: u64) -> Result<usize> {
@@ -151,7 +132,7 @@ impl FlatBloofiPaper {
     /// [`Error::CapacityOverflow`] if a new array cannot be allocated; the
     /// index is unchanged after an error.
     pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         if self.index_of.contains_key(&id) {
             return Err(Error::DuplicateId(id));
         }
@@ -210,22 +191,13 @@ impl FlatBloofiPaper {
     /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; the index is
     /// unchanged after an error.
     pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         let index = self.index(id)?;
         self.or_column(index, filter);
         Ok(())
     }
 
-    /// Inserts one key into filter `id`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownId`]; the index is unchanged after an error.
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
-        self.insert_key_hash(id, self.params.hash(key))
-    }
-
-    /// [`FlatBloofiPaper::insert_key`] by the key's hash.
+    /// Inserts one key, by its hash, into filter `id`.
     ///
     /// # Errors
     ///
@@ -257,13 +229,6 @@ impl FlatBloofiPaper {
         BloomFilter::from_words(self.params, &words)
     }
 
-    /// Ids of the filters that may contain `key`, in index order.
-    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
-        let mut out = Vec::new();
-        self.query_hash_into(self.params.hash(key), &mut out);
-        out
-    }
-
     /// Ids of the filters that may contain the key, into `out` (cleared
     /// first): for each array, the AND of the `k` words the probes name.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
@@ -285,10 +250,10 @@ impl FlatBloofiPaper {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> core::result::Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         let m = self.params.m() as usize;
         if self.beta.len() != self.arrays.len() || self.ids.len() != self.arrays.len() * FLAT_GROUP {
-            return Err(format!(
+            return Err(invalid!(
                 "{} arrays but {} beta words and {} ids",
                 self.arrays.len(),
                 self.beta.len(),
@@ -297,25 +262,25 @@ impl FlatBloofiPaper {
         }
         for (g, (array, &used)) in self.arrays.iter().zip(&self.beta).enumerate() {
             if array.len() != m {
-                return Err(format!("array {g} has {} words, not m = {m}", array.len()));
+                return Err(invalid!("array {g} has {} words, not m = {m}", array.len()));
             }
             if used == 0 {
-                return Err(format!("array {g} is empty but was not compacted away"));
+                return Err(invalid!("array {g} is empty but was not compacted away"));
             }
             if let Some(i) = array.iter().position(|w| w & !used != 0) {
-                return Err(format!("array {g} word {i} has bits in unused columns"));
+                return Err(invalid!("array {g} word {i} has bits in unused columns"));
             }
         }
         let in_use: usize = self.beta.iter().map(|w| w.count_ones() as usize).sum();
         if in_use != self.index_of.len() {
-            return Err(format!("beta marks {in_use} indexes but {} ids are mapped", self.index_of.len()));
+            return Err(invalid!("beta marks {in_use} indexes but {} ids are mapped", self.index_of.len()));
         }
         for (&id, &index) in &self.index_of {
             if index >= self.ids.len() || self.beta[index / FLAT_GROUP] >> (index % FLAT_GROUP) & 1 == 0 {
-                return Err(format!("id {id} maps to unused index {index}"));
+                return Err(invalid!("id {id} maps to unused index {index}"));
             }
             if self.ids[index] != id {
-                return Err(format!("id {id} maps to index {index}, which holds id {}", self.ids[index]));
+                return Err(invalid!("id {id} maps to index {index}, which holds id {}", self.ids[index]));
             }
         }
         Ok(())
@@ -331,11 +296,7 @@ mod tests {
     }
 
     fn filter(keys: impl IntoIterator<Item = u64>) -> BloomFilter {
-        let mut f = BloomFilter::new(params()).unwrap();
-        for k in keys {
-            f.insert(&k.to_le_bytes());
-        }
-        f
+        crate::filter::filter_of_u64_keys(params(), keys)
     }
 
     #[test]

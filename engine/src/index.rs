@@ -43,11 +43,7 @@ impl IndexedFilter for crate::CountingBloomFilter {
 
 impl IndexedFilter for crate::DynamicBloomFilter {
     fn insert_key_hash(&mut self, hash: KeyHash) -> Result<(), Error> {
-        // Only a member allocation can fail, as a wrapped `Error`.
-        self.try_insert_hash(hash).map(drop).map_err(|e| match e {
-            crate::DynamicError::Bloom(e) => e,
-            other => Error::Invalid(other.to_string()),
-        })
+        self.try_insert_hash(hash).map(drop)
     }
 }
 
@@ -58,7 +54,7 @@ impl IndexedFilter for crate::DynamicBloomFilter {
 /// use bloomslice::{BloomParams, FilterIndex, NaiveIndex, SlicedIndex};
 ///
 /// /// Works the same on every index type.
-/// fn load<I: FilterIndex>(index: &mut I) -> Result<(), I::Error> {
+/// fn load<I: FilterIndex>(index: &mut I) -> bloomslice::Result<()> {
 ///     for id in 0..10u64 {
 ///         let mut filter = index.new_filter()?;
 ///         index.insert_filter(id, &filter)?;
@@ -77,8 +73,6 @@ impl IndexedFilter for crate::DynamicBloomFilter {
 pub trait FilterIndex {
     /// The filter stored under each id.
     type Filter: IndexedFilter;
-    /// The error of writes: [`Error`], or an error that wraps it.
-    type Error: core::fmt::Debug + From<Error>;
 
     /// The parameters every filter shares.
     fn params(&self) -> &BloomParams;
@@ -100,7 +94,7 @@ pub trait FilterIndex {
     /// # Errors
     ///
     /// When the filter cannot be allocated.
-    fn new_filter(&self) -> Result<Self::Filter, Self::Error>;
+    fn new_filter(&self) -> Result<Self::Filter, Error>;
 
     /// Adds `filter` under a new id.
     ///
@@ -108,14 +102,14 @@ pub trait FilterIndex {
     ///
     /// A duplicate id, a filter with other parameters, or memory; the index
     /// is unchanged after an error.
-    fn insert_filter(&mut self, id: u64, filter: &Self::Filter) -> Result<(), Self::Error>;
+    fn insert_filter(&mut self, id: u64, filter: &Self::Filter) -> Result<(), Error>;
 
     /// Removes the filter `id`.
     ///
     /// # Errors
     ///
     /// An unknown id; the index is unchanged.
-    fn delete_filter(&mut self, id: u64) -> Result<(), Self::Error>;
+    fn delete_filter(&mut self, id: u64) -> Result<(), Error>;
 
     /// Merges `filter` into the filter `id` (adds its keys).
     ///
@@ -123,21 +117,21 @@ pub trait FilterIndex {
     ///
     /// An unknown id or a filter with other parameters; the index is
     /// unchanged.
-    fn update_filter(&mut self, id: u64, filter: &Self::Filter) -> Result<(), Self::Error>;
+    fn update_filter(&mut self, id: u64, filter: &Self::Filter) -> Result<(), Error>;
 
     /// The filter stored under `id` (a copy).
     ///
     /// # Errors
     ///
     /// An unknown id, or memory.
-    fn get_filter(&self, id: u64) -> Result<Self::Filter, Self::Error>;
+    fn get_filter(&self, id: u64) -> Result<Self::Filter, Error>;
 
     /// Inserts one key, by its hash, into the filter `id`.
     ///
     /// # Errors
     ///
     /// An unknown id; the index is unchanged.
-    fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<(), Self::Error>;
+    fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<(), Error>;
 
     /// Ids of the filters that may contain the key hashed as `hash`, into
     /// `out` (cleared first), each once.
@@ -171,7 +165,7 @@ pub trait FilterIndex {
     /// # Errors
     ///
     /// As [`FilterIndex::insert_key_hash`].
-    fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<(), Self::Error>
+    fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<(), Error>
     where
         Self: Sized,
     {
@@ -207,6 +201,72 @@ pub trait FilterIndex {
     }
 }
 
+/// The verbs that take a key rather than its hash, written once for every
+/// index type as inherent methods (so calling them needs no trait import):
+/// `insert_key`, and with `query` also `query`. They hash the key with the
+/// index's parameters and call `insert_key_hash` / `query_hash_into`.
+macro_rules! key_verbs {
+    ($index:ident $(, $query:ident)?) => {
+        impl $index {
+            /// Inserts `key` into the filter `id`: [`Self::insert_key_hash`]
+            /// of the key's hash under the index's parameters.
+            ///
+            /// # Errors
+            ///
+            /// As [`Self::insert_key_hash`]; the index is unchanged.
+            pub fn insert_key<K: $crate::Key + ?Sized>(&mut self, id: u64, key: &K) -> $crate::Result<()> {
+                let hash = self.params().hash(key);
+                self.insert_key_hash(id, hash)
+            }
+        }
+        $(key_verbs!(@$query $index);)?
+    };
+    (@query $index:ident) => {
+        impl $index {
+            /// Ids of the filters that may contain `key`, as
+            /// [`Self::query_hash_into`] gives them.
+            pub fn query<K: $crate::Key + ?Sized>(&self, key: &K) -> Vec<u64> {
+                let mut out = Vec::new();
+                self.query_hash_into(self.params().hash(key), &mut out);
+                out
+            }
+        }
+    };
+}
+
+/// The id verbs of an index whose ids are the keys of one map field,
+/// written once: `len`, `is_empty`, `contains_id`, and with `ids` also
+/// `ids`.
+macro_rules! id_verbs {
+    ($index:ident, $map:ident $(, $ids:ident)?) => {
+        impl $index {
+            /// Number of filters (sets).
+            pub fn len(&self) -> usize {
+                self.$map.len()
+            }
+
+            /// Whether the index holds no filter.
+            pub fn is_empty(&self) -> bool {
+                self.$map.is_empty()
+            }
+
+            /// Whether a filter is stored under `id`.
+            pub fn contains_id(&self, id: u64) -> bool {
+                self.$map.contains_key(&id)
+            }
+        }
+        $(id_verbs!(@$ids $index, $map);)?
+    };
+    (@ids $index:ident, $map:ident) => {
+        impl $index {
+            /// The ids of the stored filters, in no particular order.
+            pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+                self.$map.keys().copied()
+            }
+        }
+    };
+}
+
 /// The override of [`FilterIndex::query_batch_hashes`] for indexes with
 /// their own batched query (hash first, prefetch rows ahead).
 macro_rules! batched_query {
@@ -220,13 +280,9 @@ macro_rules! batched_query {
 /// Implements [`FilterIndex`] by delegating to the inherent methods of the
 /// same names (which keep the documentation of each type's behaviour).
 macro_rules! delegate_filter_index {
-    ($index:ty, $filter:ty, $error:ty, new_filter: |$s:ident| $new:expr $(, $batched:ident)?) => {
-        // `Ok(x?)` converts the inherent error into the trait's where they
-        // differ (counting, dynamic) and is a no-op where they do not.
-        #[allow(clippy::needless_question_mark)]
+    ($index:ty, $filter:ty, new_filter: |$s:ident| $new:expr $(, $batched:ident)?) => {
         impl $crate::index::FilterIndex for $index {
             type Filter = $filter;
-            type Error = $error;
             fn params(&self) -> &$crate::BloomParams {
                 <$index>::params(self)
             }
@@ -236,24 +292,24 @@ macro_rules! delegate_filter_index {
             fn contains_id(&self, id: u64) -> bool {
                 <$index>::contains_id(self, id)
             }
-            fn new_filter(&self) -> Result<$filter, $error> {
+            fn new_filter(&self) -> Result<$filter, $crate::Error> {
                 let $s = self;
-                Ok($new?)
+                $new
             }
-            fn insert_filter(&mut self, id: u64, filter: &$filter) -> Result<(), $error> {
-                Ok(<$index>::insert_filter(self, id, filter)?)
+            fn insert_filter(&mut self, id: u64, filter: &$filter) -> Result<(), $crate::Error> {
+                <$index>::insert_filter(self, id, filter)
             }
-            fn delete_filter(&mut self, id: u64) -> Result<(), $error> {
-                Ok(<$index>::delete_filter(self, id)?)
+            fn delete_filter(&mut self, id: u64) -> Result<(), $crate::Error> {
+                <$index>::delete_filter(self, id)
             }
-            fn update_filter(&mut self, id: u64, filter: &$filter) -> Result<(), $error> {
-                Ok(<$index>::update_filter(self, id, filter)?)
+            fn update_filter(&mut self, id: u64, filter: &$filter) -> Result<(), $crate::Error> {
+                <$index>::update_filter(self, id, filter)
             }
-            fn get_filter(&self, id: u64) -> Result<$filter, $error> {
-                Ok(<$index>::get_filter(self, id)?)
+            fn get_filter(&self, id: u64) -> Result<$filter, $crate::Error> {
+                <$index>::get_filter(self, id)
             }
-            fn insert_key_hash(&mut self, id: u64, hash: $crate::KeyHash) -> Result<(), $error> {
-                Ok(<$index>::insert_key_hash(self, id, hash)?)
+            fn insert_key_hash(&mut self, id: u64, hash: $crate::KeyHash) -> Result<(), $crate::Error> {
+                <$index>::insert_key_hash(self, id, hash)
             }
             fn query_hash_into(&self, hash: $crate::KeyHash, out: &mut Vec<u64>) {
                 <$index>::query_hash_into(self, hash, out)
@@ -263,27 +319,25 @@ macro_rules! delegate_filter_index {
                 <$index>::memory_bytes(self)
             }
             fn validate(&self) -> Result<(), $crate::Error> {
-                <$index>::validate(self).map_err($crate::Error::Invalid)
+                <$index>::validate(self)
             }
         }
     };
 }
 
-delegate_filter_index!(crate::SlicedIndex, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()), batched);
-delegate_filter_index!(crate::NaiveIndex, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()));
-delegate_filter_index!(crate::FlatBloofiPaper, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()));
-delegate_filter_index!(crate::BloofiTree, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()));
+delegate_filter_index!(crate::SlicedIndex, BloomFilter, new_filter: |s| BloomFilter::new(*s.params()), batched);
+delegate_filter_index!(crate::NaiveIndex, BloomFilter, new_filter: |s| BloomFilter::new(*s.params()));
+delegate_filter_index!(crate::FlatBloofiPaper, BloomFilter, new_filter: |s| BloomFilter::new(*s.params()));
+delegate_filter_index!(crate::BloofiTree, BloomFilter, new_filter: |s| BloomFilter::new(*s.params()));
 delegate_filter_index!(
     crate::CountingSlicedIndex,
     crate::CountingBloomFilter,
-    crate::CountingError,
     new_filter: |s| crate::CountingBloomFilter::new(*s.params()),
     batched
 );
 delegate_filter_index!(
     crate::DynamicSlicedIndex,
     crate::DynamicBloomFilter,
-    crate::DynamicError,
     new_filter: |s| crate::DynamicBloomFilter::new(*s.params(), s.capacity()),
     batched
 );

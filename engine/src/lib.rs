@@ -75,15 +75,19 @@
 //! index records its k-mer length ([`SlicedIndex::kmer_length`]).
 #![warn(missing_docs)]
 
-mod bloofi;
+// First, so that their macros (`invalid!`, `key_verbs!`) are in scope in
+// every module below.
+#[macro_use]
+mod error;
+#[macro_use]
+mod index;
+pub mod bloofi;
 mod concurrent;
 pub mod counting;
 pub mod dynamic;
-mod error;
 mod filter;
-mod flat_paper;
+pub mod flat_paper;
 mod hash;
-mod index;
 pub mod kmer;
 mod naive;
 mod params;
@@ -97,14 +101,14 @@ pub mod storage;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MAX_FILTERS, MIN_ORDER, MaintenanceStats, Metric};
+pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MaintenanceStats, Metric};
 pub use bloomslice_kernels as kernels;
 pub use concurrent::{ConcurrentIndex, DRAIN_PATIENCE, WriteOp};
-pub use counting::{COUNTER_MAX, CountingBloomFilter, CountingError, CountingSlicedIndex};
+pub use counting::{CountingBloomFilter, CountingError, CountingSlicedIndex};
 pub use dynamic::{DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError, DynamicSlicedIndex};
-pub use error::{Error, Result};
+pub use error::{Error, Result, SharedIoError};
 pub use filter::BloomFilter;
-pub use flat_paper::{FLAT_GROUP, FlatBloofiPaper};
+pub use flat_paper::FlatBloofiPaper;
 pub use hash::{Key, KeyHash, Prehashed};
 pub use index::{FilterIndex, IndexedFilter};
 pub use naive::NaiveIndex;
@@ -114,7 +118,7 @@ pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool
 pub use popularity::{PopularityError, PopularityScheme};
 pub use score::{Scores, Threshold, ThresholdResults};
 pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
-pub use stable::{MAX_CELL_VALUE, Policy, StableBloomFilter, StableError, StableParams};
+pub use stable::{Policy, StableBloomFilter, StableError, StableParams};
 pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};
 
 /// The README's examples, compiled and run as doctests.

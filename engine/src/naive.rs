@@ -7,17 +7,35 @@ use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
-use crate::hash::{Key, KeyHash};
+use crate::hash::KeyHash;
 use crate::params::BloomParams;
 
 /// A list of filters, each tested in turn. Simple enough to be obviously
 /// right.
+///
+/// ```
+/// use bloomslice::{BloomFilter, BloomParams, NaiveIndex};
+///
+/// let params = BloomParams::for_capacity(1_000, 0.01)?;
+/// let mut index = NaiveIndex::new(params);
+/// let mut fruit = BloomFilter::new(params)?;
+/// fruit.insert("apple");
+/// index.insert_filter(7, &fruit)?;
+/// index.insert_key(7, "pear")?;
+/// assert_eq!(index.query("apple"), vec![7]);
+/// assert_eq!(index.query("pear"), vec![7]);
+/// index.delete_filter(7)?;
+/// assert!(index.query("apple").is_empty());
+/// # Ok::<(), bloomslice::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct NaiveIndex {
     params: BloomParams,
     filters: Vec<(u64, BloomFilter)>,
     by_id: HashMap<u64, usize>,
 }
+
+key_verbs!(NaiveIndex, query);
 
 impl NaiveIndex {
     /// An empty index.
@@ -51,20 +69,13 @@ impl NaiveIndex {
         self.by_id.get(&id).map(|&i| &self.filters[i].1)
     }
 
-    fn check_params(&self, params: &BloomParams) -> Result<()> {
-        if *params != self.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: *params });
-        }
-        Ok(())
-    }
-
     /// Adds a filter under a new id.
     ///
     /// # Errors
     ///
     /// [`Error::ParamsMismatch`] or [`Error::DuplicateId`]; unchanged after an error.
     pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         if self.by_id.contains_key(&id) {
             return Err(Error::DuplicateId(id));
         }
@@ -93,22 +104,13 @@ impl NaiveIndex {
     ///
     /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; unchanged after an error.
     pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         let i = *self.by_id.get(&id).ok_or(Error::UnknownId(id))?;
         self.filters[i].1.union_with(filter)?;
         Ok(())
     }
 
-    /// Inserts a key into filter `id`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownId`].
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
-        self.insert_key_hash(id, self.params.hash(key))
-    }
-
-    /// [`NaiveIndex::insert_key`] by hash.
+    /// Inserts a key, by its hash, into filter `id`.
     ///
     /// # Errors
     ///
@@ -117,13 +119,6 @@ impl NaiveIndex {
         let i = *self.by_id.get(&id).ok_or(Error::UnknownId(id))?;
         self.filters[i].1.insert_hash(hash);
         Ok(())
-    }
-
-    /// Ids of the filters that may contain `key`.
-    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
-        let mut out = Vec::new();
-        self.query_hash_into(self.params.hash(key), &mut out);
-        out
     }
 
     /// Ids of the filters that may contain the key, into `out` (cleared first).
@@ -155,14 +150,14 @@ impl NaiveIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> core::result::Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         let mut ids: Vec<u64> = self.filters.iter().map(|(id, _)| *id).collect();
         ids.sort_unstable();
         if ids.windows(2).any(|w| w[0] == w[1]) {
-            return Err("an id is stored twice".into());
+            return Err(invalid!("an id is stored twice"));
         }
         match self.filters.iter().find(|(_, f)| f.params() != &self.params) {
-            Some((id, _)) => Err(format!("filter {id} has other parameters")),
+            Some((id, _)) => Err(invalid!("filter {id} has other parameters")),
             None => Ok(()),
         }
     }

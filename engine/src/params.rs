@@ -73,6 +73,13 @@ impl core::fmt::Display for BloomParams {
 }
 
 impl BloomParams {
+    /// `Ok` if `found` equals these parameters, else
+    /// [`Error::ParamsMismatch`] (what every structure checks before it
+    /// accepts a filter made elsewhere).
+    pub(crate) fn check_same(&self, found: &BloomParams) -> Result<()> {
+        if self == found { Ok(()) } else { Err(Error::ParamsMismatch { expected: *self, found: *found }) }
+    }
+
     /// Parameters with `m` bits and `k` hash functions, default scheme and seed 0.
     ///
     /// # Errors

@@ -1,8 +1,8 @@
 //! Zeroed, 64-byte aligned word storage, with transparent huge pages asked
 //! for on large buffers.
 //!
-//! Random row reads measured 1.3-1.8x faster on 2 MiB pages on this class of
-//! machine (fewer TLB misses), so buffers of at least [`HUGE_PAGE_BYTES`] are
+//! Random row reads are faster on 2 MiB pages (fewer TLB misses; measured:
+//! see `bench/RESULTS.md`), so buffers of at least [`HUGE_PAGE_BYTES`] are
 //! aligned to 2 MiB and `madvise(MADV_HUGEPAGE)`d before they are first
 //! touched. That is advice: a kernel that refuses it changes nothing else.
 //!

@@ -16,6 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arbitrary::{Arbitrary, Unstructured};
 
+pub use crate::filter::filter_of_u64_keys;
+
 use crate::error::Error;
 use crate::hash::KeyHash;
 use crate::index::{FilterIndex, IndexedFilter};
@@ -131,10 +133,10 @@ fn hash_of<I: FilterIndex>(index: &I, key: u16) -> KeyHash {
     index.params().hash(&(key % KEY_SPACE).to_le_bytes())
 }
 
-fn filter_of<I: FilterIndex>(index: &I, keys: &[u16]) -> Result<I::Filter, I::Error> {
+fn filter_of<I: FilterIndex>(index: &I, keys: &[u16]) -> crate::Result<I::Filter> {
     let mut filter = index.new_filter()?;
     for &key in keys {
-        filter.insert_key_hash(hash_of(index, key)).map_err(I::Error::from)?;
+        filter.insert_key_hash(hash_of(index, key))?;
     }
     Ok(filter)
 }

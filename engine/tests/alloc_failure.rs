@@ -10,6 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bloomslice::persist::{self, Verify};
+use bloomslice::testing::filter_of_u64_keys as filter_of;
 use bloomslice::{BloomFilter, BloomParams, Error, SetNames, SlicedIndex};
 
 /// Allocations of at least this many bytes fail while [`ARMED`].
@@ -43,14 +44,6 @@ unsafe impl GlobalAlloc for FailLarge {
 
 #[global_allocator]
 static GLOBAL: FailLarge = FailLarge;
-
-fn filter_of(params: BloomParams, keys: std::ops::Range<u64>) -> BloomFilter {
-    let mut f = BloomFilter::new(params).unwrap();
-    for k in keys {
-        f.insert(&k.to_le_bytes());
-    }
-    f
-}
 
 /// Every write to a mapped index, with the shard copy refused, is a typed
 /// error that leaves the index answering as before; disarmed, it succeeds.

@@ -78,7 +78,7 @@ fn errors_are_typed_and_change_nothing() {
     for order in [0, 1] {
         assert_eq!(
             BloofiTree::new(params, BloofiConfig::with_order(order)).unwrap_err(),
-            BloofiError::OrderTooSmall { order }
+            Error::Bloofi(BloofiError::OrderTooSmall { order })
         );
     }
     struct World {
@@ -117,15 +117,15 @@ fn errors_are_typed_and_change_nothing() {
     let g = filter(other, [1]);
     assert_eq!(
         BloofiTree::bulk_build(params, BloofiConfig::default(), &[(5, &f), (5, &f)], BulkOrder::Auto).unwrap_err(),
-        BloofiError::Index(Error::DuplicateId(5))
+        Error::DuplicateId(5)
     );
     assert!(matches!(
         BloofiTree::bulk_build(params, BloofiConfig::default(), &[(5, &g)], BulkOrder::Auto),
-        Err(BloofiError::Index(Error::ParamsMismatch { .. }))
+        Err(Error::ParamsMismatch { .. })
     ));
     assert_eq!(
         BloofiTree::bulk_build(params, BloofiConfig::with_order(1), &[], BulkOrder::Auto).unwrap_err(),
-        BloofiError::OrderTooSmall { order: 1 }
+        Error::Bloofi(BloofiError::OrderTooSmall { order: 1 })
     );
 }
 
@@ -135,15 +135,8 @@ fn errors_are_typed_and_change_nothing() {
 fn paper_workload_prunes_and_costs_as_the_paper_describes() {
     let params = BloomParams::for_capacity(10_000, 0.01).unwrap();
     let n = 300u64;
-    let filters: Vec<BloomFilter> = (0..n)
-        .map(|i| {
-            let mut f = BloomFilter::new(params).unwrap();
-            for key in i * 100..i * 100 + 100 {
-                f.insert(&key.to_le_bytes());
-            }
-            f
-        })
-        .collect();
+    let filters: Vec<BloomFilter> =
+        (0..n).map(|i| bloomslice::testing::filter_of_u64_keys(params, i * 100..i * 100 + 100)).collect();
     let mut tree = BloofiTree::new(params, BloofiConfig::default()).unwrap();
     let mut flat = FlatBloofiPaper::new(params);
     let mut naive = NaiveIndex::new(params);

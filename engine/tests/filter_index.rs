@@ -68,7 +68,6 @@ struct Forgetful(NaiveIndex);
 
 impl FilterIndex for Forgetful {
     type Filter = BloomFilter;
-    type Error = Error;
     fn params(&self) -> &BloomParams {
         self.0.params()
     }

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use bloomslice::{
-    BatchResults, BloomFilter, BloomParams, ConcurrentIndex, KeyHash, PoolConfig, PoolError, PoolResults, QueryPool,
-    SlicedConfig, SlicedIndex, Workers, WriteOp,
+    BatchResults, BloomFilter, BloomParams, ConcurrentIndex, Error, KeyHash, PoolConfig, PoolError, PoolResults,
+    QueryPool, SlicedConfig, SlicedIndex, Workers, WriteOp,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -68,6 +68,15 @@ fn reference(index: &SlicedIndex, keys: &[[u8; 8]]) -> Vec<Vec<u64>> {
     let mut r = BatchResults::new();
     index.query_batch(keys, &mut r);
     r.iter().map(<[u64]>::to_vec).collect()
+}
+
+/// A shared index of `random_index(index_args)`, a batch of `keys(key_args)`
+/// and the single-threaded answers for it.
+fn fixture(index_args: (u64, u64, usize), key_args: (u64, usize)) -> (ConcurrentIndex, Vec<[u8; 8]>, Vec<Vec<u64>>) {
+    let index = random_index(index_args.0, index_args.1, index_args.2);
+    let batch = keys(key_args.0, key_args.1);
+    let expected = reference(&index, &batch);
+    (ConcurrentIndex::new(index), batch, expected)
 }
 
 fn assert_same(results: &PoolResults, expected: &[Vec<u64>], what: &str) {
@@ -161,20 +170,17 @@ fn warm_batches_do_not_allocate() {
 #[test]
 fn panicking_task_fails_only_its_batch() {
     let _serial = serial();
-    let index = random_index(9, 400, 512);
-    let batch = keys(10, 3000);
-    let expected = reference(&index, &batch);
-    let shared = ConcurrentIndex::new(index);
+    let (shared, batch, expected) = fixture((9, 400, 512), (10, 3000));
     let pool = pool(2);
     let mut results = PoolResults::new();
     pool.fail_next_tasks(1);
-    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(PoolError::TaskPanicked));
+    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(Error::Pool(PoolError::TaskPanicked)));
     assert!(results.is_empty());
     pool.query_batch(&shared, &batch, &mut results).unwrap();
     assert_same(&results, &expected, "after a panic");
     pool.fail_next_tasks(3);
     let failed = pool.submit(&shared, &batch, results).wait().unwrap_err();
-    assert_eq!(failed.error, PoolError::TaskPanicked);
+    assert_eq!(failed.error, Error::Pool(PoolError::TaskPanicked));
     let results = pool.submit(&shared, &batch, failed.results).wait().unwrap();
     assert_same(&results, &expected, "ticket after a panic");
 }
@@ -197,10 +203,7 @@ fn worker_run(pool: &QueryPool, index: &ConcurrentIndex, batch: &[[u8; 8]], resu
 #[test]
 fn caller_run_and_worker_run_batches_agree() {
     let _serial = serial();
-    let index = random_index(21, 300, 512);
-    let all = keys(22, 10_000);
-    let expected_all = reference(&index, &all);
-    let shared = ConcurrentIndex::new(index);
+    let (shared, all, expected_all) = fixture((21, 300, 512), (22, 10_000));
     let workers = pool(2);
     // Every blocking batch of this pool runs on the caller alone.
     let inline =
@@ -224,15 +227,12 @@ fn caller_run_and_worker_run_batches_agree() {
 #[test]
 fn panic_in_a_caller_run_task_fails_its_batch() {
     let _serial = serial();
-    let index = random_index(23, 300, 512);
-    let batch = keys(24, 20);
-    let expected = reference(&index, &batch);
-    let shared = ConcurrentIndex::new(index);
+    let (shared, batch, expected) = fixture((23, 300, 512), (24, 20));
     let pool = pool(1);
     assert!(pool.runs_inline(batch.len()), "20 keys run on the caller");
     let mut results = PoolResults::new();
     pool.fail_next_tasks(1);
-    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(PoolError::TaskPanicked));
+    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(Error::Pool(PoolError::TaskPanicked)));
     assert!(results.is_empty());
     // Neither the caller's buffer nor the pool is poisoned.
     pool.query_batch(&shared, &batch, &mut results).unwrap();
@@ -244,10 +244,7 @@ fn panic_in_a_caller_run_task_fails_its_batch() {
 #[test]
 fn dropping_the_pool_finishes_batches_in_flight() {
     let _serial = serial();
-    let index = random_index(11, 600, 1024);
-    let batch = keys(12, 2000);
-    let expected = reference(&index, &batch);
-    let shared = ConcurrentIndex::new(index);
+    let (shared, batch, expected) = fixture((11, 600, 1024), (12, 2000));
     for workers in [1, 2, 4] {
         let pool = QueryPool::new(PoolConfig {
             workers: Workers::Count(workers),
@@ -301,10 +298,7 @@ fn edge_batches_and_more_workers_than_cores() {
 #[test]
 fn pinning_refused_runs_unpinned_and_says_so() {
     let _serial = serial();
-    let index = random_index(16, 100, 512);
-    let batch = keys(17, 500);
-    let expected = reference(&index, &batch);
-    let shared = ConcurrentIndex::new(index);
+    let (shared, batch, expected) = fixture((16, 100, 512), (17, 500));
     let refused =
         QueryPool::new(PoolConfig { workers: Workers::Cores(vec![1_000_000, 0]), ..PoolConfig::default() }).unwrap();
     assert!(refused.status().pin_refused);
@@ -318,7 +312,7 @@ fn pinning_refused_runs_unpinned_and_says_so() {
     assert_eq!(unpinned.status().cores, vec![None, None]);
     assert!(matches!(
         QueryPool::new(PoolConfig { workers: Workers::Count(0), ..PoolConfig::default() }),
-        Err(PoolError::Config(_))
+        Err(Error::Pool(PoolError::Config(_)))
     ));
 }
 

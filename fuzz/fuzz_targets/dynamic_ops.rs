@@ -10,7 +10,9 @@
 use std::collections::BTreeMap;
 
 use arbitrary::Arbitrary;
-use bloomslice::{BloomParams, DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError, DynamicSlicedIndex};
+use bloomslice::{
+    BloomParams, DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError, DynamicSlicedIndex, Error,
+};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -73,7 +75,7 @@ fuzz_target!(|input: Input| {
     let mut index = match DynamicSlicedIndex::new(params, capacity) {
         Ok(i) => i,
         Err(e) => {
-            assert_eq!(e, DynamicError::ZeroCapacity);
+            assert_eq!(e, Error::Dynamic(DynamicError::ZeroCapacity));
             assert_eq!(capacity, 0);
             return;
         }
@@ -133,7 +135,7 @@ fuzz_target!(|input: Input| {
                         *s.keys.get_mut(&key).unwrap() -= 1;
                     }
                     Err(e) => {
-                        assert_eq!(e, DynamicError::NotPresent);
+                        assert_eq!(e, Error::Dynamic(DynamicError::NotPresent));
                         assert!(!in_set);
                     }
                 }

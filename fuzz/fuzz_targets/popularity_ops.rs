@@ -10,7 +10,7 @@
 
 use arbitrary::Arbitrary;
 use bloomslice::popularity::optimize::{brute_force_ordered, half_fill_fpr, integer_solution};
-use bloomslice::{BloomFilter, BloomParams, PopularityError, PopularityScheme, SlicedIndex};
+use bloomslice::{BloomFilter, BloomParams, Error, PopularityError, PopularityScheme, SlicedIndex};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -52,10 +52,10 @@ fuzz_target!(|input: Input| {
     };
     let ks = match (got, expected) {
         (Ok(ks), None) => ks,
-        (Err(PopularityError::InvalidPopularity(_)), Some("invalid"))
-        | (Err(PopularityError::InvalidMaxHashes(_)), Some("kmax"))
-        | (Err(PopularityError::InvalidEpsilon(_)), Some("eps"))
-        | (Err(PopularityError::InfeasibleBudget { .. }), Some("budget")) => return,
+        (Err(Error::Popularity(PopularityError::InvalidPopularity(_))), Some("invalid"))
+        | (Err(Error::Popularity(PopularityError::InvalidMaxHashes(_))), Some("kmax"))
+        | (Err(Error::Popularity(PopularityError::InvalidEpsilon(_))), Some("eps"))
+        | (Err(Error::Popularity(PopularityError::InfeasibleBudget { .. })), Some("budget")) => return,
         (got, want) => panic!("{got:?}, expected {want:?}"),
     };
     let (sp, sq) = (p.iter().sum::<f64>(), q.iter().sum::<f64>());

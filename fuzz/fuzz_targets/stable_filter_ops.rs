@@ -33,23 +33,23 @@ struct Input {
 }
 
 /// The parameter rules, written out independently of the library.
-fn expected_error(input: &Input) -> Option<StableError> {
+fn expected_error(input: &Input) -> Option<Error> {
     let (m, k, p, max) =
         (u64::from(input.cells), u32::from(input.hashes), u32::from(input.decrements), u32::from(input.max_value));
     if max == 0 {
-        Some(StableError::ZeroMax)
+        Some(Error::Stable(StableError::ZeroMax))
     } else if max > 255 {
-        Some(StableError::MaxTooLarge { max })
+        Some(Error::Stable(StableError::MaxTooLarge { max }))
     } else if k == 0 {
-        Some(StableError::ZeroHashes)
+        Some(Error::Stable(StableError::ZeroHashes))
     } else if m == 0 {
-        Some(StableError::Bloom(Error::ZeroBits))
+        Some(Error::ZeroBits)
     } else if k > 64 {
-        Some(StableError::Bloom(Error::TooManyHashes { k: u64::from(k), max: 64 }))
+        Some(Error::TooManyHashes { k: u64::from(k), max: 64 })
     } else if u64::from(p) > m {
-        Some(StableError::DecrementsExceedCells { decrements: p, cells: m })
+        Some(Error::Stable(StableError::DecrementsExceedCells { decrements: p, cells: m }))
     } else if input.max_importance == 0 {
-        Some(StableError::ZeroMaxImportance)
+        Some(Error::Stable(StableError::ZeroMaxImportance))
     } else {
         None
     }
@@ -99,7 +99,10 @@ fuzz_target!(|input: Input| {
                             assert!(!in_range);
                             assert_eq!(
                                 e,
-                                StableError::ImportanceOutOfRange { importance, max: params.max_importance() }
+                                Error::Stable(StableError::ImportanceOutOfRange {
+                                    importance,
+                                    max: params.max_importance()
+                                })
                             );
                             assert_eq!(filter.cells(), &before[..], "error changed the filter");
                         }

@@ -36,10 +36,10 @@ impl CliError {
     /// A runtime error about an index file, with a hint for the common cases.
     pub fn index_file(path: &std::path::Path, e: &bloomslice::Error) -> Self {
         let hint = match e {
-            bloomslice::Error::Io { kind: std::io::ErrorKind::NotFound, .. } => {
+            bloomslice::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 " (check the path, or create the index with `bloomslice build`)"
             }
-            bloomslice::Error::Io { kind: std::io::ErrorKind::IsADirectory, .. } => {
+            bloomslice::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::IsADirectory => {
                 " (give the path of an index file, not of a directory)"
             }
             bloomslice::Error::BadMagic => " (is this a file written by `bloomslice build`?)",

@@ -178,7 +178,7 @@ enum Built {
 type Res<T> = Result<T, String>;
 
 /// Every engine of the reproduction as the shared index trait.
-type Index = dyn FilterIndex<Filter = BloomFilter, Error = bloomslice::Error>;
+type Index = dyn FilterIndex<Filter = BloomFilter>;
 
 fn fail<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> String + '_ {
     move |e| format!("{what}: {e}")

@@ -20,9 +20,8 @@
 //!     of memory. For sparse filters this is far less: the paper's default
 //!     workload at `N = 100 000` (about 700 of 100 992 bits set per
 //!     filter) is about `2.4e10` list entries against about `8e12` words
-//!     for the direct sort: measured 3.4 minutes on the 2-core development
-//!     machine (shared with other work), 4.8 minutes for the whole bulk
-//!     build.
+//!     for the direct sort (minutes, not hours; measured: see
+//!     `bench/RESULTS.md`).
 //! - [`BulkOrder::MinHashChain`], approximate, for when neither exact engine
 //!   is affordable (many dense filters): the same greedy chain, but the next
 //!   filter is chosen among a few candidates proposed by MinHash sort orders.
@@ -34,11 +33,11 @@
 //!   the current one in each order, and the exact metric picks among them.
 //!   Time `O(N (ones + R log N + 2 R W w))` for `R` orders and window `W`.
 //!   Its chains are longer than the exact greedy's when filters overlap
-//!   (measured at `N = 1 000` with overlapping random ranges: search cost
-//!   12.6 against 11.2), so it is only the fallback.
+//!   (a higher search cost; measured: see `bench/RESULTS.md`), so it is
+//!   only the fallback.
 //! - [`BulkOrder::Auto`] (the default): the exact greedy when the cost model
 //!   estimates its cheaper engine under two minutes, the MinHash chain
-//!   otherwise (measured: 5.7 s at `N = 100 000`).
+//!   otherwise (seconds at `N = 100 000`; measured: see `bench/RESULTS.md`).
 
 use bloomslice_kernels::{Kernels, prefetch_line};
 

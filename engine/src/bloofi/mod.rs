@@ -197,17 +197,16 @@ impl BloofiConfig {
         self
     }
 
-    fn check(&self) -> core::result::Result<(), BloofiError> {
+    fn check(&self) -> Result<()> {
         if self.order < MIN_ORDER {
-            return Err(BloofiError::OrderTooSmall { order: self.order });
+            return Err(BloofiError::OrderTooSmall { order: self.order }.into());
         }
         Ok(())
     }
 }
 
-/// Errors of building a [`BloofiTree`]: a bad configuration, or any error of
-/// the index operations (wrapped). The tree's own operations return
-/// [`Error`] directly.
+/// The errors of the Bloofi tree's own configuration, nested in
+/// [`Error::Bloofi`]; index errors (ids, parameters) are plain [`Error`]s.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BloofiError {
@@ -217,9 +216,6 @@ pub enum BloofiError {
         /// The order that was asked for.
         order: usize,
     },
-    /// An index error (parameter mismatch, duplicate id, capacity).
-    #[error(transparent)]
-    Index(#[from] Error),
 }
 
 /// Maintenance cost as the paper measures it (Section 7.1.1, "maintenance
@@ -337,7 +333,7 @@ struct Node {
 /// assert!(ids.contains(&7));
 /// assert!(cost >= 1 && cost <= tree.node_count());
 /// tree.validate().unwrap();
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct BloofiTree {
@@ -386,13 +382,16 @@ fn even_sizes(count: usize, pieces: usize) -> impl Iterator<Item = usize> {
     (0..pieces).map(move |i| base + usize::from(i < extra))
 }
 
+id_verbs!(BloofiTree, leaf_of, ids);
+key_verbs!(BloofiTree);
+
 impl BloofiTree {
     /// An empty tree.
     ///
     /// # Errors
     ///
     /// [`BloofiError::OrderTooSmall`] if `config.order < 2`.
-    pub fn new(params: BloomParams, config: BloofiConfig) -> core::result::Result<Self, BloofiError> {
+    pub fn new(params: BloomParams, config: BloofiConfig) -> Result<Self> {
         config.check()?;
         Ok(BloofiTree {
             params,
@@ -427,26 +426,6 @@ impl BloofiTree {
     /// tests and fuzzers switch between them).
     pub fn set_kernels(&mut self, kernels: &'static Kernels) {
         self.kernels = kernels;
-    }
-
-    /// Number of indexed filters (leaves).
-    pub fn len(&self) -> usize {
-        self.leaf_of.len()
-    }
-
-    /// Whether the tree holds no filter.
-    pub fn is_empty(&self) -> bool {
-        self.leaf_of.is_empty()
-    }
-
-    /// Whether a filter is stored under `id`.
-    pub fn contains_id(&self, id: u64) -> bool {
-        self.leaf_of.contains_key(&id)
-    }
-
-    /// The ids of the indexed filters, in no particular order.
-    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.leaf_of.keys().copied()
     }
 
     /// The filter stored under `id`.
@@ -677,13 +656,6 @@ impl BloofiTree {
         self.node(p).children.iter().position(|&c| c == n).expect("child listed in its parent")
     }
 
-    fn check_params(&self, params: &BloomParams) -> Result<()> {
-        if *params != self.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: *params });
-        }
-        Ok(())
-    }
-
     fn leaf(&self, id: u64) -> Result<u32> {
         self.leaf_of.get(&id).copied().ok_or(Error::UnknownId(id))
     }
@@ -714,7 +686,7 @@ impl BloofiTree {
     /// [`Error::CapacityOverflow`] beyond [`MAX_FILTERS`]; the tree is
     /// unchanged after an error.
     pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         if self.leaf_of.contains_key(&id) {
             return Err(Error::DuplicateId(id));
         }
@@ -919,7 +891,7 @@ impl BloofiTree {
     /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; the tree is
     /// unchanged after an error.
     pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         let mut n = self.leaf(id)?;
         self.cost.begin();
         let (w, kernels) = (self.params.words(), self.kernels);
@@ -933,17 +905,8 @@ impl BloofiTree {
         Ok(())
     }
 
-    /// Inserts one key into filter `id`: Algorithm 5 with a one-key filter,
+    /// Inserts one key, by its hash, into filter `id`: Algorithm 5 with a one-key filter,
     /// setting the key's `k` bits from the leaf to the root.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownId`]; the tree is unchanged after an error.
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
-        self.insert_key_hash(id, self.params.hash(key))
-    }
-
-    /// [`BloofiTree::insert_key`] by the key's hash.
     ///
     /// # Errors
     ///
@@ -977,23 +940,23 @@ impl BloofiTree {
     ///
     /// # Errors
     ///
-    /// [`BloofiError::OrderTooSmall`], or wrapped [`Error::ParamsMismatch`],
+    /// [`BloofiError::OrderTooSmall`], or [`Error::ParamsMismatch`],
     /// [`Error::DuplicateId`] or [`Error::CapacityOverflow`].
     pub fn bulk_build(
         params: BloomParams,
         config: BloofiConfig,
         filters: &[(u64, &BloomFilter)],
         order: BulkOrder,
-    ) -> core::result::Result<Self, BloofiError> {
+    ) -> Result<Self> {
         let mut tree = BloofiTree::new(params, config)?;
         if filters.len() > MAX_FILTERS {
-            return Err(Error::CapacityOverflow("Bloofi tree node arena").into());
+            return Err(Error::CapacityOverflow("Bloofi tree node arena"));
         }
         let mut seen = HashSet::with_capacity(filters.len());
         for (id, f) in filters {
-            tree.check_params(f.params())?;
+            tree.params.check_same(f.params())?;
             if !seen.insert(*id) {
-                return Err(Error::DuplicateId(*id).into());
+                return Err(Error::DuplicateId(*id));
             }
         }
         let words: Vec<&[u64]> = filters.iter().map(|(_, f)| f.words()).collect();
@@ -1180,22 +1143,26 @@ impl BloofiTree {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> core::result::Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         let d = self.config.order;
         let w = self.params.words();
         if self.root == NO_NODE {
             if !self.leaf_of.is_empty() || self.node_count() != 0 {
-                return Err("empty tree with leaves or nodes".into());
+                return Err(invalid!("empty tree with leaves or nodes"));
             }
             return Ok(());
         }
-        let root = self.nodes.get(self.root as usize).and_then(Option::as_ref).ok_or("root slot is empty")?;
+        let root = self
+            .nodes
+            .get(self.root as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| invalid!("root slot is empty"))?;
         if root.parent != NO_NODE {
-            return Err("root has a parent".into());
+            return Err(invalid!("root has a parent"));
         }
         for &f in &self.free {
             if self.nodes.get(f as usize).is_none_or(Option::is_some) {
-                return Err(format!("free slot {f} is live or out of range"));
+                return Err(invalid!("free slot {f} is live or out of range"));
             }
         }
         let mut reached = 0usize;
@@ -1206,21 +1173,22 @@ impl BloofiTree {
         while let Some((n, depth)) = stack.pop() {
             reached += 1;
             if reached > self.nodes.len() {
-                return Err("cycle in child links".into());
+                return Err(invalid!("cycle in child links"));
             }
-            let node = self.nodes.get(n as usize).and_then(Option::as_ref).ok_or(format!("node {n} is not live"))?;
+            let node =
+                self.nodes.get(n as usize).and_then(Option::as_ref).ok_or_else(|| invalid!("node {n} is not live"))?;
             if node.value.params() != &self.params {
-                return Err(format!("node {n} has other params"));
+                return Err(invalid!("node {n} has other params"));
             }
             if node.leaf {
                 if !node.children.is_empty() {
-                    return Err(format!("leaf {n} has children"));
+                    return Err(invalid!("leaf {n} has children"));
                 }
                 if self.leaf_of.get(&node.id) != Some(&n) {
-                    return Err(format!("leaf {n} (id {}) not mapped back", node.id));
+                    return Err(invalid!("leaf {n} (id {}) not mapped back", node.id));
                 }
                 if *leaf_depth.get_or_insert(depth) != depth {
-                    return Err(format!("leaf {n} at depth {depth}, others at {leaf_depth:?}"));
+                    return Err(invalid!("leaf {n} at depth {depth}, others at {leaf_depth:?}"));
                 }
                 leaves += 1;
                 continue;
@@ -1228,18 +1196,21 @@ impl BloofiTree {
             let c = node.children.len();
             let low = if n == self.root { 2 } else { d };
             if c < low {
-                return Err(format!("node {n} has {c} children, fewer than {low}"));
+                return Err(invalid!("node {n} has {c} children, fewer than {low}"));
             }
             let all_ones = node.value.count_ones() == self.params.m();
             if c > 2 * d && !(self.config.all_ones_heuristic && all_ones) {
-                return Err(format!("node {n} has {c} children, more than 2d = {}", 2 * d));
+                return Err(invalid!("node {n} has {c} children, more than 2d = {}", 2 * d));
             }
             acc.fill(0);
             for &ch in &node.children {
-                let child =
-                    self.nodes.get(ch as usize).and_then(Option::as_ref).ok_or(format!("child {ch} is not live"))?;
+                let child = self
+                    .nodes
+                    .get(ch as usize)
+                    .and_then(Option::as_ref)
+                    .ok_or_else(|| invalid!("child {ch} is not live"))?;
                 if child.parent != n {
-                    return Err(format!("child {ch} of {n} points at parent {}", child.parent));
+                    return Err(invalid!("child {ch} of {n} points at parent {}", child.parent));
                 }
                 for (a, b) in acc.iter_mut().zip(child.value.words()) {
                     *a |= b;
@@ -1247,14 +1218,14 @@ impl BloofiTree {
                 stack.push((ch, depth + 1));
             }
             if acc != node.value.words() {
-                return Err(format!("node {n} value is not the OR of its children"));
+                return Err(invalid!("node {n} value is not the OR of its children"));
             }
         }
         if leaves != self.leaf_of.len() {
-            return Err(format!("{leaves} leaves reachable but {} ids mapped", self.leaf_of.len()));
+            return Err(invalid!("{leaves} leaves reachable but {} ids mapped", self.leaf_of.len()));
         }
         if reached != self.node_count() {
-            return Err(format!("{reached} nodes reachable but {} live", self.node_count()));
+            return Err(invalid!("{reached} nodes reachable but {} live", self.node_count()));
         }
         Ok(())
     }
@@ -1269,11 +1240,7 @@ mod tests {
     }
 
     fn filter(keys: impl IntoIterator<Item = u64>) -> BloomFilter {
-        let mut f = BloomFilter::new(params()).unwrap();
-        for k in keys {
-            f.insert(&k.to_le_bytes());
-        }
-        f
+        crate::filter::filter_of_u64_keys(params(), keys)
     }
 
     fn brute(tree: &BloofiTree, key: u64) -> Vec<u64> {
@@ -1292,11 +1259,11 @@ mod tests {
         for order in [0, 1] {
             assert_eq!(
                 BloofiTree::new(params(), BloofiConfig::with_order(order)).unwrap_err(),
-                BloofiError::OrderTooSmall { order }
+                BloofiError::OrderTooSmall { order }.into()
             );
             let f = filter([1]);
             let err = BloofiTree::bulk_build(params(), BloofiConfig::with_order(order), &[(1, &f)], BulkOrder::AsGiven);
-            assert_eq!(err.unwrap_err(), BloofiError::OrderTooSmall { order });
+            assert_eq!(err.unwrap_err(), BloofiError::OrderTooSmall { order }.into());
         }
         assert!(BloofiTree::new(params(), BloofiConfig::with_order(2)).is_ok());
     }
@@ -1404,9 +1371,9 @@ mod tests {
         assert_eq!(before, after);
         let f = filter([1]);
         let dup = BloofiTree::bulk_build(params(), BloofiConfig::default(), &[(1, &f), (1, &f)], BulkOrder::Auto);
-        assert_eq!(dup.unwrap_err(), BloofiError::Index(Error::DuplicateId(1)));
+        assert_eq!(dup.unwrap_err(), Error::DuplicateId(1));
         let mixed = BloofiTree::bulk_build(params(), BloofiConfig::default(), &[(1, &f), (2, &other)], BulkOrder::Auto);
-        assert!(matches!(mixed.unwrap_err(), BloofiError::Index(Error::ParamsMismatch { .. })));
+        assert!(matches!(mixed.unwrap_err(), Error::ParamsMismatch { .. }));
     }
 
     #[test]

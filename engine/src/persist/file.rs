@@ -71,11 +71,8 @@ pub struct IndexFileLock {
 
 /// `.NAME` + `suffix` beside `path`.
 fn sibling(path: &Path, suffix: &str) -> Result<PathBuf> {
-    let name = path.file_name().ok_or_else(|| Error::Io {
-        op: "use",
-        path: path.display().to_string(),
-        kind: std::io::ErrorKind::InvalidInput,
-        message: "not a file name".into(),
+    let name = path.file_name().ok_or_else(|| {
+        Error::io("use", path, std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))
     })?;
     let mut s = OsString::from(".");
     s.push(name);
@@ -232,14 +229,14 @@ impl IndexFile {
             .create(true)
             .truncate(false)
             .open(&lock_path)
-            .map_err(|e| Error::io("create the lock file", &lock_path, &e))?;
+            .map_err(|e| Error::io("create the lock file", &lock_path, e))?;
         let start = Instant::now();
         let mut pause = Duration::from_millis(2);
         loop {
             match fs4::FileExt::try_lock(&file) {
                 Ok(()) => break,
                 Err(fs4::TryLockError::WouldBlock) => {}
-                Err(fs4::TryLockError::Error(e)) => return Err(Error::io("lock", &lock_path, &e)),
+                Err(fs4::TryLockError::Error(e)) => return Err(Error::io("lock", &lock_path, e)),
             }
             let waited = start.elapsed();
             if waited >= wait {
@@ -292,7 +289,7 @@ impl IndexFile {
         let Some(index_name) = self.path.file_name() else { return Ok(Vec::new()) };
         let index_name = name_bytes(index_name);
         let dir = parent_dir(&self.path);
-        let io = |e: std::io::Error| Error::io("read the directory", dir, &e);
+        let io = |e: std::io::Error| Error::io("read the directory", dir, e);
         let mut out = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(io)? {
             let entry = entry.map_err(io)?;

@@ -43,7 +43,7 @@
 //! means may change answers or terminate the process with `SIGBUS`.
 
 mod file;
-mod format;
+pub(crate) mod format;
 mod names;
 
 use std::fs::File;
@@ -114,7 +114,7 @@ impl LoadedIndex {
         for (i, ((_, _, rows), want)) in self.index.shard_views().zip(sums).enumerate() {
             check_rows(rows, want, i)?;
         }
-        self.index.validate().map_err(Error::CorruptFile)?;
+        self.index.validate().map_err(Error::into_corrupt_file)?;
         self.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
         self.info.rows_verified = true;
         Ok(())
@@ -153,7 +153,7 @@ fn rows_checksum(rows: &Words) -> u64 {
 ///
 /// [`Error::Io`] from the writer.
 pub fn write_to<W: Write>(w: &mut W, index: &SlicedIndex, names: &SetNames) -> Result<u64> {
-    let io = |e: std::io::Error| Error::io("write", Path::new("index file"), &e);
+    let io = |e: std::io::Error| Error::io("write", Path::new("index file"), e);
     let entries = index.column_entries();
     let mut id_map = Vec::with_capacity(entries.len() * 24 + 8);
     let mut blob = Vec::new();
@@ -236,7 +236,7 @@ pub fn save(path: impl AsRef<Path>, index: &SlicedIndex, names: &SetNames) -> Re
     let path = path.as_ref();
     let tmp = temp_path(path)?;
     let result = write_temp(&tmp, index, names)
-        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io("rename the temporary file over", path, &e)));
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io("rename the temporary file over", path, e)));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
         return result;
@@ -247,14 +247,14 @@ pub fn save(path: impl AsRef<Path>, index: &SlicedIndex, names: &SetNames) -> Re
 
 fn write_temp(tmp: &Path, index: &SlicedIndex, names: &SetNames) -> Result<()> {
     let file =
-        std::fs::OpenOptions::new().write(true).create_new(true).open(tmp).map_err(|e| Error::io("create", tmp, &e))?;
+        std::fs::OpenOptions::new().write(true).create_new(true).open(tmp).map_err(|e| Error::io("create", tmp, e))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
     write_to(&mut w, index, names).map_err(|e| match e {
-        Error::Io { op, kind, message, .. } => Error::Io { op, path: tmp.display().to_string(), kind, message },
+        Error::Io { op, source, .. } => Error::Io { op, path: tmp.display().to_string(), source },
         e => e,
     })?;
-    let file = w.into_inner().map_err(|e| Error::io("write", tmp, e.error()))?;
-    file.sync_all().map_err(|e| Error::io("sync", tmp, &e))
+    let file = w.into_inner().map_err(|e| Error::io("write", tmp, e.into_error()))?;
+    file.sync_all().map_err(|e| Error::io("sync", tmp, e))
 }
 
 /// Makes the rename durable. Best effort: some file systems refuse to
@@ -297,7 +297,7 @@ fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<Loa
             std::io::ErrorKind::UnexpectedEof => {
                 Error::Truncated { section: "shard rows", needed: meta.header.file_len, len: real_len }
             }
-            _ => Error::io("read", what, &e),
+            _ => Error::io("read", what, e),
         })?;
         if cfg!(target_endian = "big") {
             for w in rows.iter_mut() {
@@ -309,7 +309,7 @@ fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<Loa
     }
     let mut index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
     index.set_kmer_length(meta.header.kmer_length);
-    index.validate().map_err(Error::CorruptFile)?;
+    index.validate().map_err(Error::into_corrupt_file)?;
     meta.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
     let info = info_of(&meta, true);
     Ok(LoadedIndex { index, names: meta.names, info })
@@ -328,16 +328,12 @@ pub fn from_bytes(bytes: &[u8]) -> Result<LoadedIndex> {
 }
 
 fn open(path: &Path) -> Result<(File, u64)> {
-    let file = File::open(path).map_err(|e| Error::io("open", path, &e))?;
-    let meta = file.metadata().map_err(|e| Error::io("stat", path, &e))?;
+    let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
     if !meta.is_file() {
         let what = if meta.is_dir() { "a directory" } else { "not a regular file" };
-        return Err(Error::Io {
-            op: "open",
-            path: path.display().to_string(),
-            kind: if meta.is_dir() { std::io::ErrorKind::IsADirectory } else { std::io::ErrorKind::InvalidInput },
-            message: format!("it is {what}, not an index file"),
-        });
+        let kind = if meta.is_dir() { std::io::ErrorKind::IsADirectory } else { std::io::ErrorKind::InvalidInput };
+        return Err(Error::io("open", path, std::io::Error::new(kind, format!("it is {what}, not an index file"))));
     }
     Ok((file, meta.len()))
 }
@@ -378,14 +374,14 @@ pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<Loaded
     if len < HEADER_BYTES {
         // Too short to map usefully (and an empty file cannot be mapped).
         let mut bytes = Vec::new();
-        (&file).take(HEADER_BYTES).read_to_end(&mut bytes).map_err(|e| Error::io("read", path, &e))?;
+        (&file).take(HEADER_BYTES).read_to_end(&mut bytes).map_err(|e| Error::io("read", path, e))?;
         return from_bytes(&bytes);
     }
     // SAFETY: mapping a file is sound only while no one truncates or writes
     // it; the caller promises that (this function's `# Safety` contract).
     // The map is read-only, and every offset taken from it below is checked
     // against its length.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, &e))?;
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, e))?;
     let map = Arc::new(map);
     let mut r: &[u8] = &map;
     let meta = read_meta(&mut r, map.len() as u64)?;

@@ -50,6 +50,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 
 use super::{MAX_TASKS_PER_BATCH, PoolError, Shared};
+use crate::error::Result;
 use crate::hash::KeyHash;
 use crate::sliced::{BatchResults, SlicedIndex};
 
@@ -349,7 +350,7 @@ impl PoolResults {
 
     /// If `help`, runs the submitted batch's unclaimed tasks; then waits for
     /// the tasks the workers hold, and reports the outcome.
-    pub(crate) fn finish(&mut self, shared: &Shared, spin: Duration, help: bool) -> Result<(), PoolError> {
+    pub(crate) fn finish(&mut self, shared: &Shared, spin: Duration, help: bool) -> Result<()> {
         if help && !self.job.is_done() {
             self.job.run_claims(shared);
         }
@@ -357,11 +358,11 @@ impl PoolResults {
         self.outcome()
     }
 
-    fn outcome(&mut self) -> Result<(), PoolError> {
+    fn outcome(&mut self) -> Result<()> {
         // Relaxed: ordered by the Acquire load of `done` before this call.
         if self.job.panicked.swap(false, Ordering::Relaxed) {
             self.len = 0;
-            return Err(PoolError::TaskPanicked);
+            return Err(PoolError::TaskPanicked.into());
         }
         Ok(())
     }
@@ -381,24 +382,22 @@ pub struct Ticket {
     help: bool,
 }
 
-/// A failed batch: the error and the (emptied) buffer, for reuse.
-#[derive(Debug)]
+/// A failed batch: the error and the (emptied) buffer, for reuse (as
+/// `std::sync::mpsc::SendError` hands its value back). `?` turns it into
+/// its [`Error`](crate::Error), dropping the buffer.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
 pub struct Failed {
-    /// What went wrong.
-    pub error: PoolError,
+    /// What went wrong (an [`Error::Pool`](crate::Error::Pool)).
+    #[source]
+    pub error: crate::Error,
     /// The buffer, with no results.
     pub results: PoolResults,
 }
 
-impl core::fmt::Display for Failed {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        self.error.fmt(f)
-    }
-}
-
-impl std::error::Error for Failed {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
+impl From<Failed> for crate::Error {
+    fn from(failed: Failed) -> Self {
+        failed.error
     }
 }
 

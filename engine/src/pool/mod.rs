@@ -61,11 +61,10 @@
 //!   its own [`BatchResults`](crate::BatchResults), so results need no merge, while a split by shards must merge every key's
 //!   ids across tasks; and the default index (16 384-column shards) has a
 //!   single shard up to 16 384 filters, so only keys give parallelism there.
-//!   Measured by `paper query --threads` (`split rule` rows: rayon, 2
+//!   `paper query --threads` compares the two (`split rule` rows: rayon, 2
 //!   threads, shard split emulated by one sub-index per thread, merge
-//!   included) on `full` N = 1000: keys 1.15x faster for 64-key batches,
-//!   1.69x for 50 000-key batches. The rule is therefore keys at every
-//!   index size.
+//!   included): keys won on small and large batches alike, so the rule is
+//!   keys at every index size (measured: see `bench/RESULTS.md`).
 //! - **Finding work.** Local deque, then steal from the other workers
 //!   (starting at the next one, round robin), then the injector; as in
 //!   rayon-core.
@@ -98,21 +97,15 @@
 //!   - *Help limit*: the caller helps only batches whose work (keys x
 //!     filters) is at most [`PoolConfig::caller_help_work`] (default
 //!     256 keys x 1024 filters). Cheap batches are dominated by the
-//!     hand-off (a wake-up is several microseconds, a 64-key batch on
-//!     `full` N = 1000 about 10 us of work), so a caller that starts at
-//!     once wins; on large ones a helping caller is one
-//!     thread more than there are cores and only competes with the pinned
-//!     workers it waits for. Measured on 2 shared cores, `full` N = 1000,
-//!     2 workers, help on vs off (Mkeys/s, two runs each, loaded machine):
-//!     64 keys 6.3/5.3 vs 3.8/3.8; 256 keys 7.2/7.3 vs 6.2/5.6; 512 keys
-//!     7.1/7.9 vs 8.6/8.0; 1024 keys 7.6/7.7 vs 9.4/9.9; and on N =
-//!     10 000 (work per key 10x), 64 keys 0.79/0.93 vs 0.83/1.15: hence
-//!     a limit on work, not keys. With the limit, large batches behave as
-//!     before (2 workers scale against 1; a caller helping every batch made
-//!     1 worker + caller as fast as 2 workers: 2 threads on 2 cores either
-//!     way).
-//!
-//!   Figures before and after: `bench/RESULTS.md`, "pool v2".
+//!     hand-off (a wake-up costs about as much as a small batch's work), so
+//!     a caller that starts at once wins; on large ones a helping caller is
+//!     one thread more than there are cores and only competes with the
+//!     pinned workers it waits for. Helping won on small batches and lost on
+//!     large ones, and on a ten times larger index it lost at a batch size
+//!     where it had won: hence a limit on work, not keys. With the limit,
+//!     large batches behave as before (2 workers scale against 1).
+//!     Measured: see `bench/RESULTS.md` ("pool v2" and "Figures moved from
+//!     doc comments").
 //! - **Faults.** Each task runs under `catch_unwind`; a panic marks its
 //!   batch failed ([`PoolError::TaskPanicked`]) and the worker goes on.
 //! - **Shutdown.** Dropping the pool *finishes* every queued batch, then
@@ -133,6 +126,7 @@ use crossbeam_utils::CachePadded;
 pub use job::{Failed, PoolResults, Ticket};
 
 use crate::concurrent::ConcurrentIndex;
+use crate::error::Result;
 use crate::hash::Key;
 use job::Job;
 
@@ -147,12 +141,13 @@ pub const MAX_TASKS_PER_BATCH: usize = 64;
 /// over.
 pub const INLINE_TASKS: usize = 2;
 
-/// Default [`PoolConfig::caller_help_work`]: 256 keys x 1024 filters. On
-/// `full`, 256 keys on N = 1000 were measured faster with the caller
-/// helping and 512 keys slower; 64 keys on N = 10 000 (640 000) slower.
+/// Default [`PoolConfig::caller_help_work`]: 256 keys x 1024 filters, the
+/// largest batch on `full` that ran faster with the caller helping
+/// (measured: see `bench/RESULTS.md`).
 pub const CALLER_HELP_WORK: usize = 256 * 1024;
 
-/// Errors of the query pool.
+/// The errors of the query pool, nested in
+/// [`Error::Pool`](crate::Error::Pool).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PoolError {
@@ -192,8 +187,9 @@ pub struct PoolConfig {
     pub pin: bool,
     /// Batches the injector holds before submitters back off. Default 1024.
     pub queue_capacity: usize,
-    /// Fewest keys worth a task of their own. Default 16: a task costs
-    /// about a microsecond of scheduling, a key 0.1-1.5 us on `full`.
+    /// Fewest keys worth a task of their own. Default 16: scheduling a task
+    /// costs about as much as querying a few keys (measured: see
+    /// `bench/RESULTS.md`).
     pub min_keys_per_task: usize,
     /// Tasks per worker a large batch is split into, so a worker slowed by
     /// a neighbour is made up for by stealing. Default 8.
@@ -202,9 +198,10 @@ pub struct PoolConfig {
     pub idle_spin: Duration,
     /// How long a waiting caller spins before parking, once it has no task
     /// of its batch left to claim. Default 1 us: a helping caller waits at
-    /// most for the tasks the workers hold, and spinning longer (10 us,
-    /// 50 us) measured no better with the caller helping, while it slows
-    /// the workers down where cores are shared (see `job.rs`, `Job::wait`).
+    /// most for the tasks the workers hold, and spinning longer was no
+    /// better with the caller helping (measured: see `bench/RESULTS.md`),
+    /// while it slows the workers down where cores are shared (see `job.rs`,
+    /// `Job::wait`).
     pub wait_spin: Duration,
     /// A waiting caller runs unclaimed tasks of its own batch when the
     /// batch's work, keys x filters in the queried snapshot, is at most
@@ -313,6 +310,24 @@ impl Shared {
 
 /// A pool of query workers, one per core by default, pinned with
 /// `core_affinity`. See the module documentation.
+///
+/// ```
+/// use bloomslice::{BloomFilter, BloomParams, ConcurrentIndex, PoolConfig, PoolResults, QueryPool, SlicedIndex, Workers};
+///
+/// let params = BloomParams::new(1024, 3)?;
+/// let index = ConcurrentIndex::new(SlicedIndex::new(params));
+/// let mut fruit = BloomFilter::new(params)?;
+/// fruit.insert("apple");
+/// index.insert_filter(1, &fruit)?;
+///
+/// let pool = QueryPool::new(PoolConfig { workers: Workers::Count(2), pin: false, ..PoolConfig::default() })?;
+/// let mut results = PoolResults::new();
+/// pool.query_batch(&index, &["apple", "pear", "apple"], &mut results)?;
+/// assert_eq!(results.len(), 3);
+/// assert_eq!(results.get(0), Some(&[1u64][..]));
+/// assert_eq!(results.get(2), Some(&[1u64][..]));
+/// # Ok::<(), bloomslice::Error>(())
+/// ```
 pub struct QueryPool {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
@@ -338,20 +353,20 @@ impl QueryPool {
     /// [`PoolError::Config`] for zero workers, an empty core list or a zero
     /// queue capacity; [`PoolError::Spawn`] if a thread cannot be started
     /// (the threads already started are stopped and joined).
-    pub fn new(config: PoolConfig) -> Result<QueryPool, PoolError> {
+    pub fn new(config: PoolConfig) -> Result<QueryPool> {
         let cores: Vec<usize> = core_affinity::get_core_ids().unwrap_or_default().into_iter().map(|c| c.id).collect();
         let placement: Vec<Option<usize>> = match &config.workers {
             Workers::PerCore if cores.is_empty() => {
                 vec![None; std::thread::available_parallelism().map_or(1, |n| n.get())]
             }
             Workers::PerCore => cores.iter().map(|&c| Some(c)).collect(),
-            Workers::Count(0) => return Err(PoolError::Config("zero workers")),
+            Workers::Count(0) => return Err(PoolError::Config("zero workers").into()),
             Workers::Count(n) => (0..*n).map(|i| (!cores.is_empty()).then(|| cores[i % cores.len()])).collect(),
-            Workers::Cores(list) if list.is_empty() => return Err(PoolError::Config("empty core list")),
+            Workers::Cores(list) if list.is_empty() => return Err(PoolError::Config("empty core list").into()),
             Workers::Cores(list) => list.iter().map(|&c| Some(c)).collect(),
         };
         if config.queue_capacity == 0 {
-            return Err(PoolError::Config("zero queue capacity"));
+            return Err(PoolError::Config("zero queue capacity").into());
         }
         let placement: Vec<Option<usize>> = placement.into_iter().map(|c| if config.pin { c } else { None }).collect();
         let locals: Vec<Worker<Task>> = placement.iter().map(|_| Worker::new_lifo()).collect();
@@ -392,7 +407,7 @@ impl QueryPool {
             match spawned {
                 Ok(handle) => pool.threads.push(handle),
                 // Dropping `pool` shuts down and joins the started threads.
-                Err(e) => return Err(PoolError::Spawn(e.to_string())),
+                Err(e) => return Err(PoolError::Spawn(e.to_string()).into()),
             }
         }
         drop(report_tx);
@@ -431,12 +446,7 @@ impl QueryPool {
     ///
     /// [`PoolError::TaskPanicked`] if a task panicked; `results` is then
     /// empty and reusable.
-    pub fn query_batch<K: Key>(
-        &self,
-        index: &ConcurrentIndex,
-        keys: &[K],
-        results: &mut PoolResults,
-    ) -> Result<(), PoolError> {
+    pub fn query_batch<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], results: &mut PoolResults) -> Result<()> {
         let help = self.enqueue(index, keys, results, true);
         results.finish(&self.shared, self.wait_spin, help)
     }
@@ -484,7 +494,7 @@ impl QueryPool {
             task = back;
             self.shared.wake(true);
             round += 1;
-            backoff(round);
+            crate::concurrent::backoff(round, [16, 64], Duration::from_micros(20));
         }
         self.shared.wake(false);
         work <= self.caller_help_work
@@ -523,16 +533,6 @@ const MAX_CORE_ID: usize = 1024;
 /// Pins the calling thread to core `id`; false where that is refused.
 fn pin_current_thread(id: usize) -> bool {
     id < MAX_CORE_ID && core_affinity::set_for_current(core_affinity::CoreId { id })
-}
-
-fn backoff(round: u32) {
-    if round < 16 {
-        core::hint::spin_loop();
-    } else if round < 64 {
-        std::thread::yield_now();
-    } else {
-        std::thread::sleep(Duration::from_micros(20));
-    }
 }
 
 /// Local deque, then steal round robin, then the injector.
@@ -624,7 +624,7 @@ fn run(shared: &Shared, local: &Worker<Task>, task: Task) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BloomFilter, BloomParams, SlicedIndex};
+    use crate::{BloomFilter, BloomParams, Error, SlicedIndex};
 
     fn pool(workers: usize) -> QueryPool {
         QueryPool::new(PoolConfig { workers: Workers::Count(workers), ..PoolConfig::default() }).unwrap()
@@ -651,9 +651,9 @@ mod tests {
     #[test]
     fn bad_configs_are_errors() {
         let cfg = |workers, queue_capacity| PoolConfig { workers, queue_capacity, ..PoolConfig::default() };
-        assert!(matches!(QueryPool::new(cfg(Workers::Count(0), 8)), Err(PoolError::Config(_))));
-        assert!(matches!(QueryPool::new(cfg(Workers::Cores(vec![]), 8)), Err(PoolError::Config(_))));
-        assert!(matches!(QueryPool::new(cfg(Workers::Count(1), 0)), Err(PoolError::Config(_))));
+        assert!(matches!(QueryPool::new(cfg(Workers::Count(0), 8)), Err(Error::Pool(PoolError::Config(_)))));
+        assert!(matches!(QueryPool::new(cfg(Workers::Cores(vec![]), 8)), Err(Error::Pool(PoolError::Config(_)))));
+        assert!(matches!(QueryPool::new(cfg(Workers::Count(1), 0)), Err(Error::Pool(PoolError::Config(_)))));
     }
 
     #[test]

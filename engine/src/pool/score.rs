@@ -27,7 +27,7 @@ impl QueryPool {
     ///
     /// # Errors
     ///
-    /// [`PoolError::TaskPanicked`] if a range panicked; `results` is then
+    /// [`crate::Error::Pool`] with [`PoolError::TaskPanicked`] if a range panicked; `results` is then
     /// empty and reusable. [`PoolError::Spawn`] if a thread could not be
     /// started.
     pub fn query_threshold_batch<Q, K>(
@@ -36,7 +36,7 @@ impl QueryPool {
         queries: &[Q],
         threshold: Threshold,
         results: &mut ThresholdResults,
-    ) -> Result<(), PoolError>
+    ) -> crate::Result<()>
     where
         Q: AsRef<[K]> + Sync,
         K: Key + Sync,
@@ -74,7 +74,7 @@ impl QueryPool {
                 part.hits.clear();
                 part.ends.clear();
             }
-            return Err(e);
+            return Err(e.into());
         }
         let ThresholdResults { hits, ends, parts } = results;
         for part in &parts[..threads] {

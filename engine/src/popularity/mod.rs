@@ -51,13 +51,14 @@ pub mod optimize;
 
 use hashbrown::HashMap;
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES, Probes};
+use crate::params::{BloomParams, MAX_HASHES};
 use crate::sliced::SlicedIndex;
 
-/// Typed errors of the popularity-conscious optimisers and schemes.
+/// The errors of the popularity-conscious optimisers and schemes, nested
+/// in [`Error::Popularity`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PopularityError {
@@ -97,9 +98,6 @@ pub enum PopularityError {
     /// A broken internal invariant (a bug; never expected).
     #[error("internal error: {0}")]
     Internal(&'static str),
-    /// An error of the Bloom filter machinery.
-    #[error(transparent)]
-    Bloom(#[from] Error),
 }
 
 /// A popularity-conscious hash scheme: a table key -> `k_i` with the
@@ -121,7 +119,7 @@ pub enum PopularityError {
 /// let mut out = Vec::new();
 /// scheme.query_index(&index, "stored-a-lot", &mut out)?;
 /// assert_eq!(out, vec![3]);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PopularityScheme {
@@ -142,9 +140,9 @@ impl PopularityScheme {
     ///
     /// [`PopularityError::LengthMismatch`] or
     /// [`PopularityError::InvalidMaxHashes`] for a count outside `1..=64`.
-    pub fn from_assignment<K: Key>(params: BloomParams, keys: &[K], ks: &[u32]) -> Result<Self, PopularityError> {
+    pub fn from_assignment<K: Key>(params: BloomParams, keys: &[K], ks: &[u32]) -> Result<Self> {
         if keys.len() != ks.len() {
-            return Err(PopularityError::LengthMismatch { p: keys.len(), q: ks.len() });
+            return Err(PopularityError::LengthMismatch { p: keys.len(), q: ks.len() }.into());
         }
         let mut scheme = PopularityScheme::new(params);
         scheme.table.try_reserve(keys.len()).map_err(|_| Error::CapacityOverflow("scheme table"))?;
@@ -177,9 +175,9 @@ impl PopularityScheme {
     /// # Errors
     ///
     /// [`PopularityError::InvalidMaxHashes`] unless `1 <= k <= 64`.
-    pub fn set<K: Key + ?Sized>(&mut self, key: &K, k: u32) -> Result<(), PopularityError> {
+    pub fn set<K: Key + ?Sized>(&mut self, key: &K, k: u32) -> Result<()> {
         if k == 0 || k > MAX_HASHES {
-            return Err(PopularityError::InvalidMaxHashes(k));
+            return Err(PopularityError::InvalidMaxHashes(k).into());
         }
         self.table.insert(self.params.hash(key).h1, k as u8);
         Ok(())
@@ -196,24 +194,16 @@ impl PopularityScheme {
         self.table.get(&hash.h1).map_or(self.params.k(), |&k| u32::from(k))
     }
 
-    fn check(&self, params: &BloomParams) -> Result<(), PopularityError> {
-        if *params != self.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: *params }.into());
-        }
-        Ok(())
-    }
-
-    /// The key's own `k_i` probe positions.
-    pub fn positions(&self, hash: KeyHash) -> Probes {
-        self.params.probes_n(hash, self.hashes_for(hash) as usize)
+    fn check(&self, params: &BloomParams) -> Result<()> {
+        self.params.check_same(params)
     }
 
     /// Inserts `key` into `filter` with its own hash count.
     ///
     /// # Errors
     ///
-    /// [`Error::ParamsMismatch`] (wrapped); unchanged.
-    pub fn insert<K: Key + ?Sized>(&self, filter: &mut BloomFilter, key: &K) -> Result<(), PopularityError> {
+    /// [`Error::ParamsMismatch`]; unchanged.
+    pub fn insert<K: Key + ?Sized>(&self, filter: &mut BloomFilter, key: &K) -> Result<()> {
         self.check(filter.params())?;
         let hash = self.params.hash(key);
         filter.insert_hash_with_hashes(hash, self.hashes_for(hash));
@@ -224,8 +214,8 @@ impl PopularityScheme {
     ///
     /// # Errors
     ///
-    /// [`Error::ParamsMismatch`] (wrapped).
-    pub fn contains<K: Key + ?Sized>(&self, filter: &BloomFilter, key: &K) -> Result<bool, PopularityError> {
+    /// [`Error::ParamsMismatch`].
+    pub fn contains<K: Key + ?Sized>(&self, filter: &BloomFilter, key: &K) -> Result<bool> {
         self.check(filter.params())?;
         let hash = self.params.hash(key);
         Ok(filter.contains_hash_with_hashes(hash, self.hashes_for(hash)))
@@ -235,13 +225,8 @@ impl PopularityScheme {
     ///
     /// # Errors
     ///
-    /// [`Error::ParamsMismatch`] or [`Error::UnknownId`] (wrapped); unchanged.
-    pub fn insert_into_index<K: Key + ?Sized>(
-        &self,
-        index: &mut SlicedIndex,
-        id: u64,
-        key: &K,
-    ) -> Result<(), PopularityError> {
+    /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; unchanged.
+    pub fn insert_into_index<K: Key + ?Sized>(&self, index: &mut SlicedIndex, id: u64, key: &K) -> Result<()> {
         self.check(index.params())?;
         let hash = self.params.hash(key);
         index.insert_key_hash_with_hashes(id, hash, self.hashes_for(hash))?;
@@ -253,13 +238,8 @@ impl PopularityScheme {
     ///
     /// # Errors
     ///
-    /// [`Error::ParamsMismatch`] (wrapped).
-    pub fn query_index<K: Key + ?Sized>(
-        &self,
-        index: &SlicedIndex,
-        key: &K,
-        out: &mut Vec<u64>,
-    ) -> Result<(), PopularityError> {
+    /// [`Error::ParamsMismatch`].
+    pub fn query_index<K: Key + ?Sized>(&self, index: &SlicedIndex, key: &K, out: &mut Vec<u64>) -> Result<()> {
         self.check(index.params())?;
         let hash = self.params.hash(key);
         index.query_hash_with_hashes(hash, self.hashes_for(hash), out);

@@ -8,6 +8,7 @@
 //! `i` is key `x_i`); they need not be normalised (they are scaled to sum 1).
 
 use super::PopularityError;
+use crate::error::Result;
 
 /// Hard cap on the dynamic program's working memory, in bytes: 768 MiB.
 /// Larger problems are refused with [`PopularityError::ProblemTooLarge`]
@@ -74,27 +75,29 @@ struct Popularity {
     q: Vec<f64>,
 }
 
-fn normalise(p: &[f64], q: &[f64]) -> Result<Popularity, PopularityError> {
+fn normalise(p: &[f64], q: &[f64]) -> Result<Popularity> {
     if p.len() != q.len() {
-        return Err(PopularityError::LengthMismatch { p: p.len(), q: q.len() });
+        return Err(PopularityError::LengthMismatch { p: p.len(), q: q.len() }.into());
     }
     if p.is_empty() {
-        return Err(PopularityError::InvalidPopularity("empty key universe"));
+        return Err(PopularityError::InvalidPopularity("empty key universe").into());
     }
     let check = |v: &[f64]| v.iter().all(|x| x.is_finite() && *x >= 0.0) && v.iter().sum::<f64>() > 0.0;
     if !check(p) || !check(q) {
-        return Err(PopularityError::InvalidPopularity("popularities must be finite, non-negative, not all zero"));
+        return Err(
+            PopularityError::InvalidPopularity("popularities must be finite, non-negative, not all zero").into()
+        );
     }
     let (sp, sq) = (p.iter().sum::<f64>(), q.iter().sum::<f64>());
     Ok(Popularity { p: p.iter().map(|x| x / sp).collect(), q: q.iter().map(|x| x / sq).collect() })
 }
 
-fn check_common(bits_per_key: f64, k_max: u32) -> Result<(), PopularityError> {
+fn check_common(bits_per_key: f64, k_max: u32) -> Result<()> {
     if !(bits_per_key.is_finite() && bits_per_key > 0.0) {
-        return Err(PopularityError::InvalidPopularity("bits per key m/n must be positive and finite"));
+        return Err(PopularityError::InvalidPopularity("bits per key m/n must be positive and finite").into());
     }
     if k_max == 0 || k_max > crate::MAX_HASHES {
-        return Err(PopularityError::InvalidMaxHashes(k_max));
+        return Err(PopularityError::InvalidMaxHashes(k_max).into());
     }
     Ok(())
 }
@@ -112,7 +115,7 @@ fn kl_divergence(pop: &Popularity) -> f64 {
 ///
 /// [`PopularityError::LengthMismatch`] or
 /// [`PopularityError::InvalidPopularity`].
-pub fn divergence(p: &[f64], q: &[f64]) -> Result<f64, PopularityError> {
+pub fn divergence(p: &[f64], q: &[f64]) -> Result<f64> {
     Ok(kl_divergence(&normalise(p, q)?))
 }
 
@@ -123,7 +126,7 @@ pub fn divergence(p: &[f64], q: &[f64]) -> Result<f64, PopularityError> {
 /// # Errors
 ///
 /// [`PopularityError::LengthMismatch`], [`PopularityError::InvalidPopularity`].
-pub fn real_solution(p: &[f64], q: &[f64], bits_per_key: f64) -> Result<Vec<f64>, PopularityError> {
+pub fn real_solution(p: &[f64], q: &[f64], bits_per_key: f64) -> Result<Vec<f64>> {
     check_common(bits_per_key, 1)?;
     let pop = normalise(p, q)?;
     let base = bits_per_key * core::f64::consts::LN_2 + kl_divergence(&pop);
@@ -137,7 +140,7 @@ pub fn real_solution(p: &[f64], q: &[f64], bits_per_key: f64) -> Result<Vec<f64>
 /// # Errors
 ///
 /// As [`real_solution`], and [`PopularityError::InvalidMaxHashes`].
-pub fn rounded_solution(p: &[f64], q: &[f64], bits_per_key: f64, k_max: u32) -> Result<Vec<u32>, PopularityError> {
+pub fn rounded_solution(p: &[f64], q: &[f64], bits_per_key: f64, k_max: u32) -> Result<Vec<u32>> {
     check_common(bits_per_key, k_max)?;
     Ok(real_solution(p, q, bits_per_key)?
         .into_iter()
@@ -152,7 +155,7 @@ pub fn rounded_solution(p: &[f64], q: &[f64], bits_per_key: f64, k_max: u32) -> 
 /// # Errors
 ///
 /// As [`real_solution`].
-pub fn optimal_plus(p: &[f64], q: &[f64], bits_per_key: f64) -> Result<f64, PopularityError> {
+pub fn optimal_plus(p: &[f64], q: &[f64], bits_per_key: f64) -> Result<f64> {
     check_common(bits_per_key, 1)?;
     let pop = normalise(p, q)?;
     Ok(0.5f64.powf(bits_per_key * core::f64::consts::LN_2 + kl_divergence(&pop)))
@@ -165,9 +168,9 @@ pub fn optimal_plus(p: &[f64], q: &[f64], bits_per_key: f64) -> Result<f64, Popu
 /// # Errors
 ///
 /// [`PopularityError::LengthMismatch`], [`PopularityError::InvalidPopularity`].
-pub fn half_fill_fpr(q: &[f64], ks: &[u32]) -> Result<f64, PopularityError> {
+pub fn half_fill_fpr(q: &[f64], ks: &[u32]) -> Result<f64> {
     if q.len() != ks.len() {
-        return Err(PopularityError::LengthMismatch { p: ks.len(), q: q.len() });
+        return Err(PopularityError::LengthMismatch { p: ks.len(), q: q.len() }.into());
     }
     let pop = normalise(q, q)?;
     Ok(pop.q.iter().zip(ks).map(|(q, &k)| q * 0.5f64.powi(k as i32)).sum())
@@ -180,13 +183,13 @@ pub fn half_fill_fpr(q: &[f64], ks: &[u32]) -> Result<f64, PopularityError> {
 /// # Errors
 ///
 /// [`PopularityError::LengthMismatch`], [`PopularityError::InvalidPopularity`].
-pub fn predicted_fpr(p: &[f64], q: &[f64], ks: &[u32], m: u64, n: u64) -> Result<f64, PopularityError> {
+pub fn predicted_fpr(p: &[f64], q: &[f64], ks: &[u32], m: u64, n: u64) -> Result<f64> {
     let pop = normalise(p, q)?;
     if ks.len() != pop.p.len() {
-        return Err(PopularityError::LengthMismatch { p: pop.p.len(), q: ks.len() });
+        return Err(PopularityError::LengthMismatch { p: pop.p.len(), q: ks.len() }.into());
     }
     if m == 0 {
-        return Err(PopularityError::InvalidPopularity("m must be at least 1"));
+        return Err(PopularityError::InvalidPopularity("m must be at least 1").into());
     }
     let hashes: f64 = pop.p.iter().zip(ks).map(|(p, &k)| p * f64::from(k)).sum::<f64>() * n as f64;
     let b = 1.0 - (hashes * (-1.0 / m as f64).ln_1p()).exp();
@@ -258,14 +261,7 @@ fn dp_step(size: &mut [f64], width: usize, stages: usize, pj: f64, values: &[usi
 /// with masses `p`, `q` (any scale) and the hash budget
 /// `sum p(i) k_i <= budget`. Returns the hash count of each key, in the
 /// given order. `block` forces the walk-back block size (tests).
-fn dp_in_order(
-    p: &[f64],
-    q: &[f64],
-    budget: f64,
-    k_max: u32,
-    eps: f64,
-    block: Option<usize>,
-) -> Result<Vec<u32>, PopularityError> {
+fn dp_in_order(p: &[f64], q: &[f64], budget: f64, k_max: u32, eps: f64, block: Option<usize>) -> Result<Vec<u32>> {
     let n = p.len();
     // Reverse cumulative sums: P_y = sum_{j > y} p(j), y = 0..=n.
     let mut big_p = vec![0.0; n + 1];
@@ -277,7 +273,9 @@ fn dp_in_order(
     // Eq. (23): sum_i i * (mass of group i) = P_0 + sum_{i < k_max} P_{l_i}.
     let capacity = budget - big_p[0];
     if capacity < -1e-12 * big_p[0].max(1.0) {
-        return Err(PopularityError::InfeasibleBudget { hashes_per_key: budget / big_p[0].max(f64::MIN_POSITIVE) });
+        return Err(
+            PopularityError::InfeasibleBudget { hashes_per_key: budget / big_p[0].max(f64::MIN_POSITIVE) }.into()
+        );
     }
     if k_max == 1 {
         return Ok(vec![1; n]);
@@ -288,11 +286,11 @@ fn dp_in_order(
     let u = eps / 2.0 / stages as f64 * 0.5f64.powi(k_max as i32) * big_q[0];
     let width_f = ((big_q[0] / 2.0) / u).floor();
     if width_f.is_nan() || width_f >= 1e15 {
-        return Err(PopularityError::ProblemTooLarge { table_bits: u64::MAX });
+        return Err(PopularityError::ProblemTooLarge { table_bits: u64::MAX }.into());
     }
     let plan = plan_for(n as u64 + 1, stages as u64, width_f as u64 + 1, block.map(|b| b as u64));
     if plan.bytes > MAX_DP_MEMORY_BYTES {
-        return Err(PopularityError::ProblemTooLarge { table_bits: plan.bytes.saturating_mul(8) });
+        return Err(PopularityError::ProblemTooLarge { table_bits: plan.bytes.saturating_mul(8) }.into());
     }
     let width = plan.width as usize;
     let rows = n + 1;
@@ -328,7 +326,9 @@ fn dp_in_order(
     let tolerance = 1e-12 * big_p[0].max(1.0);
     let best = (0..width).rev().find(|&w| last[w] <= capacity + tolerance);
     let Some(mut w) = best else {
-        return Err(PopularityError::InfeasibleBudget { hashes_per_key: budget / big_p[0].max(f64::MIN_POSITIVE) });
+        return Err(
+            PopularityError::InfeasibleBudget { hashes_per_key: budget / big_p[0].max(f64::MIN_POSITIVE) }.into()
+        );
     };
     // Walk back: l_i is the last j <= (current j) whose candidate was taken.
     // `took` holds the bits of block `loaded`; j only decreases, so each
@@ -402,13 +402,7 @@ fn dp_in_order(
 /// [`PopularityError::InvalidMaxHashes`], [`PopularityError::InvalidEpsilon`],
 /// [`PopularityError::InfeasibleBudget`] if `(m/n) ln 2 < 1` (one hash per key
 /// already exceeds it), [`PopularityError::ProblemTooLarge`].
-pub fn integer_solution(
-    p: &[f64],
-    q: &[f64],
-    bits_per_key: f64,
-    k_max: u32,
-    eps: f64,
-) -> Result<Vec<u32>, PopularityError> {
+pub fn integer_solution(p: &[f64], q: &[f64], bits_per_key: f64, k_max: u32, eps: f64) -> Result<Vec<u32>> {
     integer_solution_with_block(p, q, bits_per_key, k_max, eps, None)
 }
 
@@ -427,10 +421,10 @@ pub fn integer_solution_with_block(
     k_max: u32,
     eps: f64,
     block: Option<usize>,
-) -> Result<Vec<u32>, PopularityError> {
+) -> Result<Vec<u32>> {
     check_common(bits_per_key, k_max)?;
     if !(eps.is_finite() && eps > 0.0) {
-        return Err(PopularityError::InvalidEpsilon(eps));
+        return Err(PopularityError::InvalidEpsilon(eps).into());
     }
     let pop = normalise(p, q)?;
     let order = importance_order(&pop);
@@ -473,13 +467,13 @@ pub fn limited_integer_solution(
     default_k: u32,
     bottom: usize,
     top: usize,
-) -> Result<Vec<(usize, u32)>, PopularityError> {
+) -> Result<Vec<(usize, u32)>> {
     check_common(bits_per_key, k_max)?;
     if default_k == 0 || default_k > k_max {
-        return Err(PopularityError::InvalidMaxHashes(default_k));
+        return Err(PopularityError::InvalidMaxHashes(default_k).into());
     }
     if !(eps.is_finite() && eps > 0.0) {
-        return Err(PopularityError::InvalidEpsilon(eps));
+        return Err(PopularityError::InvalidEpsilon(eps).into());
     }
     let pop = normalise(p, q)?;
     let n = pop.p.len();

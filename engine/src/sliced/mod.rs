@@ -54,8 +54,8 @@ pub const SHARD_COLUMN_STEP: usize = 512;
 const PREFETCH_WHOLE_RUN_LINES: usize = 4;
 
 /// How many rows ahead `Shard::clear_column` prefetches its strided walk
-/// (with conditional writes: delete at N = 100 000 measured 0.68-0.74 ms
-/// against 1.13 ms before; 0, 4, 8, 32 and 64 rows were slower).
+/// (with conditional writes); the fastest of 0, 4, 8, 16, 32 and 64 rows
+/// for a delete at N = 100 000 (measured: see `bench/RESULTS.md`).
 const CLEAR_PREFETCH_ROWS: usize = 16;
 
 /// Upper bound on [`SlicedConfig::max_shard_columns`]: a query keeps one
@@ -71,8 +71,9 @@ pub struct SlicedConfig {
     /// Widest shard, in columns; rounded up to a multiple of
     /// [`SHARD_COLUMN_STEP`] and capped at [`MAX_SHARD_COLUMNS`]. Wider
     /// shards mean fewer, longer row runs per query; narrower ones mean less
-    /// copying when a shard is widened. Default 16 384: measured 1.2-1.8x
-    /// faster than 4096 on `full` N = 10 000, `paper` N = 10 000 and `large`.
+    /// copying when a shard is widened. Default 16 384: faster than 4096 on
+    /// `full` N = 10 000, `paper` N = 10 000 and `large` (measured: see
+    /// `bench/RESULTS.md`).
     pub max_shard_columns: usize,
     /// How many keys ahead [`SlicedIndex::query_batch`] prefetches. Default 4.
     pub prefetch_distance: usize,
@@ -229,9 +230,9 @@ impl Shard {
     /// so one row more is prefetched; and short runs (at most
     /// [`PREFETCH_WHOLE_RUN_LINES`] lines) are prefetched whole, since the
     /// extra lines are few and half of a typical workload's keys need them.
-    /// Measured on `paper` N = 1000 (2-line runs): 61 ns per query with all
-    /// rows against 115 ns with the density estimate alone; on `paper`
-    /// N = 10 000 (20-line runs) the estimate plus one row was best.
+    /// On `paper` N = 1000 (2-line runs) prefetching all rows was faster
+    /// than the density estimate alone; on `paper` N = 10 000 (20-line runs)
+    /// the estimate plus one row was best (measured: see `bench/RESULTS.md`).
     fn rows_worth_prefetching(&self, m: usize, k: usize) -> usize {
         if self.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES {
             return k;
@@ -432,6 +433,9 @@ pub struct SlicedIndex {
     kmer_length: Option<crate::kmer::KmerLength>,
 }
 
+id_verbs!(SlicedIndex, slots, ids);
+key_verbs!(SlicedIndex, query);
+
 impl SlicedIndex {
     /// An empty index with the default configuration and the detected kernels.
     pub fn new(params: BloomParams) -> Self {
@@ -469,26 +473,6 @@ impl SlicedIndex {
     /// the scalar fallback). Answers do not change.
     pub fn set_kernels(&mut self, kernels: &'static Kernels) {
         self.kernels = kernels;
-    }
-
-    /// Number of filters.
-    pub fn len(&self) -> usize {
-        self.slots.len()
-    }
-
-    /// Whether the index holds no filter.
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
-    }
-
-    /// Whether a filter with this id is indexed.
-    pub fn contains_id(&self, id: u64) -> bool {
-        self.slots.contains_key(&id)
-    }
-
-    /// The ids of all filters, in no particular order.
-    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.slots.keys().copied()
     }
 
     /// Columns allocated over all shards (used or free).
@@ -529,13 +513,6 @@ impl SlicedIndex {
     /// before early exit.
     pub fn bytes_per_query(&self) -> usize {
         self.shards.iter().map(|s| s.wpr * 8).sum::<usize>() * self.params.k() as usize
-    }
-
-    fn check_params(&self, params: &BloomParams) -> Result<()> {
-        if *params != self.params {
-            return Err(Error::ParamsMismatch { expected: self.params, found: *params });
-        }
-        Ok(())
     }
 
     fn slot(&self, id: u64) -> Result<Slot> {
@@ -617,7 +594,7 @@ impl SlicedIndex {
     /// [`Error::ParamsMismatch`], [`Error::DuplicateId`], or
     /// [`Error::CapacityOverflow`]; the index is unchanged after an error.
     pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         if self.slots.contains_key(&id) {
             return Err(Error::DuplicateId(id));
         }
@@ -633,7 +610,7 @@ impl SlicedIndex {
     ///
     /// As [`BloomFilter::from_words`] and [`SlicedIndex::insert_filter`].
     pub fn insert_words(&mut self, id: u64, params: &BloomParams, words: &[u64]) -> Result<()> {
-        self.check_params(params)?;
+        self.params.check_same(params)?;
         let filter = BloomFilter::from_words(*params, words)?;
         self.insert_filter(id, &filter)
     }
@@ -647,7 +624,7 @@ impl SlicedIndex {
     pub fn insert_filters(&mut self, filters: &[(u64, &BloomFilter)]) -> Result<()> {
         let mut seen = hashbrown::HashSet::with_capacity(filters.len());
         for (id, f) in filters {
-            self.check_params(f.params())?;
+            self.params.check_same(f.params())?;
             if self.slots.contains_key(id) || !seen.insert(*id) {
                 return Err(Error::DuplicateId(*id));
             }
@@ -720,22 +697,13 @@ impl SlicedIndex {
     ///
     /// [`Error::ParamsMismatch`] or [`Error::UnknownId`]; the index is unchanged.
     pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
-        self.check_params(filter.params())?;
+        self.params.check_same(filter.params())?;
         let slot = self.slot(id)?;
         self.shard_mut(slot.shard as usize)?.or_column(slot.col as usize, filter);
         Ok(())
     }
 
-    /// Inserts one key into filter `id`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownId`]; the index is unchanged.
-    pub fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<()> {
-        self.insert_key_hash(id, self.params.hash(key))
-    }
-
-    /// [`SlicedIndex::insert_key`] by the key's hash.
+    /// Inserts one key, by its hash, into filter `id`.
     ///
     /// # Errors
     ///
@@ -769,13 +737,6 @@ impl SlicedIndex {
             out[r / 64] |= ((s.rows[r * s.wpr + word] >> shift) & 1) << (r % 64);
         }
         Ok(filter)
-    }
-
-    /// Ids of the filters that may contain `key`, in index order.
-    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
-        let mut out = Vec::new();
-        self.query_into(key, &mut out);
-        out
     }
 
     /// Like [`SlicedIndex::query`], into a caller buffer that is cleared
@@ -883,32 +844,32 @@ impl SlicedIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> core::result::Result<(), String> {
+    pub fn validate(&self) -> crate::Result<()> {
         let m = self.params.m() as usize;
         let mut used_total = 0;
         for (si, s) in self.shards.iter().enumerate() {
             if s.wpr == 0 || s.wpr % 8 != 0 || s.columns() > self.config.max_shard_columns {
-                return Err(format!("shard {si}: bad width {} words", s.wpr));
+                return Err(invalid!("shard {si}: bad width {} words", s.wpr));
             }
             if s.rows.len() != m * s.wpr || s.owners.len() != s.columns() || s.used.len() != s.wpr {
-                return Err(format!("shard {si}: buffer sizes disagree with width"));
+                return Err(invalid!("shard {si}: buffer sizes disagree with width"));
             }
             if !(s.rows.as_ptr() as usize).is_multiple_of(64) {
-                return Err(format!("shard {si}: rows not 64-byte aligned"));
+                return Err(invalid!("shard {si}: rows not 64-byte aligned"));
             }
             let n_used = s.used.iter().map(|w| w.count_ones() as usize).sum::<usize>();
             if n_used != s.n_used {
-                return Err(format!("shard {si}: n_used {} but bitmap has {n_used}", s.n_used));
+                return Err(invalid!("shard {si}: n_used {} but bitmap has {n_used}", s.n_used));
             }
             used_total += n_used;
             let ones = s.rows.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
             if ones != s.ones {
-                return Err(format!("shard {si}: ones {} but rows hold {ones}", s.ones));
+                return Err(invalid!("shard {si}: ones {} but rows hold {ones}", s.ones));
             }
             for r in 0..m {
                 for (w, &used) in s.rows[r * s.wpr..][..s.wpr].iter().zip(&s.used) {
                     if w & !used != 0 {
-                        return Err(format!("shard {si}: row {r} has bits in unused columns"));
+                        return Err(invalid!("shard {si}: row {r} has bits in unused columns"));
                     }
                 }
             }
@@ -920,11 +881,11 @@ impl SlicedIndex {
                 }
             });
             if let Some(c) = bad {
-                return Err(format!("shard {si}: column {c} owner {} not mapped back", s.owners[c]));
+                return Err(invalid!("shard {si}: column {c} owner {} not mapped back", s.owners[c]));
             }
         }
         if used_total != self.slots.len() {
-            return Err(format!("{used_total} used columns but {} ids", self.slots.len()));
+            return Err(invalid!("{used_total} used columns but {} ids", self.slots.len()));
         }
         Ok(())
     }
@@ -952,11 +913,7 @@ mod tests {
     }
 
     fn filter_of(keys: impl IntoIterator<Item = u64>) -> BloomFilter {
-        let mut f = BloomFilter::new(params()).unwrap();
-        for key in keys {
-            f.insert(&key.to_le_bytes());
-        }
-        f
+        crate::filter::filter_of_u64_keys(params(), keys)
     }
 
     #[test]
@@ -1101,15 +1058,8 @@ mod tests {
     #[test]
     fn bulk_insert_equals_one_by_one() {
         let p = BloomParams::new(700, 3).unwrap();
-        let filters: Vec<BloomFilter> = (0..300u64)
-            .map(|i| {
-                let mut f = BloomFilter::new(p).unwrap();
-                for key in i * 5..i * 5 + 20 {
-                    f.insert(&key.to_le_bytes());
-                }
-                f
-            })
-            .collect();
+        let filters: Vec<BloomFilter> =
+            (0..300u64).map(|i| crate::filter::filter_of_u64_keys(p, i * 5..i * 5 + 20)).collect();
         let mut one = SlicedIndex::new(p);
         let mut bulk = SlicedIndex::new(p);
         one.insert_filter(1000, &filters[0]).unwrap();

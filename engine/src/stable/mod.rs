@@ -60,13 +60,15 @@ pub mod theory;
 
 use classes::ValueClasses;
 
+use crate::error::Result;
 use crate::params::Probes;
 use crate::{BloomParams, Key, KeyHash};
 
 /// The largest cell value: cells are stored as `u8`.
 pub const MAX_CELL_VALUE: u32 = u8::MAX as u32;
 
-/// Typed errors of the stable and importance-aware filters.
+/// The errors of the stable and importance-aware filters, nested in
+/// [`Error::Stable`](crate::Error::Stable).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StableError {
@@ -101,20 +103,6 @@ pub enum StableError {
         /// The largest importance of the filter.
         max: u32,
     },
-    /// A probability (such as a stream's repeat fraction) that is not a
-    /// finite number in the allowed interval.
-    #[error("probability {value} for {what} is outside {allowed}")]
-    InvalidProbability {
-        /// What the probability describes.
-        what: &'static str,
-        /// The offered value.
-        value: f64,
-        /// The allowed interval, for the message.
-        allowed: &'static str,
-    },
-    /// A synthetic stream needs at least one distinct element.
-    #[error("a synthetic stream needs at least one distinct element")]
-    EmptyStream,
     /// A cell holds a value above M (only reported by
     /// [`StableBloomFilter::validate`]; it indicates a bug).
     #[error("cell {index} holds {value}, more than the maximum {max}")]
@@ -130,10 +118,6 @@ pub enum StableError {
     /// reported by [`StableBloomFilter::validate`]; it indicates a bug).
     #[error("IBF-H's cells-by-value lists disagree with the cells")]
     ValueListsCorrupt,
-    /// The underlying hashing parameters were rejected (m = 0, m too large,
-    /// K too large).
-    #[error(transparent)]
-    Bloom(#[from] crate::Error),
 }
 
 /// The parameters of a stable filter: m cells, K hashes, P decrements per
@@ -153,19 +137,19 @@ impl StableParams {
     /// Errors: `max_value` of 0 or above [`MAX_CELL_VALUE`], `hashes` of 0,
     /// `decrements > cells`, and whatever [`BloomParams::new`] rejects
     /// (m = 0, m or K too large).
-    pub fn new(cells: u64, hashes: u32, decrements: u32, max_value: u32) -> Result<Self, StableError> {
+    pub fn new(cells: u64, hashes: u32, decrements: u32, max_value: u32) -> Result<Self> {
         if max_value == 0 {
-            return Err(StableError::ZeroMax);
+            return Err(StableError::ZeroMax.into());
         }
         if max_value > MAX_CELL_VALUE {
-            return Err(StableError::MaxTooLarge { max: max_value });
+            return Err(StableError::MaxTooLarge { max: max_value }.into());
         }
         if hashes == 0 {
-            return Err(StableError::ZeroHashes);
+            return Err(StableError::ZeroHashes.into());
         }
         let bloom = BloomParams::new(cells, hashes)?;
         if u64::from(decrements) > cells {
-            return Err(StableError::DecrementsExceedCells { decrements, cells });
+            return Err(StableError::DecrementsExceedCells { decrements, cells }.into());
         }
         Ok(StableParams { bloom, decrements, max_value: max_value as u8, max_importance: 1 })
     }
@@ -179,9 +163,9 @@ impl StableParams {
     }
 
     /// The same parameters with importance range `1..=max_importance`.
-    pub fn with_max_importance(mut self, max_importance: u32) -> Result<Self, StableError> {
+    pub fn with_max_importance(mut self, max_importance: u32) -> Result<Self> {
         if max_importance == 0 {
-            return Err(StableError::ZeroMaxImportance);
+            return Err(StableError::ZeroMaxImportance.into());
         }
         self.max_importance = max_importance;
         Ok(self)
@@ -297,7 +281,7 @@ impl Policy {
 /// let mut filter = StableBloomFilter::new(params, Policy::IbfMc, 42);
 /// assert!(!filter.observe(b"AAPL", 50)?); // first sighting
 /// assert!(filter.observe(b"AAPL", 50)?); // duplicate
-/// # Ok::<(), bloomslice::StableError>(())
+/// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct StableBloomFilter {
@@ -349,13 +333,13 @@ impl StableBloomFilter {
 
     /// Checks that every cell is within `0..=M`; tests and fuzzers call this
     /// after every operation.
-    pub fn validate(&self) -> Result<(), StableError> {
+    pub fn validate(&self) -> Result<()> {
         let max = if self.policy == Policy::Bf { 1 } else { self.params.max_value };
         if let Some(index) = self.cells.iter().position(|&c| c > max) {
-            return Err(StableError::CellOutOfRange { index, value: self.cells[index], max });
+            return Err(StableError::CellOutOfRange { index, value: self.cells[index], max }.into());
         }
         if self.classes.as_ref().is_some_and(|classes| !classes.agrees_with(&self.cells)) {
-            return Err(StableError::ValueListsCorrupt);
+            return Err(StableError::ValueListsCorrupt.into());
         }
         Ok(())
     }
@@ -367,14 +351,14 @@ impl StableBloomFilter {
     /// Errors (leaving the filter unchanged) when `importance` is outside
     /// `1..=max_importance`.
     #[inline]
-    pub fn observe<K: Key + ?Sized>(&mut self, key: &K, importance: u32) -> Result<bool, StableError> {
+    pub fn observe<K: Key + ?Sized>(&mut self, key: &K, importance: u32) -> Result<bool> {
         self.observe_hash(self.params.bloom.hash(key), importance)
     }
 
     /// [`observe`](Self::observe) for a key hashed with
     /// [`StableParams::bloom`]'s [`BloomParams::hash`].
     #[inline]
-    pub fn observe_hash(&mut self, hash: KeyHash, importance: u32) -> Result<bool, StableError> {
+    pub fn observe_hash(&mut self, hash: KeyHash, importance: u32) -> Result<bool> {
         let value = self.checked_insert_value(importance)?;
         let positions = self.positions(hash);
         let duplicate = positions.iter().all(|&p| self.cells[p as usize] != 0);
@@ -399,7 +383,7 @@ impl StableBloomFilter {
 
     /// The update half of [`observe`](Self::observe) without the query: P
     /// decrements, then the K cells are raised to the insert value.
-    pub fn insert<K: Key + ?Sized>(&mut self, key: &K, importance: u32) -> Result<(), StableError> {
+    pub fn insert<K: Key + ?Sized>(&mut self, key: &K, importance: u32) -> Result<()> {
         let value = self.checked_insert_value(importance)?;
         let positions = self.positions(self.params.bloom.hash(key));
         self.decrement();
@@ -407,10 +391,10 @@ impl StableBloomFilter {
         Ok(())
     }
 
-    fn checked_insert_value(&self, importance: u32) -> Result<u8, StableError> {
+    fn checked_insert_value(&self, importance: u32) -> Result<u8> {
         let max = self.params.max_importance;
         if importance == 0 || importance > max {
-            return Err(StableError::ImportanceOutOfRange { importance, max });
+            return Err(StableError::ImportanceOutOfRange { importance, max }.into());
         }
         Ok(self.policy.insert_value(&self.params, importance))
     }

@@ -47,7 +47,7 @@ const CHUNK: usize = 4096;
 fn py_err(e: Error) -> PyErr {
     let message = e.to_string();
     match e {
-        Error::Io { kind, .. } => match kind {
+        Error::Io { source, .. } => match source.kind() {
             std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
             std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
             _ => PyOSError::new_err(message),

@@ -291,6 +291,10 @@ const COLUMNS: &str = concat!(
     "insert_ms,insert_cost,delete_ms,delete_cost,update_ms,update_cost"
 );
 
+/// Columns after [`COLUMNS`], in [`Row`]'s field order, that CSVs written
+/// before they existed lack (read back as absent).
+const LATER_COLUMNS: &str = "insert_written,delete_written,update_written";
+
 /// Reads back a CSV written by [`csv()`] (columns found by name, the first is
 /// the varied parameter whatever its name).
 ///
@@ -305,6 +309,8 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
     let idx = std::iter::once(Ok(0))
         .chain(COLUMNS.split(',').map(|name| header.iter().position(|h| h == name).ok_or(format!("no column {name}"))))
         .collect::<Result<Vec<usize>, String>>()?;
+    let later: Vec<Option<usize>> =
+        LATER_COLUMNS.split(',').map(|name| header.iter().position(|h| h == name)).collect();
     let mut rows = Vec::new();
     for (ln, record) in reader.records().enumerate() {
         let record = record.map_err(|e| format!("line {}: {e}", ln + 2))?;
@@ -315,6 +321,15 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
         };
         let opt =
             |i: usize| -> Result<Option<f64>, String> { if cell(i)?.is_empty() { Ok(None) } else { num(i).map(Some) } };
+        let later_opt = |j: usize| -> Result<Option<f64>, String> {
+            let Some(i) = later[j] else { return Ok(None) };
+            let c = record.get(i).ok_or(format!("line {}: too few cells", ln + 2))?;
+            if c.is_empty() {
+                Ok(None)
+            } else {
+                c.parse().map(Some).map_err(|_| format!("line {}: {c:?} is not a number", ln + 2))
+            }
+        };
         rows.push(Row {
             x: num(0)?,
             label: cell(1)?.to_string(),
@@ -333,6 +348,9 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
             delete_cost: opt(14)?,
             update_ms: opt(15)?,
             update_cost: opt(16)?,
+            insert_written: later_opt(0)?,
+            delete_written: later_opt(1)?,
+            update_written: later_opt(2)?,
         });
     }
     Ok(rows)
@@ -787,7 +805,7 @@ fn metric_label(metric: Metric) -> &'static str {
 /// The CSV of `rows`, first column named `x_name`, then one per other field
 /// of [`Row`], in its order; an absent value is an empty cell.
 pub fn csv(x_name: &str, rows: &[Row]) -> String {
-    let header: Vec<&str> = [x_name].into_iter().chain(COLUMNS.split(',')).collect();
+    let header: Vec<&str> = [x_name].into_iter().chain(COLUMNS.split(',')).chain(LATER_COLUMNS.split(',')).collect();
     let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     crate::csv_text::from_rows(
         &header,
@@ -810,6 +828,9 @@ pub fn csv(x_name: &str, rows: &[Row]) -> String {
                 o(r.delete_cost),
                 o(r.update_ms),
                 o(r.update_cost),
+                o(r.insert_written),
+                o(r.delete_written),
+                o(r.update_written),
             ]
         }),
     )

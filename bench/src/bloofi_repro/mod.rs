@@ -247,8 +247,10 @@ impl Default for Setup {
 /// the CSV has them, the same three as nodes whose filter was written (the
 /// paper's basis).
 fn maintenance_cost_series(rows: &[Row]) -> Vec<Series> {
+    /// (row label, series name, value).
+    type Pick = (&'static str, &'static str, fn(&Row) -> Option<f64>);
     let mut mc = Vec::new();
-    let picks: [(&str, &str, fn(&Row) -> Option<f64>); 6] = [
+    let picks: [Pick; 6] = [
         ("Bloofi", "Bloofi-Insert (accessed)", |r| r.insert_cost),
         ("Bloofi", "Bloofi-Delete (accessed)", |r| r.delete_cost),
         ("Bloofi-AU", "Bloofi-Update (accessed)", |r| r.update_cost),

@@ -594,3 +594,41 @@ pub(super) fn markdown(args: &BloofiArgs, grid: &Grid, outcomes: &[Outcome], sec
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 5b verdict "bulk searches better" for a Bloofi cost of 10 and
+    /// the given bulk costs at two N.
+    fn bulk_verdict(bulk: [f64; 2]) -> Option<bool> {
+        let mut rows = Vec::new();
+        for (x, b) in [100.0, 1000.0].into_iter().zip(bulk) {
+            rows.push(Row { x, label: "Bloofi".into(), search_cost: Some(10.0), ..Row::default() });
+            rows.push(Row { x, label: "Bloofi-Bulk".into(), search_cost: Some(b), ..Row::default() });
+        }
+        let mut out = Vec::new();
+        findings_n(&rows, &mut out);
+        out.iter().find(|f| f.paper.starts_with("Bulk construction (global sort)")).and_then(|f| f.agrees)
+    }
+
+    /// A "better" claim needs every point better by more than the stated
+    /// tolerance: one point within it, or one point worse, is a "no".
+    #[test]
+    fn better_needs_every_point_beyond_the_tolerance() {
+        assert_eq!(bulk_verdict([9.0, 9.7]), Some(true));
+        assert_eq!(bulk_verdict([9.0, 9.9]), Some(false));
+        assert_eq!(bulk_verdict([9.0, 10.4]), Some(false));
+        assert!(verdict_rules().contains("2%"));
+    }
+
+    #[test]
+    fn helpers_apply_the_tolerance() {
+        assert!(lower(97.9, 100.0) && !lower(98.0, 100.0));
+        assert!(at_most(102.0, 100.0) && !at_most(102.1, 100.0));
+        assert!(similar(1.3, 1.0) && !similar(1.4, 1.0));
+        assert!(increasing(&[(1.0, 10.0), (2.0, 9.9), (3.0, 12.0)]));
+        assert!(!increasing(&[(1.0, 10.0), (2.0, 10.1)]));
+        assert!(decreasing(&[(1.0, 10.0), (2.0, 10.1), (3.0, 8.0)]));
+    }
+}

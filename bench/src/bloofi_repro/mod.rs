@@ -817,7 +817,8 @@ fn metric_label(metric: Metric) -> &'static str {
 
 /// The CSV of `rows`, first column named `x_name`, then one per other field
 /// of [`Row`], in its order; an absent value is an empty cell. The
-/// [`LATER_COLUMNS`] are written only when some row has a value in them, so
+/// written-node columns (`insert_written`, `delete_written`, `update_written`)
+/// are written only when some row has a value in them, so
 /// rows read from an older CSV write back the same bytes.
 pub fn csv(x_name: &str, rows: &[Row]) -> String {
     let later =

@@ -6,6 +6,12 @@
 //! table and a CSV. The experiment itself is
 //! [`crate::popularity_experiment`].
 //!
+//! With `--format json` it prints one JSON array with one object per
+//! (alpha, approach) ([`json`]) instead of the table, so that the figures
+//! can be checked by a script; `--quick` runs 10 000 sets per alpha in
+//! place of 100 000; `--scheme` picks the engine's hash scheme (the
+//! default is the engine's default).
+//!
 //! With `--out DIR` the CSV goes to `DIR/popularity.csv` and a line chart
 //! to `DIR/popularity_fpr.{svg,png}` (x = alpha, y = false-positive rate on
 //! a log axis, one predicted and one measured series per scheme; optimal+
@@ -20,6 +26,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use bloomslice::HashScheme;
 use bloomslice::popularity::optimize;
 
 use crate::plot::{LineChart, Series, write};
@@ -34,9 +41,19 @@ pub struct PopularityArgs {
     /// Keys per set n (default N / 2).
     #[arg(long)]
     pub set_size: Option<u64>,
-    /// Sets drawn per alpha.
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    pub trials: u64,
+    /// Sets drawn per alpha [default: 100 000, or 10 000 with --quick].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub trials: Option<u64>,
+    /// 10 000 sets per alpha unless --trials says otherwise (seconds, not
+    /// minutes).
+    #[arg(long)]
+    pub quick: bool,
+    /// Output: the table, or one JSON array of (alpha, approach) objects.
+    #[arg(long, value_enum, default_value_t = PopularityFormat::Table)]
+    pub format: PopularityFormat,
+    /// Hash scheme of the measured filters [default: the engine's default].
+    #[arg(long, value_enum)]
+    pub scheme: Option<SchemeArg>,
     /// Approximation parameter of the dynamic program.
     #[arg(long, default_value_t = 0.05)]
     pub eps: f64,
@@ -55,6 +72,33 @@ pub struct PopularityArgs {
     pub dp_speed: bool,
 }
 
+/// Output of `paper popularity`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PopularityFormat {
+    /// The fixed-width table.
+    Table,
+    /// One JSON array, one object per (alpha, approach) ([`json`]).
+    Json,
+}
+
+/// A hash scheme on the command line.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchemeArg {
+    /// [`HashScheme::Xxh3Double`], the scheme before format minor 1.
+    Xxh3Double,
+    /// [`HashScheme::Xxh3Triple`], the engine's default.
+    Xxh3Triple,
+}
+
+impl From<SchemeArg> for HashScheme {
+    fn from(s: SchemeArg) -> HashScheme {
+        match s {
+            SchemeArg::Xxh3Double => HashScheme::Xxh3Double,
+            SchemeArg::Xxh3Triple => HashScheme::Xxh3Triple,
+        }
+    }
+}
+
 impl PopularityArgs {
     /// The experiment configuration these arguments describe.
     pub fn config(&self) -> ZipfConfig {
@@ -63,8 +107,9 @@ impl PopularityArgs {
             universe,
             set_size: self.set_size.map_or(universe / 2, |n| n as usize),
             eps: self.eps,
-            trials: self.trials as usize,
+            trials: self.trials.unwrap_or(if self.quick { 10_000 } else { 100_000 }) as usize,
             seed: self.seed,
+            scheme: self.scheme.map_or_else(HashScheme::default, HashScheme::from),
             ..ZipfConfig::default()
         }
     }
@@ -84,14 +129,15 @@ pub fn table(config: &ZipfConfig, rows: &[ZipfRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "Section 5.1: N = {}, n = {}, m/n = {}, k_standard = {}, k_max = {}, eps = {}, {} sets per alpha",
+        "Section 5.1: N = {}, n = {}, m/n = {}, k_standard = {}, k_max = {}, eps = {}, {} sets per alpha, {:?}",
         config.universe,
         config.set_size,
         config.bits_per_key,
         config.k_standard,
         config.k_max,
         config.eps,
-        config.trials
+        config.trials,
+        config.scheme
     );
     let _ = writeln!(
         s,
@@ -125,7 +171,95 @@ pub fn table(config: &ZipfConfig, rows: &[ZipfRow]) -> String {
             r.integer_ratio_measured(),
         );
     }
+    let _ = writeln!(
+        s,
+        "\nmeasured against eq. (5): 99.9% binomial interval; independent = the same sets with independent uniform probes"
+    );
+    let _ = writeln!(
+        s,
+        "{:>5} {:<9} | {:>9} {:>9} {:>9} {:>6} | {:>9} | {:>9} {:>9}",
+        "alpha", "approach", "predicted", "measured", "+-99.9%", "inside", "indep.", "meas/pred", "ind/pred"
+    );
+    for r in rows {
+        for (name, x) in approaches(r).into_iter().take(3) {
+            let _ = writeln!(
+                s,
+                "{:>5.2} {:<9} | {:>9.3e} {:>9.3e} {:>9.1e} {:>6} | {:>9.3e} | {:>9.3} {:>9.3}",
+                r.alpha,
+                name,
+                x.predicted,
+                x.measured.unwrap_or(f64::NAN),
+                x.half_width.unwrap_or(f64::NAN),
+                if x.inside_interval() { "yes" } else { "no" },
+                x.independent.unwrap_or(f64::NAN),
+                x.measured.unwrap_or(f64::NAN) / x.predicted,
+                x.independent.unwrap_or(f64::NAN) / x.predicted,
+            );
+        }
+    }
     s
+}
+
+/// The four approaches of a row with their CSV/JSON names.
+fn approaches(r: &ZipfRow) -> [(&'static str, &experiment::SchemeResult); 4] {
+    [("standard", &r.standard), ("rounding", &r.rounding), ("integer", &r.integer), ("optimal_plus", &r.optimal_plus)]
+}
+
+/// One object of [`json`]: one approach at one alpha.
+#[derive(serde::Serialize)]
+struct JsonRow {
+    alpha: f64,
+    approach: &'static str,
+    predicted_fpr: f64,
+    measured_fpr: Option<f64>,
+    hashes_per_key: f64,
+    ratio_to_optimal_plus_predicted: f64,
+    ratio_to_optimal_plus_measured: Option<f64>,
+    measured_half_width_999: Option<f64>,
+    measured_inside_interval: Option<bool>,
+    independent_probes_fpr: Option<f64>,
+    divergence_bits: f64,
+    universe: usize,
+    set_size: usize,
+    trials: usize,
+    scheme: String,
+}
+
+/// The rows as one JSON array with one object per (alpha, approach):
+/// `alpha`, `approach` (`standard`, `rounding`, `integer`, `optimal_plus`),
+/// `predicted_fpr` (eq. 5), `measured_fpr` (null for optimal+),
+/// `hashes_per_key`, `ratio_to_optimal_plus_predicted` and
+/// `ratio_to_optimal_plus_measured` (this approach's predicted or measured
+/// rate over optimal+'s predicted rate), then the 99.9% interval
+/// half-width and whether the measurement is inside it, the
+/// independent-probe measurement, `D(p || q')` and the configuration.
+pub fn json(config: &ZipfConfig, rows: &[ZipfRow]) -> String {
+    let objects: Vec<JsonRow> = rows
+        .iter()
+        .flat_map(|r| {
+            let opt = r.optimal_plus.predicted;
+            approaches(r).map(|(approach, x)| JsonRow {
+                alpha: r.alpha,
+                approach,
+                predicted_fpr: x.predicted,
+                measured_fpr: x.measured,
+                hashes_per_key: x.hashes_per_key,
+                ratio_to_optimal_plus_predicted: x.predicted / opt,
+                ratio_to_optimal_plus_measured: x.measured.map(|m| m / opt),
+                measured_half_width_999: x.half_width,
+                measured_inside_interval: x.measured.map(|_| x.inside_interval()),
+                independent_probes_fpr: x.independent,
+                divergence_bits: r.divergence,
+                universe: config.universe,
+                set_size: config.set_size,
+                trials: config.trials,
+                scheme: format!("{:?}", config.scheme),
+            })
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&objects).unwrap_or_else(|e| format!("\"{e}\""));
+    text.push('\n');
+    text
 }
 
 /// One line of the CSV: one approach at one alpha (`measured_fpr` is empty
@@ -138,6 +272,8 @@ struct CsvRow {
     predicted_fpr: f64,
     measured_fpr: Option<f64>,
     hashes_per_key: f64,
+    measured_half_width_999: Option<f64>,
+    independent_probes_fpr: Option<f64>,
 }
 
 /// The rows as CSV, one line per (alpha, approach).
@@ -156,6 +292,8 @@ pub fn csv(rows: &[ZipfRow]) -> String {
             predicted_fpr: x.predicted,
             measured_fpr: x.measured,
             hashes_per_key: x.hashes_per_key,
+            measured_half_width_999: x.half_width,
+            independent_probes_fpr: x.independent,
         })
     }))
 }

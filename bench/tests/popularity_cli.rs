@@ -22,9 +22,55 @@ fn popularity_prints_the_table_and_writes_the_csv() {
     }
     let rows = std::fs::read_to_string(&csv).unwrap();
     let _ = std::fs::remove_file(&csv);
-    assert!(rows.starts_with("alpha,divergence_bits,approach,predicted_fpr,measured_fpr,hashes_per_key\n"));
+    assert!(rows.starts_with(
+        "alpha,divergence_bits,approach,predicted_fpr,measured_fpr,hashes_per_key,measured_half_width_999,independent_probes_fpr\n"
+    ));
     assert_eq!(rows.lines().count(), 1 + 5 * 4);
     assert!(rows.contains(",optimal_plus,"));
+}
+
+/// `--format json`: one object per (alpha, approach) with the fields a
+/// script checks, and consistent ratios.
+#[test]
+fn popularity_json_has_one_object_per_alpha_and_approach() {
+    let out = paper()
+        .args(["popularity", "--universe", "60", "--trials", "400", "--eps", "0.5", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 5 * 4);
+    for row in &rows {
+        for field in [
+            "alpha",
+            "approach",
+            "predicted_fpr",
+            "measured_fpr",
+            "hashes_per_key",
+            "ratio_to_optimal_plus_predicted",
+            "ratio_to_optimal_plus_measured",
+        ] {
+            assert!(row.get(field).is_some(), "{field} missing in {row}");
+        }
+        let approach = row["approach"].as_str().unwrap();
+        let opt = rows
+            .iter()
+            .find(|r| r["alpha"] == row["alpha"] && r["approach"] == "optimal_plus")
+            .unwrap()["predicted_fpr"]
+            .as_f64()
+            .unwrap();
+        let ratio = row["ratio_to_optimal_plus_predicted"].as_f64().unwrap();
+        assert!((ratio - row["predicted_fpr"].as_f64().unwrap() / opt).abs() < 1e-12, "{row}");
+        if approach == "optimal_plus" {
+            assert!(row["measured_fpr"].is_null() && row["ratio_to_optimal_plus_measured"].is_null());
+        } else {
+            let measured = row["measured_fpr"].as_f64().unwrap();
+            let ratio = row["ratio_to_optimal_plus_measured"].as_f64().unwrap();
+            assert!((ratio - measured / opt).abs() < 1e-12, "{row}");
+        }
+    }
+    let approaches: std::collections::BTreeSet<&str> = rows.iter().map(|r| r["approach"].as_str().unwrap()).collect();
+    assert_eq!(approaches.into_iter().collect::<Vec<_>>(), ["integer", "optimal_plus", "rounding", "standard"]);
 }
 
 #[test]

@@ -22,7 +22,7 @@
 //!   position stays set forever, a few extra false positives).
 //! * **Removing a key that is not present is refused**
 //!   ([`CountingError::NotPresent`]) when any of its counters is zero. With
-//!   double hashing two probes of one key can land on the same position;
+//!   any of the hash schemes two probes of one key can land on the same position;
 //!   insertion then increments that counter twice, so removal requires the
 //!   counter to be at least the position's multiplicity (or saturated). A
 //!   refused removal changes nothing. Removing a false positive (a key never

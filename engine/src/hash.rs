@@ -1,8 +1,10 @@
 //! Hashing keys into probe positions.
 //!
 //! A key is hashed once into a [`KeyHash`] `(h1, h2)`; the `k` probe positions
-//! `fastrange(h1 + i * h2, m)` are then computed once per key and reused for
-//! every filter of an index, which is what makes bit-slicing work.
+//! (by the parameters' [`crate::HashScheme`], for the default
+//! `fastrange(h1 + i h2 + i(i-1)/2 h3, m)`) are then computed once per key
+//! and reused for every filter of an index, which is what makes bit-slicing
+//! work.
 
 /// The two 64-bit words a key's probe positions are derived from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -20,15 +20,42 @@ pub const MAX_HASHES: u32 = 64;
 pub const MAX_BITS: u64 = (1 << 32) - 512;
 
 /// How keys become probe positions. Part of the parameters and of the file
-/// format: filters built with different schemes cannot be combined.
+/// format: filters built with different schemes cannot be combined
+/// ([`Error::ParamsMismatch`], as for a different `m` or `k`).
+///
+/// Both schemes start from the same [`KeyHash`] `(h1, h2)`: seeded xxh3-64 of
+/// the key bytes (or the caller's own 64-bit hash) gives `h1`, and `h2` is a
+/// mix of `h1`, forced odd. They differ in how the `k` probes follow from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum HashScheme {
-    /// Seeded xxh3-64 of the key bytes (or the caller's own 64-bit hash)
-    /// gives `h1`; `h2` is a mix of `h1`, forced odd; probe `i` is
-    /// `fastrange(h1 + i * h2, m)` (Kirsch-Mitzenmacher double hashing).
-    #[default]
+    /// Probe `i` is `fastrange(h1 + i * h2, m)` (Kirsch-Mitzenmacher double
+    /// hashing). The scheme of every file written before format minor 1.
+    ///
+    /// Known excess: `fastrange` keeps the high bits, so probe `i` lands at
+    /// `floor(m * frac(a + i b))` with `a = h1 / 2^64`, `b = h2 / 2^64`. When
+    /// `b` is within about `1 / (d m)` of a fraction with a small denominator
+    /// `d`, probes `i` and `i + d` share a position, and two keys with close
+    /// `(a, b)` share most of their probes. Both are rare when `k / m` is
+    /// small but not otherwise: at `m/n = 8, k = 10` with `m = 400` the
+    /// measured false-positive rate is well above the formula of
+    /// [`BloomParams::expected_fpr`] (the figures are in `bench/RESULTS.md`,
+    /// section "Hash schemes"; `engine/tests/false_positives.rs` checks that the excess is there).
     Xxh3Double,
+    /// Probe `i` is `fastrange(h1 + i * h2 + (i (i - 1) / 2) * h3, m)` with
+    /// `h3 = h2` rotated by 32 bits, computed incrementally (`x += y`,
+    /// `y += h3`): triple hashing in the sense of Dillinger and Manolios, in
+    /// fixed point. The quadratic term breaks the arithmetic progression of
+    /// double hashing, so neither repeated probes nor shared probe sets
+    /// exceed what independent probes give, at one addition per probe more.
+    /// The default for new filters and indexes (file format minor 1).
+    #[default]
+    Xxh3Triple,
+}
+
+impl HashScheme {
+    /// Every scheme this build knows, oldest first.
+    pub const ALL: [HashScheme; 2] = [HashScheme::Xxh3Double, HashScheme::Xxh3Triple];
 }
 
 /// The probe positions of one key (each `< m`), in probe order: a fixed
@@ -80,7 +107,8 @@ impl BloomParams {
         if self == found { Ok(()) } else { Err(Error::ParamsMismatch { expected: *self, found: *found }) }
     }
 
-    /// Parameters with `m` bits and `k` hash functions, default scheme and seed 0.
+    /// Parameters with `m` bits and `k` hash functions, the default scheme
+    /// ([`HashScheme::Xxh3Triple`]) and seed 0.
     ///
     /// # Errors
     ///
@@ -99,7 +127,7 @@ impl BloomParams {
         if k > MAX_HASHES {
             return Err(Error::TooManyHashes { k: u64::from(k), max: MAX_HASHES });
         }
-        Ok(BloomParams { m, k, scheme: HashScheme::Xxh3Double, seed: 0 })
+        Ok(BloomParams { m, k, scheme: HashScheme::default(), seed: 0 })
     }
 
     /// Parameters for `n_exp` expected keys at false-positive rate `p`, by the
@@ -131,6 +159,14 @@ impl BloomParams {
         }
         let m = (m as u64).div_ceil(64) * 64;
         BloomParams::new(m, k)
+    }
+
+    /// The same parameters with another hash scheme. Filters of different
+    /// schemes set different bits for the same key, so they never combine.
+    #[must_use]
+    pub fn with_scheme(mut self, scheme: HashScheme) -> Self {
+        self.scheme = scheme;
+        self
     }
 
     /// The same parameters with another hash seed.
@@ -209,12 +245,28 @@ impl BloomParams {
     /// sequence of [`BloomParams::positions_into`], cut or continued past
     /// `k`): the popularity-conscious filters probe a per-key number of
     /// positions of it.
+    ///
+    /// This is the one place probe positions are computed: filters, every
+    /// index type and the popularity-conscious filters all come here.
     #[inline]
     pub(crate) fn probe_sequence(&self, hash: KeyHash, out: &mut [u32]) {
         let mut x = hash.h1;
-        for slot in out {
-            *slot = fastrange(x, self.m);
-            x = x.wrapping_add(hash.h2);
+        match self.scheme {
+            HashScheme::Xxh3Double => {
+                for slot in out {
+                    *slot = fastrange(x, self.m);
+                    x = x.wrapping_add(hash.h2);
+                }
+            }
+            HashScheme::Xxh3Triple => {
+                let mut y = hash.h2;
+                let z = hash.h2.rotate_left(32);
+                for slot in out {
+                    *slot = fastrange(x, self.m);
+                    x = x.wrapping_add(y);
+                    y = y.wrapping_add(z);
+                }
+            }
         }
     }
 
@@ -286,6 +338,52 @@ mod tests {
             let fpr = BloomParams::new(ratio * n, k).unwrap().expected_fpr(n);
             let rel = (fpr - table).abs() / table;
             assert!(rel < 0.01, "m/n={ratio} k={k}: {fpr} vs table {table}");
+        }
+    }
+
+    /// The probe positions of each scheme are pinned: a change here changes
+    /// which bits files of that scheme hold.
+    #[test]
+    fn scheme_positions_are_pinned() {
+        let h = KeyHash { h1: 0x0123_4567_89ab_cdef, h2: 0xfedc_ba98_7654_3211 };
+        let p = BloomParams::new(1000, 6).unwrap();
+        let double = p.with_scheme(HashScheme::Xxh3Double).positions(h);
+        let triple = p.with_scheme(HashScheme::Xxh3Triple).positions(h);
+        let naive = |i: u64, c: u64| fastrange(h.h1.wrapping_add(i.wrapping_mul(h.h2)).wrapping_add(c), 1000);
+        let h3 = h.h2.rotate_left(32);
+        for i in 0..6u64 {
+            assert_eq!(double[i as usize], naive(i, 0));
+            assert_eq!(triple[i as usize], naive(i, (i * i.saturating_sub(1) / 2).wrapping_mul(h3)));
+        }
+        assert_eq!(double[..2], triple[..2], "the first two probes are shared");
+        assert_ne!(double, triple);
+    }
+
+    #[test]
+    fn default_scheme_is_triple_and_seed_and_scheme_are_kept() {
+        let p = BloomParams::new(64, 3).unwrap();
+        assert_eq!(p.scheme(), HashScheme::Xxh3Triple);
+        assert_eq!(BloomParams::for_capacity(100, 0.01).unwrap().scheme(), HashScheme::Xxh3Triple);
+        let q = p.with_scheme(HashScheme::Xxh3Double).with_seed(9);
+        assert_eq!((q.scheme(), q.seed(), q.m(), q.k()), (HashScheme::Xxh3Double, 9, 64, 3));
+        assert_ne!(p, q.with_seed(0), "the scheme is part of the parameters");
+        assert!(q.to_string().contains("Xxh3Double"));
+    }
+
+    proptest::proptest! {
+        /// Law: a key's first `c` probes are a prefix of its first `d > c`
+        /// probes under every scheme (per-key hash counts rely on it), and
+        /// all are below `m`.
+        #[test]
+        fn probe_sequences_are_prefixes(h1: u64, h2: u64, m in 1u64..100_000, c in 1usize..20, extra in 0usize..20) {
+            for scheme in HashScheme::ALL {
+                let p = BloomParams::new(m, 3).unwrap().with_scheme(scheme);
+                let h = KeyHash { h1, h2: h2 | 1 };
+                let short = p.probes_n(h, c);
+                let long = p.probes_n(h, c + extra);
+                proptest::prop_assert_eq!(&short[..], &long[..c]);
+                proptest::prop_assert!(long.iter().all(|&x| u64::from(x) < m));
+            }
         }
     }
 

@@ -292,7 +292,10 @@ fn run_popularity(args: &bloomslice_bench::popularity::PopularityArgs) -> ExitCo
             return ExitCode::from(1);
         }
     };
-    print!("{}", popularity::table(&args.config(), &rows));
+    match args.format {
+        popularity::PopularityFormat::Table => print!("{}", popularity::table(&args.config(), &rows)),
+        popularity::PopularityFormat::Json => print!("{}", popularity::json(&args.config(), &rows)),
+    }
     if let Some(path) = &args.csv
         && let Err(e) = std::fs::write(path, popularity::csv(&rows))
     {
@@ -306,6 +309,10 @@ fn run_popularity(args: &bloomslice_bench::popularity::PopularityArgs) -> ExitCo
             popularity::plot(&rows, dir).map(|(svg, png)| [csv, svg, png])
         });
         match written {
+            // stdout stays pure JSON with --format json.
+            Ok(files) if args.format == popularity::PopularityFormat::Json => {
+                files.iter().for_each(|f| eprintln!("wrote {}", f.display()));
+            }
             Ok(files) => files.iter().for_each(|f| println!("wrote {}", f.display())),
             Err(e) => {
                 eprintln!("error: {e}");

@@ -139,6 +139,14 @@ pub struct Row {
     pub update_ms: Option<f64>,
     /// Mean tree nodes accessed by an update.
     pub update_cost: Option<f64>,
+    /// Mean tree nodes whose filter value an insert wrote (ORed into,
+    /// recomputed or created): the count the paper's Fig. 6b describes,
+    /// beside `insert_cost` (every node read or written).
+    pub insert_written: Option<f64>,
+    /// Mean tree nodes whose filter value a delete wrote (recomputed).
+    pub delete_written: Option<f64>,
+    /// Mean tree nodes whose filter value an update wrote (ORed into).
+    pub update_written: Option<f64>,
 }
 
 /// The shared inputs of one point: the data, its filters, the searches and
@@ -322,6 +330,7 @@ pub fn measure(variant: Variant, point: &Point<'_>, x: f64) -> Res<Row> {
         row.update_ms = Some(start.elapsed().as_secs_f64() * 1e3 / n.max(1) as f64);
         if let Built::Tree(t) = &built {
             row.update_cost = Some(t.maintenance_stats().mean_update());
+            row.update_written = Some(t.maintenance_stats().mean_update_written());
         }
     }
     built.validate().map_err(|e| format!("{}: invalid after construction: {e}", variant.name()))?;
@@ -385,6 +394,9 @@ pub fn measure(variant: Variant, point: &Point<'_>, x: f64) -> Res<Row> {
         let mut live: Vec<u64> = (0..n as u64).collect();
         let fresh: Vec<BloomFilter> = (0..point.ops).map(|j| data.filter(n + j)).collect();
         let (mut ins_t, mut del_t, mut ins_c, mut del_c) = (0.0, 0.0, 0.0, 0.0);
+        if let Built::Tree(t) = &mut built {
+            t.reset_maintenance_stats();
+        }
         for (j, f) in fresh.iter().enumerate() {
             let id = (n + j) as u64;
             let start = Instant::now();
@@ -404,6 +416,11 @@ pub fn measure(variant: Variant, point: &Point<'_>, x: f64) -> Res<Row> {
         if built.last_cost().is_some() {
             row.insert_cost = Some(ins_c / ops);
             row.delete_cost = Some(del_c / ops);
+        }
+        if let Built::Tree(t) = &built {
+            let stats = t.maintenance_stats();
+            row.insert_written = Some(stats.mean_insert_written());
+            row.delete_written = Some(stats.mean_delete_written());
         }
         built.validate().map_err(|e| format!("{}: invalid after maintenance: {e}", variant.name()))?;
     }

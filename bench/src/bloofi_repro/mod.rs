@@ -243,13 +243,26 @@ impl Default for Setup {
 }
 
 /// Fig. 6b/6c's three lines: the tree's insert and delete cost, and the
-/// update cost of the after-updates (AU) build.
+/// update cost of the after-updates (AU) build (nodes accessed); then, when
+/// the CSV has them, the same three as nodes whose filter was written (the
+/// paper's basis).
 fn maintenance_cost_series(rows: &[Row]) -> Vec<Series> {
-    let mut mc = series_of(rows, &["Bloofi"], |r| r.insert_cost);
-    mc.extend(series_of(rows, &["Bloofi"], |r| r.delete_cost));
-    mc.extend(series_of(rows, &["Bloofi-AU"], |r| r.update_cost));
-    for (s, name) in mc.iter_mut().zip(["Bloofi-Insert", "Bloofi-Delete", "Bloofi-Update"]) {
-        s.name = name.into();
+    /// (row label, series name, value).
+    type Pick = (&'static str, &'static str, fn(&Row) -> Option<f64>);
+    let mut mc = Vec::new();
+    let picks: [Pick; 6] = [
+        ("Bloofi", "Bloofi-Insert (accessed)", |r| r.insert_cost),
+        ("Bloofi", "Bloofi-Delete (accessed)", |r| r.delete_cost),
+        ("Bloofi-AU", "Bloofi-Update (accessed)", |r| r.update_cost),
+        ("Bloofi", "Bloofi-Insert (written)", |r| r.insert_written),
+        ("Bloofi", "Bloofi-Delete (written)", |r| r.delete_written),
+        ("Bloofi-AU", "Bloofi-Update (written)", |r| r.update_written),
+    ];
+    for (label, name, pick) in picks {
+        for mut s in series_of(rows, &[label], pick) {
+            s.name = name.into();
+            mc.push(s);
+        }
     }
     mc
 }
@@ -291,6 +304,10 @@ const COLUMNS: &str = concat!(
     "insert_ms,insert_cost,delete_ms,delete_cost,update_ms,update_cost"
 );
 
+/// Columns after [`COLUMNS`], in [`Row`]'s field order, that CSVs written
+/// before they existed lack (read back as absent).
+const LATER_COLUMNS: &str = "insert_written,delete_written,update_written";
+
 /// Reads back a CSV written by [`csv()`] (columns found by name, the first is
 /// the varied parameter whatever its name).
 ///
@@ -305,6 +322,8 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
     let idx = std::iter::once(Ok(0))
         .chain(COLUMNS.split(',').map(|name| header.iter().position(|h| h == name).ok_or(format!("no column {name}"))))
         .collect::<Result<Vec<usize>, String>>()?;
+    let later: Vec<Option<usize>> =
+        LATER_COLUMNS.split(',').map(|name| header.iter().position(|h| h == name)).collect();
     let mut rows = Vec::new();
     for (ln, record) in reader.records().enumerate() {
         let record = record.map_err(|e| format!("line {}: {e}", ln + 2))?;
@@ -315,6 +334,15 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
         };
         let opt =
             |i: usize| -> Result<Option<f64>, String> { if cell(i)?.is_empty() { Ok(None) } else { num(i).map(Some) } };
+        let later_opt = |j: usize| -> Result<Option<f64>, String> {
+            let Some(i) = later[j] else { return Ok(None) };
+            let c = record.get(i).ok_or(format!("line {}: too few cells", ln + 2))?;
+            if c.is_empty() {
+                Ok(None)
+            } else {
+                c.parse().map(Some).map_err(|_| format!("line {}: {c:?} is not a number", ln + 2))
+            }
+        };
         rows.push(Row {
             x: num(0)?,
             label: cell(1)?.to_string(),
@@ -333,6 +361,9 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
             delete_cost: opt(14)?,
             update_ms: opt(15)?,
             update_cost: opt(16)?,
+            insert_written: later_opt(0)?,
+            delete_written: later_opt(1)?,
+            update_written: later_opt(2)?,
         });
     }
     Ok(rows)
@@ -785,14 +816,24 @@ fn metric_label(metric: Metric) -> &'static str {
 }
 
 /// The CSV of `rows`, first column named `x_name`, then one per other field
-/// of [`Row`], in its order; an absent value is an empty cell.
+/// of [`Row`], in its order; an absent value is an empty cell. The
+/// written-node columns (`insert_written`, `delete_written`, `update_written`)
+/// are written only when some row has a value in them, so
+/// rows read from an older CSV write back the same bytes.
 pub fn csv(x_name: &str, rows: &[Row]) -> String {
-    let header: Vec<&str> = [x_name].into_iter().chain(COLUMNS.split(',')).collect();
+    let later =
+        rows.iter().any(|r| r.insert_written.is_some() || r.delete_written.is_some() || r.update_written.is_some());
+    let later_names = if later { LATER_COLUMNS } else { "" };
+    let header: Vec<&str> = [x_name]
+        .into_iter()
+        .chain(COLUMNS.split(','))
+        .chain(later_names.split(',').filter(|c| !c.is_empty()))
+        .collect();
     let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     crate::csv_text::from_rows(
         &header,
         rows.iter().map(|r| {
-            [
+            let mut cells = vec![
                 r.x.to_string(),
                 r.label.clone(),
                 r.filters.to_string(),
@@ -810,7 +851,11 @@ pub fn csv(x_name: &str, rows: &[Row]) -> String {
                 o(r.delete_cost),
                 o(r.update_ms),
                 o(r.update_cost),
-            ]
+            ];
+            if later {
+                cells.extend([o(r.insert_written), o(r.delete_written), o(r.update_written)]);
+            }
+            cells
         }),
     )
 }
@@ -912,6 +957,12 @@ mod tests {
             assert!(!rows.is_empty(), "{}", exp.name());
             assert_eq!(csv(x_name(exp), &rows), text, "{}", exp.name());
         }
+        // The Fig. 6b re-run has the written-node columns; they read back.
+        let text = std::fs::read_to_string(dir.join("fig6b-written/n.csv")).unwrap();
+        let rows = parse_csv(&text).unwrap();
+        assert!(rows.iter().any(|r| r.insert_written.is_some() && r.delete_written.is_some()));
+        assert!(rows.iter().any(|r| r.update_written.is_some()));
+        assert_eq!(csv("N", &rows), text);
     }
 
     /// A label with a comma or a quote is quoted, and reads back whole.

@@ -236,6 +236,16 @@ pub struct MaintenanceStats {
     pub updates: u64,
     /// Nodes accessed by those updates, in total.
     pub update_nodes: u64,
+    /// Nodes whose filter value those inserts wrote (ORed into, recomputed
+    /// or created), in total: the count the paper's Fig. 6b discussion
+    /// describes ("only the values of the nodes from the leaf to the root
+    /// need to be updated"), where `insert_nodes` also counts nodes only
+    /// read.
+    pub insert_written: u64,
+    /// Nodes whose filter value those deletes wrote (recomputed), in total.
+    pub delete_written: u64,
+    /// Nodes whose filter value those updates wrote (ORed into), in total.
+    pub update_written: u64,
 }
 
 impl MaintenanceStats {
@@ -256,6 +266,21 @@ impl MaintenanceStats {
     /// Mean nodes accessed per update (0 when there was none).
     pub fn mean_update(&self) -> f64 {
         Self::mean(self.update_nodes, self.updates)
+    }
+
+    /// Mean nodes whose filter an insert wrote (0 when there was none).
+    pub fn mean_insert_written(&self) -> f64 {
+        Self::mean(self.insert_written, self.inserts)
+    }
+
+    /// Mean nodes whose filter a delete wrote (0 when there was none).
+    pub fn mean_delete_written(&self) -> f64 {
+        Self::mean(self.delete_written, self.deletes)
+    }
+
+    /// Mean nodes whose filter an update wrote (0 when there was none).
+    pub fn mean_update_written(&self) -> f64 {
+        Self::mean(self.update_written, self.updates)
     }
 }
 
@@ -345,6 +370,8 @@ pub struct BloofiTree {
     root: u32,
     leaf_of: HashMap<u64, u32>,
     cost: CostCounter,
+    /// Nodes whose value the current operation wrote.
+    written: CostCounter,
     last_cost: usize,
     stats: MaintenanceStats,
 }
@@ -402,6 +429,7 @@ impl BloofiTree {
             root: NO_NODE,
             leaf_of: HashMap::new(),
             cost: CostCounter::default(),
+            written: CostCounter::default(),
             last_cost: 0,
             stats: MaintenanceStats::default(),
         })
@@ -566,6 +594,7 @@ impl BloofiTree {
         let w = self.params.words();
         let kernels = self.kernels;
         self.cost.touch(n);
+        self.written.touch(n);
         for i in 0..self.node(n).children.len() {
             let c = self.node(n).children[i];
             self.cost.touch(c);
@@ -612,6 +641,7 @@ impl BloofiTree {
             self.node_mut(n).parent = r;
             self.root = r;
             self.cost.touch(r);
+            self.written.touch(r);
         }
         let p = self.parent(n);
         let children = core::mem::take(&mut self.node_mut(n).children);
@@ -660,16 +690,22 @@ impl BloofiTree {
         self.leaf_of.get(&id).copied().ok_or(Error::UnknownId(id))
     }
 
+    fn begin_op(&mut self) {
+        self.cost.begin();
+        self.written.begin();
+    }
+
     fn finish(&mut self, kind: OpKind) {
         let c = self.cost.count;
         self.last_cost = c;
-        let (count, total) = match kind {
-            OpKind::Insert => (&mut self.stats.inserts, &mut self.stats.insert_nodes),
-            OpKind::Delete => (&mut self.stats.deletes, &mut self.stats.delete_nodes),
-            OpKind::Update => (&mut self.stats.updates, &mut self.stats.update_nodes),
+        let (count, total, written) = match kind {
+            OpKind::Insert => (&mut self.stats.inserts, &mut self.stats.insert_nodes, &mut self.stats.insert_written),
+            OpKind::Delete => (&mut self.stats.deletes, &mut self.stats.delete_nodes, &mut self.stats.delete_written),
+            OpKind::Update => (&mut self.stats.updates, &mut self.stats.update_nodes, &mut self.stats.update_written),
         };
         *count += 1;
         *total += c as u64;
+        *written += self.written.count as u64;
     }
 
     // ---- maintenance ---------------------------------------------------
@@ -693,10 +729,11 @@ impl BloofiTree {
         if self.len() >= MAX_FILTERS {
             return Err(Error::CapacityOverflow("Bloofi tree node arena"));
         }
-        self.cost.begin();
+        self.begin_op();
         let closest = if self.root == NO_NODE { NO_NODE } else { self.descend_or(filter) };
         let leaf = self.alloc(Self::new_leaf(id, filter.clone()));
         self.cost.touch(leaf);
+        self.written.touch(leaf);
         self.leaf_of.insert(id, leaf);
         if closest == NO_NODE {
             self.root = leaf;
@@ -721,6 +758,7 @@ impl BloofiTree {
                 return n;
             }
             kernels.or_into(&mut node.value.padded_words_mut()[..w], filter.words());
+            self.written.touch(n);
             let node = self.node(n);
             let mut best = node.children[0];
             let mut best_distance = f64::INFINITY;
@@ -752,6 +790,7 @@ impl BloofiTree {
             let (dst, src) = pair_mut(&mut self.nodes, r, leaf);
             self.kernels.or_into(&mut dst.value.padded_words_mut()[..w], src.value.words());
             self.cost.touch(r);
+            self.written.touch(r);
         }
         let p = self.parent(sibling);
         let at = self.position_in_parent(sibling) + 1;
@@ -772,7 +811,7 @@ impl BloofiTree {
     /// [`Error::UnknownId`]; the tree is unchanged after an error.
     pub fn delete_filter(&mut self, id: u64) -> Result<()> {
         let leaf = self.leaf(id)?;
-        self.cost.begin();
+        self.begin_op();
         self.leaf_of.remove(&id);
         self.cost.touch(leaf);
         let mut n = self.parent(leaf);
@@ -893,10 +932,11 @@ impl BloofiTree {
     pub fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
         self.params.check_same(filter.params())?;
         let mut n = self.leaf(id)?;
-        self.cost.begin();
+        self.begin_op();
         let (w, kernels) = (self.params.words(), self.kernels);
         while n != NO_NODE {
             self.cost.touch(n);
+            self.written.touch(n);
             let node = self.node_mut(n);
             kernels.or_into(&mut node.value.padded_words_mut()[..w], filter.words());
             n = node.parent;
@@ -913,11 +953,12 @@ impl BloofiTree {
     /// [`Error::UnknownId`]; the tree is unchanged after an error.
     pub fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<()> {
         let mut n = self.leaf(id)?;
-        self.cost.begin();
+        self.begin_op();
         let pos = self.params.probes(hash);
         let pos: &[u32] = &pos;
         while n != NO_NODE {
             self.cost.touch(n);
+            self.written.touch(n);
             let node = self.node_mut(n);
             node.value.insert_positions(pos);
             n = node.parent;
@@ -1348,6 +1389,11 @@ mod tests {
         let stats = tree.maintenance_stats();
         assert_eq!((stats.inserts, stats.updates), (30, 3));
         assert!(stats.mean_insert() > 1.0);
+        // Values written are a subset of the nodes accessed; an update
+        // writes exactly its leaf-to-root path.
+        assert!(stats.insert_written <= stats.insert_nodes && stats.update_written <= stats.update_nodes);
+        assert!(stats.mean_insert_written() >= 1.0);
+        assert_eq!(stats.update_written, stats.update_nodes);
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub const FORMAT_MAJOR: u16 = 1;
 /// Minor format version this build writes. Minor versions only add meaning
 /// to bytes that earlier minors require to be zero, so a reader accepts any
 /// minor of its major. Minor 1 added the k-mer length (header bytes
-/// 104..108); a minor-0 file reads as an index without one.
+/// 104..108; a minor-0 file reads as an index without one) and hash-scheme
+/// code 1 ([`HashScheme::Xxh3Triple`]; minor 0 files hold code 0 only).
 pub const FORMAT_MINOR: u16 = 1;
 /// Size of the fixed header.
 pub const HEADER_BYTES: u64 = 128;
@@ -142,10 +143,18 @@ impl<'a> LeReader<'a> {
     }
 }
 
+/// The header's hash-scheme code (bytes 36..40). Minor 0 files hold 0 only;
+/// code 1 is minor 1's addition.
 fn scheme_code(s: HashScheme) -> u32 {
     match s {
         HashScheme::Xxh3Double => 0,
+        HashScheme::Xxh3Triple => 1,
     }
+}
+
+/// The scheme of a header code, if this build knows it.
+fn scheme_of_code(code: u32) -> Option<HashScheme> {
+    HashScheme::ALL.into_iter().find(|&s| scheme_code(s) == code)
 }
 
 /// Encodes the header (with its checksum).
@@ -247,11 +256,14 @@ pub(crate) fn decode_header(b: &[u8], real_len: u64) -> Result<(Header, Layout)>
     }
     let (m, k) = (le_u64(b, 24), le_u32(b, 32));
     let params = BloomParams::new(m, k).map_err(|e| Error::CorruptFile(format!("parameters: {e}")))?;
-    let scheme = le_u32(b, 36);
-    if scheme != scheme_code(HashScheme::Xxh3Double) {
-        return corrupt(format!("unknown hash scheme code {scheme}"));
+    let code = le_u32(b, 36);
+    let Some(scheme) = scheme_of_code(code) else {
+        return corrupt(format!("unknown hash scheme code {code}"));
+    };
+    if minor == 0 && scheme != HashScheme::Xxh3Double {
+        return corrupt(format!("hash scheme code {code} in a minor 0 header (minor 0 defines code 0 only)"));
     }
-    let params = params.with_seed(le_u64(b, 40));
+    let params = params.with_scheme(scheme).with_seed(le_u64(b, 40));
     let max_cols = le_u32(b, 48) as usize;
     if !(512..=MAX_SHARD_COLUMNS).contains(&max_cols) || !max_cols.is_multiple_of(512) {
         return corrupt(format!("max shard columns {max_cols} is not a multiple of 512 in 512..={MAX_SHARD_COLUMNS}"));

@@ -131,6 +131,10 @@ pub enum Error {
         /// How long this writer waited, in milliseconds.
         waited_ms: u64,
     },
+    /// A manifest of shard files that is malformed, or that does not match
+    /// the files it lists (see [`crate::persist::manifest`]).
+    #[error("invalid manifest: {0}")]
+    Manifest(String),
 }
 
 impl Error {

@@ -44,6 +44,7 @@
 
 mod file;
 mod format;
+pub mod manifest;
 mod names;
 
 use std::fs::File;

@@ -15,7 +15,7 @@ use crate::input::{self, Source};
 use crate::{CliError, demo};
 
 /// Maps an index file for reading.
-fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
+pub(crate) fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
     // SAFETY: `bloomslice` never writes into an existing index file: every
     // writer holds the index's lock and replaces the file by rename
     // (`persist::save`), which leaves this map on the old, unchanged file.
@@ -25,7 +25,7 @@ fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
 }
 
 /// Takes the write lock of `path`, waiting up to `wait`.
-fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError> {
+pub(crate) fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError> {
     IndexFile::new(path).lock(wait).map_err(|e| match e {
         bloomslice::Error::LockBusy { .. } => {
             CliError::Runtime(format!("{e} (wait for the other writer to finish, or pass a longer --wait)"))
@@ -353,15 +353,16 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
         return Err(CliError::Usage(format!("--threshold must be a fraction in [0, 1], got {t}")));
     }
     let verify = if o.verify { Verify::Full } else { Verify::Deferred };
-    let loaded = map_index(o.index, verify)?;
-    let (index, names) = (&loaded.index, &loaded.names);
+    // An index file, or the shard files of a manifest (`split`).
+    let target = crate::shards::Target::open(o.index, verify)?;
+    let names = target.names();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let write = |r: std::io::Result<()>| r.map_err(|e| CliError::Runtime(format!("cannot write output: {e}")));
-    let mut results = BatchResults::new();
+    let mut results = crate::shards::Answers::new();
     let mut counts: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
     let mut answer = |keys: &[&[u8]]| -> Result<(), CliError> {
-        index.query_batch(keys, &mut results);
+        target.query_batch(keys, &mut results);
         if o.count {
             for ids in results.iter() {
                 for id in ids {

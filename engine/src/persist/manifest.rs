@@ -489,12 +489,8 @@ pub fn add_set(manifest: &Path, shard: usize, name: &[u8], filter: &BloomFilter,
     if shard >= m.files.len() {
         return Err(bad(format!("shard {shard} does not exist (the manifest lists {})", m.files.len())));
     }
-    if let Some(owner) = m.owner_of(name) {
-        return Err(Error::DuplicateName(format!(
-            "{} (in {})",
-            String::from_utf8_lossy(name),
-            m.files[owner].file
-        )));
+    if m.owner_of(name).is_some() {
+        return Err(Error::DuplicateName(String::from_utf8_lossy(name).into_owned()));
     }
     let id = m.next_id();
     let dir = manifest_dir(manifest);

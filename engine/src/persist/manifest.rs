@@ -209,7 +209,8 @@ impl Manifest {
             .ok_or_else(|| bad("\"scheme\" of params must be a string"))?
             .to_owned();
         let params = ManifestParams { m: checked.m(), k: checked.k(), seed, scheme };
-        let files_v = field(top, "files", "the manifest")?.as_array().ok_or_else(|| bad("\"files\" must be an array"))?;
+        let files_v =
+            field(top, "files", "the manifest")?.as_array().ok_or_else(|| bad("\"files\" must be an array"))?;
         if files_v.is_empty() {
             return Err(bad("\"files\" is empty: a manifest lists at least one shard file"));
         }
@@ -238,8 +239,9 @@ impl Manifest {
                 .and_then(|s| hex_bytes(s))
                 .ok_or_else(|| bad(format!("\"xxh3\" of {what} must be 16 hex digits")))?;
             let xxh3 = sum.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
-            let sets_v =
-                field(f, "sets", &what)?.as_array().ok_or_else(|| bad(format!("\"sets\" of {what} must be an array")))?;
+            let sets_v = field(f, "sets", &what)?
+                .as_array()
+                .ok_or_else(|| bad(format!("\"sets\" of {what} must be an array")))?;
             let mut sets = Vec::with_capacity(sets_v.len());
             for s in sets_v {
                 let s = object(s, &format!("a set of {what}"))?;
@@ -247,7 +249,10 @@ impl Manifest {
                 let name = match (s.get("name"), s.get("name_hex")) {
                     (Some(_), Some(_)) => return Err(bad(format!("set {id} has both \"name\" and \"name_hex\""))),
                     (Some(n), None) => Some(
-                        n.as_str().ok_or_else(|| bad(format!("\"name\" of set {id} must be a string")))?.as_bytes().to_vec(),
+                        n.as_str()
+                            .ok_or_else(|| bad(format!("\"name\" of set {id} must be a string")))?
+                            .as_bytes()
+                            .to_vec(),
                     ),
                     (None, Some(h)) => Some(
                         h.as_str()
@@ -412,11 +417,8 @@ impl Manifest {
                 self.params
             )));
         }
-        let mut sets: Vec<ShardSet> = loaded
-            .index
-            .ids()
-            .map(|id| ShardSet { id, name: loaded.names.name(id).map(<[u8]>::to_vec) })
-            .collect();
+        let mut sets: Vec<ShardSet> =
+            loaded.index.ids().map(|id| ShardSet { id, name: loaded.names.name(id).map(<[u8]>::to_vec) }).collect();
         sets.sort();
         if sets != entry.sets {
             return Err(bad(format!(
@@ -598,12 +600,14 @@ mod tests {
 
     #[test]
     fn rejects_bad_manifests() {
-        let good = Manifest::from_json(Manifest {
-            params: ManifestParams::of(&params()),
-            files: vec![ShardFile { file: "a.bsi".into(), bytes: 1, xxh3: 2, sets: vec![] }],
-        }
-        .to_json()
-        .as_bytes())
+        let good = Manifest::from_json(
+            Manifest {
+                params: ManifestParams::of(&params()),
+                files: vec![ShardFile { file: "a.bsi".into(), bytes: 1, xxh3: 2, sets: vec![] }],
+            }
+            .to_json()
+            .as_bytes(),
+        )
         .unwrap();
         let text = good.to_json();
         let cases = [
@@ -614,7 +618,10 @@ mod tests {
             ("traversal", text.replace("a.bsi", "../a.bsi")),
             ("absolute", text.replace("a.bsi", "/etc/passwd")),
             ("checksum", text.replace("0000000000000002", "xyz")),
-            ("no files", text.replace(&text[text.find("\"files\"").unwrap()..text.rfind('}').unwrap()], "\"files\": []")),
+            (
+                "no files",
+                text.replace(&text[text.find("\"files\"").unwrap()..text.rfind('}').unwrap()], "\"files\": []"),
+            ),
         ];
         for (what, case) in cases {
             assert!(matches!(Manifest::from_json(case.as_bytes()), Err(Error::Manifest(_))), "{what}: {case}");

@@ -106,9 +106,9 @@ fn insert_keys(py: Python<'_>, filter: &mut BloomFilter, keys: &Bound<'_, PyAny>
     }
     if let Ok(array) = keys.cast::<PyUntypedArray>() {
         let hashes = hash_slice(array)?;
-        let slice = hashes.as_slice().map_err(|_| {
-            PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)")
-        })?;
+        let slice = hashes
+            .as_slice()
+            .map_err(|_| PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)"))?;
         py.detach(|| slice.iter().for_each(|&h| filter.insert_hash(KeyHash::from_u64(h))));
         return Ok(slice.len() as u64);
     }
@@ -748,7 +748,10 @@ fn collection_add(
     let manifest_path = manifest::manifest_path(&manifest);
     let m = py.detach(|| Manifest::read(&manifest_path)).map_err(py_err)?;
     if shard >= m.files.len() {
-        return Err(PyValueError::new_err(format!("shard {shard} does not exist (the manifest lists {})", m.files.len())));
+        return Err(PyValueError::new_err(format!(
+            "shard {shard} does not exist (the manifest lists {})",
+            m.files.len()
+        )));
     }
     // The file's own parameters (header and tables only), so the filter
     // matches the file whatever the manifest says.

@@ -6,6 +6,7 @@ owning shard, and everything the tests start is stopped."""
 
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 import shutil
@@ -47,7 +48,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             check=True, env=env, capture_output=True, timeout=120,
         )
         subprocess.run([RAY, "start", "--address", address, *NODE], check=True, env=env, capture_output=True, timeout=120)
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
         deadline = time.monotonic() + 60
         while sum(1 for n in ray.nodes() if n["Alive"]) < 2:
             assert time.monotonic() < deadline, "the second node did not join"
@@ -177,7 +178,7 @@ def test_bad_arguments_are_clear_errors(cluster: str, collection: pathlib.Path, 
         with pytest.raises(TypeError, match="uint64"):
             index.query_batch(np.zeros(3, dtype=np.int32))
         with pytest.raises(TypeError):
-            index.query_batch("one key")  # type: ignore[arg-type]
+            index.query_batch("one key")
     with pytest.raises(RuntimeError, match="closed"):
         index.query_batch(KEYS)
     # A shard file that vanished: the actors cannot start; a clear error.

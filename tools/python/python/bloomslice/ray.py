@@ -148,6 +148,18 @@ class RayIndex:
     """Shard files served by Ray actors, queried as one index. Open with
     :meth:`open`; close with :meth:`close` (or use it as a context manager)."""
 
+    params: dict[str, Any]
+    """The collection's parameters: ``m``, ``k``, ``seed``, ``scheme``."""
+    _manifest_path: str
+    _retry_seconds: float
+    _call_timeout: float
+    _actors: list[list[Any]]
+    _next: list[int]
+    _seed: int
+    _files: list[str]
+    _names: dict[int, str]
+    _owner: dict[str, int]
+
     def __init__(self) -> None:
         raise TypeError("use RayIndex.open(manifest)")
 
@@ -212,7 +224,7 @@ class RayIndex:
         }
         options.update(actor_options or {})
         actor_class: Any = ray.remote(_Shard)
-        self._actors: list[list[Any]] = []
+        self._actors = []
         self._next = [0] * len(self._files)
         try:
             for s in range(len(self._files)):
@@ -240,11 +252,11 @@ class RayIndex:
     def _read_manifest(self) -> None:
         m = read_manifest(self._manifest_path)
         params = m["params"]
-        self._seed: int = params["seed"]
-        self.params: dict[str, Any] = dict(params)
-        self._files: list[str] = [f["file"] for f in m["files"]]
-        self._names: dict[int, str] = {}
-        self._owner: dict[str, int] = {}
+        self._seed = int(params["seed"])
+        self.params = dict(params)
+        self._files = [f["file"] for f in m["files"]]
+        self._names = {}
+        self._owner = {}
         for s, f in enumerate(m["files"]):
             for set_id, name in f["sets"]:
                 label = name if name is not None else f"#{set_id}"

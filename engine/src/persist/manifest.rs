@@ -160,7 +160,7 @@ fn object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>> {
 }
 
 fn hex_bytes(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
@@ -236,7 +236,7 @@ impl Manifest {
             let sum = field(f, "xxh3", &what)?
                 .as_str()
                 .filter(|s| s.len() == 16)
-                .and_then(|s| hex_bytes(s))
+                .and_then(hex_bytes)
                 .ok_or_else(|| bad(format!("\"xxh3\" of {what} must be 16 hex digits")))?;
             let xxh3 = sum.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
             let sets_v = field(f, "sets", &what)?

@@ -773,7 +773,62 @@ fn collection_remove(py: Python<'_>, manifest: PathBuf, name: &Bound<'_, PyAny>,
     let name = name_bytes(name)?;
     let wait = wait_of(wait)?;
     let manifest_path = manifest::manifest_path(&manifest);
+    let m = py.detach(|| Manifest::read(&manifest_path)).map_err(py_err)?;
+    if m.owner_of(&name).is_none() {
+        return Err(PyValueError::new_err(format!(
+            "no set named {:?} in the collection",
+            String::from_utf8_lossy(&name)
+        )));
+    }
     py.detach(|| manifest::remove_set(&manifest_path, &name, wait)).map_err(py_err)
+}
+
+/// Merges the answers of shards that hold disjoint sets, key by key:
+/// ``parts`` is a list of ``(ids, offsets)`` pairs of ``uint64`` arrays
+/// over the same ``n`` keys (as ``Index.query_batch`` returns them); the
+/// result is ``(ids, offsets)`` with key ``i``'s ids from every part, in
+/// part order. Copies run without the GIL. ``ValueError`` for parts of
+/// different key counts or offsets that are not a valid CSR table.
+#[pyfunction]
+fn merge_answers<'py>(
+    py: Python<'py>,
+    parts: Vec<(PyReadonlyArray1<'py, u64>, PyReadonlyArray1<'py, u64>)>,
+) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+    let contiguous =
+        || PyValueError::new_err("the answer arrays must be contiguous (use numpy.ascontiguousarray)");
+    let mut views: Vec<(&[u64], &[u64])> = Vec::with_capacity(parts.len());
+    for (ids, offsets) in &parts {
+        views.push((ids.as_slice().map_err(|_| contiguous())?, offsets.as_slice().map_err(|_| contiguous())?));
+    }
+    let Some(first) = views.first() else {
+        return Err(PyValueError::new_err("no answers to merge"));
+    };
+    let n = first.1.len().checked_sub(1).ok_or_else(|| PyValueError::new_err("offsets must hold n + 1 entries"))?;
+    for (i, (ids, offsets)) in views.iter().enumerate() {
+        let valid = offsets.len() == n + 1
+            && offsets[0] == 0
+            && offsets.windows(2).all(|w| w[0] <= w[1])
+            && offsets[n] == ids.len() as u64;
+        if !valid {
+            return Err(PyValueError::new_err(format!(
+                "answer {i} is not a CSR table over {n} keys (offsets from 0, non-decreasing, ending at len(ids))"
+            )));
+        }
+    }
+    let (ids, offsets) = py.detach(|| {
+        let total: usize = views.iter().map(|(ids, _)| ids.len()).sum();
+        let mut ids = Vec::with_capacity(total);
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0u64);
+        for key in 0..n {
+            for (part, offs) in &views {
+                ids.extend_from_slice(&part[offs[key] as usize..offs[key + 1] as usize]);
+            }
+            offsets.push(ids.len() as u64);
+        }
+        (ids, offsets)
+    });
+    Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)))
 }
 
 fn wait_of(wait: f64) -> PyResult<std::time::Duration> {
@@ -788,6 +843,7 @@ fn wait_of(wait: f64) -> PyResult<std::time::Duration> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Index>()?;
     m.add_function(wrap_pyfunction!(hash_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_answers, m)?)?;
     m.add_function(wrap_pyfunction!(read_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(file_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(collection_add, m)?)?;

@@ -28,6 +28,7 @@ from ._native import (
     collection_remove,
     file_checksum,
     hash_keys,
+    merge_answers,
     read_manifest,
 )
 
@@ -39,5 +40,6 @@ __all__ = [
     "collection_remove",
     "file_checksum",
     "hash_keys",
+    "merge_answers",
     "read_manifest",
 ]

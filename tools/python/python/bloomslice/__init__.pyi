@@ -135,3 +135,10 @@ def collection_add(
 def collection_remove(manifest: Union[str, os.PathLike[str]], name: Key, *, wait: float = 10.0) -> int:
     """Removes a set from the shard file that holds it and from the
     manifest (same locks as `collection_add`); returns that file's index."""
+
+def merge_answers(
+    parts: Sequence[Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]],
+) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    """Merges `(ids, offsets)` answers of shards holding disjoint sets, key
+    by key (part order within a key). ValueError for parts over different
+    key counts or invalid offsets."""

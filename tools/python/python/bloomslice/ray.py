@@ -46,7 +46,7 @@ import numpy.typing as npt
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from . import Index, file_checksum, hash_keys, read_manifest
+from . import Index, file_checksum, hash_keys, merge_answers, read_manifest
 from . import collection_add as _collection_add
 from . import collection_remove as _collection_remove
 
@@ -122,26 +122,6 @@ class _Shard:
         shard = _collection_remove(manifest, name, wait=wait)
         self._index.reload()
         return shard
-
-
-def _merge(parts: list[tuple[U64, U64]], n: int) -> tuple[U64, U64]:
-    """Concatenates the shards' answers key by key (ids are disjoint across
-    shards): one scatter per shard, no sort."""
-    if len(parts) == 1:
-        return parts[0]
-    counts = [np.diff(off) for _, off in parts]
-    offsets = np.zeros(n + 1, dtype=np.uint64)
-    np.cumsum(sum(counts[1:], counts[0]), out=offsets[1:])
-    out = np.empty(int(offsets[-1]), dtype=np.uint64)
-    start = offsets[:-1].copy()
-    for (ids, off), count in zip(parts, counts):
-        if len(ids):
-            # Key i's ids from this shard go to start[i] ..; its local
-            # offsets never exceed the global ones, so this stays unsigned.
-            shift = start - off[:-1]
-            out[np.repeat(shift, count.astype(np.intp)) + np.arange(len(ids), dtype=np.uint64)] = ids
-        start += count
-    return out, offsets
 
 
 class RayIndex:
@@ -355,7 +335,7 @@ class RayIndex:
         if not parts:
             empty = np.zeros(0, dtype=np.uint64)
             return Answer(empty, np.zeros(n + 1, dtype=np.uint64), missing)
-        ids, offsets = _merge(parts, n)
+        ids, offsets = parts[0] if len(parts) == 1 else merge_answers(parts)
         return Answer(ids, offsets, missing)
 
     def query_ids(self, key: Union[bytes, str]) -> list[int]:

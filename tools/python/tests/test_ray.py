@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import pathlib
+import secrets
 import shutil
 import signal
 import socket
@@ -21,6 +22,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+# The cluster requires a token, fresh for each run, so nothing else on the
+# network can use it whatever ~/.ray holds. Ray reads these settings when it
+# is imported, so they are set first; `ray start` inherits them.
+os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32), RAY_USAGE_STATS_ENABLED="0")
 ray = pytest.importorskip("ray")
 
 import bloomslice  # noqa: E402
@@ -40,7 +45,7 @@ def free_port() -> int:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A head node and a second node on this machine; stopped afterwards."""
     port = free_port()
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    env = dict(os.environ)
     address = f"127.0.0.1:{port}"
     try:
         subprocess.run(
@@ -57,6 +62,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         ray.shutdown()
         subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True, timeout=120)
+
 
 
 SETS = 40

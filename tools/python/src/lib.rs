@@ -783,6 +783,9 @@ fn collection_remove(py: Python<'_>, manifest: PathBuf, name: &Bound<'_, PyAny>,
     py.detach(|| manifest::remove_set(&manifest_path, &name, wait)).map_err(py_err)
 }
 
+/// An answer as NumPy arrays: `(ids, offsets)`.
+type Csr<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
+
 /// Merges the answers of shards that hold disjoint sets, key by key:
 /// ``parts`` is a list of ``(ids, offsets)`` pairs of ``uint64`` arrays
 /// over the same ``n`` keys (as ``Index.query_batch`` returns them); the
@@ -793,9 +796,8 @@ fn collection_remove(py: Python<'_>, manifest: PathBuf, name: &Bound<'_, PyAny>,
 fn merge_answers<'py>(
     py: Python<'py>,
     parts: Vec<(PyReadonlyArray1<'py, u64>, PyReadonlyArray1<'py, u64>)>,
-) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
-    let contiguous =
-        || PyValueError::new_err("the answer arrays must be contiguous (use numpy.ascontiguousarray)");
+) -> PyResult<Csr<'py>> {
+    let contiguous = || PyValueError::new_err("the answer arrays must be contiguous (use numpy.ascontiguousarray)");
     let mut views: Vec<(&[u64], &[u64])> = Vec::with_capacity(parts.len());
     for (ids, offsets) in &parts {
         views.push((ids.as_slice().map_err(|_| contiguous())?, offsets.as_slice().map_err(|_| contiguous())?));

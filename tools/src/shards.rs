@@ -161,11 +161,13 @@ pub enum Target {
     Many(Vec<LoadedIndex>, SetNames),
 }
 
-/// Whether `path` names a manifest: a directory, or a file that does not
-/// start with the index magic bytes but with `{`.
+/// Whether `path` names a manifest: a directory that holds
+/// `manifest.json` (any other directory is left to the index file error,
+/// "is a directory"), a `.json` file, or a file that does not start with
+/// the index magic bytes but with `{`.
 fn is_manifest(path: &Path) -> bool {
     if path.is_dir() {
-        return true;
+        return path.join(MANIFEST_FILE).is_file();
     }
     if path.extension() == Some(OsStr::new("json")) {
         return true;

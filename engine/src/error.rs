@@ -135,6 +135,14 @@ pub enum Error {
     /// the files it lists (see [`crate::persist::manifest`]).
     #[error("invalid manifest: {0}")]
     Manifest(String),
+    /// A k-mer length outside `1..=32` (see [`crate::kmer`]).
+    #[error("k-mer length {k} is outside 1..={max}")]
+    InvalidKmerLength {
+        /// The requested length.
+        k: usize,
+        /// The longest supported k-mer.
+        max: usize,
+    },
 }
 
 impl Error {

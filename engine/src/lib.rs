@@ -40,6 +40,9 @@
 //! filters, a sliced index of dynamic sets, XOR-delta sync), [`popularity`]
 //! (per-key hash counts from key popularity) and [`stable`] (stable and
 //! importance-aware filters for streams).
+//!
+//! Sequence search: [`kmer`] turns DNA into canonical k-mer keys, and an
+//! index records its k-mer length ([`SlicedIndex::kmer_length`]).
 #![warn(missing_docs)]
 
 mod bloofi;
@@ -51,6 +54,7 @@ mod filter;
 mod flat_paper;
 mod hash;
 mod index;
+pub mod kmer;
 mod naive;
 mod params;
 pub mod persist;

@@ -5,7 +5,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use bloomslice::persist::{self, FORMAT_MAJOR, HEADER_BYTES, MAGIC};
+use bloomslice::kmer::KmerLength;
+use bloomslice::persist::{self, FORMAT_MAJOR, FORMAT_MINOR, HEADER_BYTES, MAGIC};
 use bloomslice::{BloomFilter, BloomParams, Error, SetNames, SlicedConfig, SlicedIndex, Verify};
 use proptest::prelude::*;
 
@@ -124,9 +125,42 @@ fn save_load_mmap_round_trip() {
     }
     same(&index, &loaded.index, 0..200);
     assert_eq!(loaded.names, names);
-    assert_eq!(loaded.info.version, (FORMAT_MAJOR, 0));
+    assert_eq!(loaded.info.version, (FORMAT_MAJOR, FORMAT_MINOR));
     assert_eq!(loaded.info.file_bytes, bytes.len() as u64);
     assert_eq!(persist::to_bytes(&loaded.index, &loaded.names).unwrap(), bytes, "a loaded index saves identically");
+}
+
+#[test]
+fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
+    let (mut index, names) = small();
+    assert_eq!(index.kmer_length(), None);
+    let plain = persist::to_bytes(&index, &names).unwrap();
+    assert_eq!(&plain[104..108], &[0; 4], "an index of plain keys has k-mer length 0");
+    index.set_kmer_length(Some(KmerLength::new(21).unwrap()));
+    let dir = tempdir();
+    let path = dir.path().join("seqs.bsi");
+    persist::save(&path, &index, &names).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(u32::from_le_bytes(bytes[104..108].try_into().unwrap()), 21);
+    assert_eq!(u16::from_le_bytes([bytes[10], bytes[11]]), 1);
+    let loaded = persist::load(&path).unwrap();
+    assert_eq!(loaded.index.kmer_length().map(KmerLength::get), Some(21));
+    for verify in [Verify::Full, Verify::Deferred] {
+        assert_eq!(open_mmap(&path, verify).unwrap().index.kmer_length().map(KmerLength::get), Some(21));
+    }
+    assert_eq!(persist::to_bytes(&loaded.index, &names).unwrap(), bytes, "the length survives a load and save");
+    // A file written by a minor-0 build: same bytes, minor 0, reserved zero.
+    let old = forge(&plain, 10, &0u16.to_le_bytes());
+    let loaded = persist::from_bytes(&old).unwrap();
+    assert_eq!(loaded.info.version, (1, 0));
+    assert_eq!(loaded.index.kmer_length(), None);
+    same(&index, &loaded.index, 0..200);
+    // Minor 0 reserves the bytes that minor 1 uses.
+    let err = persist::from_bytes(&forge(&bytes, 10, &0u16.to_le_bytes())).unwrap_err();
+    assert!(matches!(err, Error::CorruptFile(_)), "{err:?}");
+    // A later minor may use the reserved bytes after the k-mer length.
+    let later = forge(&forge(&bytes, 10, &2u16.to_le_bytes()), 108, &[7; 12]);
+    assert_eq!(persist::from_bytes(&later).unwrap().index.kmer_length().map(KmerLength::get), Some(21));
 }
 
 #[test]
@@ -277,7 +311,7 @@ fn hostile_headers_are_typed_errors() {
     let v2 = forge(&bytes, 8, &2u16.to_le_bytes());
     let err = persist::from_bytes(&v2).unwrap_err();
     assert!(matches!(err, Error::UnsupportedVersion { major: 2, supported: 1, .. }), "{err:?}");
-    assert!(err.to_string().contains("version 2.0 is not supported"), "{err}");
+    assert!(err.to_string().contains(&format!("version 2.{FORMAT_MINOR} is not supported")), "{err}");
     let minor = forge(&bytes, 10, &7u16.to_le_bytes());
     assert_eq!(persist::from_bytes(&minor).unwrap().info.version, (1, 7), "newer minors are read");
     for (at, value) in [
@@ -294,7 +328,8 @@ fn hostile_headers_are_typed_errors() {
         (72, (1u64 << 50).to_le_bytes().to_vec()),  // names beyond the file
         (80, 136u64.to_le_bytes().to_vec()),        // misaligned id map
         (96, 65u64.to_le_bytes().to_vec()),         // misaligned rows
-        (104, 1u64.to_le_bytes().to_vec()),         // reserved
+        (104, 33u32.to_le_bytes().to_vec()),        // k-mer length above 32
+        (108, 1u64.to_le_bytes().to_vec()),         // reserved
     ] {
         let err = persist::from_bytes(&forge(&bytes, at, &value)).unwrap_err();
         assert!(matches!(err, Error::CorruptFile(_) | Error::Truncated { .. }), "field at {at}: {err:?}");

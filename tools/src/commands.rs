@@ -12,7 +12,8 @@ use bloomslice::{BatchResults, BloomFilter, BloomParams, KeyHash, SetNames, Slic
 
 use crate::escape::{self, plain, set_name};
 use crate::input::{self, Source};
-use crate::{CliError, demo};
+use crate::score::{self, Scores, Threshold};
+use crate::{CliError, demo, seqs};
 
 /// Maps an index file for reading.
 pub(crate) fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
@@ -188,6 +189,9 @@ fn summary(output: &Path, built: &input::Built, took: Duration) {
             println!("hint: sets more than half full have a high FP rate; rebuild with a larger --n-exp");
         }
     }
+    for note in &built.notes {
+        println!("{note}");
+    }
     skipped_note(&built.skipped);
 }
 
@@ -217,6 +221,17 @@ pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliErro
         }
         AddFrom::Index(other) => {
             let o = persist::load(other).map_err(|e| CliError::index_file(other, &e))?;
+            if o.index.kmer_length() != index.kmer_length() {
+                let k =
+                    |k: Option<bloomslice::kmer::KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
+                return Err(CliError::Runtime(format!(
+                    "{} has k-mer length {} but {} has {}: sets of other keys cannot be mixed",
+                    other.display(),
+                    k(o.index.kmer_length()),
+                    path.display(),
+                    k(index.kmer_length())
+                )));
+            }
             if *o.index.params() != params {
                 return Err(CliError::Runtime(format!(
                     "{} was built with other parameters ({}) than {} ({}): rebuild it with --m {} --k {} --seed {}",
@@ -341,36 +356,68 @@ pub struct QueryOptions<'a> {
     pub threshold: Option<f64>,
     /// Verify row checksums on open.
     pub verify: bool,
+    /// FASTA/FASTQ reads to score instead of keys (`-` is stdin).
+    pub seqs: Option<&'a Path>,
+    /// With `seqs`: the k-mer length the index must have.
+    pub kmer: Option<usize>,
 }
 
-/// `query`: per-key matching sets, or per-set scores. Keys from stdin are
-/// answered in chunks as they arrive (memory does not grow with their
-/// number); `--count` accumulates over all chunks.
+/// The fraction of a read's k-mers a set must hold when `query --seqs` is
+/// given no `--threshold`.
+pub const SEQS_THRESHOLD: f64 = 0.8;
+
+/// `query`: per-key matching sets, or per-set scores, or (`--seqs`) per-read
+/// scores. Keys from stdin are answered in chunks as they arrive (memory
+/// does not grow with their number); `--count` sums the chunks' counts
+/// (all keys are one query for `--threshold`).
 pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
-    if let Some(t) = o.threshold
-        && !(0.0..=1.0).contains(&t)
-    {
-        return Err(CliError::Usage(format!("--threshold must be a fraction in [0, 1], got {t}")));
+    let threshold = match o.threshold {
+        Some(t) => Some(
+            Threshold::fraction(t)
+                .map_err(|_| CliError::Usage(format!("--threshold must be a fraction in [0, 1], got {t}")))?,
+        ),
+        None => None,
+    };
+    if o.threshold.is_some() && !o.count && o.seqs.is_none() {
+        return Err(CliError::Usage("--threshold needs --count or --seqs".into()));
+    }
+    if o.kmer.is_some() && o.seqs.is_none() {
+        return Err(CliError::Usage("--kmer needs --seqs".into()));
     }
     let verify = if o.verify { Verify::Full } else { Verify::Deferred };
     // An index file, or the shard files of a manifest (`split`).
     let target = crate::shards::Target::open(o.index, verify)?;
     let names = target.names();
+    if let Some(reads) = o.seqs {
+        let Some(index) = target.single() else {
+            return Err(CliError::Usage(
+                "--seqs needs an index file, not a manifest of shard files (merge them first)".into(),
+            ));
+        };
+        let threshold = o.threshold.unwrap_or(SEQS_THRESHOLD);
+        let so = seqs::QueryOptions { index_path: o.index, reads, k: o.kmer, threshold, json: o.json };
+        return seqs::query(index, names, &so);
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let write = |r: std::io::Result<()>| r.map_err(|e| CliError::Runtime(format!("cannot write output: {e}")));
     let mut results = crate::shards::Answers::new();
     let mut counts: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    let (mut scratch, mut hits) = (Scores::new(), Vec::new());
     let mut answer = |keys: &[&[u8]]| -> Result<(), CliError> {
-        target.query_batch(keys, &mut results);
         if o.count {
-            for ids in results.iter() {
-                for id in ids {
-                    *counts.entry(*id).or_default() += 1;
+            // Each chunk is scored on its own and the counts summed: the
+            // threshold applies to the totals, once all keys are in.
+            // Shards hold disjoint sets: each set's count comes from one.
+            for index in target.indexes() {
+                score::query_threshold_into(index, keys, Threshold::count(1), &mut scratch, &mut hits);
+                for &(id, c) in &hits {
+                    *counts.entry(id).or_default() += u64::from(c);
                 }
             }
             return Ok(());
         }
+        target.query_batch(keys, &mut results);
         for (key, ids) in keys.iter().zip(results.iter()) {
             let mut hits: Vec<u64> = ids.to_vec();
             hits.sort_by(|a, b| names.name(*a).cmp(&names.name(*b)).then(a.cmp(b)));
@@ -415,10 +462,11 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
         return Err(CliError::Usage("no keys to query: give them as arguments or one per line on stdin".into()));
     }
     if o.count {
+        let min = threshold.map_or(1, |t| u64::from(t.min_count(n_keys as usize)).max(1));
         let threshold = o.threshold.unwrap_or(0.0);
         let n = n_keys as f64;
         let mut rows: Vec<(u64, u64, f64)> =
-            counts.into_iter().map(|(id, c)| (id, c, c as f64 / n)).filter(|(_, _, f)| *f >= threshold).collect();
+            counts.into_iter().filter(|&(_, c)| c >= min).map(|(id, c)| (id, c, c as f64 / n)).collect();
         rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| names.name(a.0).cmp(&names.name(b.0))).then(a.0.cmp(&b.0)));
         if o.json {
             let sets: Vec<_> = rows
@@ -489,6 +537,7 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
             "checksums_verified": info.rows_verified,
             "checksums": sums,
             "m": p.m(), "k": p.k(), "scheme": format!("{:?}", p.scheme()), "seed": p.seed(),
+            "kmer_length": index.kmer_length().map(|k| k.get()),
             "shards": index.shard_count(), "columns": index.columns(), "sets": index.len(),
             "memory_bytes": index.memory_bytes(), "fill": fill,
             "set_details": set_rows,
@@ -504,6 +553,10 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
         println!("  {section}: xxh3 {sum:016x}");
     }
     println!("params: m = {} bits, k = {}, scheme {:?}, seed {}", p.m(), p.k(), p.scheme(), p.seed());
+    match index.kmer_length() {
+        Some(k) => println!("k-mer length: {k} (a sequence index: query it with --seqs)"),
+        None => println!("k-mer length: none (not a sequence index)"),
+    }
     println!("layout: {} shards, {} columns, {} sets", index.shard_count(), index.columns(), index.len());
     println!("memory: {} (rows and maps)", mib(index.memory_bytes() as u64));
     println!("fill: {fill:.4} mean (ones / m)");

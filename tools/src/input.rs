@@ -29,6 +29,8 @@ pub enum Source<'a> {
     Dir(&'a Path, bool),
     /// A TSV of `set<TAB>key` lines (`-` is stdin).
     Tsv(&'a Path),
+    /// FASTA/FASTQ files (a directory or one file): canonical k-mers.
+    Seqs(&'a Path, crate::seqs::SeqOptions),
 }
 
 /// Input larger than this shows a progress bar (on a terminal).
@@ -114,6 +116,9 @@ pub fn read_sets(source: &Source<'_>, params: BloomParams) -> Result<(Vec<InputS
     let (sets, skipped) = match source {
         Source::Dir(dir, recursive) => read_dir(dir, *recursive, params)?,
         Source::Tsv(path) => (read_tsv(path, params)?, Vec::new()),
+        Source::Seqs(..) => {
+            return Err(CliError::Usage("sequences can only be indexed by `bloomslice build --seqs`".into()));
+        }
     };
     if sets.is_empty() {
         return Err(nothing_to_index(source));
@@ -125,16 +130,17 @@ fn nothing_to_index(source: &Source<'_>) -> CliError {
     let what = match source {
         Source::Dir(d, _) => format!("{} has no files with keys", d.display()),
         Source::Tsv(p) => format!("{} holds no `set<TAB>key` lines", p.display()),
+        Source::Seqs(p, _) => format!("{} holds no k-mers", p.display()),
     };
     CliError::Runtime(format!("{what}: nothing to index (check the path and the input format)"))
 }
 
 /// The files of a `--dir`: `(path, set name)`.
-type DirFiles = Vec<(PathBuf, Vec<u8>)>;
+pub(crate) type DirFiles = Vec<(PathBuf, Vec<u8>)>;
 
 /// The files of a `--dir` in name order, and what was skipped (with why),
 /// escaped for printing.
-fn list_dir(dir: &Path, recursive: bool) -> Result<(DirFiles, Vec<String>), CliError> {
+pub(crate) fn list_dir(dir: &Path, recursive: bool) -> Result<(DirFiles, Vec<String>), CliError> {
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     let mut visited = std::collections::HashSet::new();
@@ -289,6 +295,8 @@ pub struct Built {
     pub keys: Vec<u64>,
     /// Directory entries that were not read, escaped, with why.
     pub skipped: Vec<String>,
+    /// Lines the summary adds (for example the k-mer counts).
+    pub notes: Vec<String>,
 }
 
 /// Builds the index of `source` with its peak memory about one index size:
@@ -306,6 +314,7 @@ pub fn build_index(
     let mut keys = Vec::new();
     let mut skipped = Vec::new();
     match source {
+        Source::Seqs(path, o) => return crate::seqs::build_index(path, *o, params, check),
         Source::Dir(dir, recursive) => {
             let (files, skip) = list_dir(dir, *recursive)?;
             skipped = skip;
@@ -417,7 +426,7 @@ pub fn build_index(
     if keys.is_empty() {
         return Err(nothing_to_index(source));
     }
-    Ok(Built { index, names, keys, skipped })
+    Ok(Built { index, names, keys, skipped, notes: Vec::new() })
 }
 
 /// Keys per chunk `query` answers at a time.
@@ -478,13 +487,13 @@ pub fn stream_keys(
 }
 
 #[cfg(unix)]
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
+pub(crate) fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
     s.as_bytes().to_vec()
 }
 
 #[cfg(not(unix))]
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
+pub(crate) fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
     s.to_string_lossy().into_owned().into_bytes()
 }
 

@@ -8,6 +8,8 @@ mod commands;
 mod demo;
 mod escape;
 mod input;
+mod score;
+mod seqs;
 mod shards;
 
 use std::ffi::OsString;
@@ -67,6 +69,10 @@ Examples:
   cat keys.txt | bloomslice query sites.bsi --json
   # How many of these keys does each set hold (at least 80% of them)?
   bloomslice query sites.bsi --count --threshold 0.8 < keys.txt
+  # Sequence search: one set per genome file (FASTA/FASTQ, gzip too), k = 31;
+  # then, for each read, the genomes holding at least 80% of its k-mers:
+  bloomslice build genomes.bsi --seqs ./genomes/ --kmer 31
+  bloomslice query genomes.bsi --seqs reads.fq.gz --threshold 0.8
   # Maintain the index:
   bloomslice add sites.bsi --tsv new-sites.tsv
   bloomslice update sites.bsi --dir ./changed-sites/
@@ -257,12 +263,29 @@ impl ParamsArgs {
     }
 }
 
+/// Sequence input of `build`.
+#[derive(Args, Debug)]
+pub struct SeqsArgs {
+    /// FASTA/FASTQ files (gzip too; a directory, or one file): one set per
+    /// file, named after it; the keys are the canonical k-mers of --kmer.
+    #[arg(long, value_name = "DIR", group = "SourceArgs", requires = "kmer")]
+    pub seqs: Option<PathBuf>,
+    /// With --seqs: the k-mer length, 1 to 32 (stored in the index).
+    #[arg(long, value_name = "K", requires = "seqs", value_parser = clap::value_parser!(u8).range(1..=32))]
+    pub kmer: Option<u8>,
+    /// With --seqs: one set per record, named by the first word of its id.
+    #[arg(long, requires = "seqs")]
+    pub seqs_by_record: bool,
+}
+
 #[derive(Args, Debug)]
 struct BuildArgs {
     /// The index file to write.
     output: PathBuf,
     #[command(flatten)]
     source: SourceArgs,
+    #[command(flatten)]
+    seqs: SeqsArgs,
     #[command(flatten)]
     dir: DirArgs,
     #[command(flatten)]
@@ -339,12 +362,26 @@ struct QueryArgs {
     /// `sets_b64` for bytes that are not UTF-8, `ids` for unnamed sets), or one object for --count.
     #[arg(long)]
     json: bool,
-    /// Score sets instead: how many of the keys each set may contain.
-    #[arg(long)]
+    /// Score sets instead: how many of the keys each set may contain (stdin
+    /// is read in chunks and their counts summed).
+    #[arg(long, conflicts_with = "seqs")]
     count: bool,
-    /// With --count: only sets matching at least this fraction of the keys, in [0, 1].
-    #[arg(long, requires = "count", value_name = "FRACTION")]
+    /// With --count: only sets holding at least this fraction of the keys,
+    /// in [0, 1] (all keys, arguments or the whole of stdin, are one query).
+    /// With --seqs: of each read's k-mers (default 0.8).
+    #[arg(long, value_name = "FRACTION")]
     threshold: Option<f64>,
+    /// Score FASTA/FASTQ reads (gzip too; `-` reads stdin) against a
+    /// sequence index: for each read, the sets holding at least --threshold
+    /// of its canonical k-mers, as `READ<TAB>set:count,...` (most k-mers
+    /// first) or one JSON object per read (`record`, `kmers`, `skipped`,
+    /// `min_count`, `matches`). K-mers with a base other than ACGT are
+    /// skipped; a summary goes to stderr.
+    #[arg(long, value_name = "READS", conflicts_with = "keys")]
+    seqs: Option<PathBuf>,
+    /// With --seqs: the k-mer length the index must have been built with.
+    #[arg(long, value_name = "K", requires = "seqs")]
+    kmer: Option<usize>,
     /// Open without verifying row checksums (instant for huge files; answers
     /// from a damaged file may be wrong).
     #[arg(long)]
@@ -454,7 +491,21 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Build(a) => a.source.source(a.dir.recursive).and_then(|source| {
+        Command::Build(a) if a.seqs.seqs.is_none() && (a.seqs.kmer.is_some() || a.seqs.seqs_by_record) => {
+            Err(CliError::Usage("--kmer and --seqs-by-record need --seqs".into()))
+        }
+        Command::Build(a) => match (&a.seqs.seqs, a.seqs.kmer) {
+            (Some(path), Some(k)) => bloomslice::kmer::KmerLength::new(usize::from(k))
+                .map_err(|e| CliError::Usage(format!("{e} (check --kmer)")))
+                .map(|k| {
+                    input::Source::Seqs(
+                        path,
+                        seqs::SeqOptions { k, by_record: a.seqs.seqs_by_record, recursive: a.dir.recursive },
+                    )
+                }),
+            _ => a.source.source(a.dir.recursive),
+        }
+        .and_then(|source| {
             commands::build(
                 &commands::BuildOptions {
                     output: &a.output,
@@ -488,6 +539,8 @@ fn main() -> ExitCode {
             count: a.count,
             threshold: a.threshold,
             verify: !a.no_verify,
+            seqs: a.seqs.as_deref(),
+            kmer: a.kmer,
         }),
         Command::Inspect(a) => commands::inspect(&a.index, a.limit, a.json),
         Command::Bench(a) => commands::bench(&a.index, a.queries as usize, a.batch as usize, a.seed),

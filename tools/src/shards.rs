@@ -60,6 +60,7 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
     let mut files = Vec::with_capacity(shards);
     for (i, ids) in plan(index, shards).into_iter().enumerate() {
         let mut part = SlicedIndex::with_config(*index.params(), *index.config());
+        part.set_kmer_length(index.kmer_length());
         let mut part_names = SetNames::new();
         let filters: Vec<(u64, BloomFilter)> = ids
             .iter()
@@ -128,6 +129,18 @@ pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Res
     let (_, m, shards) = open_shards(manifest, true)?;
     let params = *shards[0].index.params();
     let mut index = SlicedIndex::with_config(params, *shards[0].index.config());
+    let kmer = shards[0].index.kmer_length();
+    if let Some((i, other)) = shards.iter().enumerate().find(|(_, s)| s.index.kmer_length() != kmer) {
+        let k = |k: Option<bloomslice::kmer::KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
+        return Err(CliError::Runtime(format!(
+            "{} has k-mer length {} but {} has {}: shards of one collection share it",
+            m.files[i].file,
+            k(other.index.kmer_length()),
+            m.files[0].file,
+            k(kmer)
+        )));
+    }
+    index.set_kmer_length(kmer);
     let mut names = SetNames::new();
     for shard in &shards {
         let mut ids: Vec<u64> = shard.index.ids().collect();
@@ -192,6 +205,22 @@ impl Target {
             }
         }
         Ok(Target::Many(shards, names))
+    }
+
+    /// The index, if this is one index file.
+    pub fn single(&self) -> Option<&SlicedIndex> {
+        match self {
+            Target::One(l) => Some(&l.index),
+            Target::Many(..) => None,
+        }
+    }
+
+    /// The index of every file (one for an index file).
+    pub fn indexes(&self) -> Vec<&SlicedIndex> {
+        match self {
+            Target::One(l) => vec![&l.index],
+            Target::Many(shards, _) => shards.iter().map(|s| &s.index).collect(),
+        }
     }
 
     /// The names of every set.

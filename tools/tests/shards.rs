@@ -131,6 +131,10 @@ fn bad_arguments_and_manifests_are_one_line_errors() {
     fails(&run(&["query", "mixed", "x"], d), 1);
     assert!(!d.join("m.bsi").exists());
 
+    // Sequence search needs one index file.
+    std::fs::write(d.join("r.fa"), ">r\nACGTACGTACGT\n").unwrap();
+    assert!(fails(&run(&["query", "out", "--seqs", "r.fa"], d), 2).contains("manifest"));
+
     // The intact split still answers, and merges.
     assert_eq!(query(d, "out", &keys, &[]), query(d, "i.bsi", &keys, &[]));
 }

@@ -13,6 +13,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::names::{MAX_NAME_BYTES, Raw, SetNames};
 use crate::error::{Error, Result};
+use crate::kmer::{KmerLength, MAX_KMER_LENGTH};
 use crate::params::{BloomParams, HashScheme};
 use crate::sliced::{ColumnEntry, MAX_SHARD_COLUMNS, SlicedConfig};
 
@@ -23,8 +24,9 @@ pub const MAGIC: [u8; 8] = *b"BLMSLICE";
 pub const FORMAT_MAJOR: u16 = 1;
 /// Minor format version this build writes. Minor versions only add meaning
 /// to bytes that earlier minors require to be zero, so a reader accepts any
-/// minor of its major.
-pub const FORMAT_MINOR: u16 = 0;
+/// minor of its major. Minor 1 added the k-mer length (header bytes
+/// 104..108); a minor-0 file reads as an index without one.
+pub const FORMAT_MINOR: u16 = 1;
 /// Size of the fixed header.
 pub const HEADER_BYTES: u64 = 128;
 /// Alignment of every shard's row data in the file (one cache line), so a
@@ -37,6 +39,9 @@ pub(crate) const SET_ENTRY_BYTES: u64 = 24;
 const CHECKSUM_BYTES: u64 = 8;
 /// Bytes of the header covered by its checksum (the checksum sits after).
 const HEADER_CHECKED: usize = 120;
+/// Where the k-mer length (a `u32`, 0 = not a sequence index) sits in the
+/// header since minor version 1; the reserved bytes follow it.
+const KMER_AT: usize = 104;
 
 /// The decoded header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +53,7 @@ pub(crate) struct Header {
     pub(crate) n_shards: u64,
     pub(crate) n_sets: u64,
     pub(crate) names_len: u64,
+    pub(crate) kmer_length: Option<KmerLength>,
     pub(crate) checksum: u64,
 }
 
@@ -132,6 +138,8 @@ pub(crate) fn encode_header(h: &Header, layout: &Layout) -> [u8; HEADER_BYTES as
     b[80..88].copy_from_slice(&layout.id_map.to_le_bytes());
     b[88..96].copy_from_slice(&layout.names.to_le_bytes());
     b[96..104].copy_from_slice(&layout.rows.to_le_bytes());
+    let kmer = h.kmer_length.map_or(0, |k| k.get() as u32);
+    b[KMER_AT..KMER_AT + 4].copy_from_slice(&kmer.to_le_bytes());
     let sum = xxh3_64(&b[..HEADER_CHECKED]);
     b[HEADER_CHECKED..].copy_from_slice(&sum.to_le_bytes());
     b
@@ -186,9 +194,20 @@ pub(crate) fn decode_header(b: &[u8], real_len: u64) -> Result<(Header, Layout)>
     if xxh3_64(&b[..HEADER_CHECKED]) != checksum {
         return Err(Error::ChecksumMismatch { section: "header".into() });
     }
-    if le_u32(b, 12) as u64 != HEADER_BYTES || b[104..HEADER_CHECKED].iter().any(|&x| x != 0) {
-        return corrupt("header size or reserved bytes are not what version 1 writes");
+    if le_u32(b, 12) as u64 != HEADER_BYTES {
+        return corrupt("header size is not what version 1 writes");
     }
+    // Bytes a minor this build knows leaves reserved must be zero; later
+    // minors may give meaning to them (and a reader ignores that meaning).
+    let reserved_from = if minor == 0 { KMER_AT } else { KMER_AT + 4 };
+    if minor <= FORMAT_MINOR && b[reserved_from..HEADER_CHECKED].iter().any(|&x| x != 0) {
+        return corrupt(format!("reserved header bytes are not zero in a version 1.{minor} file"));
+    }
+    let kmer_length = match le_u32(b, KMER_AT) {
+        0 => None,
+        k if k as usize <= MAX_KMER_LENGTH => KmerLength::new(k as usize).ok(),
+        k => return corrupt(format!("k-mer length {k} is above {MAX_KMER_LENGTH}")),
+    };
     let file_len = le_u64(b, 16);
     if file_len > real_len {
         return Err(Error::Truncated { section: "file", needed: file_len, len: real_len });
@@ -221,7 +240,7 @@ pub(crate) fn decode_header(b: &[u8], real_len: u64) -> Result<(Header, Layout)>
     if (le_u64(b, 80), le_u64(b, 88), le_u64(b, 96)) != (layout.id_map, layout.names, layout.rows) {
         return corrupt("section offsets differ from the canonical layout (misaligned sections)");
     }
-    let header = Header { minor, file_len, params, config, n_shards, n_sets, names_len, checksum };
+    let header = Header { minor, file_len, params, config, n_shards, n_sets, names_len, kmer_length, checksum };
     Ok((header, layout))
 }
 

@@ -191,6 +191,7 @@ pub fn write_to<W: Write>(w: &mut W, index: &SlicedIndex, names: &SetNames) -> R
         n_shards,
         n_sets: entries.len() as u64,
         names_len: (blob.len() - 8) as u64,
+        kmer_length: index.kmer_length(),
         checksum: 0,
     };
     w.write_all(&encode_header(&header, &layout)).map_err(io)?;
@@ -307,7 +308,8 @@ fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<Loa
         check_rows(&rows, s.checksum, i)?;
         parts.push(ShardParts { wpr: s.wpr, ones: s.ones, rows });
     }
-    let index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
+    let mut index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
+    index.set_kmer_length(meta.header.kmer_length);
     index.validate().map_err(Error::CorruptFile)?;
     meta.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
     let info = info_of(&meta, true);
@@ -404,7 +406,8 @@ pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<Loaded
         };
         parts.push(ShardParts { wpr: s.wpr, ones: s.ones, rows });
     }
-    let index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
+    let mut index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
+    index.set_kmer_length(meta.header.kmer_length);
     let info = info_of(&meta, false);
     let mut loaded = LoadedIndex { index, names: meta.names, info };
     if verify == Verify::Full {

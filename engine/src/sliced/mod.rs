@@ -426,6 +426,9 @@ pub struct SlicedIndex {
     /// copies only the shard it touches (fallibly, before changing anything).
     shards: Vec<Arc<Shard>>,
     slots: HashMap<u64, Slot>,
+    /// The k-mer length of a sequence index (see [`crate::kmer`]), saved
+    /// in the file header.
+    kmer_length: Option<crate::kmer::KmerLength>,
 }
 
 impl SlicedIndex {
@@ -442,6 +445,7 @@ impl SlicedIndex {
             kernels: Kernels::detect(),
             shards: Vec::new(),
             slots: HashMap::new(),
+            kmer_length: None,
         }
     }
 

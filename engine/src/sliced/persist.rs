@@ -11,6 +11,7 @@ use hashbrown::HashMap;
 
 use super::{MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, Shard, SlicedConfig, SlicedIndex, Slot};
 use crate::error::{Error, Result};
+use crate::kmer::KmerLength;
 use crate::params::BloomParams;
 use crate::storage::Words;
 
@@ -134,7 +135,21 @@ impl SlicedIndex {
             kernels: Kernels::detect(),
             shards: shards.into_iter().map(Arc::new).collect(),
             slots,
+            kmer_length: None,
         })
+    }
+
+    /// The k-mer length when this is a sequence index: its keys are the
+    /// canonical k-mers of [`crate::kmer`] and queries must use the same
+    /// length. `None` for an index of other keys. Saved in the index file.
+    pub fn kmer_length(&self) -> Option<KmerLength> {
+        self.kmer_length
+    }
+
+    /// Records (or clears) the k-mer length of a sequence index. The
+    /// filters are not touched: this labels what their keys are.
+    pub fn set_kmer_length(&mut self, k: Option<KmerLength>) {
+        self.kmer_length = k;
     }
 }
 

@@ -14,7 +14,8 @@ batches of 1, 64, 1 024 and 65 536 keys times `Index.query_batch` in this
 process and `RayIndex.query_batch` over 1, 2, 4 and 8 shard actors on the
 same queries (every answer is checked against the library's first), best
 of ROUNDS passes each, and prints per-batch latency, per-key cost and the
-throughput of 2 actors (2 shards) against 1 actor (1 shard).
+throughput of 2 actors (2 shards) against 1 actor (1 shard), batch by batch
+and as a stream of batches with two in flight (`query_stream`).
 """
 
 from __future__ import annotations
@@ -142,15 +143,25 @@ def run(directory: str, rounds: int) -> None:
                 lambda b: two_threads(library, b[:half], b[half:]), [batch], 1
             )
             this[(-1, big)] = this[(0, big)]
+            # Streams of 4 batches with 2 in flight (`query_stream`): the
+            # driver merges one batch while the actors scan the next.
+            for k in (1, 2):
+                start = time.perf_counter()
+                for _ in indexes[k].query_stream([batch] * 4):
+                    pass
+                this[(-10 - k, big)] = (time.perf_counter() - start) / 4
+                table[(-10 - k, big)] = min(table.get((-10 - k, big), float("inf")), this[(-10 - k, big)])
             for name, ratio in (
                 ("4 shards / library", this[(4, big)] / this[(0, big)]),
                 ("1 actor / 2 actors", this[(1, big)] / this[(2, big)]),
                 ("library 1 thread / 2 threads", this[(-1, big)] / this[(-2, big)]),
+                ("stream: 1 actor / 2 actors", this[(-11, big)] / this[(-12, big)]),
             ):
                 best = min if name.startswith("4 shards") else max
                 ratios[name] = best(ratios.get(name, ratio), ratio)
             print(f"round: 4 shards / library {this[(4, big)] / this[(0, big)]:.2f}x, "
                   f"2 actors vs 1 {this[(1, big)] / this[(2, big)]:.2f}x, "
+                  f"stream 2 actors vs 1 {this[(-11, big)] / this[(-12, big)]:.2f}x, "
                   f"control: library 2 threads vs 1 {this[(-1, big)] / this[(-2, big)]:.2f}x, "
                   f"load {os.getloadavg()[0]:.1f}")
         print("\nper batch (best pass), microseconds")
@@ -166,6 +177,9 @@ def run(directory: str, rounds: int) -> None:
                   f" ns/key: {through / lib:.2f}x")
         one, two = table[(1, big)], table[(2, big)]
         print(f"throughput 1 actor {big / one / 1e6:.3f} M keys/s, 2 actors {big / two / 1e6:.3f} M keys/s: {one / two:.2f}x")
+        one, two = table[(-11, big)], table[(-12, big)]
+        print(f"stream throughput 1 actor {big / one / 1e6:.3f} M keys/s, 2 actors {big / two / 1e6:.3f} M keys/s:"
+              f" {one / two:.2f}x")
         print(f"best same-round ratios: {ratios}")
     finally:
         for index in indexes.values():

@@ -112,6 +112,9 @@ def test_shards_answer_as_the_single_file(cluster: str, collection: pathlib.Path
         for n in (0, 1, 64):
             part = index.query_batch(hashes[:n])
             assert per_key(part.ids, part.offsets) == want[:n]
+        cuts = [0, 5, 5, 70, len(KEYS)]
+        stream = list(index.query_stream((hashes[a:b] for a, b in zip(cuts, cuts[1:])), in_flight=3))
+        assert [per_key(a.ids, a.offsets) for a in stream] == [want[a:b] for a, b in zip(cuts, cuts[1:])]
 
 
 def test_a_killed_actor_mid_stream_gives_no_wrong_answer(cluster: str, collection: pathlib.Path) -> None:
@@ -120,6 +123,11 @@ def test_a_killed_actor_mid_stream_gives_no_wrong_answer(cluster: str, collectio
     for replicas in (1, 2):
         with RayIndex.open(collection / "s4", replicas=replicas, retry_seconds=60) as index:
             victims = [index.actors[1][0], index.actors[3][replicas - 1]]
+            # Batches sent ahead (query_stream) meet the same faults.
+            for batch, got in enumerate(index.query_stream(hashes for _ in range(12))):
+                if batch == 4:
+                    os.kill(ray.get(victims[0].ready.remote()), signal.SIGKILL)
+                assert got.missing == [] and per_key(got.ids, got.offsets) == want, f"stream batch {batch}"
             for batch in range(24):
                 if batch in (5, 13):
                     pid = ray.get(victims[batch // 10].ready.remote())

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Optional, Union
 
 import numpy as np
@@ -281,17 +282,32 @@ class RayIndex:
             raise TypeError("keys must be a sequence of keys; for one key use query()")
         return hash_keys(keys, seed=self._seed)
 
+    def _submit(self, method: str, arg: Any) -> dict[int, Any]:
+        """Calls ``method(arg)`` on one replica of every shard (the next
+        one, round robin) and returns the pending results."""
+        if not self._actors:
+            raise RuntimeError("this RayIndex is closed")
+        replicas = len(self._actors[0])
+        refs: dict[int, Any] = {}
+        for s in range(len(self._actors)):
+            self._next[s] = (self._next[s] + 1) % replicas
+            refs[s] = getattr(self._actors[s][self._next[s]], method).remote(arg)
+        return refs
+
     def _fan_out(self, method: str, arg: Any, allow_partial: bool) -> tuple[dict[int, Any], list[str]]:
         """Calls ``method(arg)`` on one replica of every shard; re-sends a
         call that meets a dead actor until ``retry_seconds`` pass."""
+        return self._gather(method, arg, self._submit(method, arg), allow_partial)
+
+    def _gather(
+        self, method: str, arg: Any, refs: dict[int, Any], allow_partial: bool
+    ) -> tuple[dict[int, Any], list[str]]:
+        """Waits for the calls of :meth:`_submit`, re-sending those that
+        meet a dead actor until ``retry_seconds`` pass."""
         if not self._actors:
             raise RuntimeError("this RayIndex is closed")
         shards = len(self._actors)
         replicas = len(self._actors[0])
-        refs: dict[int, Any] = {}
-        for s in range(shards):
-            self._next[s] = (self._next[s] + 1) % replicas
-            refs[s] = getattr(self._actors[s][self._next[s]], method).remote(arg)
         deadline = time.monotonic() + self._retry_seconds
         results: dict[int, Any] = {}
         failed: dict[int, str] = {}
@@ -328,9 +344,31 @@ class RayIndex:
         array. Raises :class:`ShardUnavailableError` if a shard cannot
         answer, unless ``allow_partial=True``."""
         hashes = self._hashes(keys)
-        n = len(hashes)
         ref = ray.put(hashes)
-        results, missing = self._fan_out("query_batch", ref, allow_partial)
+        return self._answer(len(hashes), ref, self._submit("query_batch", ref), allow_partial)
+
+    def query_stream(
+        self, batches: Iterable[Keys], *, allow_partial: bool = False, in_flight: int = 2
+    ) -> Iterator[Answer]:
+        """Answers a stream of batches in order, as :meth:`query_batch`
+        would one by one, with up to ``in_flight`` batches sent ahead: the
+        shards scan the next batch while this process merges the answers
+        of the previous one. Faults are handled per batch as in
+        :meth:`query_batch`."""
+        if in_flight < 1:
+            raise ValueError(f"in_flight must be at least 1, got {in_flight}")
+        pending: deque[tuple[int, Any, dict[int, Any]]] = deque()
+        for keys in batches:
+            hashes = self._hashes(keys)
+            ref = ray.put(hashes)
+            pending.append((len(hashes), ref, self._submit("query_batch", ref)))
+            if len(pending) >= in_flight:
+                yield self._answer(*pending.popleft(), allow_partial)
+        while pending:
+            yield self._answer(*pending.popleft(), allow_partial)
+
+    def _answer(self, n: int, ref: Any, refs: dict[int, Any], allow_partial: bool) -> Answer:
+        results, missing = self._gather("query_batch", ref, refs, allow_partial)
         parts = [results[s] for s in sorted(results)]
         if not parts:
             empty = np.zeros(0, dtype=np.uint64)

@@ -141,6 +141,10 @@ pub enum Error {
         /// How long this writer waited, in milliseconds.
         waited_ms: u64,
     },
+    /// A manifest of shard files that is malformed, or that does not match
+    /// the files it lists (see [`crate::persist::manifest`]).
+    #[error("invalid manifest: {0}")]
+    Manifest(String),
     /// A k-mer length outside `1..=32` (see [`crate::kmer`]).
     #[error("k-mer length {k} is outside 1..={max}")]
     InvalidKmerLength {

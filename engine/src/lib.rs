@@ -113,6 +113,7 @@ pub use hash::{Key, KeyHash, Prehashed};
 pub use index::{FilterIndex, IndexedFilter};
 pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
+pub use persist::manifest::Manifest;
 pub use persist::{LoadedIndex, SetNames, Verify};
 pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
 pub use popularity::{PopularityError, PopularityScheme};

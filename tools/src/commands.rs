@@ -16,7 +16,7 @@ use crate::{CliError, demo, seqs};
 use bloomslice::{Scores, Threshold};
 
 /// Maps an index file for reading.
-fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
+pub(crate) fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
     // SAFETY: `bloomslice` never writes into an existing index file: every
     // writer holds the index's lock and replaces the file by rename
     // (`persist::save`), which leaves this map on the old, unchanged file.
@@ -26,7 +26,7 @@ fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
 }
 
 /// Takes the write lock of `path`, waiting up to `wait`.
-fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError> {
+pub(crate) fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError> {
     IndexFile::new(path).lock(wait).map_err(|e| match e {
         bloomslice::Error::LockBusy { .. } => {
             CliError::Runtime(format!("{e} (wait for the other writer to finish, or pass a longer --wait)"))
@@ -385,9 +385,15 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
         return Err(CliError::Usage("--kmer needs --seqs".into()));
     }
     let verify = if o.verify { Verify::Full } else { Verify::Deferred };
-    let loaded = map_index(o.index, verify)?;
-    let (index, names) = (&loaded.index, &loaded.names);
+    // An index file, or the shard files of a manifest (`split`).
+    let target = crate::shards::Target::open(o.index, verify)?;
+    let names = target.names();
     if let Some(reads) = o.seqs {
+        let Some(index) = target.single() else {
+            return Err(CliError::Usage(
+                "--seqs needs an index file, not a manifest of shard files (merge them first)".into(),
+            ));
+        };
         let threshold = o.threshold.unwrap_or(SEQS_THRESHOLD);
         let so = seqs::QueryOptions { index_path: o.index, reads, k: o.kmer, threshold, json: o.json };
         return seqs::query(index, names, &so);
@@ -395,20 +401,23 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let write = |r: std::io::Result<()>| r.map_err(|e| CliError::Runtime(format!("cannot write output: {e}")));
-    let mut results = BatchResults::new();
+    let mut results = crate::shards::Answers::new();
     let mut counts: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
     let (mut scratch, mut hits) = (Scores::new(), Vec::new());
     let mut answer = |keys: &[&[u8]]| -> Result<(), CliError> {
         if o.count {
             // Each chunk is scored on its own and the counts summed: the
             // threshold applies to the totals, once all keys are in.
-            index.query_threshold_into(keys, Threshold::count(1), &mut scratch, &mut hits);
-            for &(id, c) in &hits {
-                *counts.entry(id).or_default() += u64::from(c);
+            // Shards hold disjoint sets: each set's count comes from one.
+            for index in target.indexes() {
+                index.query_threshold_into(keys, Threshold::count(1), &mut scratch, &mut hits);
+                for &(id, c) in &hits {
+                    *counts.entry(id).or_default() += u64::from(c);
+                }
             }
             return Ok(());
         }
-        index.query_batch(keys, &mut results);
+        target.query_batch(keys, &mut results);
         for (key, ids) in keys.iter().zip(results.iter()) {
             let mut hits: Vec<u64> = ids.to_vec();
             hits.sort_by(|a, b| names.name(*a).cmp(&names.name(*b)).then(a.cmp(b)));

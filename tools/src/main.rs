@@ -9,6 +9,7 @@ mod demo;
 mod escape;
 mod input;
 mod seqs;
+mod shards;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -78,6 +79,10 @@ Examples:
   # Look inside, benchmark, or see the paper comparison:
   bloomslice inspect sites.bsi
   bloomslice bench sites.bsi
+  # Scale out: 4 shard files and a manifest, queried as one; and back:
+  bloomslice split sites.bsi --shards 4 sites-shards/
+  bloomslice query sites-shards/ apple
+  bloomslice merge sites-shards/ merged.bsi
   bloomslice demo
 
 Exit codes: 0 success, 1 runtime error (missing or damaged file, bad input
@@ -142,6 +147,14 @@ enum Command {
     ///
     /// Example: cargo run --release -p bloomslice-cli -- demo
     Demo(DemoArgs),
+    /// Split an index file into K shard files (a subset of the sets each) and a manifest.
+    ///
+    /// Example: bloomslice split sites.bsi --shards 4 sites-shards/
+    Split(SplitArgs),
+    /// Merge the shard files of a manifest (from `split`) back into one index file.
+    ///
+    /// Example: bloomslice merge sites-shards/ sites.bsi
+    Merge(MergeArgs),
     /// Print the filter parameters for an expected key count and false-positive rate.
     ///
     /// Example: bloomslice params --n-exp 10000 --fp 0.01
@@ -336,7 +349,8 @@ struct UpdateArgs {
 
 #[derive(Args, Debug)]
 struct QueryArgs {
-    /// The index file.
+    /// The index file, or a manifest of shard files (`manifest.json` or its directory, from
+    /// `split`): answers are then the union of the shards' answers.
     index: PathBuf,
     /// Keys to look up, taken as given (a trailing carriage return is kept);
     /// none, or `-`, reads one key per line from stdin (CRLF line ends are
@@ -371,6 +385,31 @@ struct QueryArgs {
     /// from a damaged file may be wrong).
     #[arg(long)]
     no_verify: bool,
+}
+
+#[derive(Args, Debug)]
+struct SplitArgs {
+    /// The index file to split (it is not changed).
+    index: PathBuf,
+    /// Number of shard files; sets are divided among them balanced by bytes, and a set never
+    /// straddles files.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    shards: u64,
+    /// The directory to write `shard-NNNN.bsi` files and `manifest.json` into (created if missing).
+    out_dir: PathBuf,
+}
+
+#[derive(Args, Debug)]
+struct MergeArgs {
+    /// The manifest (`manifest.json`) or the directory that holds it.
+    manifest: PathBuf,
+    /// The index file to write.
+    output: PathBuf,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    wait: WaitArgs,
 }
 
 #[derive(Args, Debug)]
@@ -507,6 +546,8 @@ fn main() -> ExitCode {
         Command::Demo(a) => {
             commands::demo(a.filters as usize, a.queries as usize, a.naive_queries as usize, a.save.as_deref())
         }
+        Command::Split(a) => shards::split(&a.index, a.shards as usize, &a.out_dir),
+        Command::Merge(a) => shards::merge(&a.manifest, &a.output, a.force, a.wait.duration()),
         Command::Params(a) => a.params().map(|p| {
             println!("m = {} bits, k = {}, expected FP at n_exp = {:.6}", p.m(), p.k(), p.expected_fpr(a.n_exp));
             println!("kernels: {}", bloomslice::kernels::Kernels::detect().backend());

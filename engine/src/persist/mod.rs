@@ -44,6 +44,7 @@
 
 mod file;
 pub(crate) mod format;
+pub mod manifest;
 mod names;
 
 use std::fs::File;

@@ -24,6 +24,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use bloomslice::persist::manifest::{self, Manifest};
 use bloomslice::persist::{self, FileInfo, LoadedIndex, Verify};
 use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, SetNames, SlicedIndex};
 use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
@@ -56,7 +57,8 @@ fn py_err(e: Error) -> PyErr {
         | Error::UnsupportedVersion { .. }
         | Error::Truncated { .. }
         | Error::ChecksumMismatch { .. }
-        | Error::CorruptFile(_) => IndexError::new_err(message),
+        | Error::CorruptFile(_)
+        | Error::Manifest(_) => IndexError::new_err(message),
         _ => PyValueError::new_err(message),
     }
 }
@@ -102,6 +104,14 @@ fn insert_keys(py: Python<'_>, filter: &mut BloomFilter, keys: &Bound<'_, PyAny>
     if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
         return Err(PyTypeError::new_err("keys must be an iterable of bytes or str, not a single bytes or str"));
     }
+    if let Ok(array) = keys.cast::<PyUntypedArray>() {
+        let hashes = hash_slice(array)?;
+        let slice = hashes
+            .as_slice()
+            .map_err(|_| PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)"))?;
+        py.detach(|| slice.iter().for_each(|&h| filter.insert_hash(KeyHash::from_u64(h))));
+        return Ok(slice.len() as u64);
+    }
     let params = *filter.params();
     let mut chunk: Vec<KeyHash> = Vec::with_capacity(CHUNK);
     let mut count = 0u64;
@@ -117,6 +127,17 @@ fn insert_keys(py: Python<'_>, filter: &mut BloomFilter, keys: &Bound<'_, PyAny>
     count += chunk.len() as u64;
     py.detach(|| chunk.iter().for_each(|&h| filter.insert_hash(h)));
     Ok(count)
+}
+
+/// A NumPy array as a 1-D `uint64` array of key hashes, or a `TypeError`.
+fn hash_slice<'py>(array: &Bound<'py, PyUntypedArray>) -> PyResult<PyReadonlyArray1<'py, u64>> {
+    array.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "a NumPy array of keys must be a 1-D array of uint64 hashes, not {}-D {}",
+            array.ndim(),
+            array.dtype()
+        ))
+    })
 }
 
 /// Reads a directory of text files: one set per file (named after the file),
@@ -405,13 +426,7 @@ impl Index {
     #[pyo3(signature = (keys, *, arrays = false))]
     fn query_batch<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>, arrays: bool) -> PyResult<Bound<'py, PyAny>> {
         if let Ok(array) = keys.cast::<PyUntypedArray>() {
-            let hashes: PyReadonlyArray1<'py, u64> = array.extract().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "a NumPy array of keys must be a 1-D array of uint64 hashes, not {}-D {}",
-                    array.ndim(),
-                    array.dtype()
-                ))
-            })?;
+            let hashes = hash_slice(array)?;
             let slice = hashes.as_slice().map_err(|_| {
                 PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)")
             })?;
@@ -609,6 +624,31 @@ impl Index {
         Ok(d)
     }
 
+    /// Opens the file this index was opened from again (as it was opened:
+    /// mapped or read), to see changes another writer saved since; the
+    /// index keeps answering from the old state until the new one is ready.
+    /// ``ValueError`` for an index that was not opened from a file.
+    fn reload(&self, py: Python<'_>) -> PyResult<()> {
+        let (path, mapped) = {
+            let inner = self.read();
+            match &inner.file {
+                Some((path, _)) => (path.clone(), inner.mapped),
+                None => return Err(PyValueError::new_err("this index was not opened from a file")),
+            }
+        };
+        let loaded = py.detach(|| {
+            if mapped {
+                // SAFETY: as in `open`, whose contract this index was opened under.
+                unsafe { persist::open_mmap(&path, Verify::Deferred) }
+            } else {
+                persist::load(&path)
+            }
+        });
+        let LoadedIndex { index, names, info } = loaded.map_err(py_err)?;
+        *self.write() = Inner { index, names, file: Some((path, info)), mapped };
+        Ok(())
+    }
+
     /// Number of sets.
     fn __len__(&self) -> usize {
         self.read().index.len()
@@ -628,10 +668,188 @@ impl Index {
     }
 }
 
+/// The 64-bit hashes of ``keys`` (a sequence of ``bytes``/``str``) under
+/// ``seed``, as a NumPy ``uint64`` array: what :meth:`Index.hash` gives for
+/// an index of that seed, ready for ``query_batch``.
+#[pyfunction]
+#[pyo3(signature = (keys, *, seed = 0))]
+fn hash_keys<'py>(py: Python<'py>, keys: &Bound<'py, PyAny>, seed: u64) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err("keys must be a sequence of keys, not a single bytes or str"));
+    }
+    let params = BloomParams::new(64, 1).map_err(py_err)?.with_seed(seed);
+    let mut out = Vec::with_capacity(keys.len().unwrap_or(0));
+    for key in keys.try_iter()? {
+        out.push(with_key_bytes(&key?, "a key", |b| params.hash(b).h1)?);
+    }
+    Ok(PyArray1::from_vec(py, out))
+}
+
+/// Reads and checks a manifest of shard files (a manifest file or its
+/// directory) as a dict: ``path``, ``dir``, ``params`` (``m``, ``k``,
+/// ``seed``, ``scheme``) and ``files``, each with ``file``, ``path``,
+/// ``bytes``, ``xxh3`` and ``sets`` (a list of ``(id, name)``, ``name``
+/// ``None`` for an unnamed set, else decoded as UTF-8 with replacement).
+#[pyfunction]
+fn read_manifest<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let manifest_path = manifest::manifest_path(&path);
+    let m = py.detach(|| Manifest::read(&manifest_path)).map_err(py_err)?;
+    let dir = manifest::manifest_dir(&manifest_path);
+    let d = PyDict::new(py);
+    d.set_item("path", manifest_path.display().to_string())?;
+    d.set_item("dir", dir.display().to_string())?;
+    let p = PyDict::new(py);
+    p.set_item("m", m.params.m)?;
+    p.set_item("k", m.params.k)?;
+    p.set_item("seed", m.params.seed)?;
+    p.set_item("scheme", &m.params.scheme)?;
+    d.set_item("params", p)?;
+    let files = PyList::empty(py);
+    for (i, f) in m.files.iter().enumerate() {
+        let entry = PyDict::new(py);
+        entry.set_item("file", &f.file)?;
+        entry.set_item("path", m.file_path(&dir, i).display().to_string())?;
+        entry.set_item("bytes", f.bytes)?;
+        entry.set_item("xxh3", f.xxh3)?;
+        let sets = PyList::empty(py);
+        for s in &f.sets {
+            let name = s.name.as_deref().map(|n| String::from_utf8_lossy(n).into_owned());
+            sets.append((s.id, name))?;
+        }
+        entry.set_item("sets", sets)?;
+        files.append(entry)?;
+    }
+    d.set_item("files", files)?;
+    Ok(d)
+}
+
+/// Size and xxh3-64 of the file at ``path`` (as a manifest records them).
+#[pyfunction]
+fn file_checksum(py: Python<'_>, path: PathBuf) -> PyResult<(u64, u64)> {
+    py.detach(|| manifest::file_checksum(&path)).map_err(py_err)
+}
+
+/// Adds the set ``name`` holding ``keys`` to shard file ``shard`` of the
+/// collection whose manifest is at ``manifest`` (under the manifest's lock
+/// and the file's writer lock, waiting up to ``wait`` seconds for each) and
+/// records it in the manifest; returns the new set's id.
+#[pyfunction]
+#[pyo3(signature = (manifest, shard, name, keys, *, wait = 10.0))]
+fn collection_add(
+    py: Python<'_>,
+    manifest: PathBuf,
+    shard: usize,
+    name: &Bound<'_, PyAny>,
+    keys: &Bound<'_, PyAny>,
+    wait: f64,
+) -> PyResult<u64> {
+    let name = name_bytes(name)?;
+    let wait = wait_of(wait)?;
+    let manifest_path = manifest::manifest_path(&manifest);
+    let m = py.detach(|| Manifest::read(&manifest_path)).map_err(py_err)?;
+    if shard >= m.files.len() {
+        return Err(PyValueError::new_err(format!(
+            "shard {shard} does not exist (the manifest lists {})",
+            m.files.len()
+        )));
+    }
+    // The file's own parameters (header and tables only), so the filter
+    // matches the file whatever the manifest says.
+    let file = m.file_path(&manifest::manifest_dir(&manifest_path), shard);
+    // SAFETY: the map lives only for this read of the parameters; writers
+    // of index files replace them by rename.
+    let params = *py.detach(|| unsafe { persist::open_mmap(&file, Verify::Deferred) }).map_err(py_err)?.index.params();
+    let mut filter = BloomFilter::new(params).map_err(py_err)?;
+    insert_keys(py, &mut filter, keys)?;
+    py.detach(|| manifest::add_set(&manifest_path, shard, &name, &filter, wait)).map_err(py_err)
+}
+
+/// Removes the set called ``name`` from the collection whose manifest is at
+/// ``manifest`` (from its shard file, under the same locks as
+/// :func:`collection_add`); returns the index of the file that held it.
+#[pyfunction]
+#[pyo3(signature = (manifest, name, *, wait = 10.0))]
+fn collection_remove(py: Python<'_>, manifest: PathBuf, name: &Bound<'_, PyAny>, wait: f64) -> PyResult<usize> {
+    let name = name_bytes(name)?;
+    let wait = wait_of(wait)?;
+    let manifest_path = manifest::manifest_path(&manifest);
+    let m = py.detach(|| Manifest::read(&manifest_path)).map_err(py_err)?;
+    if m.owner_of(&name).is_none() {
+        return Err(PyValueError::new_err(format!(
+            "no set named {:?} in the collection",
+            String::from_utf8_lossy(&name)
+        )));
+    }
+    py.detach(|| manifest::remove_set(&manifest_path, &name, wait)).map_err(py_err)
+}
+
+/// An answer as NumPy arrays: `(ids, offsets)`.
+type Csr<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
+
+/// Merges the answers of shards that hold disjoint sets, key by key:
+/// ``parts`` is a list of ``(ids, offsets)`` pairs of ``uint64`` arrays
+/// over the same ``n`` keys (as ``Index.query_batch`` returns them); the
+/// result is ``(ids, offsets)`` with key ``i``'s ids from every part, in
+/// part order. Copies run without the GIL. ``ValueError`` for parts of
+/// different key counts or offsets that are not a valid CSR table.
+#[pyfunction]
+fn merge_answers<'py>(
+    py: Python<'py>,
+    parts: Vec<(PyReadonlyArray1<'py, u64>, PyReadonlyArray1<'py, u64>)>,
+) -> PyResult<Csr<'py>> {
+    let contiguous = || PyValueError::new_err("the answer arrays must be contiguous (use numpy.ascontiguousarray)");
+    let mut views: Vec<(&[u64], &[u64])> = Vec::with_capacity(parts.len());
+    for (ids, offsets) in &parts {
+        views.push((ids.as_slice().map_err(|_| contiguous())?, offsets.as_slice().map_err(|_| contiguous())?));
+    }
+    let Some(first) = views.first() else {
+        return Err(PyValueError::new_err("no answers to merge"));
+    };
+    let n = first.1.len().checked_sub(1).ok_or_else(|| PyValueError::new_err("offsets must hold n + 1 entries"))?;
+    for (i, (ids, offsets)) in views.iter().enumerate() {
+        let valid = offsets.len() == n + 1
+            && offsets[0] == 0
+            && offsets.windows(2).all(|w| w[0] <= w[1])
+            && offsets[n] == ids.len() as u64;
+        if !valid {
+            return Err(PyValueError::new_err(format!(
+                "answer {i} is not a CSR table over {n} keys (offsets from 0, non-decreasing, ending at len(ids))"
+            )));
+        }
+    }
+    let (ids, offsets) = py.detach(|| {
+        let total: usize = views.iter().map(|(ids, _)| ids.len()).sum();
+        let mut ids = Vec::with_capacity(total);
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0u64);
+        for key in 0..n {
+            for (part, offs) in &views {
+                ids.extend_from_slice(&part[offs[key] as usize..offs[key + 1] as usize]);
+            }
+            offsets.push(ids.len() as u64);
+        }
+        (ids, offsets)
+    });
+    Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)))
+}
+
+fn wait_of(wait: f64) -> PyResult<std::time::Duration> {
+    if !wait.is_finite() || !(0.0..=1e9).contains(&wait) {
+        return Err(PyValueError::new_err(format!("wait must be a number of seconds in [0, 1e9], got {wait}")));
+    }
+    Ok(std::time::Duration::from_secs_f64(wait))
+}
+
 /// The native part of the `bloomslice` package.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Index>()?;
+    m.add_function(wrap_pyfunction!(hash_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_answers, m)?)?;
+    m.add_function(wrap_pyfunction!(read_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(file_checksum, m)?)?;
+    m.add_function(wrap_pyfunction!(collection_add, m)?)?;
+    m.add_function(wrap_pyfunction!(collection_remove, m)?)?;
     m.add("IndexError", m.py().get_type::<IndexError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

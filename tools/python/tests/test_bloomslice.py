@@ -279,3 +279,70 @@ def test_readme_example_is_the_tested_example():
     assert example.read_text() in readme.read_text(), "README's 'From Python' example differs from examples/example.py"
     env = dict(os.environ)
     subprocess.run([sys.executable, str(example)], check=True, cwd=example.parent.parent, env=env, capture_output=True)
+
+
+def test_hash_arrays_build_and_hash_keys_agree_with_index_hash() -> None:
+    index = bloomslice.Index.build({"a": ["x", "y"]}, seed=7)
+    hashes = bloomslice.hash_keys(["x", b"y", "z"], seed=7)
+    assert hashes.dtype == np.uint64
+    assert hashes.tolist() == [index.hash("x"), index.hash(b"y"), index.hash("z")]
+    # A set given as an array of hashes answers as one given as keys.
+    by_hash = bloomslice.Index.build({"a": hashes[:2]}, seed=7)
+    assert by_hash.query("x") == ["a"] and by_hash.query("y") == ["a"]
+    by_hash.add("b", bloomslice.hash_keys(["z"], seed=7))
+    assert by_hash.query("z") == ["b"]
+    with pytest.raises(TypeError, match="uint64"):
+        bloomslice.Index.build({"a": np.zeros(2, dtype=np.int64)})
+    with pytest.raises(TypeError):
+        bloomslice.hash_keys("xy")
+
+
+def test_merge_answers_concatenates_key_by_key_and_checks_its_input() -> None:
+    u = lambda *v: np.array(v, dtype=np.uint64)  # noqa: E731
+    ids, offsets = bloomslice.merge_answers([(u(1, 2, 3), u(0, 2, 2, 3)), (u(10, 11), u(0, 0, 1, 2))])
+    assert ids.tolist() == [1, 2, 10, 3, 11]
+    assert offsets.tolist() == [0, 2, 3, 5]
+    for bad in (
+        [(u(1), u(0, 1)), (u(1), u(0, 0, 1))],  # different key counts
+        [(u(1, 2), u(0, 1))],  # offsets end before the ids
+        [(u(1), u(0, 2, 1))],  # decreasing
+        [(u(1), u(1, 1))],  # not from 0
+        [],
+    ):
+        with pytest.raises(ValueError):
+            bloomslice.merge_answers(bad)
+
+
+def test_reload_sees_another_writers_save(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "i.bsi"
+    bloomslice.Index.build({"a": ["x"]}).save(path)
+    reader = bloomslice.Index.open(path)
+    writer = bloomslice.Index.open(path, mmap=False)
+    writer.add("b", ["y"])
+    writer.save(path)
+    assert reader.query("y") == []
+    reader.reload()
+    assert reader.query("y") == ["b"]
+    with pytest.raises(ValueError, match="not opened from a file"):
+        bloomslice.Index.build({"a": ["x"]}).reload()
+
+
+def test_manifests_from_the_cli(cli: str, set_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    subprocess.run([cli, "build", str(tmp_path / "i.bsi"), "--dir", str(set_dir), *CLI_PARAMS], check=True,
+                   capture_output=True)
+    subprocess.run([cli, "split", str(tmp_path / "i.bsi"), "--shards", "3", str(tmp_path / "s")], check=True,
+                   capture_output=True)
+    m = bloomslice.read_manifest(tmp_path / "s")
+    assert [f["file"] for f in m["files"]] == ["shard-0000.bsi", "shard-0001.bsi", "shard-0002.bsi"]
+    assert sorted(name for f in m["files"] for _, name in f["sets"]) == sorted(SETS)
+    assert bloomslice.file_checksum(m["files"][0]["path"]) == (m["files"][0]["bytes"], m["files"][0]["xxh3"])
+    new_id = bloomslice.collection_add(tmp_path / "s", 2, "new", ["fresh"])
+    assert new_id == len(SETS)
+    shard = bloomslice.Index.open(m["files"][2]["path"])
+    assert "new" in shard.query("fresh")
+    assert bloomslice.collection_remove(tmp_path / "s", "new") == 2
+    with pytest.raises(ValueError, match="no set named"):
+        bloomslice.collection_remove(tmp_path / "s", "new")
+    (tmp_path / "s" / "manifest.json").write_text("[]")
+    with pytest.raises(bloomslice.IndexError, match="manifest"):
+        bloomslice.read_manifest(tmp_path / "s")

@@ -14,8 +14,32 @@ Errors are exceptions: ``ValueError`` / ``TypeError`` for bad arguments,
 ``OSError`` for files that cannot be read or written, and
 :class:`bloomslice.IndexError` (a subclass of ``OSError``) for files that
 are not valid index files.
+
+Collections split into shard files (``bloomslice split``) are described by
+a manifest (:func:`read_manifest`) and served by Ray actors with
+:mod:`bloomslice.ray` (which needs ``ray`` installed).
 """
 
-from ._native import Index, IndexError, __version__
+from ._native import (
+    Index,
+    IndexError,
+    __version__,
+    collection_add,
+    collection_remove,
+    file_checksum,
+    hash_keys,
+    merge_answers,
+    read_manifest,
+)
 
-__all__ = ["Index", "IndexError", "__version__"]
+__all__ = [
+    "Index",
+    "IndexError",
+    "__version__",
+    "collection_add",
+    "collection_remove",
+    "file_checksum",
+    "hash_keys",
+    "merge_answers",
+    "read_manifest",
+]

@@ -3,7 +3,7 @@
 import builtins
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal, Optional, Tuple, Union, overload
+from typing import Any, Literal, Optional, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +35,7 @@ class Index:
 
     @staticmethod
     def build(
-        sets: Union[Mapping[Key, Iterable[Key]], str, os.PathLike[str]],
+        sets: Union[Mapping[Key, Union[Iterable[Key], npt.NDArray[np.uint64]]], str, os.PathLike[str]],
         *,
         n_exp: int = 10_000,
         fp: float = 0.01,
@@ -85,8 +85,9 @@ class Index:
     def names(self) -> list[str]:
         """Set names in id order."""
 
-    def add(self, name: Key, keys: Iterable[Key]) -> int:
-        """Adds a new set; returns its id. ValueError if the name is taken."""
+    def add(self, name: Key, keys: Union[Iterable[Key], npt.NDArray[np.uint64]]) -> int:
+        """Adds a new set (keys, or a uint64 NumPy array of key hashes);
+        returns its id. ValueError if the name is taken."""
 
     def remove(self, name: Key) -> None:
         """Removes a set. ValueError if no set has this name."""
@@ -98,5 +99,46 @@ class Index:
         """Parameters, layout, memory, fill, file facts and per-set details,
         like `bloomslice inspect --json`."""
 
+    def reload(self) -> None:
+        """Opens this index's file again (as it was opened) to see changes
+        another writer saved. ValueError if it was not opened from a file."""
+
     def __len__(self) -> int: ...
     def __contains__(self, name: Key) -> bool: ...
+
+def hash_keys(keys: Iterable[Key], *, seed: int = 0) -> npt.NDArray[np.uint64]:
+    """The 64-bit hashes of `keys` under `seed` (as `Index.hash` gives them
+    for an index of that seed), for `query_batch` with a NumPy array."""
+
+def read_manifest(path: Union[str, os.PathLike[str]]) -> dict[str, Any]:
+    """Reads and checks a manifest of shard files (the file, or its
+    directory): `path`, `dir`, `params` (`m`, `k`, `seed`, `scheme`) and
+    `files` (`file`, `path`, `bytes`, `xxh3`, `sets` as `(id, name)` pairs).
+    Raises OSError if it cannot be read and bloomslice.IndexError if it is
+    not a valid manifest."""
+
+def file_checksum(path: Union[str, os.PathLike[str]]) -> Tuple[int, int]:
+    """`(size, xxh3-64)` of a file, as a manifest records them."""
+
+def collection_add(
+    manifest: Union[str, os.PathLike[str]],
+    shard: int,
+    name: Key,
+    keys: Union[Iterable[Key], npt.NDArray[np.uint64]],
+    *,
+    wait: float = 10.0,
+) -> int:
+    """Adds a set to shard file `shard` of a collection and records it in
+    its manifest, under the manifest's lock and the file's writer lock;
+    returns the new set's id."""
+
+def collection_remove(manifest: Union[str, os.PathLike[str]], name: Key, *, wait: float = 10.0) -> int:
+    """Removes a set from the shard file that holds it and from the
+    manifest (same locks as `collection_add`); returns that file's index."""
+
+def merge_answers(
+    parts: Sequence[Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]],
+) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    """Merges `(ids, offsets)` answers of shards holding disjoint sets, key
+    by key (part order within a key). ValueError for parts over different
+    key counts or invalid offsets."""

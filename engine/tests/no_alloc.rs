@@ -46,11 +46,12 @@ fn warm_queries_do_not_allocate() {
         index.score_into(query, &mut scores);
         index.query_threshold_into(query, threshold, &mut scratch, &mut passing);
     }
-    let before = allocations();
+    let (before, mut scored) = (allocations(), 0);
     for query in keys.chunks(300) {
         index.score_into(query, &mut scores);
         index.query_threshold_into(query, threshold, &mut scratch, &mut passing);
+        scored += scores.len();
     }
-    assert!(!scores.is_empty());
+    assert!(scored > 0, "the scoring queries found nothing: the test would prove nothing");
     assert_eq!(allocations() - before, 0, "a warm scoring query allocated");
 }

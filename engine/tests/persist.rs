@@ -7,7 +7,7 @@ use std::cell::Cell;
 
 use bloomslice::kmer::KmerLength;
 use bloomslice::persist::{self, FORMAT_MAJOR, FORMAT_MINOR, HEADER_BYTES, MAGIC};
-use bloomslice::{BloomFilter, BloomParams, Error, SetNames, SlicedConfig, SlicedIndex, Verify};
+use bloomslice::{BloomFilter, BloomParams, Error, HashScheme, SetNames, SlicedConfig, SlicedIndex, Verify};
 use proptest::prelude::*;
 
 /// [`persist::open_mmap`] for these tests.
@@ -85,8 +85,12 @@ fn build(params: BloomParams, sets: &[(u64, Vec<u64>)], config: SlicedConfig) ->
 
 /// A few-KB index: m = 64, 10 sets in one 512-column shard.
 fn small() -> (SlicedIndex, SetNames) {
+    small_with(BloomParams::new(64, 2).unwrap().with_seed(5))
+}
+
+fn small_with(params: BloomParams) -> (SlicedIndex, SetNames) {
     let sets: Vec<(u64, Vec<u64>)> = (0..10u64).map(|i| (i * 11, (i * 3..i * 3 + 3).collect())).collect();
-    build(BloomParams::new(64, 2).unwrap().with_seed(5), &sets, SlicedConfig::default())
+    build(params, &sets, SlicedConfig::default())
 }
 
 fn same(a: &SlicedIndex, b: &SlicedIndex, keys: impl IntoIterator<Item = u64>) {
@@ -149,12 +153,14 @@ fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
         assert_eq!(open_mmap(&path, verify).unwrap().index.kmer_length().map(KmerLength::get), Some(21));
     }
     assert_eq!(persist::to_bytes(&loaded.index, &names).unwrap(), bytes, "the length survives a load and save");
-    // A file written by a minor-0 build: same bytes, minor 0, reserved zero.
-    let old = forge(&plain, 10, &0u16.to_le_bytes());
+    // A file written by a minor-0 build: the old hash scheme (the only one
+    // minor 0 knows), minor 0, reserved bytes zero.
+    let (old_index, old_names) = small_with(index.params().with_scheme(HashScheme::Xxh3Double));
+    let old = forge(&persist::to_bytes(&old_index, &old_names).unwrap(), 10, &0u16.to_le_bytes());
     let loaded = persist::from_bytes(&old).unwrap();
     assert_eq!(loaded.info.version, (1, 0));
     assert_eq!(loaded.index.kmer_length(), None);
-    same(&index, &loaded.index, 0..200);
+    same(&old_index, &loaded.index, 0..200);
     // Minor 0 reserves the bytes that minor 1 uses.
     let err = persist::from_bytes(&forge(&bytes, 10, &0u16.to_le_bytes())).unwrap_err();
     assert!(matches!(err, Error::CorruptFile(_)), "{err:?}");

@@ -16,8 +16,9 @@
 //!   `OSError` (or its subclasses) for files, [`IndexError`] (a subclass of
 //!   `OSError`) for corrupt files. A panic would surface as PyO3's
 //!   `PanicException`, never as a crash.
-//! - Multi-key scoring (`score`) is not offered yet: the library has no such
-//!   operation; it comes in a later issue.
+//! - Multi-key scoring (`Index.score`) counts, per set, how many keys of
+//!   one query it may contain ([`SlicedIndex::score_into`] and
+//!   [`SlicedIndex::query_threshold_hashes_into`]), with the GIL released.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -26,12 +27,12 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomslice::persist::manifest::{self, Manifest};
 use bloomslice::persist::{self, FileInfo, LoadedIndex, Verify};
-use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, SetNames, SlicedIndex};
+use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, Scores, SetNames, SlicedIndex, Threshold};
 use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString};
 
 create_exception!(
     bloomslice,
@@ -198,6 +199,45 @@ fn file_name_bytes(path: &Path) -> Vec<u8> {
 #[cfg(not(unix))]
 fn file_name_bytes(path: &Path) -> Vec<u8> {
     path.file_name().map_or_else(Vec::new, |n| n.to_string_lossy().into_owned().into_bytes())
+}
+
+/// A Python score threshold as a library [`Threshold`]: an `int` is a
+/// minimum count (`>= 0`; above `u32::MAX` no set reaches it anyway), a
+/// `float` a fraction of the query's keys in `[0, 1]`. `ValueError` for a
+/// negative count or a fraction that is NaN or outside `[0, 1]`,
+/// `TypeError` for anything else (`bool` included).
+fn threshold_of(obj: &Bound<'_, PyAny>) -> PyResult<Threshold> {
+    if obj.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err("threshold must be an int (a count) or a float (a fraction), not bool"));
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        return Threshold::fraction(obj.extract::<f64>()?).map_err(py_err);
+    }
+    match obj.extract::<i128>() {
+        Ok(c) if c < 0 => Err(PyValueError::new_err(format!("threshold count must be >= 0, got {c}"))),
+        Ok(c) => Ok(Threshold::count(u32::try_from(c).unwrap_or(u32::MAX))),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "threshold must be an int (a count) or a float (a fraction in [0, 1]), not {}",
+            obj.get_type().name().map_or_else(|_| "?".to_owned(), |n| n.to_string())
+        ))),
+    }
+}
+
+/// Scores `hashes` against `index`: the sets whose count reaches
+/// `threshold`, as `(ids, counts)` by ascending id. A set with a count of 0
+/// is never reported, so a threshold whose least count is 0 gives every set
+/// with a count above 0 (an unpruned [`SlicedIndex::score_into`]).
+fn score_hashes(index: &SlicedIndex, hashes: &[KeyHash], threshold: Threshold) -> (Vec<u64>, Vec<u32>) {
+    let mut scores = Scores::new();
+    let pairs: Vec<(u64, u32)> = if threshold.min_count(hashes.len()) == 0 {
+        index.score_hashes_into(hashes, &mut scores);
+        scores.iter().collect()
+    } else {
+        let mut out = Vec::new();
+        index.query_threshold_hashes_into(hashes, threshold, &mut scores, &mut out);
+        out
+    };
+    pairs.into_iter().unzip()
 }
 
 /// Appends a chunk's answers to CSR `ids` and `offsets` (one copy of the
@@ -473,6 +513,78 @@ impl Index {
         Ok(out.into_any())
     }
 
+    /// Scores one query of many keys: for every set, how many of ``keys``
+    /// it may contain (a key given twice counts twice), reporting the sets
+    /// whose count reaches ``threshold``.
+    ///
+    /// ``keys`` is as for :meth:`query_batch`: a 1-D NumPy ``uint64`` array
+    /// of key hashes, which returns ``(ids, counts)`` (``uint64`` and
+    /// ``uint32`` arrays, by ascending id), or a sequence of ``bytes``/``str``
+    /// keys, which returns a dict of set name to count (in name order), or
+    /// ``(ids, counts)`` with ``arrays=True``.
+    ///
+    /// ``threshold`` is an ``int``, a least count, or a ``float`` in
+    /// ``[0, 1]``, a least fraction of ``len(keys)`` (rounded up, with a
+    /// product within 1e-9 of a whole number taken as that number, so 0.8
+    /// of 100 keys is 80). Sets with a count of 0 are never reported: a
+    /// threshold of ``0`` (the default) or ``0.0`` gives every set with a
+    /// count of at least 1. ``ValueError`` for a negative count or a
+    /// fraction outside ``[0, 1]``; ``TypeError`` for another type.
+    #[pyo3(signature = (keys, threshold = None, *, arrays = false))]
+    fn score<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+        threshold: Option<&Bound<'py, PyAny>>,
+        arrays: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let threshold = match threshold {
+            Some(t) => threshold_of(t)?,
+            None => Threshold::count(0),
+        };
+        let into_arrays = |(ids, counts): (Vec<u64>, Vec<u32>)| {
+            (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, counts)).into_pyobject(py).map(Bound::into_any)
+        };
+        if let Ok(array) = keys.cast::<PyUntypedArray>() {
+            let hashes = hash_slice(array)?;
+            let slice = hashes.as_slice().map_err(|_| {
+                PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)")
+            })?;
+            let answer = py.detach(|| {
+                let hashes: Vec<KeyHash> = slice.iter().map(|&h| KeyHash::from_u64(h)).collect();
+                score_hashes(&self.read().index, &hashes, threshold)
+            });
+            return into_arrays(answer);
+        }
+        if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err("keys must be a sequence of keys, not a single bytes or str"));
+        }
+        let seq = keys.cast::<pyo3::types::PySequence>().map_err(|_| {
+            PyTypeError::new_err(
+                "keys must be a list (or sequence) of bytes/str keys, or a NumPy uint64 array of hashes",
+            )
+        })?;
+        let params = *self.read().index.params();
+        let n = seq.len()?;
+        let mut hashes = Vec::with_capacity(n);
+        for i in 0..n {
+            hashes.push(with_key_bytes(&seq.get_item(i)?, "a key", |b| params.hash(b))?);
+        }
+        let answer = py.detach(|| score_hashes(&self.read().index, &hashes, threshold));
+        if arrays {
+            return into_arrays(answer);
+        }
+        let inner = self.read();
+        let mut named: Vec<(String, u32)> =
+            answer.0.iter().zip(&answer.1).map(|(&id, &c)| (inner.names.display(id), c)).collect();
+        named.sort_unstable();
+        let d = PyDict::new(py);
+        for (name, count) in named {
+            d.set_item(name, count)?;
+        }
+        Ok(d.into_any())
+    }
+
     /// The 64-bit hash of ``key`` under this index's seed (seeded xxh3-64 of
     /// its bytes): ``query_batch(numpy.array([index.hash(k)], dtype=numpy.uint64))``
     /// answers as ``query(k)``.
@@ -685,6 +797,14 @@ fn hash_keys<'py>(py: Python<'py>, keys: &Bound<'py, PyAny>, seed: u64) -> PyRes
     Ok(PyArray1::from_vec(py, out))
 }
 
+/// The least count a score ``threshold`` (as :meth:`Index.score` takes it)
+/// asks of a query of ``keys`` keys, computed as the library does; the
+/// same errors as :meth:`Index.score` for a bad threshold.
+#[pyfunction]
+fn score_min_count(threshold: &Bound<'_, PyAny>, keys: usize) -> PyResult<u32> {
+    Ok(threshold_of(threshold)?.min_count(keys))
+}
+
 /// Reads and checks a manifest of shard files (a manifest file or its
 /// directory) as a dict: ``path``, ``dir``, ``params`` (``m``, ``k``,
 /// ``seed``, ``scheme``) and ``files``, each with ``file``, ``path``,
@@ -846,6 +966,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Index>()?;
     m.add_function(wrap_pyfunction!(hash_keys, m)?)?;
     m.add_function(wrap_pyfunction!(merge_answers, m)?)?;
+    m.add_function(wrap_pyfunction!(score_min_count, m)?)?;
     m.add_function(wrap_pyfunction!(read_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(file_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(collection_add, m)?)?;

@@ -1,6 +1,7 @@
 """Tests of the bloomslice Python package against the CLI and itself."""
 
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -346,3 +347,73 @@ def test_manifests_from_the_cli(cli: str, set_dir: pathlib.Path, tmp_path: pathl
     (tmp_path / "s" / "manifest.json").write_text("[]")
     with pytest.raises(bloomslice.IndexError, match="manifest"):
         bloomslice.read_manifest(tmp_path / "s")
+
+
+def naive_scores(index: bloomslice.Index, keys: list[str]) -> dict[str, int]:
+    """Per set name, how many of `keys` (with repeats) `query` answers it for."""
+    counts: dict[str, int] = {}
+    for key in keys:
+        for name in index.query(key):
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def test_score_counts_equal_a_naive_count_of_query_answers() -> None:
+    index = bloomslice.Index.build(SETS, **PARAMS)
+    # Some keys of a few sets, absent keys (false positives are common at
+    # this fill) and repeats, which count each time.
+    keys = [f"s{i}-k{j}" for i in (0, 3, 7) for j in range(0, 120, 3 + i)] + [f"absent-{i}" for i in range(50)]
+    keys += keys[:9]
+    full = naive_scores(index, keys)
+    assert len(full) > 3, "the workload should score many sets"
+    hashes = np.array([index.hash(k) for k in keys], dtype=np.uint64)
+    names = index.names()
+    for threshold in (0, 1, 2, 5, 40, 10**6, 2**40, 0.0, 0.05, 0.1, 1 / 3, 0.5, 1.0):
+        # A least count of 0 reports the sets with a count of at least 1.
+        least = max(bloomslice.score_min_count(threshold, len(keys)), 1)
+        if isinstance(threshold, float):
+            assert least == max(math.ceil(threshold * len(keys) - 1e-9), 1)
+        else:
+            assert least == max(min(threshold, 2**32 - 1), 1)
+        want = {name: c for name, c in full.items() if c >= least}
+        assert index.score(keys, threshold) == want, threshold
+        assert list(index.score(keys, threshold)) == sorted(want)
+        ids, counts = index.score(hashes, threshold)
+        assert ids.dtype == np.uint64 and counts.dtype == np.uint32
+        assert ids.tolist() == sorted(ids.tolist())
+        assert {names[i]: c for i, c in zip(ids.tolist(), counts.tolist())} == want
+        ids2, counts2 = index.score(keys, threshold, arrays=True)
+        assert ids2.tolist() == ids.tolist() and counts2.tolist() == counts.tolist()
+    assert index.score(keys) == full
+    assert index.score([], 0) == {} and index.score([], 0.5) == {}
+    ids, counts = index.score(np.array([], dtype=np.uint64), 0)
+    assert len(ids) == 0 and len(counts) == 0
+    # 0.8 of 100 keys is 80, not 81, though 0.8 is not exact in binary.
+    assert bloomslice.score_min_count(0.8, 100) == 80
+    assert bloomslice.score_min_count(0.5, 3) == 2
+    assert bloomslice.score_min_count(7, 3) == 7
+
+
+def test_score_rejects_bad_thresholds_and_keys() -> None:
+    index = bloomslice.Index.build(SETS, **PARAMS)
+    for bad in (1.5, -0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="fraction"):
+            index.score(["s0-k0"], bad)
+        with pytest.raises(ValueError):
+            bloomslice.score_min_count(bad, 10)
+    with pytest.raises(ValueError, match=">= 0"):
+        index.score(["s0-k0"], -1)
+    for wrong in ("1", True, [1]):
+        with pytest.raises(TypeError):
+            index.score(["s0-k0"], wrong)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        index.score("one key", 1)
+    with pytest.raises(TypeError):
+        index.score([b"ok", 3], 1)  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        index.score(np.zeros(3, dtype=np.int64), 1)
+    with pytest.raises(ValueError, match="contiguous"):
+        index.score(np.zeros(10, dtype=np.uint64)[::2], 1)
+    # numpy integers and floats are ints and floats.
+    assert index.score(["s0-k0"], np.int64(1)) == index.score(["s0-k0"], 1)  # type: ignore[call-overload]
+    assert index.score(["s0-k0"], np.float64(1.0)) == index.score(["s0-k0"], 1)

@@ -115,11 +115,27 @@ def test_shards_answer_as_the_single_file(cluster: str, collection: pathlib.Path
         cuts = [0, 5, 5, 70, len(KEYS)]
         stream = list(index.query_stream((hashes[a:b] for a, b in zip(cuts, cuts[1:])), in_flight=3))
         assert [per_key(a.ids, a.offsets) for a in stream] == [want[a:b] for a, b in zip(cuts, cuts[1:])]
+        # Scores: summed over the shards, threshold applied on the driver.
+        for threshold in (0, 2, 3, 0.0, 0.01, 0.5, 1.0, 10**12):
+            want_ids, want_counts = single.score(hashes, threshold)
+            got_score = index.score(hashes, threshold)
+            assert got_score.missing == []
+            assert got_score.ids.dtype == np.uint64 and got_score.counts.dtype == np.uint32
+            assert got_score.ids.tolist() == want_ids.tolist(), threshold
+            assert got_score.counts.tolist() == want_counts.tolist(), threshold
+        by_name = index.score(KEYS, 2)
+        assert dict(zip((index.name(int(i)) for i in by_name.ids), by_name.counts.tolist())) == single.score(KEYS, 2)
+        assert index.score(hashes[:0], 0).ids.tolist() == []
+        with pytest.raises(ValueError, match="fraction"):
+            index.score(hashes, 1.5)
+        with pytest.raises(ValueError):
+            index.score(hashes, -1)
 
 
 def test_a_killed_actor_mid_stream_gives_no_wrong_answer(cluster: str, collection: pathlib.Path) -> None:
     want = expected(collection, KEYS)
     hashes = bloomslice.hash_keys(KEYS, seed=0)
+    want_scores = bloomslice.Index.open(collection / "i.bsi").score(hashes, 2)
     for replicas in (1, 2):
         with RayIndex.open(collection / "s4", replicas=replicas, retry_seconds=60) as index:
             victims = [index.actors[1][0], index.actors[3][replicas - 1]]
@@ -132,6 +148,13 @@ def test_a_killed_actor_mid_stream_gives_no_wrong_answer(cluster: str, collectio
                 if batch in (5, 13):
                     pid = ray.get(victims[batch // 10].ready.remote())
                     os.kill(pid, signal.SIGKILL)
+                if batch % 2:
+                    # Odd batches (the kills too) score: the same retries.
+                    scored = index.score(hashes, 2)
+                    assert scored.missing == []
+                    assert scored.ids.tolist() == want_scores[0].tolist(), f"score {batch}, {replicas} replicas"
+                    assert scored.counts.tolist() == want_scores[1].tolist(), f"score {batch}, {replicas} replicas"
+                    continue
                 got = index.query_batch(hashes)
                 assert got.missing == []
                 assert per_key(got.ids, got.offsets) == want, f"batch {batch}, {replicas} replicas"
@@ -152,6 +175,13 @@ def test_a_dead_shard_is_an_error_naming_it_or_an_explicit_partial_answer(
         partial = index.query_batch(KEYS, allow_partial=True)
         assert partial.missing == [dead]
         assert per_key(partial.ids, partial.offsets) == [w - dead_ids for w in want]
+        with pytest.raises(ShardUnavailableError, match=dead):
+            index.score(KEYS, 1)
+        full_ids, full_counts = bloomslice.Index.open(collection / "i.bsi").score(KEYS, 1, arrays=True)
+        scored = index.score(KEYS, 1, allow_partial=True)
+        assert scored.missing == [dead]
+        alive = [(i, c) for i, c in zip(full_ids.tolist(), full_counts.tolist()) if i not in dead_ids]
+        assert list(zip(scored.ids.tolist(), scored.counts.tolist())) == alive
 
 
 def test_writes_go_to_the_owning_shard_and_keep_the_manifest_true(

@@ -9,6 +9,7 @@ key per line)::
     import bloomslice
     index = bloomslice.Index.build({"fruit": ["apple", "pear"], "trees": ["oak", "pear"]})
     index.query("pear")  # ['fruit', 'trees'] (and, rarely, false positives)
+    index.score(["apple", "pear", "oak"], 0.5)  # {'fruit': 2, 'trees': 2}: sets with >= half the keys
 
 Errors are exceptions: ``ValueError`` / ``TypeError`` for bad arguments,
 ``OSError`` for files that cannot be read or written, and
@@ -30,6 +31,7 @@ from ._native import (
     hash_keys,
     merge_answers,
     read_manifest,
+    score_min_count,
 )
 
 __all__ = [
@@ -42,4 +44,5 @@ __all__ = [
     "hash_keys",
     "merge_answers",
     "read_manifest",
+    "score_min_count",
 ]

@@ -72,6 +72,31 @@ class Index:
     @overload
     def query_batch(self, keys: Sequence[Key], *, arrays: Literal[False] = ...) -> list[list[str]]: ...
 
+    @overload
+    def score(
+        self, keys: npt.NDArray[np.uint64], threshold: Union[int, float] = 0, *, arrays: bool = ...
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
+        """Scores one query of many keys: per set, how many of `keys` it may
+        contain (a repeated key counts each time); reports the sets whose
+        count reaches `threshold`. A 1-D uint64 NumPy array of hashes gives
+        `(ids, counts)` (uint64 and uint32 arrays, ascending id); a sequence
+        of bytes/str keys gives a dict of set name to count (name order), or
+        `(ids, counts)` with `arrays=True`.
+
+        `threshold` is an int (a least count) or a float in [0, 1] (a least
+        fraction of `len(keys)`, rounded up; 0.8 of 100 keys is 80). Sets
+        with a count of 0 are never reported, so `0` (the default) or `0.0`
+        gives every set with a count of at least 1. ValueError for a
+        negative count or a fraction outside [0, 1], TypeError otherwise."""
+    @overload
+    def score(
+        self, keys: Sequence[Key], threshold: Union[int, float] = ..., *, arrays: Literal[True]
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]: ...
+    @overload
+    def score(
+        self, keys: Sequence[Key], threshold: Union[int, float] = ..., *, arrays: Literal[False] = ...
+    ) -> dict[str, int]: ...
+
     def hash(self, key: Key) -> int:
         """The 64-bit hash of `key` under this index's seed, for
         `query_batch` with a NumPy array."""
@@ -109,6 +134,11 @@ class Index:
 def hash_keys(keys: Iterable[Key], *, seed: int = 0) -> npt.NDArray[np.uint64]:
     """The 64-bit hashes of `keys` under `seed` (as `Index.hash` gives them
     for an index of that seed), for `query_batch` with a NumPy array."""
+
+def score_min_count(threshold: Union[int, float], keys: int) -> int:
+    """The least count `threshold` (as `Index.score` takes it) asks of a
+    query of `keys` keys, rounded as the library rounds it. Same errors as
+    `Index.score` for a bad threshold."""
 
 def read_manifest(path: Union[str, os.PathLike[str]]) -> dict[str, Any]:
     """Reads and checks a manifest of shard files (the file, or its

@@ -12,6 +12,7 @@ is exactly the answer of the merged index::
     with RayIndex.open("sites-shards/", replicas=2) as index:
         index.query("apple")                       # sorted set names
         ids, offsets, missing = index.query_batch(["apple", "pear"])
+        ids, counts, missing = index.score(read_kmers, 0.8)  # sets with >= 80 % of them
 
 Faults: actors are created with restarts allowed. A call that meets a dead
 or restarting actor is sent again, to the next replica of the same shard or
@@ -30,8 +31,10 @@ directory, made absolute on the caller), so every node must see the
 manifest's directory at the same path (one machine, or a shared volume on
 Kubernetes with KubeRay).
 
-Multi-key scores (``score``) are not offered yet: the scoring API of the
-library is still being built.
+Multi-key scores (:meth:`RayIndex.score`): every shard counts, for each
+of its sets, how many keys of the query it may contain, and the driver sums
+the counts and applies the threshold (a fraction is of the whole query,
+which every shard sees), with the same faults handling as ``query_batch``.
 """
 
 from __future__ import annotations
@@ -47,11 +50,11 @@ import numpy.typing as npt
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from . import Index, file_checksum, hash_keys, merge_answers, read_manifest
+from . import Index, file_checksum, hash_keys, merge_answers, read_manifest, score_min_count
 from . import collection_add as _collection_add
 from . import collection_remove as _collection_remove
 
-__all__ = ["Answer", "RayIndex", "ShardUnavailableError"]
+__all__ = ["Answer", "RayIndex", "ScoreAnswer", "ShardUnavailableError"]
 
 U64 = npt.NDArray[np.uint64]
 Keys = Union[U64, Sequence[Union[bytes, str]]]
@@ -88,6 +91,17 @@ class Answer(NamedTuple):
     missing: list[str]
 
 
+class ScoreAnswer(NamedTuple):
+    """The answer to :meth:`RayIndex.score`: the sets ``ids`` (ascending)
+    whose counts ``counts[i]`` reached the threshold; ``missing`` lists the
+    shard files that did not answer (always empty unless
+    ``allow_partial=True``; their sets are then absent)."""
+
+    ids: U64
+    counts: npt.NDArray[np.uint32]
+    missing: list[str]
+
+
 class _Shard:
     """The actor of one shard file: the file mapped, queried with the GIL
     released (``Index.query_batch`` on a ``uint64`` array)."""
@@ -110,6 +124,11 @@ class _Shard:
     def query_batch(self, hashes: U64) -> tuple[U64, U64]:
         ids, offsets = self._index.query_batch(hashes)
         return ids, offsets
+
+    def score(self, hashes: U64) -> tuple[U64, npt.NDArray[np.uint32]]:
+        """Every set of this shard with a count above 0."""
+        ids, counts = self._index.score(hashes, 0)
+        return ids, counts
 
     def reload(self) -> None:
         self._index.reload()
@@ -375,6 +394,36 @@ class RayIndex:
             return Answer(empty, np.zeros(n + 1, dtype=np.uint64), missing)
         ids, offsets = parts[0] if len(parts) == 1 else merge_answers(parts)
         return Answer(ids, offsets, missing)
+
+    def score(
+        self, keys: Keys, threshold: Union[int, float] = 0, *, allow_partial: bool = False
+    ) -> ScoreAnswer:
+        """Scores one query of many keys (as :meth:`bloomslice.Index.score`
+        with ``arrays=True``): the sets whose count of ``keys`` (a 1-D
+        ``uint64`` array of hashes or a sequence of ``bytes``/``str``)
+        reaches ``threshold``, an ``int`` (a least count) or a ``float`` in
+        ``[0, 1]`` (a least fraction of ``len(keys)``). Sets with a count of
+        0 are never reported: ``0`` or ``0.0`` gives every set with a count
+        of at least 1. Every shard is called once with the whole query as
+        one array and returns all its sets with a count above 0; the counts
+        are summed per set and the threshold applied here. A bad threshold
+        raises ``ValueError``/``TypeError`` before anything is sent; a shard
+        that cannot answer raises :class:`ShardUnavailableError`, unless
+        ``allow_partial=True``."""
+        hashes = self._hashes(keys)
+        min_count = max(score_min_count(threshold, len(hashes)), 1)
+        ref = ray.put(hashes)
+        results, missing = self._gather("score", ref, self._submit("score", ref), allow_partial)
+        parts = [results[s] for s in sorted(results)]
+        all_ids = np.concatenate([np.zeros(0, dtype=np.uint64), *(p[0] for p in parts)])
+        all_counts = np.concatenate([np.zeros(0, dtype=np.uint64), *(p[1].astype(np.uint64) for p in parts)])
+        # Shards hold disjoint sets, so each id comes from one shard; summed
+        # all the same, so the answer would stay right if a set were split.
+        ids, where = np.unique(all_ids, return_inverse=True)
+        totals = np.zeros(len(ids), dtype=np.uint64)
+        np.add.at(totals, where, all_counts)
+        keep = totals >= min_count
+        return ScoreAnswer(ids[keep].astype(np.uint64), totals[keep].astype(np.uint32), missing)
 
     def query_ids(self, key: Union[bytes, str]) -> list[int]:
         """The ids of the sets that may contain ``key``, sorted."""

@@ -17,7 +17,7 @@ use bloomslice::{BatchResults, BloomParams, KeyHash, SlicedConfig, SlicedIndex};
 use crate::engines::{self, EngineKind};
 use crate::reference::{FpStats, Mismatch, Reference, fp_probability};
 use crate::roofline::Roofline;
-use crate::workload::{Query, WorkloadSpec, key_hash, params};
+use crate::workload::{Query, WorkloadSpec, key_hash};
 
 /// Largest `--filters` accepted (beyond it the engines alone need more than
 /// 30 GiB).
@@ -227,7 +227,7 @@ pub fn validate(opts: &QueryOptions) -> Result<(), BenchError> {
     if opts.batch == 0 || opts.repeat == 0 || opts.threads == 0 || opts.naive_queries == Some(0) {
         return Err(BenchError("--batch, --repeat, --build-threads and --naive-queries must be at least 1".into()));
     }
-    let p = params();
+    let p = s.params;
     let filter_bytes = (p.padded_words() * 8) as f64 * s.filters as f64;
     let copies = 1.0
         + f64::from(u8::from(opts.engines.contains(&EngineKind::NaiveFastbloom)))
@@ -253,7 +253,7 @@ pub fn validate(opts: &QueryOptions) -> Result<(), BenchError> {
 pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Report, BenchError> {
     validate(opts)?;
     let spec = opts.spec;
-    let p = params();
+    let p = spec.params;
     let k = p.k() as usize;
     let n = spec.filters;
     let mut engines = opts.engines.clone();

@@ -37,7 +37,7 @@ use rayon::prelude::*;
 
 use crate::engines;
 use crate::experiment::BenchError;
-use crate::workload::{WorkloadSpec, key_hash, params};
+use crate::workload::{WorkloadSpec, key_hash};
 
 /// Command-line options of the threads run (flattened into `paper query`).
 #[derive(clap::Args, Clone, Debug, PartialEq)]
@@ -94,7 +94,7 @@ pub struct ThreadOptions {
 /// A wrong answer, an engine error, or a pool that cannot start.
 pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<String, BenchError> {
     let spec = opts.spec;
-    let p = params();
+    let p = spec.params;
     log(&format!(
         "workload {} N={} x {} keys, {} queries",
         spec.kind, spec.filters, spec.keys_per_filter, spec.queries

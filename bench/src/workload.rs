@@ -94,6 +94,9 @@ pub struct WorkloadSpec {
     pub queries: usize,
     /// Seed of the random keys (`full`) and of the query set.
     pub seed: u64,
+    /// The filters' parameters: [`params`] unless overridden
+    /// (`paper query --m/--k`).
+    pub params: BloomParams,
 }
 
 /// One query key and, when it was inserted, the filter that holds it.
@@ -108,13 +111,28 @@ pub struct Query {
 impl WorkloadSpec {
     /// A spec with the workload's default number of filters and keys per filter.
     pub fn new(kind: WorkloadKind, queries: usize, seed: u64) -> Self {
-        WorkloadSpec { kind, filters: kind.default_filters(), keys_per_filter: kind.keys_per_filter(), queries, seed }
+        WorkloadSpec {
+            kind,
+            filters: kind.default_filters(),
+            keys_per_filter: kind.keys_per_filter(),
+            queries,
+            seed,
+            params: params(),
+        }
     }
 
     /// The same spec with another number of filters.
     #[must_use]
     pub fn with_filters(mut self, filters: usize) -> Self {
         self.filters = filters;
+        self
+    }
+
+    /// The same spec with other filter parameters (for example another
+    /// hash count, to compare with a peer at its `k`).
+    #[must_use]
+    pub fn with_params(mut self, params: BloomParams) -> Self {
+        self.params = params;
         self
     }
 

@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use bloomslice::SlicedConfig;
+use bloomslice::{BloomParams, SlicedConfig};
 use bloomslice_bench::engines::EngineKind;
 use bloomslice_bench::experiment::{QueryOptions, run_query};
 use bloomslice_bench::report;
@@ -78,6 +78,13 @@ struct QueryArgs {
     /// Number of queries, half present and half absent.
     #[arg(long, default_value_t = 100_000)]
     queries: usize,
+    /// Bits per filter [default: 100 992, from n_exp = 10 000 and p = 0.01].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    m: Option<u64>,
+    /// Hash functions per key [default: 7, from n_exp = 10 000 and p = 0.01],
+    /// for example 5 to compare with a peer built at k = 5.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    k: Option<u32>,
     /// Seed of the random keys and queries.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -126,6 +133,20 @@ fn main() -> ExitCode {
     let mut spec = WorkloadSpec::new(args.workload, args.queries, args.seed);
     if let Some(n) = args.filters {
         spec = spec.with_filters(n);
+    }
+    if args.m.is_some() || args.k.is_some() {
+        if args.workload == WorkloadKind::Multi {
+            eprintln!("error: --m and --k apply to the paper, full and large workloads, not to multi");
+            return ExitCode::from(2);
+        }
+        let base = spec.params;
+        match BloomParams::new(args.m.unwrap_or(base.m()), args.k.unwrap_or(base.k())) {
+            Ok(p) => spec = spec.with_params(p.with_seed(base.seed()).with_scheme(base.scheme())),
+            Err(e) => {
+                eprintln!("error: --m/--k: {e}");
+                return ExitCode::from(2);
+            }
+        }
     }
     let opts = QueryOptions {
         spec,

@@ -47,10 +47,13 @@ fn warm_queries_do_not_allocate() {
         index.query_threshold_into(query, threshold, &mut scratch, &mut passing);
     }
     let before = allocations();
+    // Some query scores a filter (the last chunk's keys are in none).
+    let mut scored = 0;
     for query in keys.chunks(300) {
         index.score_into(query, &mut scores);
+        scored += usize::from(!scores.is_empty());
         index.query_threshold_into(query, threshold, &mut scratch, &mut passing);
     }
-    assert!(!scores.is_empty());
+    assert!(scored > 0);
     assert_eq!(allocations() - before, 0, "a warm scoring query allocated");
 }

@@ -179,15 +179,15 @@ impl Scores {
 pub struct ThresholdResults {
     pub(crate) hits: Vec<(u64, u32)>,
     pub(crate) ends: Vec<usize>,
-    /// One output and scratch per thread, reused between batches.
+    /// The calling thread's scratch (at most one part), reused between
+    /// batches; the pool's workers keep their own.
     pub(crate) parts: Vec<ThresholdPart>,
 }
 
-/// One thread's share of a [`ThresholdResults`] batch.
+/// Scratch of the thread that submits a [`ThresholdResults`] batch, for the
+/// ranges it scores itself.
 #[derive(Default, Clone, Debug)]
 pub(crate) struct ThresholdPart {
-    pub(crate) hits: Vec<(u64, u32)>,
-    pub(crate) ends: Vec<usize>,
     pub(crate) out: Vec<(u64, u32)>,
     pub(crate) scratch: Scores,
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bloomslice::{
     BatchResults, BloomFilter, BloomParams, ConcurrentIndex, Error, KeyHash, PoolConfig, PoolError, PoolResults,
-    QueryPool, SlicedConfig, SlicedIndex, Workers, WriteOp,
+    QueryPool, SlicedConfig, SlicedIndex, Threshold, ThresholdResults, Workers, WriteOp,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -165,6 +165,44 @@ fn warm_batches_do_not_allocate() {
     let allocated = allocations() - before;
     assert_eq!(allocated, 0, "warm pool batches allocated {allocated} times");
     assert_eq!(other.map(|o| o.len()), Some(64));
+}
+
+/// Warm threshold batches allocate nothing, on the workers (whose scratch
+/// lives in the worker) and on a helping or inline caller alike.
+#[test]
+fn warm_threshold_batches_do_not_allocate() {
+    let _serial = serial();
+    let shared = ConcurrentIndex::new(random_index(31, 1500, 512));
+    let queries: Vec<Vec<[u8; 8]>> = (0..64u64).map(|q| keys(100 + q, 50 + (q as usize * 13) % 200)).collect();
+    let threshold = Threshold::fraction(0.2).unwrap();
+    let workers_only =
+        QueryPool::new(PoolConfig { workers: Workers::Count(2), caller_help_work: 0, ..PoolConfig::default() })
+            .unwrap();
+    let helping = QueryPool::new(PoolConfig {
+        workers: Workers::Count(2),
+        caller_help_work: usize::MAX,
+        ..PoolConfig::default()
+    })
+    .unwrap();
+    let mut results = ThresholdResults::new();
+    let run = |results: &mut ThresholdResults| {
+        for pool in [&workers_only, &helping] {
+            for n in [64, 1, 0, 5, 64] {
+                pool.query_threshold_batch(&shared, &queries[..n], threshold, results).unwrap();
+            }
+        }
+    };
+    for _ in 0..30 {
+        run(&mut results);
+    }
+    assert_eq!(results.len(), 64);
+    let before = allocations();
+    for _ in 0..30 {
+        run(&mut results);
+    }
+    let allocated = allocations() - before;
+    assert_eq!(allocated, 0, "warm threshold batches allocated {allocated} times");
+    assert_eq!(results.len(), 64);
 }
 
 #[test]

@@ -7,10 +7,12 @@
 
 use bloomslice::kernels::Kernels;
 use bloomslice::{
-    BloomFilter, BloomParams, ConcurrentIndex, PoolConfig, QueryPool, Scores, SlicedConfig, SlicedIndex, Threshold,
-    ThresholdResults, Workers,
+    BloomFilter, BloomParams, ConcurrentIndex, Error, PoolConfig, PoolError, PoolResults, QueryPool, Scores,
+    SlicedConfig, SlicedIndex, Threshold, ThresholdResults, Workers,
 };
 use proptest::prelude::*;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 /// Naive counts of `keys` for every filter, ascending id (zeros included).
 fn naive_counts(filters: &[(u64, BloomFilter)], keys: &[u64]) -> Vec<(u64, u32)> {
@@ -188,4 +190,137 @@ fn concurrent_and_pool_batches() {
         assert_eq!(results.get(0), Some(&want[0][..]));
         assert_eq!(results.get(1), None);
     }
+}
+
+/// Per-query answers of `query_threshold_into` on one index.
+fn per_query(index: &SlicedIndex, queries: &[Vec<[u8; 8]>], threshold: Threshold) -> Vec<Vec<(u64, u32)>> {
+    let (mut scratch, mut out) = (Scores::new(), Vec::new());
+    queries
+        .iter()
+        .map(|q| {
+            index.query_threshold_into(q, threshold, &mut scratch, &mut out);
+            out.clone()
+        })
+        .collect()
+}
+
+fn random_queries(rng: &mut SmallRng, n: usize, max_len: usize) -> Vec<Vec<[u8; 8]>> {
+    (0..n)
+        .map(|_| {
+            let len = rng.random_range(0..=max_len);
+            (0..len).map(|_| rng.random_range(0..500u64).to_le_bytes()).collect()
+        })
+        .collect()
+}
+
+/// The pool's configurations that take every path: workers only (the
+/// caller never helps), the caller helping, and the caller alone (inline).
+fn pools(workers: usize) -> Vec<(&'static str, QueryPool)> {
+    let base = PoolConfig { workers: Workers::Count(workers), ..PoolConfig::default() };
+    vec![
+        ("workers only", QueryPool::new(PoolConfig { caller_help_work: 0, ..base.clone() }).unwrap()),
+        ("caller helps", QueryPool::new(PoolConfig { caller_help_work: usize::MAX, ..base.clone() }).unwrap()),
+        ("inline", QueryPool::new(PoolConfig { min_keys_per_task: 1 << 30, ..base.clone() }).unwrap()),
+        ("default", QueryPool::new(base).unwrap()),
+    ]
+}
+
+/// Differential: random indexes, random batches (empty queries, repeated
+/// keys, one query, many), thresholds by count and by fraction, every
+/// scheduling path: the pool's answers equal per-query scoring.
+#[test]
+fn pool_threshold_batches_equal_per_query_scoring() {
+    let mut rng = SmallRng::seed_from_u64(0x5c0e);
+    let mut results = ThresholdResults::new();
+    for (round, workers) in [1usize, 2, 3].into_iter().enumerate() {
+        let pools = pools(workers);
+        for case in 0..6u64 {
+            let seed = round as u64 * 10 + case;
+            let (index, _) = build(2048, 3, 200 + 150 * case, 40 + 10 * case, 5, [512, 16_384][case as usize % 2]);
+            let concurrent = ConcurrentIndex::new(index);
+            let snapshot = concurrent.snapshot();
+            for batch in 0..4 {
+                let n = [1, 7, 40, 150][batch];
+                let queries = random_queries(&mut rng, n, [300, 5, 120, 60][batch]);
+                let threshold = if rng.random_bool(0.5) {
+                    Threshold::fraction(rng.random_range(0.0..=1.0)).unwrap()
+                } else {
+                    Threshold::count(rng.random_range(0..40))
+                };
+                let want = per_query(&snapshot, &queries, threshold);
+                for (name, pool) in &pools {
+                    pool.query_threshold_batch(&concurrent, &queries, threshold, &mut results).unwrap();
+                    let got: Vec<Vec<(u64, u32)>> = results.iter().map(<[_]>::to_vec).collect();
+                    assert_eq!(got, want, "seed {seed}, batch {batch}, {workers} workers, {name}");
+                }
+            }
+        }
+    }
+}
+
+/// A panicking range fails its batch only: the error, empty results, and
+/// the next batches (threshold and key batches alike) are answered in full,
+/// whether the range ran on a worker or on the caller.
+#[test]
+fn panicking_threshold_range_fails_only_its_batch() {
+    let (index, _) = build(2048, 3, 600, 60, 0, 16_384);
+    let mut rng = SmallRng::seed_from_u64(77);
+    let queries = random_queries(&mut rng, 64, 200);
+    let threshold = Threshold::fraction(0.3).unwrap();
+    let want = per_query(&index, &queries, threshold);
+    let concurrent = ConcurrentIndex::new(index);
+    let mut results = ThresholdResults::new();
+    let keys: Vec<[u8; 8]> = (0..2000u64).map(u64::to_le_bytes).collect();
+    let mut key_results = PoolResults::new();
+    for (name, pool) in pools(2) {
+        for fail in [1, 3] {
+            pool.fail_next_tasks(fail);
+            let err = pool.query_threshold_batch(&concurrent, &queries, threshold, &mut results);
+            assert_eq!(err, Err(Error::Pool(PoolError::TaskPanicked)), "{name}, {fail} failing");
+            assert!(results.is_empty(), "{name}: a failed batch has no results");
+            // Every injected failure was consumed by that batch's ranges.
+            pool.query_threshold_batch(&concurrent, &queries, threshold, &mut results).unwrap();
+            assert_eq!(results.iter().map(<[_]>::to_vec).collect::<Vec<_>>(), want, "{name}, after a panic");
+            pool.query_batch(&concurrent, &keys, &mut key_results).unwrap();
+            assert_eq!(key_results.len(), keys.len());
+        }
+    }
+}
+
+/// One state of the index per batch: while a writer adds filters that hold
+/// every key, all queries of a batch (identical ones) get the same answer,
+/// and the answers only grow from batch to batch.
+#[test]
+fn a_batch_sees_one_state_of_the_index() {
+    let params = BloomParams::new(1024, 3).unwrap();
+    let mut all = BloomFilter::new(params).unwrap();
+    let query: Vec<[u8; 8]> = (0..50u64).map(u64::to_le_bytes).collect();
+    for key in &query {
+        all.insert(key);
+    }
+    let concurrent = ConcurrentIndex::new(SlicedIndex::new(params));
+    let queries = vec![query; 48];
+    let pool = QueryPool::new(PoolConfig { workers: Workers::Count(2), caller_help_work: 0, ..PoolConfig::default() })
+        .unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for id in 0..400u64 {
+                concurrent.insert_filter(id, &all).unwrap();
+            }
+            stop.store(true, std::sync::atomic::Ordering::Release);
+        });
+        let mut results = ThresholdResults::new();
+        let mut last = 0;
+        let mut batches = 0;
+        while !stop.load(std::sync::atomic::Ordering::Acquire) || batches < 10 {
+            pool.query_threshold_batch(&concurrent, &queries, Threshold::count(50), &mut results).unwrap();
+            let first = results.get(0).unwrap();
+            assert!(results.iter().all(|r| r == first), "queries of one batch saw different states");
+            assert!(first.len() >= last, "answers went back in time");
+            assert!(first.iter().enumerate().all(|(i, &(id, c))| id == i as u64 && c == 50));
+            last = first.len();
+            batches += 1;
+        }
+    });
 }

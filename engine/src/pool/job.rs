@@ -4,9 +4,13 @@
 //! # Design note: who may touch what
 //!
 //! A `Job` lives as long as the [`PoolResults`] that owns it and is reused
-//! for every batch, so a warm batch allocates nothing. Its batch data (keys'
-//! hashes, the index snapshot, one [`BatchResults`] per task) sits in
-//! `UnsafeCell`s under a hand-over protocol instead of a lock:
+//! for every batch, so a warm batch allocates nothing. (A job for threshold
+//! batches is owned instead by the pool's free list: whoever pops it owns it
+//! until it pushes it back, as a `PoolResults` owner does.) A job carries a
+//! key batch or a batch of threshold queries (`Kind`); its batch data (keys'
+//! hashes, the index snapshot, one [`BatchResults`] or one scored output per
+//! task, the queries' bounds and threshold) sits in `UnsafeCell`s under a
+//! hand-over protocol instead of a lock:
 //!
 //! 1. *Idle* (`done` is true, or the job was never submitted): only the
 //!    owner of the `PoolResults` touches the batch data, through `&mut`
@@ -21,7 +25,8 @@
 //!    batch data. The owner gives up `&mut` access: [`Ticket`] owns the
 //!    `PoolResults`, and the blocking path holds it by `&mut` until done and
 //!    touches the data only through claims, like a worker. Task `c` writes
-//!    only `chunks[c]`; tasks read the hashes and snapshot.
+//!    only `chunks[c]` (or `scored[c]`); tasks read the hashes, snapshot and
+//!    threshold data.
 //! 3. *Finishing*: each task ends with `pending.fetch_sub(1, AcqRel)`. The
 //!    task that takes it to zero has acquired every other task's writes; it
 //!    drops the snapshot (so writers need not wait for an idle buffer), then
@@ -51,8 +56,48 @@ use crossbeam_utils::CachePadded;
 
 use super::{MAX_TASKS_PER_BATCH, PoolError, Shared};
 use crate::error::Result;
-use crate::hash::KeyHash;
+use crate::hash::{Key, KeyHash};
+use crate::score::{Scores, Threshold, ThresholdResults};
 use crate::sliced::{BatchResults, SlicedIndex};
+
+/// What a job's tasks do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A key batch: task `c` queries keys `range(c)` into `chunks[c]`.
+    Keys,
+    /// A batch of threshold queries: task `c` scores the queries
+    /// `bounds[c]..bounds[c + 1]` of `threshold` into `scored[c]`.
+    Threshold,
+}
+
+/// The batch data of a threshold batch (see [`Kind::Threshold`]); the keys
+/// of every query, hashed, are the job's `hashes`, one query after the
+/// other.
+struct ThresholdData {
+    threshold: Threshold,
+    /// End of each query's keys in `hashes`.
+    query_ends: Vec<usize>,
+    /// First query of each task, then the query count (`tasks + 1` entries).
+    bounds: Vec<usize>,
+    /// One output per task, written by that task alone.
+    scored: Vec<UnsafeCell<Scored>>,
+}
+
+/// The answers of one threshold task: its queries' passing `(id, count)`,
+/// and the end of each query's answers in `hits`.
+#[derive(Default)]
+struct Scored {
+    hits: Vec<(u64, u32)>,
+    ends: Vec<usize>,
+}
+
+/// Scratch of a thread that runs threshold tasks, kept by each worker (and
+/// lent by a helping caller), so a warm threshold task allocates nothing.
+#[derive(Default)]
+pub(crate) struct ScoreBufs {
+    pub(crate) scores: Scores,
+    pub(crate) out: Vec<(u64, u32)>,
+}
 
 /// Shared state of one in-flight batch; see the module's design note.
 pub(crate) struct Job {
@@ -77,16 +122,20 @@ pub(crate) struct Job {
     chunk_len: AtomicUsize,
     /// Keys in the batch.
     keys: AtomicUsize,
+    /// Whether the batch is a [`Kind::Threshold`] one.
+    threshold_kind: AtomicBool,
     /// Protocol state: see the module's design note.
     hashes: UnsafeCell<Vec<KeyHash>>,
     index: UnsafeCell<Option<Arc<SlicedIndex>>>,
     chunks: Box<[UnsafeCell<BatchResults>]>,
+    /// Read by threshold tasks, `scored[c]` written by task `c` alone.
+    threshold: UnsafeCell<ThresholdData>,
 }
 
 // SAFETY: the `UnsafeCell` fields are accessed under the hand-over protocol
 // of the module's design note: exclusively by the owner while idle, and
-// while submitted only read (hashes, snapshot) or written by exactly one
-// task each (chunk `c` by task `c`), with the hand-overs ordered by the
+// while submitted only read (hashes, snapshot, threshold data) or written by
+// exactly one task each (chunk `c` and scored output `c` by task `c`), with the hand-overs ordered by the
 // queue's Release/Acquire and by `pending` (AcqRel) and `done` (SeqCst).
 // Every other field is Sync. `SlicedIndex` is Send + Sync.
 unsafe impl Sync for Job {}
@@ -103,10 +152,110 @@ impl Job {
             cvar: Condvar::new(),
             chunk_len: AtomicUsize::new(1),
             keys: AtomicUsize::new(0),
+            threshold_kind: AtomicBool::new(false),
             hashes: UnsafeCell::new(Vec::new()),
             index: UnsafeCell::new(None),
             chunks: (0..MAX_TASKS_PER_BATCH).map(|_| UnsafeCell::new(BatchResults::new())).collect(),
+            threshold: UnsafeCell::new(ThresholdData {
+                threshold: Threshold::count(0),
+                query_ends: Vec::new(),
+                bounds: Vec::new(),
+                scored: Vec::new(),
+            }),
         }
+    }
+
+    /// A job for threshold batches, kept in the pool's free list.
+    pub(crate) fn new_shared() -> Arc<Job> {
+        Arc::new(Job::new())
+    }
+
+    /// Arms an idle job, whose batch data is filled, for `tasks` tasks of
+    /// kind `kind` on `index`.
+    ///
+    /// # Safety
+    ///
+    /// The caller has the job idle and to itself (see the module's design
+    /// note): it owns the `PoolResults` by `&mut`, or popped the job from
+    /// the pool's free list, and `done` is true.
+    unsafe fn arm(&self, index: Arc<SlicedIndex>, kind: Kind, tasks: usize) {
+        // Relaxed: published by the Release store of `claims` below.
+        self.threshold_kind.store(kind == Kind::Threshold, Ordering::Relaxed);
+        self.panicked.store(false, Ordering::Relaxed);
+        self.pending.store(tasks, Ordering::Relaxed);
+        self.done.store(false, Ordering::Relaxed);
+        // SAFETY: idle and ours (the caller's contract).
+        unsafe { *self.index.get() = Some(index) };
+        // Release: publishes everything above to whoever claims a task
+        // (Acquire in `claim`); until this store, claims through stale
+        // queue entries fail (see "Stale entries").
+        self.claims.store((tasks as u64) << 32, Ordering::Release);
+    }
+
+    /// Fills an idle job with the threshold queries `queries` (hashed
+    /// here, on the caller), split into at most `max_tasks` ranges of about
+    /// equal key counts, and arms it. Returns the task count and the keys
+    /// of the batch; `None` for an empty batch (nothing armed).
+    ///
+    /// Only for a job popped from the pool's free list (or never shared):
+    /// see [`Job::arm`].
+    pub(crate) fn prepare_threshold<Q: AsRef<[K]>, K: Key>(
+        self: &Arc<Job>,
+        index: Arc<SlicedIndex>,
+        queries: &[Q],
+        threshold: Threshold,
+        max_tasks: usize,
+    ) -> Option<(usize, usize)> {
+        debug_assert!(self.is_done(), "a free-list job is idle");
+        if queries.is_empty() {
+            return None;
+        }
+        // SAFETY: idle and ours: popped from the free list, so its other
+        // `Arc`s are stale queue entries, whose claims fail until `arm`'s
+        // Release store (see "Stale entries").
+        let (hashes, data) = unsafe { (&mut *self.hashes.get(), &mut *self.threshold.get()) };
+        let params = index.params();
+        hashes.clear();
+        data.query_ends.clear();
+        for query in queries {
+            hashes.extend(query.as_ref().iter().map(|k| params.hash(k)));
+            data.query_ends.push(hashes.len());
+        }
+        data.threshold = threshold;
+        let tasks = max_tasks.clamp(1, MAX_TASKS_PER_BATCH).min(queries.len());
+        split_by_keys(&data.query_ends, tasks, &mut data.bounds);
+        if data.scored.len() < tasks {
+            data.scored.resize_with(tasks, || UnsafeCell::new(Scored::default()));
+        }
+        let keys = hashes.len();
+        // SAFETY: idle and ours, as above.
+        unsafe { self.arm(index, Kind::Threshold, tasks) };
+        Some((tasks, keys))
+    }
+
+    /// After a threshold batch is done: its answers, task after task, into
+    /// `results` (cleared first), or [`PoolError::TaskPanicked`] (and
+    /// `results` left empty).
+    ///
+    /// Only by the thread that prepared the batch, after [`Job::wait`].
+    pub(crate) fn take_threshold(&self, results: &mut ThresholdResults) -> Result<()> {
+        debug_assert!(self.is_done());
+        results.clear();
+        // Relaxed: ordered by the Acquire load of `done` in `wait`.
+        if self.panicked.swap(false, Ordering::Relaxed) {
+            return Err(PoolError::TaskPanicked.into());
+        }
+        // SAFETY: done, and the preparing thread holds the job: idle.
+        let data = unsafe { &*self.threshold.get() };
+        let tasks = data.bounds.len().saturating_sub(1);
+        for cell in &data.scored[..tasks] {
+            // SAFETY: idle, as above: no task writes its output now.
+            let part = unsafe { &*cell.get() };
+            let base = results.hits.len();
+            results.hits.extend_from_slice(&part.hits);
+            results.ends.extend(part.ends.iter().map(|&e| base + e));
+        }
+        Ok(())
     }
 
     /// Keys of task `task`.
@@ -132,7 +281,7 @@ impl Job {
     /// Runs claimed task `task` under `catch_unwind` and ends it: a panic
     /// marks the batch failed and goes no further, so neither a worker nor
     /// a helping caller is lost to it.
-    pub(crate) fn execute(&self, shared: &Shared, task: usize) {
+    pub(crate) fn execute(&self, shared: &Shared, task: usize, bufs: Option<&mut ScoreBufs>) {
         // `shared` carries only the test hook's counter.
         #[cfg(not(feature = "test-hooks"))]
         let _ = shared;
@@ -142,7 +291,7 @@ impl Job {
             if shared.fail_next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
                 panic!("bloomslice pool: injected task failure");
             }
-            self.run_task(task);
+            self.run_task(task, bufs);
         }));
         if outcome.is_err() {
             self.mark_panicked();
@@ -151,14 +300,22 @@ impl Job {
     }
 
     /// Claims and runs tasks until none is left unclaimed.
-    pub(crate) fn run_claims(&self, shared: &Shared) {
+    /// `bufs` is the scratch for threshold tasks (`None` where the job is
+    /// known to be a key batch).
+    pub(crate) fn run_claims(&self, shared: &Shared, mut bufs: Option<&mut ScoreBufs>) {
         while let Some((task, _)) = self.claim() {
-            self.execute(shared, task);
+            self.execute(shared, task, bufs.as_deref_mut());
         }
     }
 
     /// Runs task `task` (called once per task, by whoever claimed it).
-    fn run_task(&self, task: usize) {
+    fn run_task(&self, task: usize, bufs: Option<&mut ScoreBufs>) {
+        // Relaxed: written before the Release store of `claims`, read after
+        // the claim (Acquire) that gave us this task.
+        if self.threshold_kind.load(Ordering::Relaxed) {
+            self.run_threshold_task(task, bufs);
+            return;
+        }
         let range = self.range(task);
         // SAFETY: submitted state: the hashes and the snapshot are only
         // read until `done`, and chunk `task` is written by this task alone
@@ -166,6 +323,34 @@ impl Job {
         let (hashes, index, out) = unsafe { (&*self.hashes.get(), &*self.index.get(), &mut *self.chunks[task].get()) };
         if let Some(index) = index {
             index.query_batch_hashes(&hashes[range], out);
+        }
+    }
+
+    /// Runs threshold task `task`: scores its queries one after the other.
+    #[cold]
+    fn run_threshold_task(&self, task: usize, bufs: Option<&mut ScoreBufs>) {
+        // SAFETY: submitted state: the hashes, the snapshot and the
+        // threshold data are only read until `done`, and scored output
+        // `task` is written by this task alone (`claim` hands each task
+        // index out once per batch).
+        let (hashes, index, data) = unsafe { (&*self.hashes.get(), &*self.index.get(), &*self.threshold.get()) };
+        // SAFETY: as above, task `task` alone touches `scored[task]`.
+        let Scored { hits, ends } = unsafe { &mut *data.scored[task].get() };
+        hits.clear();
+        ends.clear();
+        let Some(index) = index else { return };
+        // Workers and helping callers always lend scratch; a fresh one (which
+        // allocates) only if a caller without any claimed this task.
+        let mut own = None;
+        let ScoreBufs { scores, out } = match bufs {
+            Some(bufs) => bufs,
+            None => own.insert(ScoreBufs::default()),
+        };
+        for q in data.bounds[task]..data.bounds[task + 1] {
+            let start = if q == 0 { 0 } else { data.query_ends[q - 1] };
+            index.query_threshold_hashes_into(&hashes[start..data.query_ends[q]], data.threshold, scores, out);
+            hits.extend_from_slice(out);
+            ends.push(hits.len());
         }
     }
 
@@ -203,14 +388,14 @@ impl Job {
         }
     }
 
-    fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         // Acquire: pairs with the SeqCst store in `complete`, making the
         // batch's results visible to the owner.
         self.done.load(Ordering::Acquire)
     }
 
     /// Spins up to `spin`, then parks until the batch is done.
-    fn wait(&self, spin: Duration) {
+    pub(crate) fn wait(&self, spin: Duration) {
         if self.is_done() {
             return;
         }
@@ -333,18 +518,11 @@ impl PoolResults {
         if keys == 0 {
             return None;
         }
-        // Relaxed: published by the queue push (Release) that follows.
+        // Relaxed: published by the Release store of `claims` in `arm`.
         job.chunk_len.store(chunk_len, Ordering::Relaxed);
         job.keys.store(keys, Ordering::Relaxed);
-        job.panicked.store(false, Ordering::Relaxed);
-        job.pending.store(tasks, Ordering::Relaxed);
-        job.done.store(false, Ordering::Relaxed);
-        // SAFETY: idle, as above.
-        unsafe { *job.index.get() = Some(index) };
-        // Release: publishes everything above to whoever claims a task
-        // (Acquire in `claim`); until this store, claims through stale
-        // queue entries fail (see "Stale entries").
-        job.claims.store((tasks as u64) << 32, Ordering::Release);
+        // SAFETY: idle and ours (we hold `&mut self`).
+        unsafe { job.arm(index, Kind::Keys, tasks) };
         Some((Arc::clone(&self.job), tasks))
     }
 
@@ -352,7 +530,7 @@ impl PoolResults {
     /// the tasks the workers hold, and reports the outcome.
     pub(crate) fn finish(&mut self, shared: &Shared, spin: Duration, help: bool) -> Result<()> {
         if help && !self.job.is_done() {
-            self.job.run_claims(shared);
+            self.job.run_claims(shared, None);
         }
         self.job.wait(spin);
         self.outcome()
@@ -440,5 +618,57 @@ impl Ticket {
     /// `Err(ticket)` while the batch runs.
     pub fn try_wait(self) -> Result<Result<PoolResults, Failed>, Ticket> {
         if self.is_done() { Ok(self.wait()) } else { Err(self) }
+    }
+}
+
+/// Writes into `bounds` the `tasks + 1` boundaries of `tasks` contiguous
+/// ranges of the queries ending at `query_ends` (cumulative key counts),
+/// with about equal key counts, every range non-empty (`tasks` is at most
+/// the query count, at least 1).
+fn split_by_keys(query_ends: &[usize], tasks: usize, bounds: &mut Vec<usize>) {
+    let n = query_ends.len();
+    debug_assert!((1..=n.max(1)).contains(&tasks));
+    let total = query_ends.last().copied().unwrap_or(0);
+    bounds.clear();
+    bounds.push(0);
+    let mut end = 0;
+    for p in 1..tasks {
+        let goal = (total * p).div_ceil(tasks);
+        // Take at least one query, leave at least one per later range.
+        end += 1;
+        while end < n - (tasks - p) && query_ends[end - 1] < goal {
+            end += 1;
+        }
+        bounds.push(end);
+    }
+    bounds.push(n);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_cover_every_query_in_order() {
+        let mut bounds = Vec::new();
+        for n in 1..40usize {
+            let mut ends = Vec::new();
+            let mut total = 0;
+            for i in 0..n {
+                total += (i * 37) % 11;
+                ends.push(total);
+            }
+            for tasks in 1..=n.min(6) {
+                split_by_keys(&ends, tasks, &mut bounds);
+                assert_eq!(bounds.len(), tasks + 1);
+                assert_eq!((bounds[0], bounds[tasks]), (0, n));
+                assert!(bounds.windows(2).all(|w| w[0] < w[1]), "{n} {tasks} {bounds:?}");
+            }
+        }
+        // Balanced by keys: one long query, then short ones.
+        split_by_keys(&[100, 101, 102, 103], 2, &mut bounds);
+        assert_eq!(bounds, [0, 1, 4]);
+        split_by_keys(&[1, 2, 3, 103], 2, &mut bounds);
+        assert_eq!(bounds, [0, 3, 4]);
     }
 }

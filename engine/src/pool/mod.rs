@@ -106,6 +106,14 @@
 //!     large batches behave as before (2 workers scale against 1).
 //!     Measured: see `bench/RESULTS.md` ("pool v2" and "Figures moved from
 //!     doc comments").
+//! - **Threshold batches.** [`QueryPool::query_threshold_batch`] runs on
+//!   the same machinery: the caller hashes every query's keys into a job
+//!   popped from the pool's lock-free free list (so a warm batch allocates
+//!   nothing), splits the queries into ranges of about equal key counts,
+//!   and hands the job over like a key batch (same inline and help rules).
+//!   A task scores its range query by query with scratch its worker keeps
+//!   for its lifetime (a helping caller lends its own, kept in the
+//!   [`ThresholdResults`](crate::ThresholdResults)).
 //! - **Faults.** Each task runs under `catch_unwind`; a panic marks its
 //!   batch failed ([`PoolError::TaskPanicked`]) and the worker goes on.
 //! - **Shutdown.** Dropping the pool *finishes* every queued batch, then
@@ -128,7 +136,7 @@ pub use job::{Failed, PoolResults, Ticket};
 use crate::concurrent::ConcurrentIndex;
 use crate::error::Result;
 use crate::hash::Key;
-use job::Job;
+use job::{Job, ScoreBufs};
 
 /// Most tasks one batch is split into. Bounds the per-buffer task results
 /// (allocated once per [`PoolResults`]) and keeps a worker's local deque
@@ -145,6 +153,10 @@ pub const INLINE_TASKS: usize = 2;
 /// largest batch on `full` that ran faster with the caller helping
 /// (measured: see `bench/RESULTS.md`).
 pub const CALLER_HELP_WORK: usize = 256 * 1024;
+
+/// Idle threshold-batch jobs a pool keeps for reuse: as many threshold
+/// batches in flight at once allocate nothing once warm.
+const THRESHOLD_JOBS: usize = 64;
 
 /// The errors of the query pool, nested in
 /// [`Error::Pool`](crate::Error::Pool).
@@ -262,6 +274,9 @@ pub(crate) struct Shared {
     #[cfg(feature = "test-hooks")]
     pub(crate) fail_next: AtomicUsize,
     idle_spin: Duration,
+    /// Idle jobs for threshold batches, reused batch after batch (one per
+    /// batch in flight; a job that finds the list full is freed).
+    threshold_jobs: ArrayQueue<Arc<Job>>,
 }
 
 impl Shared {
@@ -380,6 +395,7 @@ impl QueryPool {
             #[cfg(feature = "test-hooks")]
             fail_next: AtomicUsize::new(0),
             idle_spin: config.idle_spin,
+            threshold_jobs: ArrayQueue::new(THRESHOLD_JOBS),
         });
         let workers = placement.len();
         let (report_tx, report_rx) = std::sync::mpsc::channel::<(usize, Option<usize>)>();
@@ -486,6 +502,13 @@ impl QueryPool {
             // of the batch.
             return true;
         }
+        self.push_entry(job);
+        work <= self.caller_help_work
+    }
+
+    /// Pushes a prepared job's only injector entry (backing off while the
+    /// injector is full) and wakes a worker.
+    fn push_entry(&self, job: Arc<Job>) {
         let mut task = Task { job, fresh: true };
         let mut round = 0u32;
         // The entry carries no data: the batch is published by `prepare`'s
@@ -497,7 +520,6 @@ impl QueryPool {
             crate::concurrent::backoff(round, [16, 64], Duration::from_micros(20));
         }
         self.shared.wake(false);
-        work <= self.caller_help_work
     }
 
     /// Test hook: the next `n` tasks panic (to test fault handling). Only
@@ -562,11 +584,13 @@ fn find_task(me: usize, shared: &Shared, local: &Worker<Task>) -> Option<Task> {
 fn worker_main(me: usize, shared: &Shared, local: &Worker<Task>) {
     let mut idle_since: Option<Instant> = None;
     let mut idle_rounds = 0u32;
+    // This worker's scratch for threshold tasks, kept for its lifetime.
+    let mut bufs = ScoreBufs::default();
     loop {
         if let Some(task) = find_task(me, shared, local) {
             idle_since = None;
             idle_rounds = 0;
-            run(shared, local, task);
+            run(shared, local, task, &mut bufs);
             continue;
         }
         // Acquire: pairs with the Release store in Drop. Checked only when
@@ -600,7 +624,7 @@ fn worker_main(me: usize, shared: &Shared, local: &Worker<Task>) {
 /// Claims a task of the entry's job (a stale entry claims nothing and is
 /// dropped); the popper of a fresh entry recruits helpers for what is left;
 /// then runs claims until the job has none left.
-fn run(shared: &Shared, local: &Worker<Task>, task: Task) {
+fn run(shared: &Shared, local: &Worker<Task>, task: Task, bufs: &mut ScoreBufs) {
     let Task { job, fresh } = task;
     let Some((first, tasks)) = job.claim() else { return };
     if fresh {
@@ -617,8 +641,8 @@ fn run(shared: &Shared, local: &Worker<Task>, task: Task) {
             shared.wake(true);
         }
     }
-    job.execute(shared, first);
-    job.run_claims(shared);
+    job.execute(shared, first, Some(&mut *bufs));
+    job.run_claims(shared, Some(bufs));
 }
 
 #[cfg(test)]

@@ -1,12 +1,15 @@
 //! Batches of threshold queries ([`QueryPool::query_threshold_batch`]):
 //! many multi-key queries (many reads at once) scored on one state of the
-//! index, split across threads by query.
+//! index, split by query into tasks that run on the pool's workers.
 
-use super::{PoolError, QueryPool};
+use std::sync::Arc;
+
+use super::{MAX_TASKS_PER_BATCH, QueryPool};
 use crate::concurrent::ConcurrentIndex;
 use crate::hash::Key;
 use crate::score::{Threshold, ThresholdPart, ThresholdResults};
-use crate::sliced::SlicedIndex;
+
+use super::job::{Job, ScoreBufs};
 
 impl QueryPool {
     /// Runs the threshold query [`SlicedIndex::query_threshold_into`] for
@@ -14,22 +17,33 @@ impl QueryPool {
     /// k-mers) on one state of `index`, and waits for the answers, which
     /// replace the contents of `results` (query `i`'s passing filters are
     /// `results.get(i)`, `(id, count)` by ascending id; the threshold is
-    /// applied to each query's own length).
+    /// applied to each query's own length). The answers equal those of
+    /// [`SlicedIndex::query_threshold_into`] called query by query on one
+    /// snapshot of `index`.
     ///
-    /// The queries are split into as many contiguous ranges as the pool has
-    /// workers, balanced by key count, each scored with its own scratch
-    /// buffers. The ranges run on scoped threads, the calling thread taking
-    /// the first, rather than on the pool's pinned workers: a multi-key
-    /// query is long (hundreds of keys), so a thread start per range costs
-    /// little beside it, and the pool's job hand-over carries key batches
-    /// only. With one worker, or one query, everything runs on the caller.
-    /// Once `results` is warm, the scoring itself allocates nothing.
+    /// Scheduled like [`QueryPool::query_batch`]: the caller hashes every
+    /// key into a job the pool keeps for reuse and loads one snapshot of the
+    /// index; the queries are split into contiguous ranges of about equal
+    /// key counts (`min(queries, workers x tasks_per_worker, 64)` ranges),
+    /// which the pool's pinned workers claim and score, each with scratch
+    /// it keeps for its lifetime. The waiting caller behaves as in
+    /// `query_batch`: a batch of one query or of fewer than
+    /// [`INLINE_TASKS`](super::INLINE_TASKS) `x`
+    /// [`PoolConfig::min_keys_per_task`](super::PoolConfig::min_keys_per_task)
+    /// keys runs on the caller alone; otherwise the caller runs unclaimed
+    /// ranges itself when the batch's work (keys x filters) is at most
+    /// [`PoolConfig::caller_help_work`](super::PoolConfig::caller_help_work),
+    /// then spins briefly and parks until the workers are done. Once
+    /// `results` and the pool are warm (as many batches in flight at once
+    /// have run before), a batch allocates nothing.
     ///
     /// # Errors
     ///
-    /// [`crate::Error::Pool`] with [`PoolError::TaskPanicked`] if a range panicked; `results` is then
-    /// empty and reusable. [`PoolError::Spawn`] if a thread could not be
-    /// started.
+    /// [`crate::Error::Pool`] with [`PoolError::TaskPanicked`](super::PoolError::TaskPanicked)
+    /// if a range panicked; `results` is then empty and reusable, and the
+    /// pool keeps serving later batches.
+    ///
+    /// [`SlicedIndex::query_threshold_into`]: crate::SlicedIndex::query_threshold_into
     pub fn query_threshold_batch<Q, K>(
         &self,
         index: &ConcurrentIndex,
@@ -38,116 +52,39 @@ impl QueryPool {
         results: &mut ThresholdResults,
     ) -> crate::Result<()>
     where
-        Q: AsRef<[K]> + Sync,
-        K: Key + Sync,
+        Q: AsRef<[K]>,
+        K: Key,
     {
         results.clear();
         let snapshot = index.snapshot();
-        let threads = self.workers.min(queries.len()).max(1);
-        if results.parts.len() < threads {
-            results.parts.resize_with(threads, ThresholdPart::default);
+        let filters = snapshot.len().max(1);
+        let job = self.shared.threshold_jobs.pop().unwrap_or_else(Job::new_shared);
+        let max_tasks = (self.workers * self.tasks_per_worker).min(MAX_TASKS_PER_BATCH);
+        let Some((tasks, keys)) = job.prepare_threshold(snapshot, queries, threshold, max_tasks) else {
+            // Empty batch: nothing armed, the job is still idle.
+            let _ = self.shared.threshold_jobs.push(job);
+            return Ok(());
+        };
+        let inline = tasks == 1 || self.runs_inline(keys);
+        if !inline {
+            self.push_entry(Arc::clone(&job));
         }
-        let ranges = split_by_keys(queries, threads);
-        let parts = &mut results.parts[..threads];
-        let outcome = std::thread::scope(|scope| -> Result<(), PoolError> {
-            let (first, rest) = parts.split_first_mut().expect("at least one part");
-            let mut handles = Vec::with_capacity(rest.len());
-            for (part, range) in rest.iter_mut().zip(&ranges[1..]) {
-                let (index, queries) = (&*snapshot, &queries[range.clone()]);
-                let handle = std::thread::Builder::new()
-                    .name("bloomslice-score".into())
-                    .spawn_scoped(scope, move || score_part(index, queries, threshold, part))
-                    .map_err(|e| PoolError::Spawn(e.to_string()))?;
-                handles.push(handle);
+        let help = inline || keys.saturating_mul(filters) <= self.caller_help_work;
+        if help && !job.is_done() {
+            // The caller's scratch lives in `results` (its first part).
+            if results.parts.is_empty() {
+                results.parts.push(ThresholdPart::default());
             }
-            let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                score_part(&snapshot, &queries[ranges[0].clone()], threshold, first);
-            }));
-            let mut panicked = mine.is_err();
-            for handle in handles {
-                panicked |= handle.join().is_err();
-            }
-            if panicked { Err(PoolError::TaskPanicked) } else { Ok(()) }
-        });
-        if let Err(e) = outcome {
-            for part in &mut results.parts {
-                part.hits.clear();
-                part.ends.clear();
-            }
-            return Err(e.into());
+            let part = &mut results.parts[0];
+            let mut bufs =
+                ScoreBufs { scores: core::mem::take(&mut part.scratch), out: core::mem::take(&mut part.out) };
+            job.run_claims(&self.shared, Some(&mut bufs));
+            (part.scratch, part.out) = (bufs.scores, bufs.out);
         }
-        let ThresholdResults { hits, ends, parts } = results;
-        for part in &parts[..threads] {
-            let base = hits.len();
-            hits.extend_from_slice(&part.hits);
-            ends.extend(part.ends.iter().map(|&e| base + e));
-        }
-        Ok(())
-    }
-}
-
-/// Scores `queries` one after the other into `part`.
-fn score_part<Q: AsRef<[K]>, K: Key>(
-    index: &SlicedIndex,
-    queries: &[Q],
-    threshold: Threshold,
-    part: &mut ThresholdPart,
-) {
-    let ThresholdPart { hits, ends, out, scratch } = part;
-    hits.clear();
-    ends.clear();
-    for query in queries {
-        index.query_threshold_into(query.as_ref(), threshold, scratch, out);
-        hits.extend_from_slice(out);
-        ends.push(hits.len());
-    }
-}
-
-/// `parts` contiguous ranges of `queries` with about equal key counts
-/// (every range non-empty when there are at least `parts` queries).
-fn split_by_keys<Q: AsRef<[K]>, K>(queries: &[Q], parts: usize) -> Vec<core::ops::Range<usize>> {
-    let total: usize = queries.iter().map(|q| q.as_ref().len()).sum();
-    let mut ranges = Vec::with_capacity(parts);
-    let mut start = 0;
-    let mut seen = 0;
-    for p in 0..parts {
-        let left_parts = parts - p;
-        let mut end = start;
-        let goal = (total * (p + 1)).div_ceil(parts);
-        // Take at least one query, leave at least one per later range.
-        while end < queries.len() && (end == start || seen < goal) && queries.len() - end > left_parts - 1 {
-            seen += queries[end].as_ref().len();
-            end += 1;
-        }
-        if p + 1 == parts {
-            end = queries.len();
-        }
-        ranges.push(start..end);
-        start = end;
-    }
-    ranges
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_cover_every_query_in_order() {
-        for n in 0..40usize {
-            let queries: Vec<Vec<u8>> = (0..n).map(|i| vec![0; (i * 37) % 11]).collect();
-            for parts in 1..6 {
-                let ranges = split_by_keys::<_, u8>(&queries, parts);
-                assert_eq!(ranges.len(), parts);
-                assert_eq!(ranges.first().map(|r| r.start), Some(0));
-                assert_eq!(ranges.last().map(|r| r.end), Some(n));
-                for w in ranges.windows(2) {
-                    assert_eq!(w[0].end, w[1].start);
-                }
-                if n >= parts {
-                    assert!(ranges.iter().all(|r| !r.is_empty()), "{n} {parts} {ranges:?}");
-                }
-            }
-        }
+        job.wait(self.wait_spin);
+        let outcome = job.take_threshold(results);
+        // A full free list (more batches in flight than it holds) frees it.
+        let _ = self.shared.threshold_jobs.push(job);
+        outcome
     }
 }

@@ -37,8 +37,8 @@ struct Input {
     /// zero lines to skip in `append_set_bits`.
     sparse: u64,
     /// Position offset for `append_set_bits` (clamped so no position
-    /// overflows a `u32`, which is the caller's contract).
-    offset: u32,
+    /// overflows a `u64`, which is the caller's contract).
+    offset: u64,
     /// Seed of the initial `count_runs` counter planes.
     counter_seed: u16,
     /// Number of counter planes, reduced to 1..=4 (few, so counters wrap).
@@ -125,7 +125,7 @@ fn check(k: &Kernels, input: &Input, pool: &[u64]) {
     let want_new = all::or_into(&mut want[a_start..a_start + len], b);
     assert_eq!((got_new, &got), (want_new, &want), "{name}: or_into");
 
-    let offset = input.offset.min(u32::MAX - 64 * len as u32);
+    let offset = input.offset.min(u64::MAX - 64 * len as u64);
     let mut got = vec![1, 2, 3];
     let mut want = got.clone();
     k.append_set_bits(a, offset, &mut got);

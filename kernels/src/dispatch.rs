@@ -72,7 +72,7 @@ pub struct Kernels {
     pub(crate) backend: Backend,
     pub(crate) and_rows: fn(&[&[u64]], &mut [u64]) -> bool,
     pub(crate) and_runs: fn(&[u64], usize, &[u32], &mut [u64]) -> bool,
-    pub(crate) append_set_bits: fn(&[u64], u32, &mut Vec<u32>),
+    pub(crate) append_set_bits: fn(&[u64], u64, &mut Vec<u64>),
     pub(crate) or_into: fn(&mut [u64], &[u64]) -> u64,
     pub(crate) popcount: fn(&[u64]) -> u64,
     pub(crate) and_popcount: fn(&[u64], &[u64]) -> u64,
@@ -124,7 +124,7 @@ impl Kernels {
 
     /// See [`crate::arch::all::append_set_bits`].
     #[inline]
-    pub fn append_set_bits(&self, words: &[u64], offset: u32, out: &mut Vec<u32>) {
+    pub fn append_set_bits(&self, words: &[u64], offset: u64, out: &mut Vec<u64>) {
         (self.append_set_bits)(words, offset, out)
     }
 

@@ -43,6 +43,24 @@ pub fn prefetch_lines(words: &[u64]) {
     }
 }
 
+/// Issues a read prefetch into the second-level cache (`prefetcht1`) for the
+/// line holding `ptr`: for data needed a few microseconds from now, so it
+/// does not hold a first-level miss buffer or evict the first-level data in
+/// use. Like [`prefetch_line`], safe for any address.
+#[inline(always)]
+pub fn prefetch_line_l2(ptr: *const u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` needs only SSE, which is part of the x86-64
+    // baseline, and a prefetch never faults whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T1 }>(ptr.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = ptr;
+    }
+}
+
 /// Issues a read prefetch (into all cache levels) for the line holding `ptr`.
 ///
 /// Any address is allowed: a prefetch never dereferences its operand in a

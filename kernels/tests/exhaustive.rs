@@ -117,6 +117,27 @@ fn check_and_runs(k: &Kernels) {
     }
 }
 
+/// `and_runs` with more positions than the kernels keep run pointers for
+/// on the stack (32), on rows dense enough that no chunk exits early, so
+/// the positions past the hoisted ones are ANDed too.
+fn check_and_runs_many_positions(k: &Kernels) {
+    let mut rng = Rng(5);
+    let stride = 40;
+    let rows = 70;
+    // Rows of mostly ones, each with a few zero bits, so the AND of many
+    // rows keeps bits and each row changes the answer.
+    let flat: Vec<u64> = (0..rows * stride).map(|_| !(1u64 << (rng.next_u64() % 64))).collect();
+    for count in [31, 32, 33, 34, 40, 64, 65] {
+        let positions: Vec<u32> = (0..count).map(|i| ((i * 13 + 5) % rows) as u32).collect();
+        for len in [0, 7, 8, 16, 33, 40] {
+            let (mut got, mut want) = (vec![3u64; len], vec![5u64; len]);
+            let got_any = k.and_runs(&flat, stride, &positions, &mut got);
+            let want_any = all::and_runs(&flat, stride, &positions, &mut want);
+            assert_eq!((got_any, &got), (want_any, &want), "{} and_runs count={count} len={len}", k.backend());
+        }
+    }
+}
+
 /// Calls `check(a, b, label)` on every pattern pair, length and offset,
 /// with `a` and `b` at different offsets.
 fn sweep_pairs(mut check: impl FnMut(&[u64], &[u64], &str)) {
@@ -157,7 +178,7 @@ fn check_or_into(k: &Kernels) {
 
 fn check_append_set_bits(k: &Kernels) {
     sweep_pairs(|a, _, label| {
-        let offset = (a.len() as u32).wrapping_mul(2_654_435_761) >> 8;
+        let offset = (a.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 24;
         let mut got = vec![7, 1, 3];
         let mut want = got.clone();
         k.append_set_bits(a, offset, &mut got);
@@ -282,6 +303,7 @@ macro_rules! backend_tests {
             fn and_runs() {
                 if let Some(k) = kernels() {
                     check_and_runs(k);
+                    check_and_runs_many_positions(k);
                 }
             }
 

@@ -67,7 +67,7 @@ macro_rules! backend_properties {
                 #![proptest_config(ProptestConfig::with_cases(96))]
 
                 #[test]
-                fn matches_reference((a, b) in pair(), offset in 0u32..1 << 20) {
+                fn matches_reference((a, b) in pair(), offset in 0u64..1 << 20) {
                     let Some(k) = kernels() else { return Ok(()) };
                     prop_assert_eq!(k.popcount(&a), all::popcount(&a));
                     prop_assert_eq!(k.and_popcount(&a, &b), all::and_popcount(&a, &b));
@@ -142,12 +142,12 @@ macro_rules! backend_properties {
                 }
 
                 #[test]
-                fn append_set_bits_yields_the_set_bits((a, _) in pair(), offset in 0u32..1 << 24) {
+                fn append_set_bits_yields_the_set_bits((a, _) in pair(), offset in 0u64..1 << 40) {
                     let Some(k) = kernels() else { return Ok(()) };
-                    let mut got = vec![u32::MAX];
+                    let mut got = vec![u64::MAX];
                     k.append_set_bits(&a, offset, &mut got);
-                    let model: Vec<u32> = std::iter::once(u32::MAX)
-                        .chain((0..a.len() * 64).filter(|&i| bit(&a, i)).map(|i| offset + i as u32))
+                    let model: Vec<u64> = std::iter::once(u64::MAX)
+                        .chain((0..a.len() * 64).filter(|&i| bit(&a, i)).map(|i| offset + i as u64))
                         .collect();
                     prop_assert_eq!(got, model);
                 }

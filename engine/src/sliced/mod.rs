@@ -31,7 +31,7 @@
 use core::mem::MaybeUninit;
 use std::sync::Arc;
 
-use bloomslice_kernels::{Kernels, WORDS_PER_LINE, arch::all::for_each_set_bit, prefetch_line};
+use bloomslice_kernels::{Kernels, WORDS_PER_LINE, arch::all::for_each_set_bit, prefetch_line, prefetch_line_l2};
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
@@ -75,7 +75,10 @@ pub struct SlicedConfig {
     /// `full` N = 10 000, `paper` N = 10 000 and `large` (measured: see
     /// `bench/RESULTS.md`).
     pub max_shard_columns: usize,
-    /// How many keys ahead [`SlicedIndex::query_batch`] prefetches. Default 4.
+    /// How many keys ahead [`SlicedIndex::query_batch`] (and scoring)
+    /// prefetch whole row runs into the second-level cache; the next key's
+    /// first lines are always prefetched into the first-level cache.
+    /// Default 4.
     pub prefetch_distance: usize,
 }
 
@@ -249,6 +252,15 @@ impl Shard {
     }
 }
 
+/// Which cache a row prefetch aims at (see `SlicedIndex::prefetch`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Whole runs into the second-level cache, far ahead.
+    Far,
+    /// First lines into the first-level cache, one key ahead.
+    Near,
+}
+
 /// Groups smaller than this are written column by column: a transpose
 /// costs about as much as scattering a few filters' bits.
 const TRANSPOSE_MIN_GROUP: usize = 4;
@@ -272,27 +284,27 @@ fn transpose64(a: &mut [u64; 64]) {
     }
 }
 
-/// Appends `owners[c]` for every set bit `c` of `acc`, in order.
+/// Appends `owners[c]` for every set bit `c` of `acc & used`, in order.
 ///
 /// The hot tail of every query (a full index reports about 1% of its
-/// columns): the owners of one word are sliced once, so a hit costs a
-/// `tzcnt`, a load and a push.
+/// columns, a bit in every few words). The column numbers come from the
+/// kernel `append_set_bits`, which branches on counts rather than on the
+/// data (a per-word branch mispredicts about once per non-zero word); they
+/// are then mapped to owners in place.
 ///
-/// Bits of unused columns are dropped (`used`): a valid index keeps them
-/// clear, but rows mapped from a file whose checksums are not verified yet
-/// (`Verify::Deferred`) may not, and a query must never name an id the
-/// index does not hold. The mask costs a load only for non-zero words.
+/// Bits of unused columns are dropped first (`used`): a valid index keeps
+/// them clear, but rows mapped from a file whose checksums are not verified
+/// yet (`Verify::Deferred`) may not, and a query must never name an id the
+/// index does not hold.
 #[inline]
-fn push_owners(acc: &[u64], used: &[u64], owners: &[u64], out: &mut Vec<u64>) {
-    for ((word, used), owners) in acc.iter().zip(used).zip(owners.chunks_exact(64)) {
-        if *word == 0 {
-            continue;
-        }
-        let mut w = *word & used;
-        while w != 0 {
-            out.push(owners[w.trailing_zeros() as usize]);
-            w &= w - 1;
-        }
+fn push_owners(kernels: &Kernels, acc: &mut [u64], used: &[u64], owners: &[u64], out: &mut Vec<u64>) {
+    for (a, &u) in acc.iter_mut().zip(used) {
+        *a &= u;
+    }
+    let start = out.len();
+    kernels.append_set_bits(acc, 0, out);
+    for c in &mut out[start..] {
+        *c = owners[*c as usize];
     }
 }
 
@@ -749,7 +761,36 @@ impl SlicedIndex {
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
         let pos = self.params.probes(hash);
+        self.prefetch_alone(&pos);
         self.query_positions(&pos, out);
+    }
+
+    /// A key queried alone has no neighbour to overlap with, so all of its
+    /// row runs (the rows the early exit is expected to reach) are
+    /// requested before the AND starts: the runs then stream in parallel
+    /// instead of one line per run at a time. Long runs go to the
+    /// second-level cache (as [`Reach::Far`]), short ones to the first.
+    #[inline]
+    fn prefetch_alone(&self, positions: &[u32]) {
+        let (m, k) = (self.params.m() as usize, positions.len());
+        for shard in self.shards.iter() {
+            let base = shard.rows.as_ptr();
+            let short = shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES;
+            let rows = if short { k } else { shard.rows_worth_prefetching(m, k) };
+            for &p in &positions[..rows] {
+                // Addresses only: a prefetch never faults.
+                let run = base.wrapping_add(p as usize * shard.wpr);
+                let mut line = 0;
+                while line < shard.wpr {
+                    if short {
+                        prefetch_line(run.wrapping_add(line));
+                    } else {
+                        prefetch_line_l2(run.wrapping_add(line));
+                    }
+                    line += WORDS_PER_LINE;
+                }
+            }
+        }
     }
 
     /// ANDs the rows at `positions` in every shard and appends matching ids.
@@ -769,29 +810,38 @@ impl SlicedIndex {
             // `MaybeUninit<u64>` has the layout of `u64`.
             let acc = unsafe { &mut *(acc as *mut [MaybeUninit<u64>] as *mut [u64]) };
             if self.kernels.and_runs(&shard.rows, shard.wpr, positions, acc) {
-                push_owners(acc, &shard.used, &shard.owners, out);
+                push_owners(self.kernels, acc, &shard.used, &shard.owners, out);
             }
         }
     }
 
+    /// Prefetches the row runs of one key: `Far` is issued
+    /// [`SlicedConfig::prefetch_distance`] keys ahead and brings whole runs
+    /// into the second-level cache (`prefetcht1`); `Near` is issued one key
+    /// ahead and brings the first line of each run (short runs whole) into
+    /// the first-level cache. Only the rows the shard's density says the
+    /// early exit will reach are prefetched.
+    ///
+    /// Measured on `full` N = 10 000 (1 280-byte runs; `bench/RESULTS.md`):
+    /// whole runs into the first-level cache queue behind its few miss
+    /// buffers and were slower than first lines alone, while whole runs
+    /// into the second-level cache, far ahead, let all `k` runs stream.
     #[inline]
-    fn prefetch(&self, positions: &[u32], rows: &[usize]) {
+    fn prefetch(&self, positions: &[u32], rows: &[usize], reach: Reach) {
         for (shard, &n) in self.shards.iter().zip(rows) {
             let base = shard.rows.as_ptr();
-            // Short runs are prefetched whole. Of a long run only the first
-            // line: the hardware stream prefetcher fetches the rest once the
-            // run is touched, and prefetching every line of every run
-            // (140 lines per key on `full` N = 10 000) only queues behind
-            // the miss buffers: 1630 ns per query against 1370 ns measured.
-            let prefetch_words =
-                if shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES { shard.wpr } else { WORDS_PER_LINE };
+            let short = shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES;
+            let words = if short || reach == Reach::Far { shard.wpr } else { WORDS_PER_LINE };
             for &p in &positions[..n] {
                 // Addresses only: a prefetch never faults, and every
                 // position is `< m` so the run lies inside `rows` anyway.
                 let run = base.wrapping_add(p as usize * shard.wpr);
                 let mut line = 0;
-                while line < prefetch_words {
-                    prefetch_line(run.wrapping_add(line));
+                while line < words {
+                    match reach {
+                        Reach::Far => prefetch_line_l2(run.wrapping_add(line)),
+                        Reach::Near => prefetch_line(run.wrapping_add(line)),
+                    }
                     line += WORDS_PER_LINE;
                 }
             }
@@ -826,12 +876,19 @@ impl SlicedIndex {
         let n = positions.len() / k;
         ends.reserve(n);
         let d = self.config.prefetch_distance;
+        let key = |i: usize| &positions[i * k..][..k];
         for i in 0..d.min(n) {
-            self.prefetch(&positions[i * k..][..k], prefetch_rows);
+            self.prefetch(key(i), prefetch_rows, Reach::Far);
+        }
+        if d > 0 && n > 0 {
+            self.prefetch(key(0), prefetch_rows, Reach::Near);
         }
         for i in 0..n {
             if d > 0 && i + d < n {
-                self.prefetch(&positions[(i + d) * k..][..k], prefetch_rows);
+                self.prefetch(key(i + d), prefetch_rows, Reach::Far);
+            }
+            if d > 0 && i + 1 < n {
+                self.prefetch(key(i + 1), prefetch_rows, Reach::Near);
             }
             self.query_positions(&positions[i * k..][..k], ids);
             ends.push(ids.len());

@@ -2,9 +2,9 @@
 //! threshold tests across the planes, and chunk pruning. The algorithm and
 //! its guarantees are described in [`crate::score`].
 
-use bloomslice_kernels::{WORDS_PER_LINE, prefetch_line};
+use bloomslice_kernels::{WORDS_PER_LINE, prefetch_line, prefetch_line_l2};
 
-use super::{PREFETCH_WHOLE_RUN_LINES, Shard, SlicedIndex};
+use super::{PREFETCH_WHOLE_RUN_LINES, Reach, Shard, SlicedIndex};
 use crate::hash::{Key, KeyHash};
 use crate::score::{PRUNE_INTERVAL, Scores, Scratch, Threshold};
 
@@ -146,11 +146,17 @@ impl SlicedIndex {
         };
         let d = self.config.prefetch_distance;
         for i in 0..d.min(q) {
-            self.prefetch_scoring(&positions[i * k..][..k], prefetch_rows, prefetch_from);
+            self.prefetch_scoring(&positions[i * k..][..k], prefetch_rows, prefetch_from, Reach::Far);
+        }
+        if d > 0 && q > 0 {
+            self.prefetch_scoring(&positions[..k], prefetch_rows, prefetch_from, Reach::Near);
         }
         for i in 0..q {
             if d > 0 && i + d < q {
-                self.prefetch_scoring(&positions[(i + d) * k..][..k], prefetch_rows, prefetch_from);
+                self.prefetch_scoring(&positions[(i + d) * k..][..k], prefetch_rows, prefetch_from, Reach::Far);
+            }
+            if d > 0 && i + 1 < q {
+                self.prefetch_scoring(&positions[(i + 1) * k..][..k], prefetch_rows, prefetch_from, Reach::Near);
             }
             let key = &positions[i * k..][..k];
             let (mut plane_at, mut live_at) = (0, 0);
@@ -263,24 +269,29 @@ impl SlicedIndex {
         any_live
     }
 
-    /// Like the plain query's prefetch: short runs whole, long runs one
-    /// line (the stream prefetcher follows), the first live chunk's; dead
-    /// shards not at all.
+    /// Like the plain query's prefetch (`SlicedIndex::prefetch`): short
+    /// runs whole; of long runs, from the first live chunk on, the rest of
+    /// the run into the second-level cache when `Far` and one line into the
+    /// first-level cache when `Near`; dead shards not at all.
     #[inline]
-    fn prefetch_scoring(&self, positions: &[u32], rows: &[usize], from: &[usize]) {
+    fn prefetch_scoring(&self, positions: &[u32], rows: &[usize], from: &[usize], reach: Reach) {
         for ((shard, &n), &from) in self.shards.iter().zip(rows).zip(from) {
             let base = shard.rows.as_ptr();
-            let (words, from) = if shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES {
-                (shard.wpr, 0)
-            } else {
-                (WORDS_PER_LINE, from)
+            let short = shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES;
+            let (from, to) = match (short, reach) {
+                (true, _) => (0, shard.wpr),
+                (false, Reach::Far) => (from, shard.wpr),
+                (false, Reach::Near) => (from, (from + WORDS_PER_LINE).min(shard.wpr)),
             };
             for &p in &positions[..n] {
                 // Addresses only: a prefetch never faults.
-                let run = base.wrapping_add(p as usize * shard.wpr + from);
-                let mut line = 0;
-                while line < words {
-                    prefetch_line(run.wrapping_add(line));
+                let run = base.wrapping_add(p as usize * shard.wpr);
+                let mut line = from;
+                while line < to {
+                    match reach {
+                        Reach::Far => prefetch_line_l2(run.wrapping_add(line)),
+                        Reach::Near => prefetch_line(run.wrapping_add(line)),
+                    }
                     line += WORDS_PER_LINE;
                 }
             }

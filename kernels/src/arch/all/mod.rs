@@ -108,8 +108,8 @@ pub fn for_each_set_bit(words: &[u64], mut f: impl FnMut(usize)) {
 
 /// Appends `offset + index` for every set bit of `words` to `out`, in
 /// increasing order.
-pub fn append_set_bits(words: &[u64], offset: u32, out: &mut Vec<u32>) {
-    for_each_set_bit(words, |i| out.push(offset + i as u32));
+pub fn append_set_bits(words: &[u64], offset: u64, out: &mut Vec<u64>) {
+    for_each_set_bit(words, |i| out.push(offset + i as u64));
 }
 
 /// ORs `src` into `dst` word by word and returns how many bits of `dst`

@@ -62,6 +62,18 @@ pub(crate) unsafe trait Line: Copy {
     /// The backend's CPU features must be available.
     unsafe fn and(self, other: Self) -> Self;
 
+    /// `self & b & c`. One instruction where the backend has a three-input
+    /// logic operation (`vpternlogq` on AVX-512).
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    #[inline(always)]
+    unsafe fn and3(self, b: Self, c: Self) -> Self {
+        // SAFETY: forwarded from this method's contract.
+        unsafe { self.and(b).and(c) }
+    }
+
     /// `self | other`.
     ///
     /// # Safety
@@ -82,6 +94,13 @@ pub(crate) unsafe trait Line: Copy {
     ///
     /// The backend's CPU features must be available.
     unsafe fn and_not(self, other: Self) -> Self;
+
+    /// Bit `i` set when lane (word) `i` has any bit set.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    unsafe fn nonzero_lanes(self) -> u8;
 
     /// Whether all 512 bits are clear.
     ///
@@ -365,7 +384,81 @@ pub(crate) unsafe fn and_rows<L: Line>(rows: &[&[u64]], out: &mut [u64]) -> bool
     any_set
 }
 
+/// Row runs whose start pointers [`and_runs`] and [`count_runs`] keep on
+/// the stack; longer position lists (more hashes than any real filter
+/// uses) take a position-indexed loop for the rest.
+const HOISTED_RUNS: usize = 32;
+
+/// The row runs of one query key: start pointers for the first
+/// [`HOISTED_RUNS`] positions, computed once per call rather than once per
+/// chunk and run.
+struct Runs<'a> {
+    base: *const u64,
+    stride: usize,
+    ptrs: [*const u64; HOISTED_RUNS],
+    hoisted: usize,
+    extra: &'a [u32],
+}
+
+impl<'a> Runs<'a> {
+    /// The runs at `positions` (not empty) of `rows`, `stride` words apart;
+    /// the caller has checked that each run fits in `rows`.
+    #[inline(always)]
+    fn new(rows: &[u64], stride: usize, positions: &'a [u32]) -> Self {
+        let base = rows.as_ptr();
+        let mut ptrs = [base; HOISTED_RUNS];
+        let hoisted = positions.len().min(HOISTED_RUNS);
+        for (ptr, &p) in ptrs.iter_mut().zip(&positions[..hoisted]) {
+            *ptr = base.wrapping_add(p as usize * stride);
+        }
+        Runs { base, stride, ptrs, hoisted, extra: &positions[hoisted..] }
+    }
+
+    /// The AND of the 512-bit chunk at word `start` of every run, or zero
+    /// as soon as it is known to be zero. Runs are combined two at a time
+    /// ([`Line::and3`], one `vpternlogq` on AVX-512) and the early exit is
+    /// tested before each pair: on long runs (1 280 bytes at N = 10 000)
+    /// a test and loop step per run cost more than the rare run it spares
+    /// (measured in `bench/RESULTS.md`).
+    ///
+    /// # Safety
+    ///
+    /// At least one run; `start + 8` words must lie inside every run; `L`'s
+    /// features must be available.
+    #[inline(always)]
+    unsafe fn and_chunk<L: Line>(&self, start: usize) -> L {
+        let runs = &self.ptrs[..self.hoisted];
+        // SAFETY: each pointer is the start of a run that holds words
+        // `start..start + 8` (this function's contract); `L`'s features
+        // are available.
+        unsafe {
+            let mut acc = L::load(runs[0].add(start));
+            let mut i = 1;
+            while i + 1 < runs.len() {
+                if acc.is_zero() {
+                    return acc;
+                }
+                acc = acc.and3(L::load(runs[i].add(start)), L::load(runs[i + 1].add(start)));
+                i += 2;
+            }
+            if i + 1 == runs.len() {
+                acc = acc.and(L::load(runs[i].add(start)));
+            }
+            for &p in self.extra {
+                if acc.is_zero() {
+                    break;
+                }
+                acc = acc.and(L::load(self.base.add(p as usize * self.stride + start)));
+            }
+            acc
+        }
+    }
+}
+
 /// See [`all::and_runs`].
+///
+/// Walks the output one 512-bit chunk at a time, ANDing that chunk of
+/// every run ([`Runs::and_chunk`]), so all `k` runs stream in parallel.
 ///
 /// # Safety
 ///
@@ -376,29 +469,23 @@ pub(crate) unsafe fn and_runs<L: Line>(rows: &[u64], stride: usize, positions: &
     for &p in positions {
         assert!(all::run_fits(rows.len(), stride, p, n), "row run past the end of the rows");
     }
-    let Some((&first, rest)) = positions.split_first() else {
+    if positions.is_empty() {
         out.fill(!0);
         return !out.is_empty();
-    };
+    }
+    let runs = Runs::new(rows, stride, positions);
     let full = n - n % WORDS_PER_LINE;
-    let base = rows.as_ptr();
     let out_ptr = out.as_mut_ptr();
     // SAFETY: `L`'s features are available (this function's contract).
     let mut any = unsafe { L::zero() };
     let mut start = 0;
     while start < full {
-        // SAFETY: for every position `p`, `p * stride + n <= rows.len()`
-        // (asserted above) and `start + 8 <= full <= n`, so each load reads
-        // in-bounds words of `rows`; the store is in bounds of `out`; `L`'s
-        // features are available.
+        // SAFETY: every run holds `n` words (asserted above) and
+        // `start + 8 <= full <= n`, so the chunk lies inside every run and
+        // the store inside `out`; there is at least one run; `L`'s features
+        // are available.
         unsafe {
-            let mut acc = L::load(base.add(first as usize * stride + start));
-            for &p in rest {
-                if acc.is_zero() {
-                    break;
-                }
-                acc = acc.and(L::load(base.add(p as usize * stride + start)));
-            }
+            let acc: L = runs.and_chunk(start);
             acc.store(out_ptr.add(start));
             any = any.or(acc);
         }
@@ -408,6 +495,7 @@ pub(crate) unsafe fn and_runs<L: Line>(rows: &[u64], stride: usize, positions: &
     let mut any_set = !unsafe { any.is_zero() };
     if full < n {
         let at = |p: u32| p as usize * stride;
+        let (&first, rest) = positions.split_first().expect("positions is not empty");
         let chunk = &mut out[full..];
         chunk.copy_from_slice(&rows[at(first) + full..at(first) + n]);
         for &p in rest {
@@ -423,58 +511,91 @@ pub(crate) unsafe fn and_runs<L: Line>(rows: &[u64], stride: usize, positions: &
     any_set
 }
 
-/// See [`all::append_set_bits`]. Lines that are all zero are skipped with
-/// one test (the common case for the sparse result of a query). For a
-/// non-zero line, room for all 512 positions is reserved once and each word
-/// is walked with `trailing_zeros` / clear-lowest-bit (`tzcnt` / `blsr`
-/// where the backend enables BMI1), writing straight into the spare
-/// capacity without a per-push capacity check. (Lemire's branch-free
-/// decoding, four unconditional writes per word, measured slower here at
-/// two bits per word: it is bound by the extra stores.)
+/// Set bits written per non-zero word by [`append_set_bits`] without a
+/// loop.
+const UNROLLED_BITS: usize = 4;
+
+/// See [`all::append_set_bits`]. Built to branch on counts, not on the
+/// data: a query's answer has about one set bit in every few words, and a
+/// branch per word (or per bit) mispredicts about once per non-zero word,
+/// each miss also discarding the out-of-order work that was overlapping
+/// the next query's row loads (measured: `bench/RESULTS.md`).
 ///
-/// The reservation may leave up to one line's worth (512 positions) of
-/// extra capacity in `out`. Positions are computed with wrapping
-/// arithmetic; callers keep
-/// `offset + 64 * words.len()` within `u32`, as the reference (which
+/// Per group of up to 64 words: one pass over its lines counts the bits
+/// and builds a bitmap of the non-zero words ([`Line::nonzero_lanes`]);
+/// then each non-zero word, found through the bitmap, writes the positions
+/// of its lowest [`UNROLLED_BITS`] bits unconditionally into reserved
+/// capacity and advances by its real count (a word with more bits finishes
+/// in a loop). The reservation may leave up to [`UNROLLED_BITS`] slots of
+/// extra capacity. Positions are computed with wrapping arithmetic; callers
+/// keep `offset + 64 * words.len()` within `u64`, as the reference (which
 /// panics on overflow in debug builds) requires.
 ///
 /// # Safety
 ///
 /// `L`'s CPU features must be available.
 #[inline(always)]
-pub(crate) unsafe fn append_set_bits<L: Line>(words: &[u64], offset: u32, out: &mut Vec<u32>) {
-    let full = words.len() - words.len() % WORDS_PER_LINE;
-    let mut start = 0;
-    while start < full {
-        // SAFETY: `start + 8 <= words.len()`; `L`'s features are available.
-        let zero = unsafe { L::load(words.as_ptr().add(start)).is_zero() };
-        if !zero {
-            let line = &words[start..start + WORDS_PER_LINE];
-            out.reserve(WORDS_PER_LINE * 64);
-            let len = out.len();
-            let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u32>();
-            let mut written = 0;
-            for (j, &word) in line.iter().enumerate() {
-                let base = offset.wrapping_add(((start + j) * 64) as u32);
-                let mut w = word;
+pub(crate) unsafe fn append_set_bits<L: Line>(words: &[u64], offset: u64, out: &mut Vec<u64>) {
+    const GROUP_WORDS: usize = 64;
+    for (g, group) in words.chunks(GROUP_WORDS).enumerate() {
+        let full = group.len() - group.len() % WORDS_PER_LINE;
+        let mut nonzero = 0u64;
+        // SAFETY: `L`'s features are available (this function's contract).
+        let mut counts = unsafe { L::zero() };
+        let mut start = 0;
+        while start < full {
+            // SAFETY: `start + 8 <= full <= group.len()`; `L`'s features are
+            // available.
+            unsafe {
+                let line = L::load(group.as_ptr().add(start));
+                nonzero |= u64::from(line.nonzero_lanes()) << start;
+                counts = counts.add_lanes(line.lane_popcounts());
+            }
+            start += WORDS_PER_LINE;
+        }
+        // SAFETY: `L`'s features are available.
+        let mut hits = unsafe { counts.sum_lanes() } as usize;
+        for (j, &w) in group.iter().enumerate().skip(full) {
+            nonzero |= u64::from(w != 0) << j;
+            hits += w.count_ones() as usize;
+        }
+        if hits == 0 {
+            continue;
+        }
+        out.reserve(hits + UNROLLED_BITS);
+        let len = out.len();
+        let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u64>();
+        let base = offset.wrapping_add((g * GROUP_WORDS * 64) as u64);
+        let mut written = 0;
+        while nonzero != 0 {
+            let j = nonzero.trailing_zeros() as usize;
+            nonzero &= nonzero - 1;
+            let mut w = group[j];
+            let count = w.count_ones() as usize;
+            let at = base.wrapping_add((j * 64) as u64);
+            // SAFETY: `written + count <= hits` (the counts sum to `hits`)
+            // and `hits + UNROLLED_BITS` slots were reserved, so every
+            // write below, unconditional or in the loop, is inside the
+            // spare capacity; slots past `written + count` are overwritten
+            // by the next word or left past the final length.
+            unsafe {
+                for u in 0..UNROLLED_BITS {
+                    dst.add(written + u).write(at.wrapping_add(u64::from(w.trailing_zeros())));
+                    w &= w.wrapping_sub(1);
+                }
+                let mut extra = written + UNROLLED_BITS;
                 while w != 0 {
-                    // SAFETY: at most 64 positions per word, 512 per line,
-                    // within the reserved capacity.
-                    unsafe { dst.add(written).write(base.wrapping_add(w.trailing_zeros())) };
+                    dst.add(extra).write(at.wrapping_add(u64::from(w.trailing_zeros())));
                     w &= w - 1;
-                    written += 1;
+                    extra += 1;
                 }
             }
-            // SAFETY: `reserve` made room and the first `written` spare
-            // slots were initialised above, in order.
-            unsafe { out.set_len(len + written) };
+            written += count;
         }
-        start += WORDS_PER_LINE;
+        // SAFETY: the first `written` (= `hits`) spare slots were written
+        // above, each word's positions in order at its own range.
+        unsafe { out.set_len(len + written) };
     }
-    let tail = &words[full..];
-    all::for_each_set_bit(tail, |i| {
-        out.push(offset.wrapping_add((full * 64 + i) as u32));
-    });
 }
 
 /// See [`all::or_into`]. The newly set bits of each line (`src & !dst`) are
@@ -588,7 +709,7 @@ pub(crate) unsafe fn count_runs<L: Line>(
     }
     let n_planes = planes.len() / width;
     let full = width - width % WORDS_PER_LINE;
-    let base = rows.as_ptr();
+    let runs = (!positions.is_empty()).then(|| Runs::new(rows, stride, positions));
     let planes_ptr = planes.as_mut_ptr();
     let mut hits = 0;
     let mut start = 0;
@@ -604,27 +725,24 @@ pub(crate) unsafe fn count_runs<L: Line>(
         // of `planes` for `j < n_planes`, so each plane access is in bounds;
         // `L`'s features are available (this function's contract).
         unsafe {
-            let mut acc = match positions.split_first() {
+            let mut acc = match &runs {
                 None => L::load(ONES.as_ptr()),
-                Some((&first, rest)) => {
-                    let mut acc = L::load(base.add(first as usize * stride + start));
-                    for &p in rest {
-                        if acc.is_zero() {
-                            break;
-                        }
-                        acc = acc.and(L::load(base.add(p as usize * stride + start)));
-                    }
-                    acc
-                }
+                Some(runs) => runs.and_chunk(start),
             };
             if !acc.is_zero() {
                 hits += 1;
-                for j in 0..n_planes {
+                // Ripple-carry add into the planes. The carry dies after a
+                // plane or two, but where varies chunk by chunk, so a test
+                // per plane mispredicts often; testing every second plane
+                // keeps the branch mostly not-taken.
+                let mut j = 0;
+                while j < n_planes {
                     let at = planes_ptr.add(j * width + start);
                     let plane = L::load(at);
                     plane.xor(acc).store(at);
                     acc = acc.and(plane);
-                    if acc.is_zero() {
+                    j += 1;
+                    if j % 2 == 0 && acc.is_zero() {
                         break;
                     }
                 }

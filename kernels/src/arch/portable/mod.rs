@@ -53,7 +53,7 @@ pub fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64])
 }
 
 /// See [`crate::arch::all::append_set_bits`].
-pub fn append_set_bits(words: &[u64], offset: u32, out: &mut Vec<u32>) {
+pub fn append_set_bits(words: &[u64], offset: u64, out: &mut Vec<u64>) {
     // SAFETY: `WideLine` has no run-time feature requirement (see above).
     unsafe { generic::append_set_bits::<WideLine>(words, offset, out) }
 }
@@ -153,6 +153,11 @@ unsafe impl generic::Line for WideLine {
     #[inline(always)]
     unsafe fn and_not(self, other: Self) -> Self {
         WideLine(self.0 & !other.0)
+    }
+
+    #[inline(always)]
+    unsafe fn nonzero_lanes(self) -> u8 {
+        self.0.to_array().iter().enumerate().fold(0, |acc, (i, &w)| acc | (u8::from(w != 0) << i))
     }
 
     #[inline(always)]

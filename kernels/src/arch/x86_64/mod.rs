@@ -35,7 +35,7 @@ macro_rules! x86_backend {
 
             /// See [`crate::arch::all::append_set_bits`].
             #[inline]
-            pub fn append_set_bits(self, words: &[u64], offset: u32, out: &mut Vec<u32>) {
+            pub fn append_set_bits(self, words: &[u64], offset: u64, out: &mut Vec<u64>) {
                 // SAFETY: the token proves the CPU has the entry point's features.
                 unsafe { entry::append_set_bits(words, offset, out) }
             }
@@ -152,7 +152,7 @@ macro_rules! x86_backend {
             }
 
             #[target_feature(enable = $features)]
-            pub(super) fn append_set_bits(words: &[u64], offset: u32, out: &mut Vec<u32>) {
+            pub(super) fn append_set_bits(words: &[u64], offset: u64, out: &mut Vec<u64>) {
                 // SAFETY: compiled with, and only run with, the features.
                 unsafe { generic::append_set_bits::<$line>(words, offset, out) }
             }

@@ -162,6 +162,19 @@ unsafe impl generic::Line for Line256x2 {
     }
 
     #[inline(always)]
+    unsafe fn nonzero_lanes(self) -> u8 {
+        // `vpcmpeqq` against zero, then one sign bit per lane
+        // (`vmovmskpd`): the zero lanes, inverted.
+        // SAFETY: AVX2 is available (the method's contract).
+        unsafe {
+            let zero = _mm256_setzero_si256();
+            let lo = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(self.lo, zero)));
+            let hi = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(self.hi, zero)));
+            !((lo | (hi << 4)) as u8)
+        }
+    }
+
+    #[inline(always)]
     unsafe fn is_zero(self) -> bool {
         // SAFETY: AVX2 is available (the method's contract).
         unsafe {

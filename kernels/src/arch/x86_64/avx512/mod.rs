@@ -13,6 +13,7 @@
 //! line). Differences that matter:
 //!
 //! - `is_zero` is `vptestmq` into a mask register.
+//! - `and3` (two runs at once in `and_runs`) is one `vpternlogq`.
 //! - popcounts use `vpopcntq` per lane directly, no Harley-Seal tree
 //!   (`Line::NATIVE_POPCOUNT`).
 //! - `count_runs` (multi-key scoring) keeps a whole 512-column chunk of
@@ -108,6 +109,14 @@ unsafe impl generic::Line for Line512 {
     }
 
     #[inline(always)]
+    unsafe fn and3(self, b: Self, c: Self) -> Self {
+        // Truth table 0x80: the result bit is set only where all three
+        // inputs are (bit 7 of the table indexes a = b = c = 1).
+        // SAFETY: AVX-512 F is available (the method's contract).
+        Line512(unsafe { _mm512_ternarylogic_epi64::<0x80>(self.0, b.0, c.0) })
+    }
+
+    #[inline(always)]
     unsafe fn or(self, other: Self) -> Self {
         // SAFETY: AVX-512 F is available (the method's contract).
         Line512(unsafe { _mm512_or_si512(self.0, other.0) })
@@ -124,6 +133,12 @@ unsafe impl generic::Line for Line512 {
         // `_mm512_andnot_si512(a, b)` is `!a & b`.
         // SAFETY: AVX-512 F is available (the method's contract).
         Line512(unsafe { _mm512_andnot_si512(other.0, self.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn nonzero_lanes(self) -> u8 {
+        // SAFETY: AVX-512 F is available (the method's contract).
+        unsafe { _mm512_test_epi64_mask(self.0, self.0) }
     }
 
     #[inline(always)]

@@ -292,20 +292,25 @@ fn transpose64(a: &mut [u64; 64]) {
 /// data (a per-word branch mispredicts about once per non-zero word); they
 /// are then mapped to owners in place.
 ///
-/// Bits of unused columns are dropped first (`used`): a valid index keeps
+/// Bits of unused columns are dropped (`used`): a valid index keeps
 /// them clear, but rows mapped from a file whose checksums are not verified
 /// yet (`Verify::Deferred`) may not, and a query must never name an id the
 /// index does not hold.
 #[inline]
-fn push_owners(kernels: &Kernels, acc: &mut [u64], used: &[u64], owners: &[u64], out: &mut Vec<u64>) {
-    for (a, &u) in acc.iter_mut().zip(used) {
-        *a &= u;
-    }
+fn push_owners(kernels: &Kernels, acc: &[u64], used: &[u64], owners: &[u64], out: &mut Vec<u64>) {
     let start = out.len();
     kernels.append_set_bits(acc, 0, out);
-    for c in &mut out[start..] {
-        *c = owners[*c as usize];
+    // Map columns to owners in place, dropping unused columns (a branch
+    // that a valid index always takes the same way).
+    let mut kept = start;
+    for i in start..out.len() {
+        let c = out[i] as usize;
+        if (used[c / 64] >> (c % 64)) & 1 == 1 {
+            out[kept] = owners[c];
+            kept += 1;
+        }
     }
+    out.truncate(kept);
 }
 
 /// The per-key results of [`SlicedIndex::query_batch`], in a reusable buffer.
@@ -816,10 +821,11 @@ impl SlicedIndex {
     }
 
     /// Prefetches the row runs of one key: `Far` is issued
-    /// [`SlicedConfig::prefetch_distance`] keys ahead and brings whole runs
-    /// into the second-level cache (`prefetcht1`); `Near` is issued one key
-    /// ahead and brings the first line of each run (short runs whole) into
-    /// the first-level cache. Only the rows the shard's density says the
+    /// [`SlicedConfig::prefetch_distance`] keys ahead and brings whole long
+    /// runs into the second-level cache (`prefetcht1`); `Near` is issued one
+    /// key ahead and brings the first line of each long run into the
+    /// first-level cache. Short runs are prefetched whole into the
+    /// first-level cache at the far distance only. Only the rows the shard's density says the
     /// early exit will reach are prefetched.
     ///
     /// Measured on `full` N = 10 000 (1 280-byte runs; `bench/RESULTS.md`):
@@ -831,16 +837,23 @@ impl SlicedIndex {
         for (shard, &n) in self.shards.iter().zip(rows) {
             let base = shard.rows.as_ptr();
             let short = shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES;
-            let words = if short || reach == Reach::Far { shard.wpr } else { WORDS_PER_LINE };
+            let words = match (short, reach) {
+                // Short runs: whole, into the first-level cache, once.
+                (true, Reach::Far) => shard.wpr,
+                (true, Reach::Near) => continue,
+                (false, Reach::Far) => shard.wpr,
+                (false, Reach::Near) => WORDS_PER_LINE,
+            };
             for &p in &positions[..n] {
                 // Addresses only: a prefetch never faults, and every
                 // position is `< m` so the run lies inside `rows` anyway.
                 let run = base.wrapping_add(p as usize * shard.wpr);
                 let mut line = 0;
                 while line < words {
-                    match reach {
-                        Reach::Far => prefetch_line_l2(run.wrapping_add(line)),
-                        Reach::Near => prefetch_line(run.wrapping_add(line)),
+                    if short || reach == Reach::Near {
+                        prefetch_line(run.wrapping_add(line));
+                    } else {
+                        prefetch_line_l2(run.wrapping_add(line));
                     }
                     line += WORDS_PER_LINE;
                 }

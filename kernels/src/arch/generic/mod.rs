@@ -384,6 +384,10 @@ pub(crate) unsafe fn and_rows<L: Line>(rows: &[&[u64]], out: &mut [u64]) -> bool
     any_set
 }
 
+/// Runs of at most this many words (four lines) are ANDed by [`and_runs`]
+/// position by position, with an exit test per run.
+const SHORT_RUN_WORDS: usize = 4 * WORDS_PER_LINE;
+
 /// Row runs whose start pointers [`and_runs`] and [`count_runs`] keep on
 /// the stack; longer position lists (more hashes than any real filter
 /// uses) take a position-indexed loop for the rest.
@@ -415,9 +419,9 @@ impl<'a> Runs<'a> {
     }
 
     /// The AND of the 512-bit chunk at word `start` of every run, or zero
-    /// as soon as it is known to be zero. Runs are combined two at a time
-    /// ([`Line::and3`], one `vpternlogq` on AVX-512) and the early exit is
-    /// tested before each pair: on long runs (1 280 bytes at N = 10 000)
+    /// as soon as it is known to be zero. After the first two runs, runs
+    /// are combined two at a time ([`Line::and3`], one `vpternlogq` on
+    /// AVX-512) and the early exit is tested before each pair: on long runs (1 280 bytes at N = 10 000)
     /// a test and loop step per run cost more than the rare run it spares
     /// (measured in `bench/RESULTS.md`).
     ///
@@ -433,7 +437,13 @@ impl<'a> Runs<'a> {
         // are available.
         unsafe {
             let mut acc = L::load(runs[0].add(start));
-            let mut i = 1;
+            if runs.len() < 2 {
+                return acc;
+            }
+            // The first two runs unconditionally: in a sparse index most
+            // chunks still have a bit after one run and none after two.
+            acc = acc.and(L::load(runs[1].add(start)));
+            let mut i = 2;
             while i + 1 < runs.len() {
                 if acc.is_zero() {
                     return acc;
@@ -441,7 +451,7 @@ impl<'a> Runs<'a> {
                 acc = acc.and3(L::load(runs[i].add(start)), L::load(runs[i + 1].add(start)));
                 i += 2;
             }
-            if i + 1 == runs.len() {
+            if i + 1 == runs.len() && !acc.is_zero() {
                 acc = acc.and(L::load(runs[i].add(start)));
             }
             for &p in self.extra {
@@ -473,23 +483,48 @@ pub(crate) unsafe fn and_runs<L: Line>(rows: &[u64], stride: usize, positions: &
         out.fill(!0);
         return !out.is_empty();
     }
-    let runs = Runs::new(rows, stride, positions);
     let full = n - n % WORDS_PER_LINE;
     let out_ptr = out.as_mut_ptr();
     // SAFETY: `L`'s features are available (this function's contract).
     let mut any = unsafe { L::zero() };
     let mut start = 0;
-    while start < full {
-        // SAFETY: every run holds `n` words (asserted above) and
-        // `start + 8 <= full <= n`, so the chunk lies inside every run and
-        // the store inside `out`; there is at least one run; `L`'s features
-        // are available.
-        unsafe {
-            let acc: L = runs.and_chunk(start);
-            acc.store(out_ptr.add(start));
-            any = any.or(acc);
+    if full <= SHORT_RUN_WORDS {
+        // Short runs (a few lines, mostly in cache by now): setting up
+        // `Runs` costs more than it saves, and in a sparse index the
+        // per-run exit after the second run is what matters.
+        let base = rows.as_ptr();
+        while start < full {
+            // SAFETY: for every position `p`, `p * stride + n <= rows.len()`
+            // (asserted above) and `start + 8 <= full <= n`, so each load
+            // is in bounds of `rows` and the store of `out`; `L`'s features
+            // are available.
+            unsafe {
+                let mut acc = L::load(base.add(positions[0] as usize * stride + start));
+                for &p in &positions[1..] {
+                    if acc.is_zero() {
+                        break;
+                    }
+                    acc = acc.and(L::load(base.add(p as usize * stride + start)));
+                }
+                acc.store(out_ptr.add(start));
+                any = any.or(acc);
+            }
+            start += WORDS_PER_LINE;
         }
-        start += WORDS_PER_LINE;
+    } else {
+        let runs = Runs::new(rows, stride, positions);
+        while start < full {
+            // SAFETY: every run holds `n` words (asserted above) and
+            // `start + 8 <= full <= n`, so the chunk lies inside every run
+            // and the store inside `out`; there is at least one run; `L`'s
+            // features are available.
+            unsafe {
+                let acc: L = runs.and_chunk(start);
+                acc.store(out_ptr.add(start));
+                any = any.or(acc);
+            }
+            start += WORDS_PER_LINE;
+        }
     }
     // SAFETY: `L`'s features are available.
     let mut any_set = !unsafe { any.is_zero() };

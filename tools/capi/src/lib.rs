@@ -965,6 +965,8 @@ struct BatchOut<'a> {
 }
 
 impl BatchOut<'_> {
+    /// Checks the output arguments of a batch call of `n` keys.
+    ///
     /// # Safety
     ///
     /// As [`bloomslice_query_batch`]: `ids_out` null (with `ids_cap` 0) or

@@ -248,41 +248,21 @@ pub fn run_multi(opts: &MultiOptions, log: &mut dyn FnMut(&str)) -> Result<Vec<M
             // background load and their ratios stay meaningful.
             let mut best = [Duration::MAX; 4];
             for _ in 0..opts.repeat.max(1) {
-                best[0] = best[0].min(timed(|| {
-                    chosen
-                        .iter()
-                        .map(|&i| {
-                            per_key_count(&index, &shape.hashes[i], min_count, &mut results, &mut counts, &mut out);
-                            out.len()
-                        })
-                        .sum()
+                best[0] = best[0].min(timed_pass(&chosen, |i| {
+                    per_key_count(&index, &shape.hashes[i], min_count, &mut results, &mut counts, &mut out);
+                    out.len()
                 }));
-                best[1] = best[1].min(timed(|| {
-                    chosen
-                        .iter()
-                        .map(|&i| {
-                            index.query_batch_hashes(&shape.hashes[i], &mut results);
-                            results.total_matches()
-                        })
-                        .sum()
+                best[1] = best[1].min(timed_pass(&chosen, |i| {
+                    index.query_batch_hashes(&shape.hashes[i], &mut results);
+                    results.total_matches()
                 }));
-                best[2] = best[2].min(timed(|| {
-                    chosen
-                        .iter()
-                        .map(|&i| {
-                            index.query_threshold_unpruned_into(&shape.hashes[i], threshold, &mut scratch, &mut out);
-                            out.len()
-                        })
-                        .sum()
+                best[2] = best[2].min(timed_pass(&chosen, |i| {
+                    index.query_threshold_unpruned_into(&shape.hashes[i], threshold, &mut scratch, &mut out);
+                    out.len()
                 }));
-                best[3] = best[3].min(timed(|| {
-                    chosen
-                        .iter()
-                        .map(|&i| {
-                            index.query_threshold_into(&shape.hashes[i], threshold, &mut scratch, &mut out);
-                            out.len()
-                        })
-                        .sum()
+                best[3] = best[3].min(timed_pass(&chosen, |i| {
+                    index.query_threshold_into(&shape.hashes[i], threshold, &mut scratch, &mut out);
+                    out.len()
                 }));
             }
             let [per_key, batched, score, pruned] = best;
@@ -406,6 +386,12 @@ fn timed(pass: impl FnOnce() -> usize) -> Duration {
     let start = std::time::Instant::now();
     std::hint::black_box(pass());
     start.elapsed()
+}
+
+/// Times one pass of `query` over the queries `chosen` (it returns a match
+/// count, summed and kept observable).
+fn timed_pass(chosen: &[usize], mut query: impl FnMut(usize) -> usize) -> Duration {
+    timed(|| chosen.iter().map(|&i| query(i)).sum())
 }
 
 /// The `naive` engine: every filter tests every key of the query.

@@ -159,29 +159,22 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
                     pool.query_batch(&shared, chunk, &mut results).expect("no task panics");
                     got.extend(results.iter().map(<[u64]>::to_vec));
                 })?;
-                let pool_rate = rate(opts.args.seconds, hashes.len(), || {
-                    hashes
-                        .chunks(batch)
-                        .map(|chunk| {
-                            pool.query_batch(&shared, chunk, &mut results).expect("no task panics");
-                            results.total_matches()
-                        })
-                        .sum()
-                });
+                let mut time_pool = |pool: &QueryPool| {
+                    rate(opts.args.seconds, hashes.len(), || {
+                        hashes
+                            .chunks(batch)
+                            .map(|chunk| {
+                                pool.query_batch(&shared, chunk, &mut results).expect("no task panics");
+                                results.total_matches()
+                            })
+                            .sum()
+                    })
+                };
+                let pool_rate = time_pool(&pool);
                 drop(pool);
                 // The same pool unpinned: on a loaded machine a pinned worker
                 // cannot leave a busy core, so both are shown.
-                let unpinned_pool = pinned(workers, false)?;
-                let unpinned_rate = rate(opts.args.seconds, hashes.len(), || {
-                    hashes
-                        .chunks(batch)
-                        .map(|chunk| {
-                            unpinned_pool.query_batch(&shared, chunk, &mut results).expect("no task panics");
-                            results.total_matches()
-                        })
-                        .sum()
-                });
-                drop(unpinned_pool);
+                let unpinned_rate = time_pool(&pinned(workers, false)?);
                 let rayon_pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(workers)
                     .build()

@@ -3,11 +3,8 @@
 //! with one line and the right exit code.
 
 use std::path::PathBuf;
-use std::process::Command;
-
-fn paper() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_paper"))
-}
+mod common;
+use common::{fails, ok, paper};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("bloomslice-{name}-{}", std::process::id()));
@@ -66,8 +63,7 @@ fn quick_run_writes_csv_plots_and_report() {
 
     // --replot redraws from the CSVs without measuring.
     std::fs::remove_file(dir.join("fig05a_search_time.png")).unwrap();
-    let out = paper().args(["bloofi", "all", "--replot", "--out"]).arg(&dir).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    ok(paper().args(["bloofi", "all", "--replot", "--out"]).arg(&dir));
     assert!(dir.join("fig05a_search_time.png").exists());
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("redrawn from the CSVs") && report.contains("| 5a |"), "{report}");
@@ -79,23 +75,17 @@ fn bad_bloofi_arguments_exit_2_and_runtime_errors_exit_1() {
     for args in
         [&["bloofi", "bogus"][..], &["bloofi"], &["bloofi", "n", "--max-filters", "1"], &["bloofi", "n", "--seed", "x"]]
     {
-        let out = paper().args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let stderr = String::from_utf8(out.stderr).unwrap();
-        assert!(stderr.contains("error") && !stderr.contains("panicked"), "{args:?}: {stderr}");
+        fails(args, 2);
     }
-    let out = paper().args(["bloofi", "heuristic", "--quick", "--out", "/dev/null/cannot"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.starts_with("error: cannot create") && !stderr.contains("panicked"), "{stderr}");
+    let stderr = fails(&["bloofi", "heuristic", "--quick", "--out", "/dev/null/cannot"], 1);
+    assert!(stderr.starts_with("error: cannot create"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
 #[test]
 fn stable_writes_per_importance_csv_and_plots() {
     let dir = temp_dir("stable-plots");
-    let out = paper().args(["stable", "--distinct", "300", "--out"]).arg(&dir).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    ok(paper().args(["stable", "--distinct", "300", "--out"]).arg(&dir));
     let csv = std::fs::read_to_string(dir.join("stable_by_importance.csv")).unwrap();
     assert!(csv.starts_with("distribution,repeat_fraction,policy,importance,fp_rate,fn_rate\n"));
     assert!(csv.contains("uniform,0.1,SBF,50,"), "{}", &csv[..300.min(csv.len())]);

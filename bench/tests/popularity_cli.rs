@@ -1,22 +1,14 @@
 //! End-to-end checks of `paper popularity` (Section 5.1 of the
 //! popularity-conscious paper): the table, the CSV, and argument errors.
 
-use std::process::Command;
-
-fn paper() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_paper"))
-}
+mod common;
+use common::{fails, ok, paper};
 
 #[test]
 fn popularity_prints_the_table_and_writes_the_csv() {
     let csv = std::env::temp_dir().join(format!("popularity-{}.csv", std::process::id()));
-    let out = paper()
-        .args(["popularity", "--universe", "60", "--trials", "300", "--eps", "0.5", "--csv"])
-        .arg(&csv)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text =
+        ok(paper().args(["popularity", "--universe", "60", "--trials", "300", "--eps", "0.5", "--csv"]).arg(&csv));
     for needle in ["Section 5.1", "optimal+", "int/opt+p", " 1.00 ", " 2.00 "] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
@@ -33,12 +25,9 @@ fn popularity_prints_the_table_and_writes_the_csv() {
 /// script checks, and consistent ratios.
 #[test]
 fn popularity_json_has_one_object_per_alpha_and_approach() {
-    let out = paper()
-        .args(["popularity", "--universe", "60", "--trials", "400", "--eps", "0.5", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let out =
+        ok(paper().args(["popularity", "--universe", "60", "--trials", "400", "--eps", "0.5", "--format", "json"]));
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
     assert_eq!(rows.len(), 5 * 4);
     for row in &rows {
         for field in [
@@ -80,23 +69,14 @@ fn bad_arguments_exit_nonzero_without_panic() {
         (&["popularity", "--universe", "50", "--eps=-1"], 1),
         (&["popularity", "--universe", "50", "--set-size", "0"], 1),
     ] {
-        let out = paper().args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(code), "{args:?}");
-        let stderr = String::from_utf8(out.stderr).unwrap();
-        assert!(stderr.contains("error"), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        fails(args, code);
     }
 }
 
 #[test]
 fn popularity_out_writes_csv_and_plot() {
     let dir = std::env::temp_dir().join(format!("popularity-out-{}", std::process::id()));
-    let out = paper()
-        .args(["popularity", "--universe", "40", "--trials", "200", "--eps", "0.5", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    ok(paper().args(["popularity", "--universe", "40", "--trials", "200", "--eps", "0.5", "--out"]).arg(&dir));
     for file in ["popularity.csv", "popularity_fpr.svg", "popularity_fpr.png"] {
         let len = std::fs::metadata(dir.join(file)).map(|m| m.len()).unwrap_or(0);
         assert!(len > 100, "{file}: {len} bytes");

@@ -1,34 +1,31 @@
 //! `paper query --threads`: the pool, rayon, split-rule and latency tables
 //! come out of a tiny run (answers are checked inside the binary before timing).
 
-use std::process::Command;
+#[expect(dead_code, reason = "not every test binary uses every shared helper")]
+mod common;
+use common::{ok, paper};
 
 #[test]
 fn threads_prints_throughput_latency_and_write_cost() {
-    let out = Command::new(env!("CARGO_BIN_EXE_paper"))
-        .args([
-            "query",
-            "--workload",
-            "paper",
-            "--filters",
-            "300",
-            "--queries",
-            "3000",
-            "--threads",
-            "1,2",
-            "--batch",
-            "64,1000",
-            "--seconds",
-            "0.01",
-            "--latency-seconds",
-            "0.02",
-            "--build-threads",
-            "1",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = ok(paper().args([
+        "query",
+        "--workload",
+        "paper",
+        "--filters",
+        "300",
+        "--queries",
+        "3000",
+        "--threads",
+        "1,2",
+        "--batch",
+        "64,1000",
+        "--seconds",
+        "0.01",
+        "--latency-seconds",
+        "0.02",
+        "--build-threads",
+        "1",
+    ]));
     for needle in
         ["throughput", "pool/rayon", "split rule", "by shards", "p99.9", "left-right", "copy-on-write", "insert_key"]
     {

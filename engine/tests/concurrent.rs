@@ -21,6 +21,18 @@ fn filter_of(keys: std::ops::Range<u64>) -> BloomFilter {
 }
 
 /// The filters of `index`, by id, for comparing states exactly.
+/// A shared index and a plain model of it, both holding filters `0..n`, filter
+/// `id` of the keys `keys(id)`.
+fn shared_and_model(n: u64, keys: impl Fn(u64) -> std::ops::Range<u64>) -> (ConcurrentIndex, SlicedIndex) {
+    let shared = ConcurrentIndex::new(SlicedIndex::new(params()));
+    let mut model = SlicedIndex::new(params());
+    for id in 0..n {
+        shared.insert_filter(id, &filter_of(keys(id))).unwrap();
+        model.insert_filter(id, &filter_of(keys(id))).unwrap();
+    }
+    (shared, model)
+}
+
 fn state(index: &SlicedIndex) -> Vec<(u64, Vec<u64>)> {
     let mut ids: Vec<u64> = index.ids().collect();
     ids.sort_unstable();
@@ -41,12 +53,7 @@ fn assert_both_copies_equal(shared: &ConcurrentIndex, model: &SlicedIndex) {
 
 #[test]
 fn a_panic_inside_a_write_neither_stalls_the_next_write_nor_splits_the_copies() {
-    let shared = ConcurrentIndex::new(SlicedIndex::new(params()));
-    let mut model = SlicedIndex::new(params());
-    for id in 0..4 {
-        shared.insert_filter(id, &filter_of(id * 10..id * 10 + 10)).unwrap();
-        model.insert_filter(id, &filter_of(id * 10..id * 10 + 10)).unwrap();
-    }
+    let (shared, mut model) = shared_and_model(4, |id| id * 10..id * 10 + 10);
     shared.panic_in_next_write();
     let panicked = catch_unwind(AssertUnwindSafe(|| shared.insert_filter(99, &filter_of(0..3))));
     assert!(panicked.is_err(), "the hook panics inside the write");
@@ -94,12 +101,7 @@ fn a_failed_replay_rebuilds_the_standby_from_the_published_copy() {
 
 #[test]
 fn query_methods_answer_as_the_sliced_index() {
-    let shared = ConcurrentIndex::new(SlicedIndex::new(params()));
-    let mut model = SlicedIndex::new(params());
-    for id in 0..50 {
-        shared.insert_filter(id, &filter_of(id * 20..id * 20 + 40)).unwrap();
-        model.insert_filter(id, &filter_of(id * 20..id * 20 + 40)).unwrap();
-    }
+    let (shared, model) = shared_and_model(50, |id| id * 20..id * 20 + 40);
     let keys: Vec<[u8; 8]> = (0..1200u64).map(u64::to_le_bytes).collect();
     let (mut got, mut want) = (BatchResults::new(), BatchResults::new());
     shared.query_batch(&keys, &mut got);

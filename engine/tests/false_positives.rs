@@ -30,6 +30,19 @@ fn half_width(p: f64, trials: u64) -> f64 {
     Z_999 * (p * (1.0 - p) / trials as f64).sqrt()
 }
 
+/// Prints one row of the results table: the cell, the candidate, measured
+/// against expected rate, whether it is within the interval, and `last`
+/// (the exact-model column, with its leading space, or empty).
+fn print_row(cell: &str, name: &str, measured: f64, expected: f64, trials: u64, last: &str) {
+    let hw = half_width(expected, trials);
+    println!(
+        "| {cell} | {name} | {measured:.4e} | {expected:.4e} | {:.3} | +-{:.3} | {} |{last} |",
+        measured / expected,
+        hw / expected,
+        if (measured - expected).abs() <= hw { "yes" } else { "**no**" },
+    );
+}
+
 fn measure(scheme: HashScheme, ratio: u64, k: u32, n: u64, trials: u64) -> (f64, f64) {
     let params = BloomParams::new(ratio * n, k).unwrap().with_scheme(scheme).with_seed(0x5eed ^ ratio);
     let mut filter = BloomFilter::new(params).unwrap();
@@ -247,14 +260,8 @@ fn scheme_table() {
         let (filters, queries) = (100_000, 100);
         for (name, positions) in &candidates {
             let (measured, trials) = measure_small(positions.as_ref(), m, n, k, filters, queries);
-            let hw = half_width(expected, trials);
-            println!(
-                "| m/n={ratio} k={k} m={m} ({trials} trials) | {name} | {measured:.4e} | {expected:.4e} | {:.3} | +-{:.3} | {} | {:.4} |",
-                measured / expected,
-                hw / expected,
-                if (measured - expected).abs() <= hw { "yes" } else { "**no**" },
-                exact / expected
-            );
+            let cell = format!("m/n={ratio} k={k} m={m} ({trials} trials)");
+            print_row(&cell, name, measured, expected, trials, &format!(" {:.4}", exact / expected));
         }
     }
     let (n, trials) = (100_000u64, 4_000_000u64);
@@ -276,13 +283,8 @@ fn scheme_table() {
                 })
                 .count();
             let measured = hits as f64 / trials as f64;
-            let hw = half_width(expected, trials);
-            println!(
-                "| m/n={ratio} k={k} m={m} ({trials} trials, one filter) | {name} | {measured:.4e} | {expected:.4e} | {:.3} | +-{:.3} | {} | |",
-                measured / expected,
-                hw / expected,
-                if (measured - expected).abs() <= hw { "yes" } else { "**no**" },
-            );
+            let cell = format!("m/n={ratio} k={k} m={m} ({trials} trials, one filter)");
+            print_row(&cell, name, measured, expected, trials, "");
         }
     }
 }

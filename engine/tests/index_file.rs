@@ -23,6 +23,15 @@ fn one_set() -> (SlicedIndex, SetNames) {
     (index, names)
 }
 
+/// [`one_set`] saved as `i.bsi` in a new temporary directory.
+fn one_set_saved() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("i.bsi");
+    let (index, names) = one_set();
+    persist::save(&path, &index, &names).unwrap();
+    (dir, path)
+}
+
 /// Adds set `name` with key `name` (the id after the largest).
 fn add_set(loaded: &mut persist::LoadedIndex, name: &str) -> bloomslice::Result<()> {
     let id = loaded.index.ids().max().map_or(0, |m| m + 1);
@@ -34,10 +43,7 @@ fn add_set(loaded: &mut persist::LoadedIndex, name: &str) -> bloomslice::Result<
 
 #[test]
 fn concurrent_editors_never_lose_an_update() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("i.bsi");
-    let (index, names) = one_set();
-    persist::save(&path, &index, &names).unwrap();
+    let (dir, path) = one_set_saved();
     let rounds = 20;
     let start = Arc::new(Barrier::new(3));
     let writers: Vec<_> = ["a", "b", "c"]
@@ -101,10 +107,7 @@ fn a_busy_lock_is_a_typed_error_after_the_wait_and_free_once_dropped() {
 
 #[test]
 fn the_lock_holder_removes_temporaries_of_dead_writers_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("i.bsi");
-    let (index, names) = one_set();
-    persist::save(&path, &index, &names).unwrap();
+    let (dir, path) = one_set_saved();
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let dead = child.id();
     child.wait().unwrap();
@@ -124,7 +127,7 @@ fn the_lock_holder_removes_temporaries_of_dead_writers_only() {
     assert_eq!(lock.removed_temporaries().len(), 1);
     assert_eq!(lock.removed_temporaries()[0].path, stale);
     assert!(!stale.exists() && busy.exists() && other.exists());
-    assert_eq!(lock.load().unwrap().names, names);
+    assert_eq!(lock.load().unwrap().names, one_set().1);
     drop(lock);
     // The id of a dead writer reused by a process that started after the
     // temporary was last written: that process is not its writer.

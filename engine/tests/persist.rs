@@ -108,12 +108,18 @@ fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
+/// `index` and `names` saved as `name` in a new temporary directory.
+fn saved(name: &str, index: &SlicedIndex, names: &SetNames) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempdir();
+    let path = dir.path().join(name);
+    persist::save(&path, index, names).unwrap();
+    (dir, path)
+}
+
 #[test]
 fn save_load_mmap_round_trip() {
     let (index, names) = small();
-    let dir = tempdir();
-    let path = dir.path().join("small.bsi");
-    persist::save(&path, &index, &names).unwrap();
+    let (_dir, path) = saved("small.bsi", &index, &names);
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(bytes, persist::to_bytes(&index, &names).unwrap());
     assert!(bytes.len() < 8192, "{}", bytes.len());
@@ -141,9 +147,7 @@ fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
     let plain = persist::to_bytes(&index, &names).unwrap();
     assert_eq!(&plain[104..108], &[0; 4], "an index of plain keys has k-mer length 0");
     index.set_kmer_length(Some(KmerLength::new(21).unwrap()));
-    let dir = tempdir();
-    let path = dir.path().join("seqs.bsi");
-    persist::save(&path, &index, &names).unwrap();
+    let (_dir, path) = saved("seqs.bsi", &index, &names);
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(u32::from_le_bytes(bytes[104..108].try_into().unwrap()), 21);
     assert_eq!(u16::from_le_bytes([bytes[10], bytes[11]]), 1);
@@ -172,9 +176,7 @@ fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
 #[test]
 fn a_mapped_index_is_writable_by_copy_and_the_file_is_untouched() {
     let (index, names) = small();
-    let dir = tempdir();
-    let path = dir.path().join("cow.bsi");
-    persist::save(&path, &index, &names).unwrap();
+    let (_dir, path) = saved("cow.bsi", &index, &names);
     let before = std::fs::read(&path).unwrap();
     let mut mapped = open_mmap(&path, Verify::Deferred).unwrap();
     let p = *index.params();
@@ -196,9 +198,7 @@ fn a_mapped_index_is_writable_by_copy_and_the_file_is_untouched() {
 #[test]
 fn save_is_atomic_and_leaves_no_temporary_file() {
     let (index, names) = small();
-    let dir = tempdir();
-    let path = dir.path().join("a.bsi");
-    persist::save(&path, &index, &names).unwrap();
+    let (dir, path) = saved("a.bsi", &index, &names);
     let first = std::fs::read(&path).unwrap();
     // A failing save (the target is a directory) keeps the old file and
     // cleans up its temporary.
@@ -371,9 +371,7 @@ proptest! {
         same(&index, &loaded.index, 0..600);
         prop_assert_eq!(&loaded.names, &names);
         prop_assert_eq!(loaded.index.config(), index.config());
-        let dir = tempdir();
-        let path = dir.path().join("p.bsi");
-        persist::save(&path, &index, &names).unwrap();
+        let (_dir, path) = saved("p.bsi", &index, &names);
         let mapped = open_mmap(&path, Verify::Full).unwrap();
         same(&index, &mapped.index, 0..600);
         prop_assert_eq!(&mapped.names, &names);

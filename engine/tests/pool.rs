@@ -90,6 +90,24 @@ fn assert_same(results: &PoolResults, expected: &[Vec<u64>], what: &str) {
     assert_eq!(results.total_matches(), expected.iter().map(Vec::len).sum::<usize>());
 }
 
+/// A batch whose first task panics fails with an empty result; the next
+/// batch answers as expected: neither the caller's buffer nor the pool is
+/// poisoned.
+fn panic_then_recover(
+    pool: &QueryPool,
+    shared: &ConcurrentIndex,
+    batch: &[[u8; 8]],
+    results: &mut PoolResults,
+    expected: &[Vec<u64>],
+    what: &str,
+) {
+    pool.fail_next_tasks(1);
+    assert_eq!(pool.query_batch(shared, batch, results), Err(Error::Pool(PoolError::TaskPanicked)));
+    assert!(results.is_empty());
+    pool.query_batch(shared, batch, results).unwrap();
+    assert_same(results, expected, what);
+}
+
 #[test]
 fn pool_equals_query_batch_for_every_batch_size() {
     let _serial = serial();
@@ -211,11 +229,7 @@ fn panicking_task_fails_only_its_batch() {
     let (shared, batch, expected) = fixture((9, 400, 512), (10, 3000));
     let pool = pool(2);
     let mut results = PoolResults::new();
-    pool.fail_next_tasks(1);
-    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(Error::Pool(PoolError::TaskPanicked)));
-    assert!(results.is_empty());
-    pool.query_batch(&shared, &batch, &mut results).unwrap();
-    assert_same(&results, &expected, "after a panic");
+    panic_then_recover(&pool, &shared, &batch, &mut results, &expected, "after a panic");
     pool.fail_next_tasks(3);
     let failed = pool.submit(&shared, &batch, results).wait().unwrap_err();
     assert_eq!(failed.error, Error::Pool(PoolError::TaskPanicked));
@@ -269,12 +283,7 @@ fn panic_in_a_caller_run_task_fails_its_batch() {
     let pool = pool(1);
     assert!(pool.runs_inline(batch.len()), "20 keys run on the caller");
     let mut results = PoolResults::new();
-    pool.fail_next_tasks(1);
-    assert_eq!(pool.query_batch(&shared, &batch, &mut results), Err(Error::Pool(PoolError::TaskPanicked)));
-    assert!(results.is_empty());
-    // Neither the caller's buffer nor the pool is poisoned.
-    pool.query_batch(&shared, &batch, &mut results).unwrap();
-    assert_same(&results, &expected, "caller-run batch after a panic");
+    panic_then_recover(&pool, &shared, &batch, &mut results, &expected, "caller-run batch after a panic");
     let results = worker_run(&pool, &shared, &batch, results);
     assert_same(&results, &expected, "worker-run batch after a panic");
 }

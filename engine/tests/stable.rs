@@ -123,6 +123,11 @@ fn params() -> impl Strategy<Value = StableParams> {
     })
 }
 
+/// Parameters and fewer than `max_ops` operations whose importances fit them.
+fn params_and_ops(max_ops: usize) -> impl Strategy<Value = (StableParams, Vec<Op>)> {
+    params().prop_flat_map(move |p| (Just(p), prop::collection::vec(op(p.max_importance()), 0..max_ops)))
+}
+
 fn apply(filter: &mut StableBloomFilter, op: &Op) -> Option<bool> {
     match *op {
         Op::Observe(key, imp) => Some(filter.observe(&key.to_le_bytes(), imp).unwrap()),
@@ -141,7 +146,7 @@ proptest! {
     /// inserted (decrements come before the set).
     #[test]
     fn cells_in_range_and_fresh_key_present(
-        (params, ops) in params().prop_flat_map(|p| (Just(p), prop::collection::vec(op(p.max_importance()), 0..300))),
+        (params, ops) in params_and_ops(300),
         policy in policy(),
         seed in any::<u64>(),
     ) {
@@ -182,7 +187,7 @@ proptest! {
     /// A run is reproducible given the seed.
     #[test]
     fn reproducible_given_the_seed(
-        (params, ops) in params().prop_flat_map(|p| (Just(p), prop::collection::vec(op(p.max_importance()), 0..200))),
+        (params, ops) in params_and_ops(200),
         policy in policy(),
         seed in any::<u64>(),
     ) {
@@ -199,7 +204,7 @@ proptest! {
     /// equal values), and a BF cell is set wherever an SBF cell is.
     #[test]
     fn sbf_dominates_importance_aware_filters(
-        (params, ops) in params().prop_flat_map(|p| (Just(p), prop::collection::vec(op(p.max_importance()), 0..300))),
+        (params, ops) in params_and_ops(300),
         seed in any::<u64>(),
     ) {
         let mut bf = StableBloomFilter::new(params, Policy::Bf, seed);

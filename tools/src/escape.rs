@@ -88,35 +88,16 @@ pub fn put_set(obj: &mut serde_json::Map<String, serde_json::Value>, field: &str
     }
 }
 
+/// The inverse of [`plain`], shared with the tests of the binary.
+#[cfg(test)]
+#[path = "../tests/common/unescape.rs"]
+mod unescape;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The inverse of [`plain`] (the tests of the binary have their own).
-    fn unescape(s: &str) -> Vec<u8> {
-        let b = s.as_bytes();
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < b.len() {
-            if b[i] != b'\\' {
-                out.push(b[i]);
-                i += 1;
-                continue;
-            }
-            match b[i + 1] {
-                b't' => out.push(b'\t'),
-                b'n' => out.push(b'\n'),
-                b'r' => out.push(b'\r'),
-                b'x' => {
-                    out.push(u8::from_str_radix(&s[i + 2..i + 4], 16).unwrap());
-                    i += 2;
-                }
-                c => out.push(c),
-            }
-            i += 2;
-        }
-        out
-    }
+    use super::unescape::unescape;
 
     #[test]
     fn escaping_is_reversible_and_distinct() {

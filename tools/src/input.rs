@@ -183,26 +183,35 @@ pub(crate) fn list_dir(dir: &Path, recursive: bool) -> Result<(DirFiles, Vec<Str
     Ok((files, skipped))
 }
 
-/// Calls `f` with every non-empty key line of `path`.
-fn read_keys(path: &Path, bar: &ProgressBar, mut f: impl FnMut(&[u8]) -> Result<(), CliError>) -> Result<(), CliError> {
+/// A progress bar over the bytes of the files of a directory.
+fn files_bar(files: &DirFiles) -> ProgressBar {
+    let total = files.iter().filter_map(|f| f.0.metadata().ok()).map(|m| m.len()).sum();
+    progress(total, "reading files")
+}
+
+/// Inserts every non-empty key line of `path` into `filter`; returns the
+/// number of keys.
+fn read_keys(path: &Path, bar: &ProgressBar, filter: &mut BloomFilter) -> Result<u64, CliError> {
     let file =
         std::fs::File::open(path).map_err(|e| CliError::Runtime(format!("cannot open {}: {e}", path.display())))?;
-    for_each_line(bar.wrap_read(file), path, |key| if key.is_empty() { Ok(()) } else { f(key) })
+    let mut keys = 0u64;
+    for_each_line(bar.wrap_read(file), path, |key| {
+        if !key.is_empty() {
+            filter.insert(key);
+            keys += 1;
+        }
+        Ok(())
+    })?;
+    Ok(keys)
 }
 
 fn read_dir(dir: &Path, recursive: bool, params: BloomParams) -> Result<(Vec<InputSet>, Vec<String>), CliError> {
     let (files, skipped) = list_dir(dir, recursive)?;
-    let total = files.iter().filter_map(|f| f.0.metadata().ok()).map(|m| m.len()).sum();
-    let bar = progress(total, "reading files");
+    let bar = files_bar(&files);
     let mut out = Vec::with_capacity(files.len());
     for (path, name) in files {
         let mut filter = BloomFilter::new(params).map_err(CliError::engine)?;
-        let mut keys = 0u64;
-        read_keys(&path, &bar, |key| {
-            filter.insert(key);
-            keys += 1;
-            Ok(())
-        })?;
+        let keys = read_keys(&path, &bar, &mut filter)?;
         if keys > 0 {
             out.push(InputSet { name, filter, keys });
         }
@@ -320,17 +329,11 @@ pub fn build_index(
             skipped = skip;
             check(files.len() as u64, files.iter().map(|f| f.1.len() as u64).sum())?;
             index.reserve(files.len()).map_err(CliError::engine)?;
-            let total = files.iter().filter_map(|f| f.0.metadata().ok()).map(|m| m.len()).sum();
-            let bar = progress(total, "reading files");
+            let bar = files_bar(&files);
             // One filter, reused: cleared by building a new one only when a file had keys.
             let mut filter = BloomFilter::new(params).map_err(CliError::engine)?;
             for (path, name) in files {
-                let mut n = 0u64;
-                read_keys(&path, &bar, |key| {
-                    filter.insert(key);
-                    n += 1;
-                    Ok(())
-                })?;
+                let n = read_keys(&path, &bar, &mut filter)?;
                 if n > 0 {
                     let id = keys.len() as u64;
                     index.insert_filter(id, &filter).map_err(CliError::engine)?;

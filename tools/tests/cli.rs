@@ -1,38 +1,12 @@
 //! End-to-end tests of the `bloomslice` binary: every subcommand, good and
 //! bad input, exit codes (2 usage, 1 runtime) and one-line errors.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::Output;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_bloomslice"))
-}
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    bin().args(args).current_dir(dir).output().unwrap()
-}
-
-fn run_stdin(args: &[&str], dir: &Path, stdin: &[u8]) -> Output {
-    let mut child = bin()
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A command that fails before reading stdin closes the pipe first.
-    if let Err(e) = child.stdin.take().unwrap().write_all(stdin) {
-        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
+#[expect(dead_code, reason = "not every test binary uses every shared helper")]
+mod common;
+use common::{bin, ok, run, run_stdin};
 
 /// Exit code `code`, one line on stderr starting with `error:`, no panic.
 fn fails(out: &Output, code: i32) -> String {

@@ -10,8 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+#[expect(dead_code, reason = "not every test binary uses every shared helper")]
 mod common;
-use common::{bin, ok, run, wait_with_peak};
+use common::{bin, ok, run, tsv_index, wait_with_peak};
 
 /// Exit code 1 and one line on stderr starting with `error:`.
 fn fails(out: &Output) -> String {
@@ -35,10 +36,8 @@ fn present(out: &str, w: &str, rounds: usize) -> Vec<bool> {
 
 #[test]
 fn concurrent_writers_lose_no_update_and_readers_see_whole_states() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tsv_index(&[("seed.tsv", "seed\tx\n")]);
     let d = dir.path().to_path_buf();
-    std::fs::write(d.join("seed.tsv"), "seed\tx\n").unwrap();
-    ok(&run(&["build", "i.bsi", "--tsv", "seed.tsv", "--m", "4096", "--k", "3"], &d));
     let rounds = 20;
     for w in ["a", "b"] {
         for r in 0..rounds {
@@ -100,13 +99,16 @@ fn concurrent_writers_lose_no_update_and_readers_see_whole_states() {
     }
 }
 
+/// A directory with index `i.bsi` of set `a` (key `x`, from `a.tsv`) and
+/// `b.tsv` (set `b`, key `y`) for a writer to add.
+fn index_of_a_with_b_waiting() -> tempfile::TempDir {
+    tsv_index(&[("a.tsv", "a\tx\n"), ("b.tsv", "b\ty\n")])
+}
+
 #[test]
 fn a_busy_lock_is_one_line_naming_it_and_a_waiting_writer_proceeds() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = index_of_a_with_b_waiting();
     let d = dir.path();
-    std::fs::write(d.join("a.tsv"), "a\tx\n").unwrap();
-    std::fs::write(d.join("b.tsv"), "b\ty\n").unwrap();
-    ok(&run(&["build", "i.bsi", "--tsv", "a.tsv", "--m", "4096", "--k", "3"], d));
     let held = bloomslice::persist::IndexFile::new(d.join("i.bsi")).lock(Duration::ZERO).unwrap();
     let t = Instant::now();
     for args in [
@@ -139,11 +141,8 @@ fn temporaries(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn temporaries_of_writers_killed_with_sigkill_are_reported_and_removed() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = index_of_a_with_b_waiting();
     let d = dir.path();
-    std::fs::write(d.join("a.tsv"), "a\tx\n").unwrap();
-    std::fs::write(d.join("b.tsv"), "b\ty\n").unwrap();
-    ok(&run(&["build", "i.bsi", "--tsv", "a.tsv", "--m", "4096", "--k", "3"], d));
     // `build --force` of a 64 MiB index, killed with SIGKILL as soon as its
     // temporary file appears (retried if it finished first; each attempt
     // takes the lock and so removes the temporaries of earlier ones).

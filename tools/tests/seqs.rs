@@ -8,33 +8,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use bloomslice::persist;
 
+#[expect(dead_code, reason = "not every test binary uses every shared helper")]
 mod common;
-use common::{bin, ok, run, wait_with_peak};
+use common::{bin, ok, run, run_stdin, spawn_piped, wait_with_peak};
 
-/// A small deterministic generator (SplitMix64), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
-}
+#[path = "common/splitmix.rs"]
+mod splitmix;
+use splitmix::Rng;
 
 fn genome(rng: &mut Rng, len: usize) -> Vec<u8> {
     let mut g: Vec<u8> = (0..len).map(|_| b"ACGT"[rng.below(4)]).collect();
@@ -64,16 +48,16 @@ fn revcomp(seq: &[u8]) -> Vec<u8> {
 fn read(rng: &mut Rng, g: &[u8], len: usize, rate: f64) -> Vec<u8> {
     let start = rng.below(g.len() - len);
     let mut r = g[start..start + len].to_ascii_uppercase();
-    if rng.chance(0.5) {
+    if rng.unit() <= 0.5 {
         r = revcomp(&r);
     }
     for b in &mut r {
-        if rng.chance(rate) {
+        if rng.unit() <= rate {
             let others: Vec<u8> = b"ACGT".iter().copied().filter(|c| c != b).collect();
             *b = others[rng.below(3)];
         }
     }
-    if rng.chance(0.2) {
+    if rng.unit() <= 0.2 {
         let at = rng.below(len);
         r[at] = b'N';
     }
@@ -337,14 +321,7 @@ fn reads_find_their_source_and_counts_equal_a_naive_count() {
         }
     }
     // The default threshold is 0.8; reads from stdin (gzipped) answer alike.
-    let mut child = bin()
-        .args(["query", "g.bsi", "--seqs", "-", "--json", "--kmer", &k])
-        .current_dir(d)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&["query", "g.bsi", "--seqs", "-", "--json", "--kmer", &k], d);
     let input = gzip(&fastq(&f.reads));
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || stdin.write_all(&input).unwrap());
@@ -396,9 +373,7 @@ fn count_and_threshold_over_streamed_chunks_equal_a_naive_count() {
         if let Some(t) = &t {
             args.extend(["--threshold", t]);
         }
-        let mut child = bin().args(&args).current_dir(d).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        let out = ok(&child.wait_with_output().unwrap());
+        let out = ok(&run_stdin(&args, d, input.as_bytes()));
         let got: BTreeMap<String, u64> = out
             .lines()
             .map(|l| {

@@ -11,7 +11,7 @@ use bloomslice::persist::manifest::{Manifest, file_checksum};
 
 #[expect(dead_code, reason = "not every test binary uses every shared helper")]
 mod common;
-use common::{ok, run};
+use common::{ok, run, run_stdin};
 
 /// Exit code `code` and one line on stderr starting with `error:`.
 fn fails(out: &Output, code: i32) -> String {
@@ -73,17 +73,7 @@ fn shards_and_merged_index_answer_as_the_original() {
     }
     // Keys from stdin go through the same path.
     let stdin_keys = keys.join("\n");
-    let from_stdin = |target: &str| {
-        let mut child = common::bin()
-            .args(["query", target])
-            .current_dir(d)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin_keys.as_bytes()).unwrap();
-        ok(&child.wait_with_output().unwrap())
-    };
+    let from_stdin = |target: &str| ok(&run_stdin(&["query", target], d, stdin_keys.as_bytes()));
     assert_eq!(from_stdin("s4-0"), from_stdin("i.bsi"));
 }
 

@@ -10,16 +10,14 @@ use std::time::Duration;
 use base64::Engine;
 
 mod common;
-use common::{bin, ok, run, wait_with_peak};
+use common::{bin, ok, run, run_stdin, spawn_piped, tsv_index, wait_with_peak};
+#[path = "common/unescape.rs"]
+mod unescape;
+use unescape::unescape;
 
 /// A directory with index `i.bsi` (sets `fruit`, `rock`) and `veg.tsv`.
 fn fixture() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    std::fs::write(d.join("sets.tsv"), "fruit\tapple\nfruit\tpear\nrock\tgranite\n").unwrap();
-    std::fs::write(d.join("veg.tsv"), "veg\tleek\n").unwrap();
-    ok(&run(&["build", "i.bsi", "--tsv", "sets.tsv", "--m", "4096", "--k", "3"], d));
-    dir
+    tsv_index(&[("sets.tsv", "fruit\tapple\nfruit\tpear\nrock\tgranite\n"), ("veg.tsv", "veg\tleek\n")])
 }
 
 #[test]
@@ -47,14 +45,7 @@ fn a_closed_stdout_ends_every_subcommand_quietly() {
         &["--version"],
     ];
     for args in cases {
-        let mut child = bin()
-            .args(*args)
-            .current_dir(d)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_piped(args, d);
         // Close the reading end before the command writes anything.
         drop(child.stdout.take());
         let mut stdin = child.stdin.take().unwrap();
@@ -157,31 +148,6 @@ fn query_answers_before_its_input_ends() {
     assert!(child.wait().unwrap().success());
 }
 
-/// Decodes plain output escaping (the rule in `bloomslice --help`).
-fn unescape(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let (mut out, mut i) = (Vec::new(), 0);
-    while i < b.len() {
-        if b[i] == b'\\' {
-            match b[i + 1] {
-                b't' => out.push(b'\t'),
-                b'n' => out.push(b'\n'),
-                b'r' => out.push(b'\r'),
-                b'x' => {
-                    out.push(u8::from_str_radix(&s[i + 2..i + 4], 16).unwrap());
-                    i += 2;
-                }
-                c => out.push(c),
-            }
-            i += 2;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
 /// Splits on `sep` where it is not escaped.
 fn split_unescaped(s: &str, sep: u8) -> Vec<&str> {
     let b = s.as_bytes();
@@ -268,15 +234,7 @@ fn names_and_keys_print_reversibly_in_plain_and_json() {
     assert_eq!(b64.decode(v["key_b64"].as_str().unwrap()).unwrap(), b"k\xff,\t");
     let out = ok(&run(&["query", "i.bsi", "shared\r"], d));
     assert_eq!(out, "shared\\r\t\n", "an argument keeps its CR (and matches nothing)");
-    let mut child = bin()
-        .args(["query", "i.bsi", "--count"])
-        .current_dir(d)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"shared\r\n").unwrap();
-    let out = ok(&child.wait_with_output().unwrap());
+    let out = ok(&run_stdin(&["query", "i.bsi", "--count"], d, b"shared\r\n"));
     assert_eq!(out.lines().count(), names.len(), "stdin CRLF key matches every set (file lines were CRLF too)");
     // The rule is documented in --help.
     let help = ok(&run(&["--help"], d));

@@ -312,6 +312,28 @@ unsafe fn path_arg(path: *const c_char) -> Result<PathBuf, Failure> {
     }
 }
 
+/// Writes the `needed` length of an answer to `count_out`; when the
+/// caller's buffer has room for only `cap`, the call fails with
+/// [`BloomsliceStatus::BufferTooSmall`] and `message`.
+///
+/// # Safety
+///
+/// `count_out` must be checked (non-null, aligned) already and valid for a
+/// write.
+unsafe fn write_count(
+    count_out: *mut usize,
+    needed: usize,
+    cap: usize,
+    message: impl FnOnce() -> String,
+) -> Result<(), Failure> {
+    // SAFETY: checked and valid by the caller's contract.
+    unsafe { count_out.write(needed) };
+    if needed > cap {
+        return Err(Failure { status: BloomsliceStatus::BufferTooSmall, message: message() });
+    }
+    Ok(())
+}
+
 /// Boxes a new handle into `*out`.
 ///
 /// # Safety
@@ -321,6 +343,49 @@ unsafe fn hand_out(out: *mut *mut BloomsliceIndex, index: SlicedIndex, names: Se
     let handle = Box::into_raw(Box::new(BloomsliceIndex { index, names, mapped }));
     // SAFETY: `out` was checked by the caller and is valid for a write.
     unsafe { out.write(handle) };
+}
+
+/// The body of the `new` constructors: an empty index with the parameters
+/// `params` makes, hashing byte keys with `seed`, into `*out`.
+///
+/// # Safety
+///
+/// `out` must be valid for a write of a pointer.
+unsafe fn new_empty(
+    out: *mut *mut BloomsliceIndex,
+    seed: u64,
+    params: impl FnOnce() -> Result<BloomParams, Error>,
+) -> BloomsliceStatus {
+    entry(|| {
+        check_ptr(out.cast_const(), "out")?;
+        let params = params()?.with_seed(seed);
+        // SAFETY: `out` checked above.
+        unsafe { hand_out(out, SlicedIndex::new(params), SetNames::new(), false) };
+        Ok(())
+    })
+}
+
+/// The body of the functions that open a file: the index `open` reads from
+/// `path` into `*out`.
+///
+/// # Safety
+///
+/// `path` must be a NUL-terminated string; `out` valid for a write.
+unsafe fn open_file(
+    path: *const c_char,
+    out: *mut *mut BloomsliceIndex,
+    mapped: bool,
+    open: impl FnOnce(PathBuf) -> Result<LoadedIndex, Error>,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract.
+        let path = unsafe { path_arg(path) }?;
+        check_ptr(out.cast_const(), "out")?;
+        let LoadedIndex { index, names, .. } = open(path)?;
+        // SAFETY: `out` checked above.
+        unsafe { hand_out(out, index, names, mapped) };
+        Ok(())
+    })
 }
 
 /// The library version, as a static NUL-terminated string.
@@ -359,13 +424,8 @@ pub unsafe extern "C" fn bloomslice_index_new(
     seed: u64,
     out: *mut *mut BloomsliceIndex,
 ) -> BloomsliceStatus {
-    entry(|| {
-        check_ptr(out.cast_const(), "out")?;
-        let params = BloomParams::new(m, k)?.with_seed(seed);
-        // SAFETY: `out` checked above.
-        unsafe { hand_out(out, SlicedIndex::new(params), SetNames::new(), false) };
-        Ok(())
-    })
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { new_empty(out, seed, || BloomParams::new(m, k)) }
 }
 
 /// Creates an empty index sized for `n_exp` keys per set at false-positive
@@ -384,13 +444,8 @@ pub unsafe extern "C" fn bloomslice_index_new_for_capacity(
     seed: u64,
     out: *mut *mut BloomsliceIndex,
 ) -> BloomsliceStatus {
-    entry(|| {
-        check_ptr(out.cast_const(), "out")?;
-        let params = BloomParams::for_capacity(n_exp, fp)?.with_seed(seed);
-        // SAFETY: `out` checked above.
-        unsafe { hand_out(out, SlicedIndex::new(params), SetNames::new(), false) };
-        Ok(())
-    })
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { new_empty(out, seed, || BloomParams::for_capacity(n_exp, fp)) }
 }
 
 /// Reads an index file into memory (fully verified; the index can be
@@ -409,15 +464,8 @@ pub unsafe extern "C" fn bloomslice_index_load(
     path: *const c_char,
     out: *mut *mut BloomsliceIndex,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract.
-        let path = unsafe { path_arg(path) }?;
-        check_ptr(out.cast_const(), "out")?;
-        let LoadedIndex { index, names, .. } = persist::load(&path)?;
-        // SAFETY: `out` checked above.
-        unsafe { hand_out(out, index, names, false) };
-        Ok(())
-    })
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { open_file(path, out, false, persist::load) }
 }
 
 /// Maps an index file and queries it in place (zero copy; opening costs only
@@ -445,20 +493,16 @@ pub unsafe extern "C" fn bloomslice_index_open_mapped(
     verify: bool,
     out: *mut *mut BloomsliceIndex,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract.
-        let path = unsafe { path_arg(path) }?;
-        check_ptr(out.cast_const(), "out")?;
-        let verify = if verify { Verify::Full } else { Verify::Deferred };
+    let verify = if verify { Verify::Full } else { Verify::Deferred };
+    let open = |path: PathBuf| {
         // SAFETY: the mapping contract of `open_mmap` (no truncation or
         // in-place write while mapped) is this function's documented
         // contract, which the caller accepts; bloomslice's own writers
         // replace files by rename.
-        let LoadedIndex { index, names, .. } = unsafe { persist::open_mmap(&path, verify) }?;
-        // SAFETY: `out` checked above.
-        unsafe { hand_out(out, index, names, true) };
-        Ok(())
-    })
+        unsafe { persist::open_mmap(path, verify) }
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { open_file(path, out, true, open) }
 }
 
 /// Releases a handle. A null handle is ignored.
@@ -524,6 +568,14 @@ fn new_name<'a>(h: &BloomsliceIndex, name: &'a [u8]) -> Result<&'a [u8], Failure
     Ok(name)
 }
 
+/// The id of the set called `name`.
+fn id_of(h: &BloomsliceIndex, name: &[u8]) -> Result<u64, Failure> {
+    h.names.id(name).ok_or_else(|| Failure {
+        status: BloomsliceStatus::NotFound,
+        message: format!("no set named {:?} in the index", String::from_utf8_lossy(name)),
+    })
+}
+
 /// Inserts `filter` as a new set called `name` under a fresh id.
 fn add_filter(h: &mut BloomsliceIndex, name: &[u8], filter: &BloomFilter) -> Result<u64, Failure> {
     let name = new_name(h, name)?;
@@ -535,6 +587,36 @@ fn add_filter(h: &mut BloomsliceIndex, name: &[u8], filter: &BloomFilter) -> Res
         return Err(e.into());
     }
     Ok(id)
+}
+
+/// The body of the `add_*` functions: a new set called `name` holding the
+/// filter `build` makes with the index's parameters; its id goes to
+/// `*id_out` when that is not null.
+///
+/// # Safety
+///
+/// `index` must be a live handle used by no other call; `name` must point to
+/// `name_len` bytes; `id_out` null or valid for a write.
+unsafe fn add_set_with(
+    index: *mut BloomsliceIndex,
+    name: *const u8,
+    name_len: usize,
+    id_out: *mut u64,
+    build: impl FnOnce(BloomParams) -> Result<BloomFilter, Failure>,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract.
+        let h = unsafe { index_mut(index) }?;
+        // SAFETY: forwarded caller contract.
+        let name = unsafe { bytes(name, name_len, "name") }?;
+        let filter = build(*h.index.params())?;
+        let id = add_filter(h, name, &filter)?;
+        if !id_out.is_null() {
+            // SAFETY: non-null, valid by the caller's contract.
+            unsafe { write_out(id_out, id, "id_out") }?;
+        }
+        Ok(())
+    })
 }
 
 /// Adds a new set called `name` (`name_len` bytes, not empty, unique) holding
@@ -561,28 +643,21 @@ pub unsafe extern "C" fn bloomslice_index_add_set(
     n_keys: usize,
     id_out: *mut u64,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let h = unsafe { index_mut(index) }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let name = unsafe { bytes(name, name_len, "name") }?;
+    let build = |params: BloomParams| -> Result<BloomFilter, Failure> {
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let keys = unsafe { slice(keys, n_keys, "keys") }?;
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let lens = unsafe { slice(key_lens, n_keys, "key_lens") }?;
-        let mut filter = BloomFilter::new(*h.index.params())?;
+        let mut filter = BloomFilter::new(params)?;
         for (i, (&key, &len)) in keys.iter().zip(lens).enumerate() {
             // SAFETY: forwarded caller contract for `keys[i]`.
             let key = unsafe { bytes(key, len, &format!("keys[{i}]")) }?;
             filter.insert(key);
         }
-        let id = add_filter(h, name, &filter)?;
-        if !id_out.is_null() {
-            // SAFETY: non-null, valid by the caller's contract.
-            unsafe { write_out(id_out, id, "id_out") }?;
-        }
-        Ok(())
-    })
+        Ok(filter)
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { add_set_with(index, name, name_len, id_out, build) }
 }
 
 /// [`bloomslice_index_add_set`] with keys given as the caller's 64-bit
@@ -604,24 +679,17 @@ pub unsafe extern "C" fn bloomslice_index_add_set_hashes(
     n: usize,
     id_out: *mut u64,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let h = unsafe { index_mut(index) }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let name = unsafe { bytes(name, name_len, "name") }?;
+    let build = |params: BloomParams| -> Result<BloomFilter, Failure> {
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let hashes = unsafe { slice(hashes, n, "hashes") }?;
-        let mut filter = BloomFilter::new(*h.index.params())?;
+        let mut filter = BloomFilter::new(params)?;
         for &hash in hashes {
             filter.insert_hash(KeyHash::from_u64(hash));
         }
-        let id = add_filter(h, name, &filter)?;
-        if !id_out.is_null() {
-            // SAFETY: non-null, valid by the caller's contract.
-            unsafe { write_out(id_out, id, "id_out") }?;
-        }
-        Ok(())
-    })
+        Ok(filter)
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { add_set_with(index, name, name_len, id_out, build) }
 }
 
 /// Adds a new set called `name` from a ready Bloom filter: `n_words`
@@ -645,21 +713,13 @@ pub unsafe extern "C" fn bloomslice_index_add_filter(
     n_words: usize,
     id_out: *mut u64,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let h = unsafe { index_mut(index) }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let name = unsafe { bytes(name, name_len, "name") }?;
+    let build = |params: BloomParams| -> Result<BloomFilter, Failure> {
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let words = unsafe { slice(words, n_words, "words") }?;
-        let filter = BloomFilter::from_words(*h.index.params(), words)?;
-        let id = add_filter(h, name, &filter)?;
-        if !id_out.is_null() {
-            // SAFETY: non-null, valid by the caller's contract.
-            unsafe { write_out(id_out, id, "id_out") }?;
-        }
-        Ok(())
-    })
+        Ok(BloomFilter::from_words(params, words)?)
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { add_set_with(index, name, name_len, id_out, build) }
 }
 
 /// Removes the set called `name`.
@@ -683,10 +743,7 @@ pub unsafe extern "C" fn bloomslice_index_remove_set(
         let h = unsafe { index_mut(index) }?;
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let name = unsafe { bytes(name, name_len, "name") }?;
-        let id = h.names.id(name).ok_or_else(|| Failure {
-            status: BloomsliceStatus::NotFound,
-            message: format!("no set named {:?} in the index", String::from_utf8_lossy(name)),
-        })?;
+        let id = id_of(h, name)?;
         h.index.delete_filter(id)?;
         h.names.remove(id);
         Ok(())
@@ -736,10 +793,7 @@ pub unsafe extern "C" fn bloomslice_index_set_id(
         let h = unsafe { index_ref(index) }?;
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let name = unsafe { bytes(name, name_len, "name") }?;
-        let id = h.names.id(name).ok_or_else(|| Failure {
-            status: BloomsliceStatus::NotFound,
-            message: format!("no set named {:?} in the index", String::from_utf8_lossy(name)),
-        })?;
+        let id = id_of(h, name)?;
         // SAFETY: forwarded caller contract.
         unsafe { write_out(id_out, id, "id_out") }
     })
@@ -775,13 +829,11 @@ pub unsafe extern "C" fn bloomslice_index_set_name(
             .name(id)
             .ok_or_else(|| Failure { status: BloomsliceStatus::NotFound, message: format!("set {id} has no name") })?;
         // SAFETY: checked above; valid by the caller's contract.
-        unsafe { len_out.write(name.len()) };
-        if name.len() > cap {
-            return Err(Failure {
-                status: BloomsliceStatus::BufferTooSmall,
-                message: format!("the name of set {id} needs {} bytes, the buffer has {cap}", name.len()),
-            });
-        }
+        unsafe {
+            write_count(len_out, name.len(), cap, || {
+                format!("the name of set {id} needs {} bytes, the buffer has {cap}", name.len())
+            })
+        }?;
         // SAFETY: forwarded caller contract (`cap >= name.len()` bytes).
         let out = unsafe { slice_mut(buf, name.len(), "buf") }?;
         out.copy_from_slice(name);
@@ -836,17 +888,12 @@ unsafe fn query_one(
         let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
         let ids = &mut scratch.ids;
         h.index.query_hash_into(hash, ids);
-        // SAFETY: checked above; valid by the caller's contract.
-        unsafe { n_out.write(ids.len()) };
         let room = ids.len().min(cap);
         out[..room].copy_from_slice(&ids[..room]);
-        if ids.len() > cap {
-            return Err(Failure {
-                status: BloomsliceStatus::BufferTooSmall,
-                message: format!("{} sets match, ids_out has room for {cap}", ids.len()),
-            });
+        // SAFETY: checked above; valid by the caller's contract.
+        unsafe {
+            write_count(n_out, ids.len(), cap, || format!("{} sets match, ids_out has room for {cap}", ids.len()))
         }
-        Ok(())
     })
 }
 
@@ -909,58 +956,78 @@ pub unsafe extern "C" fn bloomslice_query_hash(
     })
 }
 
-/// Runs a batch of `n` keys, `BATCH_CHUNK` at a time, writing ids and
-/// offsets (CSR layout) into the caller's buffers.
-fn query_chunks(
-    h: &BloomsliceIndex,
+/// The output arguments of a batch call of `n` keys, checked.
+struct BatchOut<'a> {
     n: usize,
-    mut hash_into: impl FnMut(usize, usize, &mut Vec<KeyHash>) -> Result<(), Failure>,
-    ids_out: &mut [u64],
-    offsets: &mut [usize],
-) -> Result<usize, Failure> {
-    SCRATCH.with(|scratch| {
-        let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
-        let Scratch { hashes, results, .. } = &mut *scratch;
-        let mut total = 0usize;
-        offsets[0] = 0;
-        let mut start = 0;
-        while start < n {
-            let end = (start + BATCH_CHUNK).min(n);
-            hashes.clear();
-            hash_into(start, end, hashes)?;
-            h.index.query_batch_hashes(hashes, results);
-            // One copy per chunk: per-key copies of a few ids each cost a
-            // memcpy call per key (5% of a query on `full` N = 1 000).
-            let (ids, ends) = results.flat();
-            if total < ids_out.len() {
-                let room = (ids_out.len() - total).min(ids.len());
-                ids_out[total..total + room].copy_from_slice(&ids[..room]);
-            }
-            for (offset, &end) in offsets[start + 1..=end].iter_mut().zip(ends) {
-                *offset = total + end;
-            }
-            total += ids.len();
-            start = end;
-        }
-        Ok(total)
-    })
+    ids_out: &'a mut [u64],
+    offsets: &'a mut [usize],
+    total_out: *mut usize,
 }
 
-/// Finishes a batch call: writes `*total_out`, reports a short buffer.
-///
-/// # Safety
-///
-/// `total_out` must be checked already.
-unsafe fn finish_batch(total: usize, cap: usize, total_out: *mut usize) -> Result<(), Failure> {
-    // SAFETY: checked by the caller; valid by the caller's contract.
-    unsafe { total_out.write(total) };
-    if total > cap {
-        return Err(Failure {
-            status: BloomsliceStatus::BufferTooSmall,
-            message: format!("the batch matched {total} ids, ids_out has room for {ids}", ids = cap),
-        });
+impl BatchOut<'_> {
+    /// Checks the output arguments of a batch call of `n` keys.
+    ///
+    /// # Safety
+    ///
+    /// As [`bloomslice_query_batch`]: `ids_out` null (with `ids_cap` 0) or
+    /// valid for `ids_cap` writes, `offsets_out` for `n + 1` writes,
+    /// `total_out` for one.
+    unsafe fn new(
+        n: usize,
+        ids_out: *mut u64,
+        ids_cap: usize,
+        offsets_out: *mut usize,
+        total_out: *mut usize,
+    ) -> Result<Self, Failure> {
+        // SAFETY: forwarded caller contract.
+        let ids_out = unsafe { slice_mut(ids_out, ids_cap, "ids_out") }?;
+        // SAFETY: forwarded caller contract.
+        let offsets = unsafe { slice_mut(offsets_out, n.saturating_add(1), "offsets_out") }?;
+        check_ptr(total_out.cast_const(), "total_out")?;
+        Ok(BatchOut { n, ids_out, offsets, total_out })
     }
-    Ok(())
+
+    /// Runs the batch, `BATCH_CHUNK` keys at a time (`hash_into` hashes keys
+    /// `start..end`), writing ids and offsets (CSR layout) into the caller's
+    /// buffers and the total into `*total_out`; reports a short buffer.
+    fn run(
+        self,
+        h: &BloomsliceIndex,
+        mut hash_into: impl FnMut(usize, usize, &mut Vec<KeyHash>) -> Result<(), Failure>,
+    ) -> Result<(), Failure> {
+        let BatchOut { n, ids_out, offsets, total_out } = self;
+        let total = SCRATCH.with(|scratch| {
+            let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
+            let Scratch { hashes, results, .. } = &mut *scratch;
+            let mut total = 0usize;
+            offsets[0] = 0;
+            let mut start = 0;
+            while start < n {
+                let end = (start + BATCH_CHUNK).min(n);
+                hashes.clear();
+                hash_into(start, end, hashes)?;
+                h.index.query_batch_hashes(hashes, results);
+                // One copy per chunk: per-key copies of a few ids each cost a
+                // memcpy call per key (5% of a query on `full` N = 1 000).
+                let (ids, ends) = results.flat();
+                if total < ids_out.len() {
+                    let room = (ids_out.len() - total).min(ids.len());
+                    ids_out[total..total + room].copy_from_slice(&ids[..room]);
+                }
+                for (offset, &end) in offsets[start + 1..=end].iter_mut().zip(ends) {
+                    *offset = total + end;
+                }
+                total += ids.len();
+                start = end;
+            }
+            Ok::<_, Failure>(total)
+        })?;
+        let cap = ids_out.len();
+        // SAFETY: checked in `new`; valid by the caller's contract.
+        unsafe {
+            write_count(total_out, total, cap, || format!("the batch matched {total} ids, ids_out has room for {cap}"))
+        }
+    }
 }
 
 /// Queries a batch of `n_keys` byte keys (`keys[i]`, `key_lens[i]` bytes).
@@ -1002,10 +1069,7 @@ pub unsafe extern "C" fn bloomslice_query_batch(
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let lens = unsafe { slice(key_lens, n_keys, "key_lens") }?;
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let ids = unsafe { slice_mut(ids_out, ids_cap, "ids_out") }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let offsets = unsafe { slice_mut(offsets_out, n_keys.saturating_add(1), "offsets_out") }?;
-        check_ptr(total_out.cast_const(), "total_out")?;
+        let out = unsafe { BatchOut::new(n_keys, ids_out, ids_cap, offsets_out, total_out) }?;
         // Check every key pointer before the first query, so a bad pointer
         // fails the call without partial output.
         for (i, (&key, &len)) in keys.iter().zip(lens).enumerate() {
@@ -1013,22 +1077,14 @@ pub unsafe extern "C" fn bloomslice_query_batch(
             unsafe { bytes(key, len, "keys[i]") }.map_err(|e| Failure::invalid(format!("key {i}: {}", e.message)))?;
         }
         let params = *h.index.params();
-        let total = query_chunks(
-            h,
-            n_keys,
-            |start, end, hashes| {
-                for (&key, &len) in keys[start..end].iter().zip(&lens[start..end]) {
-                    // SAFETY: every key pointer was checked above and is
-                    // valid by the caller's contract.
-                    hashes.push(params.hash(unsafe { bytes(key, len, "key") }?));
-                }
-                Ok(())
-            },
-            ids,
-            offsets,
-        )?;
-        // SAFETY: `total_out` checked above.
-        unsafe { finish_batch(total, ids_cap, total_out) }
+        out.run(h, |start, end, hashes| {
+            for (&key, &len) in keys[start..end].iter().zip(&lens[start..end]) {
+                // SAFETY: every key pointer was checked above and is
+                // valid by the caller's contract.
+                hashes.push(params.hash(unsafe { bytes(key, len, "key") }?));
+            }
+            Ok(())
+        })
     })
 }
 
@@ -1058,22 +1114,11 @@ pub unsafe extern "C" fn bloomslice_query_batch_hashes(
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let input = unsafe { slice(hashes, n, "hashes") }?;
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let ids = unsafe { slice_mut(ids_out, ids_cap, "ids_out") }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let offsets = unsafe { slice_mut(offsets_out, n.saturating_add(1), "offsets_out") }?;
-        check_ptr(total_out.cast_const(), "total_out")?;
-        let total = query_chunks(
-            h,
-            n,
-            |start, end, out| {
-                out.extend(input[start..end].iter().map(|&x| KeyHash::from_u64(x)));
-                Ok(())
-            },
-            ids,
-            offsets,
-        )?;
-        // SAFETY: `total_out` checked above.
-        unsafe { finish_batch(total, ids_cap, total_out) }
+        let out = unsafe { BatchOut::new(n, ids_out, ids_cap, offsets_out, total_out) }?;
+        out.run(h, |start, end, hashes| {
+            hashes.extend(input[start..end].iter().map(|&x| KeyHash::from_u64(x)));
+            Ok(())
+        })
     })
 }
 

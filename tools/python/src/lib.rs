@@ -32,7 +32,7 @@ use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PySequence, PyString};
 
 create_exception!(
     bloomslice,
@@ -107,9 +107,7 @@ fn insert_keys(py: Python<'_>, filter: &mut BloomFilter, keys: &Bound<'_, PyAny>
     }
     if let Ok(array) = keys.cast::<PyUntypedArray>() {
         let hashes = hash_slice(array)?;
-        let slice = hashes
-            .as_slice()
-            .map_err(|_| PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)"))?;
+        let slice = contiguous(&hashes)?;
         py.detach(|| slice.iter().for_each(|&h| filter.insert_hash(KeyHash::from_u64(h))));
         return Ok(slice.len() as u64);
     }
@@ -128,6 +126,35 @@ fn insert_keys(py: Python<'_>, filter: &mut BloomFilter, keys: &Bound<'_, PyAny>
     count += chunk.len() as u64;
     py.detach(|| chunk.iter().for_each(|&h| filter.insert_hash(h)));
     Ok(count)
+}
+
+/// The hashes of a NumPy array, read in place, or a `ValueError` when the
+/// array is not contiguous.
+fn contiguous<'a>(hashes: &'a PyReadonlyArray1<'_, u64>) -> PyResult<&'a [u64]> {
+    hashes
+        .as_slice()
+        .map_err(|_| PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)"))
+}
+
+/// The `keys` argument of a batch call that is not a NumPy array: a
+/// sequence of `bytes`/`str` keys. A single key is a `TypeError` saying
+/// `one_key`.
+fn key_sequence<'py>(keys: &Bound<'py, PyAny>, one_key: &'static str) -> PyResult<Bound<'py, PySequence>> {
+    if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(one_key));
+    }
+    let seq = keys.cast::<PySequence>().map_err(|_| {
+        PyTypeError::new_err("keys must be a list (or sequence) of bytes/str keys, or a NumPy uint64 array of hashes")
+    })?;
+    Ok(seq.clone())
+}
+
+/// Two vectors as a tuple of NumPy arrays (`(ids, offsets)`, `(ids, counts)`).
+fn array_pair<'py, A: numpy::Element, B: numpy::Element>(
+    py: Python<'py>,
+    (a, b): (Vec<A>, Vec<B>),
+) -> PyResult<Bound<'py, PyAny>> {
+    (PyArray1::from_vec(py, a), PyArray1::from_vec(py, b)).into_pyobject(py).map(Bound::into_any)
 }
 
 /// A NumPy array as a 1-D `uint64` array of key hashes, or a `TypeError`.
@@ -467,22 +494,10 @@ impl Index {
     fn query_batch<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>, arrays: bool) -> PyResult<Bound<'py, PyAny>> {
         if let Ok(array) = keys.cast::<PyUntypedArray>() {
             let hashes = hash_slice(array)?;
-            let slice = hashes.as_slice().map_err(|_| {
-                PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)")
-            })?;
-            let (ids, offsets) = self.batch_hashes(py, slice);
-            return (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets))
-                .into_pyobject(py)
-                .map(Bound::into_any);
+            let slice = contiguous(&hashes)?;
+            return array_pair(py, self.batch_hashes(py, slice));
         }
-        if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
-            return Err(PyTypeError::new_err("keys must be a sequence of keys; for one key use query()"));
-        }
-        let seq = keys.cast::<pyo3::types::PySequence>().map_err(|_| {
-            PyTypeError::new_err(
-                "keys must be a list (or sequence) of bytes/str keys, or a NumPy uint64 array of hashes",
-            )
-        })?;
+        let seq = key_sequence(keys, "keys must be a sequence of keys; for one key use query()")?;
         let n = seq.len()?;
         let params = *self.read().index.params();
         let (ids, offsets) = self.batch(py, n, |start, end, out| {
@@ -493,9 +508,7 @@ impl Index {
             Ok(())
         })?;
         if arrays {
-            return (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets))
-                .into_pyobject(py)
-                .map(Bound::into_any);
+            return array_pair(py, (ids, offsets));
         }
         // One list of sorted names per key; each id's name is made once.
         let inner = self.read();
@@ -542,28 +555,16 @@ impl Index {
             Some(t) => threshold_of(t)?,
             None => Threshold::count(0),
         };
-        let into_arrays = |(ids, counts): (Vec<u64>, Vec<u32>)| {
-            (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, counts)).into_pyobject(py).map(Bound::into_any)
-        };
         if let Ok(array) = keys.cast::<PyUntypedArray>() {
             let hashes = hash_slice(array)?;
-            let slice = hashes.as_slice().map_err(|_| {
-                PyValueError::new_err("the hash array must be contiguous (use numpy.ascontiguousarray)")
-            })?;
+            let slice = contiguous(&hashes)?;
             let answer = py.detach(|| {
                 let hashes: Vec<KeyHash> = slice.iter().map(|&h| KeyHash::from_u64(h)).collect();
                 score_hashes(&self.read().index, &hashes, threshold)
             });
-            return into_arrays(answer);
+            return array_pair(py, answer);
         }
-        if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
-            return Err(PyTypeError::new_err("keys must be a sequence of keys, not a single bytes or str"));
-        }
-        let seq = keys.cast::<pyo3::types::PySequence>().map_err(|_| {
-            PyTypeError::new_err(
-                "keys must be a list (or sequence) of bytes/str keys, or a NumPy uint64 array of hashes",
-            )
-        })?;
+        let seq = key_sequence(keys, "keys must be a sequence of keys, not a single bytes or str")?;
         let params = *self.read().index.params();
         let n = seq.len()?;
         let mut hashes = Vec::with_capacity(n);
@@ -572,7 +573,7 @@ impl Index {
         }
         let answer = py.detach(|| score_hashes(&self.read().index, &hashes, threshold));
         if arrays {
-            return into_arrays(answer);
+            return array_pair(py, answer);
         }
         let inner = self.read();
         let mut named: Vec<(String, u32)> =

@@ -1,8 +1,10 @@
-//! Helpers shared by the CLI test binaries `files` and `streams`: running
-//! the real binary and measuring its memory.
+//! Helpers shared by the CLI test binaries: running the real binary and
+//! measuring its memory. (`splitmix.rs` beside it is included by `#[path]`
+//! where a test needs deterministic random data.)
 
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Output};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::Duration;
 
 /// The `bloomslice` binary under test.
@@ -13,6 +15,40 @@ pub fn bin() -> Command {
 /// Runs the binary with `args` in `dir`.
 pub fn run(args: &[&str], dir: &Path) -> Output {
     bin().args(args).current_dir(dir).output().unwrap()
+}
+
+/// Starts the binary with `args` in `dir`, its stdin, stdout and stderr
+/// piped to the test.
+pub fn spawn_piped(args: &[&str], dir: &Path) -> Child {
+    bin()
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Runs the binary with `args` in `dir`, writing `stdin` to it.
+pub fn run_stdin(args: &[&str], dir: &Path, stdin: &[u8]) -> Output {
+    let mut child = spawn_piped(args, dir);
+    // A command that fails before reading stdin closes the pipe first.
+    if let Err(e) = child.stdin.take().unwrap().write_all(stdin) {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A new directory holding the text `files` (name, contents) and index
+/// `i.bsi` built from the first of them, a TSV (`--m 4096 --k 3`).
+pub fn tsv_index(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    ok(&run(&["build", "i.bsi", "--tsv", files[0].0, "--m", "4096", "--k", "3"], dir.path()));
+    dir
 }
 
 /// A successful run's stdout.

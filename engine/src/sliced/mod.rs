@@ -225,6 +225,43 @@ impl Shard {
         self.ones = self.ones.saturating_sub(cleared);
     }
 
+    /// Prefetches the first `rows` row runs of one key in this shard:
+    /// `Far` is issued [`SlicedConfig::prefetch_distance`] work items (a key
+    /// in a shard) ahead and brings whole long runs into the second-level
+    /// cache (`prefetcht1`); `Near` is issued one item ahead and brings the
+    /// first line of each long run into the first-level cache. Short runs
+    /// are prefetched whole into the first-level cache at the far distance
+    /// only.
+    ///
+    /// Measured on `full` N = 10 000 (1 280-byte runs; `bench/RESULTS.md`):
+    /// whole runs into the first-level cache queue behind its few miss
+    /// buffers and were slower than first lines alone, while whole runs
+    /// into the second-level cache, far ahead, let all `k` runs stream.
+    #[inline]
+    fn prefetch(&self, positions: &[u32], rows: usize, reach: Reach) {
+        let base = self.rows.as_ptr();
+        let short = self.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES;
+        let words = match (short, reach) {
+            (true, Reach::Near) => return,
+            (_, Reach::Far) => self.wpr,
+            (false, Reach::Near) => WORDS_PER_LINE,
+        };
+        for &p in &positions[..rows] {
+            // Addresses only: a prefetch never faults, and every position
+            // is `< m` so the run lies inside `rows` anyway.
+            let run = base.wrapping_add(p as usize * self.wpr);
+            let mut line = 0;
+            while line < words {
+                if short || reach == Reach::Near {
+                    prefetch_line(run.wrapping_add(line));
+                } else {
+                    prefetch_line_l2(run.wrapping_add(line));
+                }
+                line += WORDS_PER_LINE;
+            }
+        }
+    }
+
     /// How many of a query's `k` rows are worth prefetching in this shard.
     ///
     /// The early exit reads, per 512-bit chunk, `1 + sum_i P(chunk alive
@@ -766,98 +803,51 @@ impl SlicedIndex {
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
         let pos = self.params.probes(hash);
-        self.prefetch_alone(&pos);
         self.query_positions(&pos, out);
     }
 
-    /// A key queried alone has no neighbour to overlap with, so all of its
-    /// row runs (the rows the early exit is expected to reach) are
-    /// requested before the AND starts: the runs then stream in parallel
-    /// instead of one line per run at a time. Long runs go to the
-    /// second-level cache (as [`Reach::Far`]), short ones to the first.
+    /// ANDs the rows at `positions` in every shard and appends matching ids.
+    ///
+    /// A key queried alone has no neighbour to overlap with, so its row
+    /// runs are requested ahead shard by shard: the first
+    /// [`SlicedConfig::prefetch_distance`] shards (at least one) before the
+    /// AND starts, then one more as each shard is done. The runs of a shard
+    /// then stream in parallel instead of one line per run at a time.
     #[inline]
-    fn prefetch_alone(&self, positions: &[u32]) {
-        let (m, k) = (self.params.m() as usize, positions.len());
-        for shard in self.shards.iter() {
-            let base = shard.rows.as_ptr();
-            let short = shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES;
-            let rows = if short { k } else { shard.rows_worth_prefetching(m, k) };
-            for &p in &positions[..rows] {
-                // Addresses only: a prefetch never faults.
-                let run = base.wrapping_add(p as usize * shard.wpr);
-                let mut line = 0;
-                while line < shard.wpr {
-                    if short {
-                        prefetch_line(run.wrapping_add(line));
-                    } else {
-                        prefetch_line_l2(run.wrapping_add(line));
-                    }
-                    line += WORDS_PER_LINE;
-                }
+    fn query_positions(&self, positions: &[u32], out: &mut Vec<u64>) {
+        let m = self.params.m() as usize;
+        let d = self.config.prefetch_distance.max(1);
+        let ahead = |s: usize| {
+            if let Some(shard) = self.shards.get(s) {
+                shard.prefetch(positions, shard.rows_worth_prefetching(m, positions.len()), Reach::Far);
             }
+        };
+        for s in 0..d {
+            ahead(s);
+        }
+        for (s, shard) in self.shards.iter().enumerate() {
+            ahead(s + d);
+            self.query_shard(shard, positions, out);
         }
     }
 
-    /// ANDs the rows at `positions` in every shard and appends matching ids.
+    /// ANDs the rows at `positions` in one shard and appends matching ids.
     #[inline]
-    fn query_positions(&self, positions: &[u32], out: &mut Vec<u64>) {
+    fn query_shard(&self, shard: &Shard, positions: &[u32], out: &mut Vec<u64>) {
         // Uninitialised on purpose: zeroing 4 KiB per query would cost as
         // much as a small query; only the `wpr` words used are initialised.
         #[repr(align(64))]
         struct Acc([MaybeUninit<u64>; MAX_SHARD_WORDS]);
         let mut acc = Acc([MaybeUninit::uninit(); MAX_SHARD_WORDS]);
-        for shard in &self.shards {
-            let acc = &mut acc.0[..shard.wpr];
-            for w in acc.iter_mut() {
-                w.write(0);
-            }
-            // SAFETY: every element of `acc` was initialised just above, and
-            // `MaybeUninit<u64>` has the layout of `u64`.
-            let acc = unsafe { &mut *(acc as *mut [MaybeUninit<u64>] as *mut [u64]) };
-            if self.kernels.and_runs(&shard.rows, shard.wpr, positions, acc) {
-                push_owners(self.kernels, acc, &shard.used, &shard.owners, out);
-            }
+        let acc = &mut acc.0[..shard.wpr];
+        for w in acc.iter_mut() {
+            w.write(0);
         }
-    }
-
-    /// Prefetches the row runs of one key: `Far` is issued
-    /// [`SlicedConfig::prefetch_distance`] keys ahead and brings whole long
-    /// runs into the second-level cache (`prefetcht1`); `Near` is issued one
-    /// key ahead and brings the first line of each long run into the
-    /// first-level cache. Short runs are prefetched whole into the
-    /// first-level cache at the far distance only. Only the rows the shard's density says the
-    /// early exit will reach are prefetched.
-    ///
-    /// Measured on `full` N = 10 000 (1 280-byte runs; `bench/RESULTS.md`):
-    /// whole runs into the first-level cache queue behind its few miss
-    /// buffers and were slower than first lines alone, while whole runs
-    /// into the second-level cache, far ahead, let all `k` runs stream.
-    #[inline]
-    fn prefetch(&self, positions: &[u32], rows: &[usize], reach: Reach) {
-        for (shard, &n) in self.shards.iter().zip(rows) {
-            let base = shard.rows.as_ptr();
-            let short = shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES;
-            let words = match (short, reach) {
-                // Short runs: whole, into the first-level cache, once.
-                (true, Reach::Far) => shard.wpr,
-                (true, Reach::Near) => continue,
-                (false, Reach::Far) => shard.wpr,
-                (false, Reach::Near) => WORDS_PER_LINE,
-            };
-            for &p in &positions[..n] {
-                // Addresses only: a prefetch never faults, and every
-                // position is `< m` so the run lies inside `rows` anyway.
-                let run = base.wrapping_add(p as usize * shard.wpr);
-                let mut line = 0;
-                while line < words {
-                    if short || reach == Reach::Near {
-                        prefetch_line(run.wrapping_add(line));
-                    } else {
-                        prefetch_line_l2(run.wrapping_add(line));
-                    }
-                    line += WORDS_PER_LINE;
-                }
-            }
+        // SAFETY: every element of `acc` was initialised just above, and
+        // `MaybeUninit<u64>` has the layout of `u64`.
+        let acc = unsafe { &mut *(acc as *mut [MaybeUninit<u64>] as *mut [u64]) };
+        if self.kernels.and_runs(&shard.rows, shard.wpr, positions, acc) {
+            push_owners(self.kernels, acc, &shard.used, &shard.owners, out);
         }
     }
 
@@ -888,22 +878,34 @@ impl SlicedIndex {
         prefetch_rows.extend(self.shards.iter().map(|s| s.rows_worth_prefetching(m, k)));
         let n = positions.len() / k;
         ends.reserve(n);
+        // Work item `t` is key `t / shards` in shard `t % shards`: an index
+        // wider than one shard is prefetched a shard at a time, so the
+        // distance holds about the same bytes in flight at any width.
+        let shards = self.shards.len();
+        let items = n * shards;
         let d = self.config.prefetch_distance;
-        let key = |i: usize| &positions[i * k..][..k];
-        for i in 0..d.min(n) {
-            self.prefetch(key(i), prefetch_rows, Reach::Far);
+        let ahead = |t: usize, reach: Reach| {
+            let (i, s) = (t / shards, t % shards);
+            self.shards[s].prefetch(&positions[i * k..][..k], prefetch_rows[s], reach);
+        };
+        for t in 0..d.min(items) {
+            ahead(t, Reach::Far);
         }
-        if d > 0 && n > 0 {
-            self.prefetch(key(0), prefetch_rows, Reach::Near);
+        if d > 0 && items > 0 {
+            ahead(0, Reach::Near);
         }
         for i in 0..n {
-            if d > 0 && i + d < n {
-                self.prefetch(key(i + d), prefetch_rows, Reach::Far);
+            let key = &positions[i * k..][..k];
+            for (s, shard) in self.shards.iter().enumerate() {
+                let t = i * shards + s;
+                if d > 0 && t + d < items {
+                    ahead(t + d, Reach::Far);
+                }
+                if d > 0 && t + 1 < items {
+                    ahead(t + 1, Reach::Near);
+                }
+                self.query_shard(shard, key, ids);
             }
-            if d > 0 && i + 1 < n {
-                self.prefetch(key(i + 1), prefetch_rows, Reach::Near);
-            }
-            self.query_positions(&positions[i * k..][..k], ids);
             ends.push(ids.len());
         }
     }

@@ -257,7 +257,7 @@ mod x86 {
             }
             let pos = (0..KEYS * K).map(|_| (rng.next() % m as u64) as u32).collect();
             let owners = (0..w as u64 * 64).map(|c| c * 3 + 1).collect();
-            println!("{w} words ({} bytes) per run, m = {m}, index {} MiB, k = {K}", w * 8, m * w * 8 >> 20);
+            println!("{w} words ({} bytes) per run, m = {m}, index {} MiB, k = {K}", w * 8, (m * w * 8) >> 20);
             Bench { rows, w, pos, owners }
         }
 
@@ -308,8 +308,13 @@ mod x86 {
             return;
         }
         let vbmi2 = is_x86_feature_detected!("avx512vbmi2");
-        let w = std::env::args().nth(1).map_or(160, |s| s.parse().expect("WORDS_PER_ROW: a number"));
-        assert!(w > 0 && w % 8 == 0 && w <= 512, "WORDS_PER_ROW: a multiple of 8 up to 512");
+        let w = match std::env::args().nth(1).map_or(Ok(160), |s| s.parse::<usize>()) {
+            Ok(w) if w > 0 && w.is_multiple_of(8) && w <= 512 => w,
+            _ => {
+                eprintln!("row_variants: WORDS_PER_ROW must be a multiple of 8 from 8 to 512");
+                std::process::exit(2);
+            }
+        };
         let bench = Bench::new(w);
         let mut expected = None;
         let mut check = |(ns, total): (f64, u64), name: &str| {

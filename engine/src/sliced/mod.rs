@@ -75,9 +75,10 @@ pub struct SlicedConfig {
     /// `full` N = 10 000, `paper` N = 10 000 and `large` (measured: see
     /// `bench/RESULTS.md`).
     pub max_shard_columns: usize,
-    /// How many keys ahead [`SlicedIndex::query_batch`] (and scoring)
-    /// prefetch whole row runs into the second-level cache; the next key's
-    /// first lines are always prefetched into the first-level cache.
+    /// How far ahead queries prefetch whole row runs into the second-level
+    /// cache: in [`SlicedIndex::query_batch`], work items (one key in one
+    /// shard); for a single key, shards; in scoring, keys. The next item's
+    /// first lines are prefetched into the first-level cache as well.
     /// Default 4.
     pub prefetch_distance: usize,
 }

@@ -765,9 +765,10 @@ impl SlicedIndex {
     /// [`SlicedIndex::query_into`] by the key's hash.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
-        let pos = self.params.probes(hash);
-        self.prefetch_alone(&pos);
-        self.query_positions(&pos, out);
+        let mut buf = [MaybeUninit::uninit(); crate::MAX_HASHES as usize];
+        let pos = self.params.probes_in(hash, &mut buf);
+        self.prefetch_alone(pos);
+        self.query_positions(pos, out);
     }
 
     /// A key queried alone has no neighbour to overlap with, so all of its
@@ -806,14 +807,22 @@ impl SlicedIndex {
         #[repr(align(64))]
         struct Acc([MaybeUninit<u64>; MAX_SHARD_WORDS]);
         let mut acc = Acc([MaybeUninit::uninit(); MAX_SHARD_WORDS]);
+        // Words of `acc` initialised so far. The kernel writes every word
+        // of its output before reading it, so any initialised value will
+        // do: each word is zeroed once per query, not once per shard.
+        let mut init = 0;
         for shard in &self.shards {
-            let acc = &mut acc.0[..shard.wpr];
-            for w in acc.iter_mut() {
-                w.write(0);
+            let wpr = shard.wpr;
+            if wpr > init {
+                for w in &mut acc.0[init..wpr] {
+                    w.write(0);
+                }
+                init = wpr;
             }
-            // SAFETY: every element of `acc` was initialised just above, and
-            // `MaybeUninit<u64>` has the layout of `u64`.
-            let acc = unsafe { &mut *(acc as *mut [MaybeUninit<u64>] as *mut [u64]) };
+            // SAFETY: the words `..init` (`wpr <= init`) were initialised
+            // above, in this query, and `MaybeUninit<u64>` has the layout
+            // of `u64`.
+            let acc = unsafe { &mut *(&mut acc.0[..wpr] as *mut [MaybeUninit<u64>] as *mut [u64]) };
             if self.kernels.and_runs(&shard.rows, shard.wpr, positions, acc) {
                 push_owners(self.kernels, acc, &shard.used, &shard.owners, out);
             }

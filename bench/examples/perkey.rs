@@ -9,7 +9,9 @@
 //! ```
 //!
 //! Arguments: filters, backend (`scalar`, `avx2`, `avx512`, `auto`), mode
-//! (`into` for `query_into` key by key, `batch` for one `query_batch`).
+//! (`into` for `query_into` key by key, `batch` for one `query_batch`),
+//! and optionally `SlicedConfig::max_shard_columns` (to measure several
+//! shards).
 
 use std::hint::black_box;
 
@@ -67,6 +69,12 @@ fn main() {
     let filters: usize = args.get(1).map_or(1000, |a| a.parse().expect("filters"));
     let backend = args.get(2).map_or("auto", String::as_str);
     let batch = args.get(3).is_some_and(|m| m == "batch");
+    let config = match args.get(4) {
+        Some(cols) => {
+            SlicedConfig { max_shard_columns: cols.parse().expect("shard columns"), ..SlicedConfig::default() }
+        }
+        None => SlicedConfig::default(),
+    };
     let p = params();
     let spec = WorkloadSpec::new(WorkloadKind::Full, KEYS, 11).with_filters(filters);
     let queries = spec.queries();
@@ -84,7 +92,7 @@ fn main() {
             built[owner as usize].insert(key);
         }
     }
-    let mut index = SlicedIndex::with_config(p, SlicedConfig::default());
+    let mut index = SlicedIndex::with_config(p, config);
     let refs: Vec<(u64, &BloomFilter)> = built.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
     index.insert_filters(&refs).expect("insert");
     if backend != "auto" {

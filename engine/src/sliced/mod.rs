@@ -803,8 +803,9 @@ impl SlicedIndex {
     /// [`SlicedIndex::query_into`] by the key's hash.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
-        let pos = self.params.probes(hash);
-        self.query_positions(&pos, out);
+        let mut buf = [MaybeUninit::uninit(); crate::MAX_HASHES as usize];
+        let pos = self.params.probes_in(hash, &mut buf);
+        self.query_positions(pos, out);
     }
 
     /// ANDs the rows at `positions` in every shard and appends matching ids.
@@ -852,9 +853,10 @@ impl SlicedIndex {
         }
     }
 
-    /// Queries a batch of keys. Hashes the whole batch first, then ANDs key
-    /// `i` while the rows of key `i + D` are being prefetched
-    /// ([`SlicedConfig::prefetch_distance`]). Results replace the contents of
+    /// Queries a batch of keys. Hashes the whole batch first, then walks
+    /// the (key, shard) items in order, prefetching the row runs of the
+    /// item `D` ahead ([`SlicedConfig::prefetch_distance`]) while ANDing
+    /// this one. Results replace the contents of
     /// `results`; once its buffers are warm, a batch allocates nothing.
     pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
         let k = self.params.k() as usize;

@@ -23,10 +23,12 @@
 //! Row runs are ANDed in 512-bit chunks with an early exit per chunk (see
 //! `bloomslice_kernels::arch::all::and_rows`): in a sparse index most chunks
 //! die after two rows and the rest of their memory is never read. Batches
-//! hash every key first, then prefetch the rows of key `i + D` while ANDing
-//! key `i`; how many rows of a run are prefetched follows the index's
+//! hash every key first, then walk (key, shard) items, prefetching the row
+//! runs of the item `D` ahead into the second-level cache while ANDing the
+//! current one; how many rows of a run are prefetched follows the index's
 //! measured bit density, so a sparse index does not prefetch rows the early
-//! exit would skip.
+//! exit would skip. Matching columns become ids through
+//! `Kernels::append_set_bits`, which does not branch per word.
 
 use core::mem::MaybeUninit;
 use std::sync::Arc;

@@ -50,15 +50,9 @@ pub fn prefetch_lines(words: &[u64]) {
 #[inline(always)]
 pub fn prefetch_line_l2(ptr: *const u64) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` needs only SSE, which is part of the x86-64
-    // baseline, and a prefetch never faults whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T1 }>(ptr.cast::<i8>());
-    }
+    prefetch_hint::<{ core::arch::x86_64::_MM_HINT_T1 }>(ptr);
     #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = ptr;
-    }
+    let _ = ptr;
 }
 
 /// Issues a read prefetch (into all cache levels) for the line holding `ptr`.
@@ -68,13 +62,16 @@ pub fn prefetch_line_l2(ptr: *const u64) {
 #[inline(always)]
 pub fn prefetch_line(ptr: *const u64) {
     #[cfg(target_arch = "x86_64")]
+    prefetch_hint::<{ core::arch::x86_64::_MM_HINT_T0 }>(ptr);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ptr;
+}
+
+/// `prefetcht0/1/2` or `prefetchnta` (by `HINT`) of the line holding `ptr`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_hint<const HINT: i32>(ptr: *const u64) {
     // SAFETY: `_mm_prefetch` needs only SSE, which is part of the x86-64
     // baseline, and a prefetch never faults whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(ptr.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = ptr;
-    }
+    unsafe { core::arch::x86_64::_mm_prefetch::<HINT>(ptr.cast::<i8>()) }
 }

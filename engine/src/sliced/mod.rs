@@ -228,33 +228,34 @@ impl Shard {
         self.ones = self.ones.saturating_sub(cleared);
     }
 
-    /// Prefetches the first `rows` row runs of one key in this shard:
-    /// `Far` is issued [`SlicedConfig::prefetch_distance`] work items (a key
-    /// in a shard) ahead and brings whole long runs into the second-level
-    /// cache (`prefetcht1`); `Near` is issued one item ahead and brings the
-    /// first line of each long run into the first-level cache. Short runs
-    /// are prefetched whole into the first-level cache at the far distance
-    /// only.
+    /// Prefetches the first `rows` row runs of one key in this shard, from
+    /// word `from` of each run on (scoring skips dead chunks; queries pass
+    /// 0): `Far` is issued [`SlicedConfig::prefetch_distance`] work items
+    /// ahead and brings the rest of each long run into the second-level
+    /// cache (`prefetcht1`); `Near` is issued one item ahead and brings one
+    /// line of each long run into the first-level cache. Short runs are
+    /// prefetched whole into the first-level cache at the far distance only.
     ///
     /// Measured on `full` N = 10 000 (1 280-byte runs; `bench/RESULTS.md`):
     /// whole runs into the first-level cache queue behind its few miss
     /// buffers and were slower than first lines alone, while whole runs
     /// into the second-level cache, far ahead, let all `k` runs stream.
     #[inline]
-    fn prefetch(&self, positions: &[u32], rows: usize, reach: Reach) {
+    fn prefetch(&self, positions: &[u32], rows: usize, from: usize, reach: Reach) {
         let base = self.rows.as_ptr();
         let short = self.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES;
-        let words = match (short, reach) {
+        let (from, to) = match (short, reach) {
             (true, Reach::Near) => return,
-            (_, Reach::Far) => self.wpr,
-            (false, Reach::Near) => WORDS_PER_LINE,
+            (true, Reach::Far) => (0, self.wpr),
+            (false, Reach::Far) => (from, self.wpr),
+            (false, Reach::Near) => (from, (from + WORDS_PER_LINE).min(self.wpr)),
         };
         for &p in &positions[..rows] {
             // Addresses only: a prefetch never faults, and every position
             // is `< m` so the run lies inside `rows` anyway.
             let run = base.wrapping_add(p as usize * self.wpr);
-            let mut line = 0;
-            while line < words {
+            let mut line = from;
+            while line < to {
                 if short || reach == Reach::Near {
                     prefetch_line(run.wrapping_add(line));
                 } else {
@@ -823,7 +824,7 @@ impl SlicedIndex {
         let d = self.config.prefetch_distance.max(1);
         let ahead = |s: usize| {
             if let Some(shard) = self.shards.get(s) {
-                shard.prefetch(positions, shard.rows_worth_prefetching(m, positions.len()), Reach::Far);
+                shard.prefetch(positions, shard.rows_worth_prefetching(m, positions.len()), 0, Reach::Far);
             }
         };
         for s in 0..d {
@@ -891,7 +892,7 @@ impl SlicedIndex {
         let d = self.config.prefetch_distance;
         let ahead = |t: usize, reach: Reach| {
             let (i, s) = (t / shards, t % shards);
-            self.shards[s].prefetch(&positions[i * k..][..k], prefetch_rows[s], reach);
+            self.shards[s].prefetch(&positions[i * k..][..k], prefetch_rows[s], 0, reach);
         };
         for t in 0..d.min(items) {
             ahead(t, Reach::Far);

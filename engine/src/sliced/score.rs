@@ -2,9 +2,9 @@
 //! threshold tests across the planes, and chunk pruning. The algorithm and
 //! its guarantees are described in [`crate::score`].
 
-use bloomslice_kernels::{WORDS_PER_LINE, prefetch_line, prefetch_line_l2};
+use bloomslice_kernels::WORDS_PER_LINE;
 
-use super::{PREFETCH_WHOLE_RUN_LINES, Reach, Shard, SlicedIndex};
+use super::{Reach, Shard, SlicedIndex};
 use crate::hash::{Key, KeyHash};
 use crate::score::{PRUNE_INTERVAL, Scores, Scratch, Threshold};
 
@@ -269,32 +269,12 @@ impl SlicedIndex {
         any_live
     }
 
-    /// Like the plain query's prefetch (`SlicedIndex::prefetch`): short
-    /// runs whole; of long runs, from the first live chunk on, the rest of
-    /// the run into the second-level cache when `Far` and one line into the
-    /// first-level cache when `Near`; dead shards not at all.
+    /// The plain query's prefetch (`Shard::prefetch`) of every shard, from
+    /// its first live chunk; dead shards (`rows` 0) not at all.
     #[inline]
     fn prefetch_scoring(&self, positions: &[u32], rows: &[usize], from: &[usize], reach: Reach) {
         for ((shard, &n), &from) in self.shards.iter().zip(rows).zip(from) {
-            let base = shard.rows.as_ptr();
-            let short = shard.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES;
-            let (from, to) = match (short, reach) {
-                (true, _) => (0, shard.wpr),
-                (false, Reach::Far) => (from, shard.wpr),
-                (false, Reach::Near) => (from, (from + WORDS_PER_LINE).min(shard.wpr)),
-            };
-            for &p in &positions[..n] {
-                // Addresses only: a prefetch never faults.
-                let run = base.wrapping_add(p as usize * shard.wpr);
-                let mut line = from;
-                while line < to {
-                    match reach {
-                        Reach::Far => prefetch_line_l2(run.wrapping_add(line)),
-                        Reach::Near => prefetch_line(run.wrapping_add(line)),
-                    }
-                    line += WORDS_PER_LINE;
-                }
-            }
+            shard.prefetch(positions, n, from, reach);
         }
     }
 }

@@ -10,7 +10,9 @@
 //!   L1, whole runs into L2 (`prefetcht1`) far ahead plus first lines near;
 //! - extraction of the matching columns: popcount only (a floor), a branch
 //!   per word and per bit (before), a bitmap of non-zero words with four
-//!   unconditional writes per word (after), and `vpcompressw` (VBMI2).
+//!   unconditional writes per word (after), and `vpcompressw` (VBMI2);
+//! - the far prefetch issued whole before the AND, or split: some runs
+//!   before the AND, the rest between the AND and the extraction.
 //!
 //! Every variant's total of set bits is checked against the first one's.
 //! Needs AVX-512 F/BW/VPOPCNTDQ (and VBMI2 for the compress row); prints
@@ -43,9 +45,23 @@ mod x86 {
 
     #[derive(Clone, Copy, PartialEq)]
     pub enum Prefetch {
-        FirstLineL1 { d: usize },
-        WholeL1 { d: usize },
-        WholeL2 { far: usize, near: usize },
+        FirstLineL1 {
+            d: usize,
+        },
+        WholeL1 {
+            d: usize,
+        },
+        WholeL2 {
+            far: usize,
+            near: usize,
+        },
+        /// `WholeL2`, the far part split: the first `first` runs before
+        /// the AND, the rest between the AND and the extraction.
+        SplitL2 {
+            far: usize,
+            near: usize,
+            first: usize,
+        },
     }
 
     #[derive(Clone, Copy, PartialEq)]
@@ -286,9 +302,22 @@ mod x86 {
                                 prefetch(rows, w, at(near), 1, false);
                             }
                         }
+                        Prefetch::SplitL2 { far, near, first } => {
+                            if i + far < calls {
+                                prefetch(rows, w, &at(far)[..first], w / 8, true);
+                            }
+                            if i + near < calls {
+                                prefetch(rows, w, at(near), 1, false);
+                            }
+                        }
                         _ => {}
                     }
                     kernel(rows, w, at(0), &mut acc);
+                    if let Prefetch::SplitL2 { far, first, .. } = pf
+                        && i + far < calls
+                    {
+                        prefetch(rows, w, &at(far)[first..], w / 8, true);
+                    }
                     for r in 0..keys_per_call {
                         total += extract(ex, &acc[r * w..][..w], &mut cols, &self.owners, &mut out);
                     }
@@ -360,6 +389,13 @@ mod x86 {
             // SAFETY: AVX-512 F/BW/VPOPCNTDQ (and VBMI2 for its row) were
             // detected above.
             check(unsafe { bench.run(pairs, 1, pf_after, ex) }, name);
+        }
+        println!("-- far prefetch split around the AND (pairs kernel, bitmap extraction)");
+        for first in [7, 3, 2, 0] {
+            let pf = Prefetch::SplitL2 { far: 4, near: 1, first };
+            let name = format!("first {first} of {K} runs before the AND, the rest before the extraction");
+            // SAFETY: AVX-512 F/BW/VPOPCNTDQ were detected above.
+            check(unsafe { bench.run(pairs, 1, pf, Extract::Bitmap4) }, &name);
         }
     }
 }

@@ -18,6 +18,36 @@ enum Report {
     AtLeast { min_count: u32, prune: bool },
 }
 
+/// The scratch buffers a scoring pass borrows apart: positions, planes,
+/// live-chunk bitmap, comparison mask, rows to prefetch and where.
+type ScratchParts<'a> = (&'a [u32], &'a mut [u64], &'a mut [u64], &'a mut Vec<u64>, &'a mut [usize], &'a mut [usize]);
+
+/// Pruned scoring screens with fewer rows only in an index of at least this
+/// many 512-column chunks: with fewer, the chunk a positive query keeps is
+/// too large a share of the index to score twice (measured on `multi`
+/// N = 1 000, two chunks: `bench/RESULTS.md`).
+const SCREEN_MIN_CHUNKS: usize = 8;
+
+/// The densest AND of a screen's rows (`p^r` for bit density `p`): on
+/// `multi` N = 10 000 (`p` = 0.5), `r` = 3 screened fastest, `r` = 2 and 4
+/// about 10% slower, `r` = 1 slower than no screen (`bench/RESULTS.md`).
+const SCREEN_MAX_DENSITY: f64 = 0.125;
+
+/// How a scoring pass prunes chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Prune {
+    /// Never: every live chunk is read for every key.
+    No,
+    /// On exact counts, to the end of the query.
+    Exact,
+    /// On upper bounds of the counts (fewer rows than `k`), stopping at the
+    /// first check after `stop` keys.
+    Screen {
+        /// Keys after which the screen ends.
+        stop: usize,
+    },
+}
+
 /// Bit-planes needed to count up to `keys` without wrapping (at least one).
 fn planes_for(keys: usize) -> usize {
     (usize::BITS - keys.leading_zeros()).max(1) as usize
@@ -140,55 +170,50 @@ impl SlicedIndex {
         prefetch_rows.extend(self.shards.iter().map(|s| s.rows_worth_prefetching(m, k)));
         prefetch_from.clear();
         prefetch_from.resize(self.shards.len(), 0);
+        macro_rules! scratch_parts {
+            () => {
+                (
+                    &positions[..],
+                    &mut planes[..],
+                    &mut live[..],
+                    &mut *mask,
+                    &mut prefetch_rows[..],
+                    &mut prefetch_from[..],
+                )
+            };
+        }
         let (min_count, prune) = match report {
             Report::NonZero => (0, false),
             Report::AtLeast { min_count, prune } => (min_count, prune && min_count > 0),
         };
-        let d = self.config.prefetch_distance;
-        for i in 0..d.min(q) {
-            self.prefetch_scoring(&positions[i * k..][..k], prefetch_rows, prefetch_from, Reach::Far);
-        }
-        if d > 0 && q > 0 {
-            self.prefetch_scoring(&positions[..k], prefetch_rows, prefetch_from, Reach::Near);
-        }
-        for i in 0..q {
-            if d > 0 && i + d < q {
-                self.prefetch_scoring(&positions[(i + d) * k..][..k], prefetch_rows, prefetch_from, Reach::Far);
-            }
-            if d > 0 && i + 1 < q {
-                self.prefetch_scoring(&positions[(i + 1) * k..][..k], prefetch_rows, prefetch_from, Reach::Near);
-            }
-            let key = &positions[i * k..][..k];
-            let (mut plane_at, mut live_at) = (0, 0);
-            for s in &self.shards {
-                let (lw, pw) = (live_words(s), s.wpr * n_planes);
-                let shard_live = &live[live_at..live_at + lw];
-                if shard_live.iter().any(|&w| w != 0) {
-                    self.kernels.count_runs(
-                        &s.rows,
-                        s.wpr,
-                        key,
-                        s.wpr,
-                        shard_live,
-                        &mut planes[plane_at..plane_at + pw],
-                    );
+        match (prune, self.screen_rows(q, min_count)) {
+            (true, Some((r, stop))) => {
+                // Screen: upper bounds of the counts from `r` of the `k`
+                // rows kill most chunks for a fraction of the bytes; then
+                // the exact counts of the chunks left, from all `k` rows.
+                for (rows, s) in prefetch_rows.iter_mut().zip(&self.shards) {
+                    *rows = s.rows_worth_prefetching(m, r);
                 }
-                plane_at += pw;
-                live_at += lw;
-            }
-            // The first check is due once a column can fail (after
-            // `q - min_count + 1` keys, when the bound below is 1), then
-            // every `PRUNE_INTERVAL` keys.
-            let done = i + 1;
-            let remaining = q - done;
-            let first_check = q - min_count as usize + 1;
-            if prune && done >= first_check && (done - first_check).is_multiple_of(PRUNE_INTERVAL) && remaining > 0 {
-                // A column can still pass only with `min_count - remaining`
-                // hits already.
-                let need = min_count - remaining as u32;
-                if !self.prune_chunks(need, n_planes, planes, live, mask, prefetch_rows, prefetch_from) {
-                    break;
+                let any = self.count_pass(q, r, min_count, Prune::Screen { stop }, n_planes, scratch_parts!());
+                planes.fill(0);
+                if any {
+                    for (rows, s) in prefetch_rows.iter_mut().zip(&self.shards) {
+                        if *rows != 0 {
+                            *rows = s.rows_worth_prefetching(m, k);
+                        }
+                    }
+                    self.count_pass(q, k, min_count, Prune::Exact, n_planes, scratch_parts!());
                 }
+            }
+            _ => {
+                self.count_pass(
+                    q,
+                    k,
+                    min_count,
+                    if prune { Prune::Exact } else { Prune::No },
+                    n_planes,
+                    scratch_parts!(),
+                );
             }
         }
         // Report: the passing (or non-zero) columns of every shard.
@@ -219,6 +244,131 @@ impl SlicedIndex {
         if !entries.is_sorted_by_key(|&(id, _)| id) {
             entries.sort_unstable_by_key(|&(id, _)| id);
         }
+    }
+
+    /// One pass of scoring over the `q` keys whose positions are in
+    /// `positions` (`k` per key), ANDing the first `rows` of each key's
+    /// runs into the planes and, unless `Prune::No`, killing chunks on the
+    /// way (from the chunks live on entry). Returns whether any chunk is
+    /// still live. A `Prune::Screen` pass ends at its first check after its
+    /// `stop` keys that kills no chunk (the chunks that die have died).
+    fn count_pass(
+        &self,
+        q: usize,
+        rows: usize,
+        min_count: u32,
+        prune: Prune,
+        n_planes: usize,
+        (positions, planes, live, mask, prefetch_rows, prefetch_from): ScratchParts<'_>,
+    ) -> bool {
+        let k = self.params.k() as usize;
+        let live_chunks = |live: &[u64]| live.iter().map(|w| w.count_ones()).sum::<u32>();
+        let mut last = live_chunks(live);
+        let live_words = |s: &Shard| (s.wpr / WORDS_PER_LINE).div_ceil(64);
+        let d = self.config.prefetch_distance;
+        for i in 0..d.min(q) {
+            self.prefetch_scoring(&positions[i * k..][..rows], prefetch_rows, prefetch_from, Reach::Far);
+        }
+        if d > 0 && q > 0 {
+            self.prefetch_scoring(&positions[..rows], prefetch_rows, prefetch_from, Reach::Near);
+        }
+        for i in 0..q {
+            if d > 0 && i + d < q {
+                self.prefetch_scoring(&positions[(i + d) * k..][..rows], prefetch_rows, prefetch_from, Reach::Far);
+            }
+            if d > 0 && i + 1 < q {
+                self.prefetch_scoring(&positions[(i + 1) * k..][..rows], prefetch_rows, prefetch_from, Reach::Near);
+            }
+            let key = &positions[i * k..][..rows];
+            let (mut plane_at, mut live_at) = (0, 0);
+            for s in &self.shards {
+                let (lw, pw) = (live_words(s), s.wpr * n_planes);
+                let shard_live = &live[live_at..live_at + lw];
+                if shard_live.iter().any(|&w| w != 0) {
+                    self.kernels.count_runs(
+                        &s.rows,
+                        s.wpr,
+                        key,
+                        s.wpr,
+                        shard_live,
+                        &mut planes[plane_at..plane_at + pw],
+                    );
+                }
+                plane_at += pw;
+                live_at += lw;
+            }
+            // The first check is due once a column can fail (after
+            // `q - min_count + 1` keys, when the bound below is 1), then
+            // every `PRUNE_INTERVAL` keys.
+            let done = i + 1;
+            let remaining = q - done;
+            let first_check = q - min_count as usize + 1;
+            if prune != Prune::No
+                && done >= first_check
+                && (done - first_check).is_multiple_of(PRUNE_INTERVAL)
+                && remaining > 0
+            {
+                // A column can still pass only with `min_count - remaining`
+                // hits already.
+                let need = min_count - remaining as u32;
+                if !self.prune_chunks(need, n_planes, planes, live, mask, prefetch_rows, prefetch_from) {
+                    return false;
+                }
+                if let Prune::Screen { stop } = prune {
+                    let now = live_chunks(live);
+                    if done >= stop && now == last {
+                        return true;
+                    }
+                    last = now;
+                }
+            }
+        }
+        live.iter().any(|&w| w != 0)
+    }
+
+    /// Whether to screen a pruned threshold query with fewer rows first:
+    /// `Some((r, stop))` to score with `r` of the `k` rows until `stop` keys
+    /// (or until every chunk is dead), then again from the first key with
+    /// all `k` rows on the chunks left.
+    ///
+    /// Counts from `r` rows are upper bounds of the exact ones (the AND of
+    /// fewer rows has more ones), so pruning on them never kills a column
+    /// that can pass, and a key costs `r` runs instead of `k`. With the
+    /// index's bit density `p`, a column that holds none of the keys hits
+    /// a key with probability `h = p^r`, and dies after `M / (1 - h)` keys
+    /// on average (`M = Q - min_count + 1` misses), with a standard
+    /// deviation of `sqrt(M h) / (1 - h)`; its 512-column chunk dies with
+    /// the last of its columns, about 3.5 deviations later. `r` minimises
+    /// the runs read until then, `r` x that point, among the `r` whose AND
+    /// is at most [`SCREEN_MAX_DENSITY`] dense (a denser sum carries
+    /// through every counter plane, which costs more than the runs saved).
+    /// The screen pays when the runs it saves on every chunk outweigh
+    /// scoring again the chunks that survive (a query whose keys one filter
+    /// holds keeps that filter's chunk): it is used only when the index has
+    /// at least [`SCREEN_MIN_CHUNKS`] chunks, the screen ends in the first
+    /// half of the query, and it reads at most 0.7 times the runs the exact
+    /// pass reads until its own chunks die.
+    fn screen_rows(&self, q: usize, min_count: u32) -> Option<(usize, usize)> {
+        let k = self.params.k() as usize;
+        let chunks: usize = self.shards.iter().map(|s| s.wpr / WORDS_PER_LINE).sum();
+        if min_count == 0 || k < 2 || chunks < SCREEN_MIN_CHUNKS {
+            return None;
+        }
+        let bits = self.params.m() as f64 * self.shards.iter().map(|s| s.columns() as f64).sum::<f64>();
+        let ones = self.shards.iter().map(|s| s.ones as f64).sum::<f64>();
+        let density = if bits > 0.0 { ones / bits } else { 0.0 };
+        let misses = (q - min_count as usize + 1) as f64;
+        let chunk_dies = |rows: usize| {
+            let h = density.powi(rows as i32).min(0.999);
+            (misses + 3.5 * (misses * h).sqrt()) / (1.0 - h)
+        };
+        let exact = k as f64 * chunk_dies(k).min(q as f64);
+        (1..k)
+            .filter(|&r| density.powi(r as i32) <= SCREEN_MAX_DENSITY)
+            .map(|r| (r, chunk_dies(r)))
+            .filter(|&(r, keys)| keys <= q as f64 / 2.0 && r as f64 * keys <= 0.7 * exact)
+            .min_by(|a, b| (a.0 as f64 * a.1).total_cmp(&(b.0 as f64 * b.1)))
+            .map(|(r, keys)| (r, keys.ceil() as usize))
     }
 
     /// Clears the live bit of every chunk where no column has `need` hits
@@ -356,6 +506,60 @@ mod tests {
                 let mut out = Vec::new();
                 index.query_threshold_unpruned_into(&keys, Threshold::count(min), &mut Scores::new(), &mut out);
                 assert_eq!(out, want, "{} unpruned min {min}", kernels.backend());
+            }
+        }
+    }
+    /// A dense index of many chunks, where pruned threshold queries screen
+    /// with fewer rows first: answers equal a naive count for queries one
+    /// filter (or a group of filters) holds, random queries, and thresholds
+    /// around the screen's bound, on every backend.
+    #[test]
+    fn screened_pruning_matches_naive() {
+        let p = BloomParams::new(512, 7).unwrap();
+        let mut index =
+            SlicedIndex::with_config(p, SlicedConfig { max_shard_columns: 2048, ..SlicedConfig::default() });
+        let mut filters = Vec::new();
+        // Filter f holds keys f * 50 .. f * 50 + 51 (neighbours share one):
+        // about half its bits set, as in a full index.
+        for f in 0..4200u64 {
+            let mut filter = BloomFilter::new(p).unwrap();
+            for key in f * 50..f * 50 + 51 {
+                filter.insert(&key.to_le_bytes());
+            }
+            index.insert_filter(f * 3 + 1, &filter).unwrap();
+            filters.push((f * 3 + 1, filter));
+        }
+        let q = 100;
+        assert!(index.screen_rows(q, 80).is_some(), "the screen must be on for this test to mean anything");
+        let drawn = |f: u64, random_from: u64| -> Vec<[u8; 8]> {
+            (f * 50..f * 50 + 90)
+                .filter(|k| k % 50 != 49)
+                .take(85)
+                .chain(random_from..random_from + 15)
+                .map(|k| k.to_le_bytes())
+                .collect()
+        };
+        let queries: Vec<Vec<[u8; 8]>> = vec![
+            drawn(17, 1 << 40),
+            drawn(2500, 1 << 41),
+            drawn(4199, 1 << 42),
+            (0..q as u64).map(|i| ((1u64 << 43) + i * 7919).to_le_bytes()).collect(),
+            (0..q as u64).map(|i| (i * 50).to_le_bytes()).collect(),
+        ];
+        for kernels in Kernels::available() {
+            index.set_kernels(kernels);
+            for keys in &queries {
+                assert_eq!(keys.len(), q);
+                for min in [60u32, 79, 80, 81, 90] {
+                    let mut want: Vec<(u64, u32)> = filters
+                        .iter()
+                        .map(|(id, f)| (*id, keys.iter().filter(|k| f.contains(&k[..])).count() as u32))
+                        .filter(|&(_, c)| c >= min)
+                        .collect();
+                    want.sort_unstable();
+                    let got = index.query_threshold(keys, Threshold::count(min));
+                    assert_eq!(got, want, "{} min {min}", kernels.backend());
+                }
             }
         }
     }

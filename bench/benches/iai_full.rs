@@ -36,10 +36,8 @@ use std::hint::black_box;
 
 use bloomslice::kernels::{Backend, Kernels};
 use bloomslice::{BatchResults, BloomFilter, SlicedConfig, SlicedIndex};
-use bloomslice_bench::workload::{WorkloadKind, WorkloadSpec, params};
+use bloomslice_bench::workload::{params, random_full_filters};
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 
 /// Keys per measured call.
 const KEYS: usize = 1000;
@@ -55,22 +53,7 @@ type Input = (SlicedIndex, Vec<[u8; 8]>, Vec<u64>, BatchResults);
 /// the measured calls allocate nothing). Not measured.
 fn setup(filters: usize, backend: Option<Backend>) -> Input {
     let p = params();
-    let spec = WorkloadSpec::new(WorkloadKind::Full, KEYS, SEED).with_filters(filters);
-    let queries = spec.queries();
-    let mut rng = SmallRng::seed_from_u64(SEED);
-    let mut words = vec![0u64; p.words()];
-    let mut built: Vec<BloomFilter> = (0..filters)
-        .map(|_| {
-            rng.fill(&mut words[..]);
-            BloomFilter::from_words(p, &words).expect("words of the right length")
-        })
-        .collect();
-    let keys: Vec<[u8; 8]> = queries.iter().map(|q| q.key.to_le_bytes()).collect();
-    for (q, key) in queries.iter().zip(&keys) {
-        if let Some(owner) = q.owner {
-            built[owner as usize].insert(key);
-        }
-    }
+    let (built, queries, keys) = random_full_filters(filters, KEYS, SEED);
     let mut index = SlicedIndex::with_config(p, SlicedConfig::default());
     index.reserve(filters).expect("memory");
     let refs: Vec<(u64, &BloomFilter)> = built.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
@@ -102,38 +85,43 @@ fn setup(filters: usize, backend: Option<Backend>) -> Input {
     (index, keys, out, results)
 }
 
-#[library_benchmark]
-#[bench::n1000_scalar(args = (1_000, Some(Backend::Scalar)), setup = setup)]
-#[bench::n1000_avx2(args = (1_000, Some(Backend::Avx2)), setup = setup)]
-#[bench::n1000_dispatched(args = (1_000, None), setup = setup)]
-#[bench::n10000_scalar(args = (10_000, Some(Backend::Scalar)), setup = setup)]
-#[bench::n10000_avx2(args = (10_000, Some(Backend::Avx2)), setup = setup)]
-#[bench::n10000_dispatched(args = (10_000, None), setup = setup)]
-fn query_into_1000_keys(input: Input) -> usize {
-    let (index, keys, mut out, results) = input;
-    let mut matches = 0;
-    for key in black_box(&keys) {
-        index.query_into(key, &mut out);
-        matches += out.len();
-    }
-    // Freeing the index is not part of the query.
-    core::mem::forget((index, keys, out, results));
-    matches
+/// A library benchmark on each of the six cases: N = 1 000 and 10 000,
+/// scalar, AVX2 and dispatched kernels, its input from [`setup`].
+macro_rules! on_every_case {
+    ($bench:item) => {
+        #[library_benchmark]
+        #[bench::n1000_scalar(args = (1_000, Some(Backend::Scalar)), setup = setup)]
+        #[bench::n1000_avx2(args = (1_000, Some(Backend::Avx2)), setup = setup)]
+        #[bench::n1000_dispatched(args = (1_000, None), setup = setup)]
+        #[bench::n10000_scalar(args = (10_000, Some(Backend::Scalar)), setup = setup)]
+        #[bench::n10000_avx2(args = (10_000, Some(Backend::Avx2)), setup = setup)]
+        #[bench::n10000_dispatched(args = (10_000, None), setup = setup)]
+        $bench
+    };
 }
 
-#[library_benchmark]
-#[bench::n1000_scalar(args = (1_000, Some(Backend::Scalar)), setup = setup)]
-#[bench::n1000_avx2(args = (1_000, Some(Backend::Avx2)), setup = setup)]
-#[bench::n1000_dispatched(args = (1_000, None), setup = setup)]
-#[bench::n10000_scalar(args = (10_000, Some(Backend::Scalar)), setup = setup)]
-#[bench::n10000_avx2(args = (10_000, Some(Backend::Avx2)), setup = setup)]
-#[bench::n10000_dispatched(args = (10_000, None), setup = setup)]
-fn query_batch_1000_keys(input: Input) -> usize {
-    let (index, keys, out, mut results) = input;
-    index.query_batch(black_box(&keys), &mut results);
-    let matches = results.total_matches();
-    core::mem::forget((index, keys, out, results));
-    matches
+on_every_case! {
+    fn query_into_1000_keys(input: Input) -> usize {
+        let (index, keys, mut out, results) = input;
+        let mut matches = 0;
+        for key in black_box(&keys) {
+            index.query_into(key, &mut out);
+            matches += out.len();
+        }
+        // Freeing the index is not part of the query.
+        core::mem::forget((index, keys, out, results));
+        matches
+    }
+}
+
+on_every_case! {
+    fn query_batch_1000_keys(input: Input) -> usize {
+        let (index, keys, out, mut results) = input;
+        index.query_batch(black_box(&keys), &mut results);
+        let matches = results.total_matches();
+        core::mem::forget((index, keys, out, results));
+        matches
+    }
 }
 
 library_benchmark_group!(name = full; benchmarks = query_into_1000_keys, query_batch_1000_keys);

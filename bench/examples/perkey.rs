@@ -17,40 +17,29 @@ use std::hint::black_box;
 
 use bloomslice::kernels::{Backend, Kernels};
 use bloomslice::{BatchResults, BloomFilter, SlicedConfig, SlicedIndex};
-use bloomslice_bench::workload::{WorkloadKind, WorkloadSpec, params};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use bloomslice_bench::workload::{params, random_full_filters};
 
 const KEYS: usize = 1000;
 
+/// The output buffers of `query_into` and `query_batch`.
+type Buffers = (Vec<u64>, BatchResults);
+
 /// The first pass (not counted): warms the output buffers.
 #[inline(never)]
-fn warm(index: &SlicedIndex, keys: &[[u8; 8]], batch: bool, out: &mut Vec<u64>, results: &mut BatchResults) -> usize {
+fn warm(index: &SlicedIndex, keys: &[[u8; 8]], batch: bool, buffers: &mut Buffers) -> usize {
     // Distinct from `measure`, so that the linker does not fold the two.
     black_box("warm");
-    measure_body(index, keys, batch, out, results)
+    measure_body(index, keys, batch, buffers)
 }
 
 /// The counted pass.
 #[inline(never)]
-fn measure(
-    index: &SlicedIndex,
-    keys: &[[u8; 8]],
-    batch: bool,
-    out: &mut Vec<u64>,
-    results: &mut BatchResults,
-) -> usize {
-    measure_body(index, keys, batch, out, results)
+fn measure(index: &SlicedIndex, keys: &[[u8; 8]], batch: bool, buffers: &mut Buffers) -> usize {
+    measure_body(index, keys, batch, buffers)
 }
 
 #[inline(always)]
-fn measure_body(
-    index: &SlicedIndex,
-    keys: &[[u8; 8]],
-    batch: bool,
-    out: &mut Vec<u64>,
-    results: &mut BatchResults,
-) -> usize {
+fn measure_body(index: &SlicedIndex, keys: &[[u8; 8]], batch: bool, (out, results): &mut Buffers) -> usize {
     if batch {
         index.query_batch(keys, results);
         results.total_matches()
@@ -76,39 +65,23 @@ fn main() {
         None => SlicedConfig::default(),
     };
     let p = params();
-    let spec = WorkloadSpec::new(WorkloadKind::Full, KEYS, 11).with_filters(filters);
-    let queries = spec.queries();
-    let mut rng = SmallRng::seed_from_u64(11);
-    let mut words = vec![0u64; p.words()];
-    let mut built: Vec<BloomFilter> = (0..filters)
-        .map(|_| {
-            rng.fill(&mut words[..]);
-            BloomFilter::from_words(p, &words).expect("words")
-        })
-        .collect();
-    let keys: Vec<[u8; 8]> = queries.iter().map(|q| q.key.to_le_bytes()).collect();
-    for (q, key) in queries.iter().zip(&keys) {
-        if let Some(owner) = q.owner {
-            built[owner as usize].insert(key);
-        }
-    }
+    let (built, _, keys) = random_full_filters(filters, KEYS, 11);
     let mut index = SlicedIndex::with_config(p, config);
     let refs: Vec<(u64, &BloomFilter)> = built.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
     index.insert_filters(&refs).expect("insert");
     if backend != "auto" {
         index.set_kernels(Kernels::for_backend(Backend::from_name(backend).expect("backend")).expect("available"));
     }
-    let mut out = Vec::with_capacity(filters);
-    let mut results = BatchResults::new();
+    let mut buffers = (Vec::with_capacity(filters), BatchResults::new());
     // Warm the buffers, then check the answers.
-    let expect = warm(&index, &keys, batch, &mut out, &mut results);
+    let expect = warm(&index, &keys, batch, &mut buffers);
     let mut total = 0;
     for key in &keys {
         let h = p.hash(key);
         total += built.iter().filter(|f| f.contains_hash(h)).count();
     }
     assert_eq!(expect, total, "wrong answers");
-    let got = measure(black_box(&index), black_box(&keys), batch, &mut out, &mut results);
+    let got = measure(black_box(&index), black_box(&keys), batch, &mut buffers);
     println!(
         "{} filters, {} kernels, {}: {got} matches",
         filters,

@@ -127,17 +127,11 @@ pub fn run(args: &PopularityArgs) -> Result<Vec<ZipfRow>, bloomslice::Error> {
 /// The rows as a fixed-width table with a header line of context.
 pub fn table(config: &ZipfConfig, rows: &[ZipfRow]) -> String {
     let mut s = String::new();
+    let ZipfConfig { universe, set_size, bits_per_key, k_standard, k_max, eps, trials, scheme, .. } = config;
     let _ = writeln!(
         s,
-        "Section 5.1: N = {}, n = {}, m/n = {}, k_standard = {}, k_max = {}, eps = {}, {} sets per alpha, {:?}",
-        config.universe,
-        config.set_size,
-        config.bits_per_key,
-        config.k_standard,
-        config.k_max,
-        config.eps,
-        config.trials,
-        config.scheme
+        "Section 5.1: N = {universe}, n = {set_size}, m/n = {bits_per_key}, k_standard = {k_standard}, \
+         k_max = {k_max}, eps = {eps}, {trials} sets per alpha, {scheme:?}"
     );
     let _ = writeln!(
         s,

@@ -142,16 +142,15 @@ pub struct Mismatch {
 
 impl core::fmt::Display for Mismatch {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let missing: Vec<u64> = self.expected.iter().filter(|i| self.got.binary_search(i).is_err()).copied().collect();
-        let extra: Vec<u64> = self.got.iter().filter(|i| self.expected.binary_search(i).is_err()).copied().collect();
+        let Mismatch { engine, query, key, expected, got } = self;
+        let missing: Vec<u64> = expected.iter().filter(|i| got.binary_search(i).is_err()).copied().collect();
+        let extra: Vec<u64> = got.iter().filter(|i| expected.binary_search(i).is_err()).copied().collect();
         write!(
             f,
-            "engine {} disagrees with naive on query {} (key {:#x}): expected {} ids, got {}; missing {:?}, extra {:?}",
-            self.engine,
-            self.query,
-            self.key,
-            self.expected.len(),
-            self.got.len(),
+            "engine {engine} disagrees with naive on query {query} (key {key:#x}): expected {} ids, got {}; \
+             missing {:?}, extra {:?}",
+            expected.len(),
+            got.len(),
             &missing[..missing.len().min(8)],
             &extra[..extra.len().min(8)],
         )

@@ -4,6 +4,7 @@
 use core::fmt::Write as _;
 
 use crate::experiment::{FP_SIGMAS, Report, Row};
+use crate::workload::WorkloadSpec;
 
 /// The report as one JSON array of row objects.
 ///
@@ -32,16 +33,12 @@ pub fn table(report: &Report) -> String {
     let i = &report.info;
     let s = &i.spec;
     let mut o = String::new();
+    let WorkloadSpec { kind, filters, keys_per_filter, queries, seed, .. } = s;
+    let (m, k) = (i.params.m(), i.params.k());
     let _ = writeln!(
         o,
-        "workload {}: N = {} filters x {} keys, m = {}, k = {}, {} queries (half present), seed {}",
-        s.kind,
-        s.filters,
-        s.keys_per_filter,
-        i.params.m(),
-        i.params.k(),
-        s.queries,
-        s.seed
+        "workload {kind}: N = {filters} filters x {keys_per_filter} keys, m = {m}, k = {k}, {queries} queries \
+         (half present), seed {seed}"
     );
     let _ = writeln!(o, "cpu: {}", i.cpu);
     let _ = writeln!(o, "kernels: dispatched {} (available: {})", i.backend, i.available_backends.join(", "));

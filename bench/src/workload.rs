@@ -10,7 +10,7 @@
 //! set, so an "absent" query is outside every inserted range by
 //! construction, not merely with high probability.
 
-use bloomslice::{BloomParams, KeyHash};
+use bloomslice::{BloomFilter, BloomParams, KeyHash};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -174,6 +174,33 @@ impl WorkloadSpec {
 #[inline]
 pub fn key_hash(params: &BloomParams, key: u64) -> KeyHash {
     params.hash(&key.to_le_bytes())
+}
+
+/// The random stand-in for `full` filters of `benches/iai_full.rs` and
+/// `examples/perkey.rs`: `filters` filters of random words (every bit set
+/// with probability 1/2, the density of a `full` filter) from a
+/// [`SmallRng`] seeded with `seed`, plus the owners' bits of the present
+/// keys among the `queries` query keys of the `full` workload with that
+/// seed. Returns the filters, the queries and their keys as 8
+/// little-endian bytes.
+pub fn random_full_filters(filters: usize, queries: usize, seed: u64) -> (Vec<BloomFilter>, Vec<Query>, Vec<[u8; 8]>) {
+    let p = params();
+    let queries = WorkloadSpec::new(WorkloadKind::Full, queries, seed).with_filters(filters).queries();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut words = vec![0u64; p.words()];
+    let mut built: Vec<BloomFilter> = (0..filters)
+        .map(|_| {
+            rng.fill(&mut words[..]);
+            BloomFilter::from_words(p, &words).expect("words of the right length")
+        })
+        .collect();
+    let keys: Vec<[u8; 8]> = queries.iter().map(|q| q.key.to_le_bytes()).collect();
+    for (q, key) in queries.iter().zip(&keys) {
+        if let Some(owner) = q.owner {
+            built[owner as usize].insert(key);
+        }
+    }
+    (built, queries, keys)
 }
 
 /// SplitMix64's output function: a bijection of `u64` with full avalanche.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 #[expect(dead_code, reason = "not every test binary uses every shared helper")]
 mod common;
-use common::{bin, ok, run, tsv_index, wait_with_peak};
+use common::{bin, index_of_a_with_b_waiting, ok, run, tsv_index, wait_with_peak};
 
 /// Exit code 1 and one line on stderr starting with `error:`.
 fn fails(out: &Output) -> String {
@@ -97,12 +97,6 @@ fn concurrent_writers_lose_no_update_and_readers_see_whole_states() {
     for w in ["a", "b"] {
         assert!(present(&out, w, rounds).iter().all(|&p| p), "{out}");
     }
-}
-
-/// A directory with index `i.bsi` of set `a` (key `x`, from `a.tsv`) and
-/// `b.tsv` (set `b`, key `y`) for a writer to add.
-fn index_of_a_with_b_waiting() -> tempfile::TempDir {
-    tsv_index(&[("a.tsv", "a\tx\n"), ("b.tsv", "b\ty\n")])
 }
 
 #[test]

@@ -9,21 +9,17 @@ use std::time::Duration;
 
 use base64::Engine;
 
+#[expect(dead_code, reason = "not every test binary uses every shared helper")]
 mod common;
-use common::{bin, ok, run, run_stdin, spawn_piped, tsv_index, wait_with_peak};
+use common::{bin, fruit_rock_and_veg, ok, run, run_stdin, spawn_piped, wait_with_peak};
 #[path = "common/unescape.rs"]
 mod unescape;
 use unescape::unescape;
 
-/// A directory with index `i.bsi` (sets `fruit`, `rock`) and `veg.tsv`.
-fn fixture() -> tempfile::TempDir {
-    tsv_index(&[("sets.tsv", "fruit\tapple\nfruit\tpear\nrock\tgranite\n"), ("veg.tsv", "veg\tleek\n")])
-}
-
 #[test]
 fn a_closed_stdout_ends_every_subcommand_quietly() {
     use std::os::unix::process::ExitStatusExt;
-    let dir = fixture();
+    let dir = fruit_rock_and_veg();
     let d = dir.path();
     let cases: &[&[&str]] = &[
         &["inspect", "i.bsi"],
@@ -65,7 +61,7 @@ fn a_closed_stdout_ends_every_subcommand_quietly() {
 
 #[test]
 fn query_streams_four_million_keys_in_bounded_memory() {
-    let dir = fixture();
+    let dir = fruit_rock_and_veg();
     let d = dir.path();
     let n = 4_000_000u64;
     let mut keys = Vec::with_capacity(48 << 20);
@@ -119,7 +115,7 @@ fn query_streams_four_million_keys_in_bounded_memory() {
 
 #[test]
 fn query_answers_before_its_input_ends() {
-    let dir = fixture();
+    let dir = fruit_rock_and_veg();
     let mut child = bin()
         .args(["query", "i.bsi"])
         .current_dir(dir.path())

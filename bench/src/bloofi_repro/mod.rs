@@ -516,9 +516,7 @@ fn run_experiment(exp: Experiment, ctx: &mut Ctx<'_>, replay: Option<Vec<Row>>) 
         Experiment::N => draw_n(ctx, &rows)?,
         Experiment::Order => draw_order(ctx, &rows)?,
         Experiment::Nexp | Experiment::P | Experiment::Elements => draw_filter_shape(exp, ctx, &rows)?,
-        Experiment::Metric => draw_metric(ctx, &rows)?,
-        Experiment::Data => draw_data(ctx, &rows)?,
-        Experiment::Heuristic => draw_heuristic(ctx, &rows)?,
+        Experiment::Metric | Experiment::Data | Experiment::Heuristic => draw_vs_n(exp, ctx, &rows)?,
         // The speed figures go into the report only.
         Experiment::Speed => {}
         Experiment::All => unreachable!("expanded by the caller"),
@@ -758,46 +756,33 @@ fn draw_filter_shape(exp: Experiment, ctx: &mut Ctx<'_>, rows: &[Row]) -> Result
     }
 }
 
-/// Fig. 8c and 10a: search cost and time per insert metric against N.
-fn draw_metric(ctx: &mut Ctx<'_>, rows: &[Row]) -> Result<(), String> {
-    ctx.chart(
-        "fig08c_search_cost_vs_metric",
-        "Fig. 8c: search bf-cost vs metric vs N",
-        Axes::log_x(N_AXIS, COST_AXIS),
-        series_of(rows, &[], |r| r.search_cost),
-    )?;
-    ctx.chart(
-        "fig10a_search_time_vs_metric",
-        "Fig. 10a: search time vs metric vs N",
-        Axes::log_log(N_AXIS, TIME_AXIS),
-        series_of(rows, &[], |r| Some(r.search_ms)),
-    )
-}
-
-/// Fig. 10b-c: search cost and time on nonrandom and random data against N.
-fn draw_data(ctx: &mut Ctx<'_>, rows: &[Row]) -> Result<(), String> {
-    ctx.chart(
-        "fig10b_search_cost_vs_data",
-        "Fig. 10b: search bf-cost vs data distribution vs N",
-        Axes::log_log(N_AXIS, COST_AXIS),
-        series_of(rows, &["Bloofi-Nonrandom", "Naive-Nonrandom", "Bloofi-Random", "Naive-Random"], |r| r.search_cost),
-    )?;
-    ctx.chart(
-        "fig10c_search_time_vs_data",
-        "Fig. 10c: search time vs data distribution vs N",
-        Axes::log_log(N_AXIS, TIME_AXIS),
-        series_of(rows, &[], |r| Some(r.search_ms)),
-    )
-}
-
-/// Section 7.2.1: search cost with the Section 5.4 heuristic on and off.
-fn draw_heuristic(ctx: &mut Ctx<'_>, rows: &[Row]) -> Result<(), String> {
-    ctx.chart(
-        "heuristic_search_cost",
-        "Section 5.4 heuristic: search bf-cost vs N",
-        Axes::log_x(N_AXIS, COST_AXIS),
-        series_of(rows, &[], |r| r.search_cost),
-    )
+/// Fig. 8c and 10a (insert metric), 10b-c (data distribution) and Section
+/// 7.2.1 (the Section 5.4 heuristic on and off): search cost and, but for
+/// the heuristic, search time against N.
+fn draw_vs_n(exp: Experiment, ctx: &mut Ctx<'_>, rows: &[Row]) -> Result<(), String> {
+    let (cost, cost_axes, cost_labels, time): (_, _, &[&str], _) = match exp {
+        Experiment::Metric => (
+            ("fig08c_search_cost_vs_metric", "Fig. 8c: search bf-cost vs metric vs N"),
+            Axes::log_x(N_AXIS, COST_AXIS),
+            &[],
+            Some(("fig10a_search_time_vs_metric", "Fig. 10a: search time vs metric vs N")),
+        ),
+        Experiment::Data => (
+            ("fig10b_search_cost_vs_data", "Fig. 10b: search bf-cost vs data distribution vs N"),
+            Axes::log_log(N_AXIS, COST_AXIS),
+            &["Bloofi-Nonrandom", "Naive-Nonrandom", "Bloofi-Random", "Naive-Random"],
+            Some(("fig10c_search_time_vs_data", "Fig. 10c: search time vs data distribution vs N")),
+        ),
+        _ => (
+            ("heuristic_search_cost", "Section 5.4 heuristic: search bf-cost vs N"),
+            Axes::log_x(N_AXIS, COST_AXIS),
+            &[],
+            None,
+        ),
+    };
+    ctx.chart(cost.0, cost.1, cost_axes, series_of(rows, cost_labels, |r| r.search_cost))?;
+    let Some((stem, title)) = time else { return Ok(()) };
+    ctx.chart(stem, title, Axes::log_log(N_AXIS, TIME_AXIS), series_of(rows, &[], |r| Some(r.search_ms)))
 }
 
 /// `report.md` for `all`, `report-EXP.md` for one experiment (so that a

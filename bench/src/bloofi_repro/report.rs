@@ -35,6 +35,14 @@ fn series(rows: &[Row], label: &str, f: impl Fn(&Row) -> Option<f64>) -> Vec<(f6
     xs(rows, label).into_iter().filter_map(|x| Some((x, val(rows, label, x, &f)?))).collect()
 }
 
+/// The series of one measure of the maintenance operations: Bloofi's
+/// insert and delete and Bloofi-AU's update, `f` giving the measure of a
+/// row for the three in that order.
+fn op_series(rows: &[Row], f: impl Fn(&Row) -> [Option<f64>; 3]) -> [Vec<(f64, f64)>; 3] {
+    let labels = ["Bloofi", "Bloofi", "Bloofi-AU"];
+    core::array::from_fn(|i| series(rows, labels[i], |r| f(r)[i]))
+}
+
 fn fmt_series(points: &[(f64, f64)]) -> String {
     points.iter().map(|(x, y)| format!("{}: {}", short(*x), short(*y))).collect::<Vec<_>>().join(", ")
 }
@@ -146,13 +154,22 @@ fn findings_n(rows: &[Row], out: &mut Vec<Finding>) {
             flat_bloofi.first().is_some_and(|f| lower(f.1, 1.0)) && flat_bloofi.last().is_some_and(|l| lower(1.0, l.1))
         }),
     });
-    let au: Vec<(f64, f64)> = ns.iter().filter_map(|&x| Some((x, c("Bloofi-AU", x)? / c("Bloofi", x)?))).collect();
-    out.push(Finding {
-        figure: "5a, 5b",
-        paper: "Bloofi-AU (built on half the data, then updated in place) performs almost like Bloofi.",
-        ours: format!("Bloofi-AU / Bloofi search cost by N: {}.", fmt_series(&au)),
-        agrees: (!au.is_empty()).then(|| au.iter().all(|p| similar(p.1, 1.0))),
-    });
+    // `label`'s search cost over Bloofi's by N; agrees when `check` holds for every ratio.
+    let vs_bloofi = |figure, paper, label: &str, check: fn(f64) -> bool| {
+        let r: Vec<(f64, f64)> = ns.iter().filter_map(|&x| Some((x, c(label, x)? / c("Bloofi", x)?))).collect();
+        Finding {
+            figure,
+            paper,
+            ours: format!("{label} / Bloofi search cost by N: {}.", fmt_series(&r)),
+            agrees: (!r.is_empty()).then(|| r.iter().all(|p| check(p.1))),
+        }
+    };
+    out.push(vs_bloofi(
+        "5a, 5b",
+        "Bloofi-AU (built on half the data, then updated in place) performs almost like Bloofi.",
+        "Bloofi-AU",
+        |r| similar(r, 1.0),
+    ));
     let cost = series(rows, "Bloofi", |r| r.search_cost);
     let ideal: Vec<(f64, f64)> = cost.iter().map(|&(x, _)| (x, ideal_cost(4, x as usize))).collect();
     out.push(Finding {
@@ -169,13 +186,12 @@ fn findings_n(rows: &[Row], out: &mut Vec<Finding>) {
             near_ideal && (x < 10_000.0 || x / y >= 50.0)
         }),
     });
-    let bulk: Vec<(f64, f64)> = ns.iter().filter_map(|&x| Some((x, c("Bloofi-Bulk", x)? / c("Bloofi", x)?))).collect();
-    out.push(Finding {
-        figure: "5b",
-        paper: "Bulk construction (global sort) searches better than iterative construction.",
-        ours: format!("Bloofi-Bulk / Bloofi search cost by N: {}.", fmt_series(&bulk)),
-        agrees: (!bulk.is_empty()).then(|| bulk.iter().all(|p| lower(p.1, 1.0))),
-    });
+    out.push(vs_bloofi(
+        "5b",
+        "Bulk construction (global sort) searches better than iterative construction.",
+        "Bloofi-Bulk",
+        |r| lower(r, 1.0),
+    ));
     let s = |l: &str| val(rows, l, max_n, |r| Some(r.storage_kb));
     let (naive, flat, bloofi, bulk_s) = (s("Naive"), s("Flat"), s("Bloofi"), s("Bloofi-Bulk"));
     out.push(Finding {
@@ -197,12 +213,8 @@ fn findings_n(rows: &[Row], out: &mut Vec<Finding>) {
             _ => None,
         },
     });
-    let ins = series(rows, "Bloofi", |r| r.insert_cost);
-    let del = series(rows, "Bloofi", |r| r.delete_cost);
-    let upd = series(rows, "Bloofi-AU", |r| r.update_cost);
-    let ins_w = series(rows, "Bloofi", |r| r.insert_written);
-    let del_w = series(rows, "Bloofi", |r| r.delete_written);
-    let upd_w = series(rows, "Bloofi-AU", |r| r.update_written);
+    let [ins, del, upd] = op_series(rows, |r| [r.insert_cost, r.delete_cost, r.update_cost]);
+    let [ins_w, del_w, upd_w] = op_series(rows, |r| [r.insert_written, r.delete_written, r.update_written]);
     let ordered = |i: &[(f64, f64)], d: &[(f64, f64)], u: &[(f64, f64)]| {
         (!i.is_empty() && i.len() == d.len() && d.len() == u.len())
             .then(|| i.iter().zip(d).zip(u).all(|((i, d), u)| lower(d.1, i.1) && lower(u.1, d.1)))
@@ -287,9 +299,7 @@ fn findings_order(rows: &[Row], out: &mut Vec<Finding>) {
         ),
         agrees: naive.first().map(|n| decreasing(&st) && st.iter().all(|p| at_most(p.1, 2.0 * n.1))),
     });
-    let ins = series(rows, "Bloofi", |r| r.insert_cost);
-    let del = series(rows, "Bloofi", |r| r.delete_cost);
-    let upd = series(rows, "Bloofi-AU", |r| r.update_cost);
+    let [ins, del, upd] = op_series(rows, |r| [r.insert_cost, r.delete_cost, r.update_cost]);
     out.push(Finding {
         figure: "6c",
         paper: "Insert and delete bf-cost (O(d log_d N)) grow with d; update cost (O(log_d N)) falls with d.",
@@ -394,10 +404,9 @@ fn findings_metric(rows: &[Row], out: &mut Vec<Finding>) {
 }
 
 fn findings_data(rows: &[Row], out: &mut Vec<Finding>) {
-    let a = series(rows, "Bloofi-Nonrandom", |r| r.search_cost);
-    let b = series(rows, "Bloofi-Random", |r| r.search_cost);
-    let ta = series(rows, "Bloofi-Nonrandom", |r| Some(r.search_ms));
-    let tb = series(rows, "Bloofi-Random", |r| Some(r.search_ms));
+    let by_data = |f: fn(&Row) -> Option<f64>| [series(rows, "Bloofi-Nonrandom", f), series(rows, "Bloofi-Random", f)];
+    let [a, b] = by_data(|r| r.search_cost);
+    let [ta, tb] = by_data(|r| Some(r.search_ms));
     out.push(Finding {
         figure: "10b, 10c",
         paper: "Search cost and time similar for nonrandom and random data: Bloofi is robust to the distribution.",

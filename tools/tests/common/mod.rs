@@ -51,6 +51,18 @@ pub fn tsv_index(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
+/// A directory with index `i.bsi` (sets `fruit`, `rock`, from `sets.tsv`)
+/// and `veg.tsv` (set `veg`).
+pub fn fruit_rock_and_veg() -> tempfile::TempDir {
+    tsv_index(&[("sets.tsv", "fruit\tapple\nfruit\tpear\nrock\tgranite\n"), ("veg.tsv", "veg\tleek\n")])
+}
+
+/// A directory with index `i.bsi` of set `a` (key `x`, from `a.tsv`) and
+/// `b.tsv` (set `b`, key `y`) for a writer to add.
+pub fn index_of_a_with_b_waiting() -> tempfile::TempDir {
+    tsv_index(&[("a.tsv", "a\tx\n"), ("b.tsv", "b\ty\n")])
+}
+
 /// A successful run's stdout.
 pub fn ok(out: &Output) -> String {
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));

@@ -33,7 +33,9 @@
 use core::mem::MaybeUninit;
 use std::sync::Arc;
 
-use bloomslice_kernels::{Kernels, WORDS_PER_LINE, arch::all::for_each_set_bit, prefetch_line, prefetch_line_l2};
+use bloomslice_kernels::{
+    Kernels, RowRuns, WORDS_PER_LINE, arch::all::for_each_set_bit, prefetch_line, prefetch_line_l2,
+};
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
@@ -851,7 +853,7 @@ impl SlicedIndex {
         // SAFETY: every element of `acc` was initialised just above, and
         // `MaybeUninit<u64>` has the layout of `u64`.
         let acc = unsafe { &mut *(acc as *mut [MaybeUninit<u64>] as *mut [u64]) };
-        if self.kernels.and_runs(&shard.rows, shard.wpr, positions, acc) {
+        if self.kernels.and_runs(RowRuns::new(&shard.rows, shard.wpr, positions), acc) {
             push_owners(self.kernels, acc, &shard.used, &shard.owners, out);
         }
     }

@@ -291,13 +291,7 @@ impl FlatBloofiPaper {
 mod tests {
     use super::*;
 
-    fn params() -> BloomParams {
-        BloomParams::new(300, 3).unwrap()
-    }
-
-    fn filter(keys: impl IntoIterator<Item = u64>) -> BloomFilter {
-        crate::filter::filter_of_u64_keys(params(), keys)
-    }
+    u64_filter_fixtures!(300, 3);
 
     #[test]
     fn groups_fill_reuse_and_compact() {

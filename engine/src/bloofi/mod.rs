@@ -1391,13 +1391,8 @@ mod tests {
         }
         let before: Vec<_> = (0..20u64).map(|k| sorted(tree.query(&k.to_le_bytes()))).collect();
         let (nodes, stats) = (tree.node_count(), tree.maintenance_stats());
+        crate::index::assert_write_errors(&mut tree, 3, 99);
         let other = BloomFilter::new(BloomParams::new(512, 4).unwrap()).unwrap();
-        assert_eq!(tree.insert_filter(3, &filter([1])), Err(Error::DuplicateId(3)));
-        assert!(matches!(tree.insert_filter(50, &other), Err(Error::ParamsMismatch { .. })));
-        assert!(matches!(tree.update_filter(3, &other), Err(Error::ParamsMismatch { .. })));
-        assert_eq!(tree.update_filter(99, &filter([1])), Err(Error::UnknownId(99)));
-        assert_eq!(tree.delete_filter(99), Err(Error::UnknownId(99)));
-        assert_eq!(tree.insert_key(99, "x"), Err(Error::UnknownId(99)));
         tree.validate().unwrap();
         assert_eq!((tree.node_count(), tree.maintenance_stats()), (nodes, stats));
         let after: Vec<_> = (0..20u64).map(|k| sorted(tree.query(&k.to_le_bytes()))).collect();

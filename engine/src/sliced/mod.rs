@@ -1022,13 +1022,7 @@ mod tests {
         let mut index = SlicedIndex::new(params());
         index.insert_filter(1, &filter([1])).unwrap();
         let before = index.get_filter(1).unwrap();
-        assert_eq!(index.insert_filter(1, &filter([2])), Err(Error::DuplicateId(1)));
-        assert_eq!(index.delete_filter(2), Err(Error::UnknownId(2)));
-        assert_eq!(index.update_filter(2, &filter([2])), Err(Error::UnknownId(2)));
-        assert_eq!(index.insert_key(2, "x"), Err(Error::UnknownId(2)));
-        let other = BloomFilter::new(BloomParams::new(2000, 5).unwrap()).unwrap();
-        assert!(matches!(index.insert_filter(3, &other), Err(Error::ParamsMismatch { .. })));
-        assert!(matches!(index.update_filter(1, &other), Err(Error::ParamsMismatch { .. })));
+        crate::index::assert_write_errors(&mut index, 1, 2);
         let seeded = BloomFilter::new(params().with_seed(9)).unwrap();
         assert!(matches!(index.insert_filter(3, &seeded), Err(Error::ParamsMismatch { .. })));
         assert_eq!(index.insert_filters(&[(5, &filter([5])), (5, &filter([6]))]), Err(Error::DuplicateId(5)));

@@ -43,6 +43,21 @@ impl Model {
     }
 }
 
+/// The set id an op's `id` stands for (16 ids, so that ops revisit them).
+fn set_id(id: u8) -> u64 {
+    u64::from(id % 16)
+}
+
+/// The model of set `id`, or `None` once `got`, the index's answer to a
+/// key write, is checked to refuse the unknown id.
+fn known<'a>(model: &'a mut BTreeMap<u64, Model>, id: u64, got: &Result<(), Error>) -> Option<&'a mut Model> {
+    let f = model.get_mut(&id);
+    if f.is_none() {
+        assert_eq!(*got, Err(Error::UnknownId(id)));
+    }
+    f
+}
+
 fuzz_target!(|input: Input| {
     let (m, k) = (u64::from(input.m % 1024), u32::from(input.k));
     let params = match BloomParams::new(m, k) {
@@ -61,7 +76,7 @@ fuzz_target!(|input: Input| {
     for op in input.ops.iter().take(200) {
         match *op {
             Op::InsertSet { id } => {
-                let id = u64::from(id % 16);
+                let id = set_id(id);
                 let got = index.insert_set(id);
                 if model.contains_key(&id) {
                     assert_eq!(got, Err(Error::DuplicateId(id)));
@@ -71,48 +86,42 @@ fuzz_target!(|input: Input| {
                 }
             }
             Op::DeleteSet { id } => {
-                let id = u64::from(id % 16);
+                let id = set_id(id);
                 let got = index.take_filter(id);
                 assert_eq!(got.is_ok(), model.remove(&id).is_some());
             }
             Op::Insert { id, key } => {
-                let id = u64::from(id % 16);
+                let id = set_id(id);
                 let got = index.insert_key(id, &key.to_le_bytes());
-                match model.get_mut(&id) {
-                    None => assert_eq!(got, Err(Error::UnknownId(id))),
-                    Some(f) => {
-                        got.unwrap();
-                        for p in params.positions(params.hash(&key.to_le_bytes())) {
-                            let p = p as usize;
-                            if !f.saturated[p] {
-                                f.count[p] += 1;
-                                f.saturated[p] = f.count[p] >= u32::from(COUNTER_MAX);
-                            }
+                if let Some(f) = known(&mut model, id, &got) {
+                    got.unwrap();
+                    for p in params.positions(params.hash(&key.to_le_bytes())) {
+                        let p = p as usize;
+                        if !f.saturated[p] {
+                            f.count[p] += 1;
+                            f.saturated[p] = f.count[p] >= u32::from(COUNTER_MAX);
                         }
                     }
                 }
             }
             Op::Remove { id, key } => {
-                let id = u64::from(id % 16);
+                let id = set_id(id);
                 let got = index.remove_key(id, &key.to_le_bytes());
-                match model.get_mut(&id) {
-                    None => assert_eq!(got, Err(Error::UnknownId(id))),
-                    Some(f) => {
-                        let pos = params.positions(params.hash(&key.to_le_bytes()));
-                        let ok = pos.iter().all(|&p| {
-                            let n = pos.iter().filter(|&&q| q == p).count() as u32;
-                            f.saturated[p as usize] || f.count[p as usize] >= n
-                        });
-                        assert_eq!(got.is_ok(), ok, "{got:?}");
-                        if ok {
-                            for &p in &pos {
-                                if !f.saturated[p as usize] {
-                                    f.count[p as usize] -= 1;
-                                }
+                if let Some(f) = known(&mut model, id, &got) {
+                    let pos = params.positions(params.hash(&key.to_le_bytes()));
+                    let ok = pos.iter().all(|&p| {
+                        let n = pos.iter().filter(|&&q| q == p).count() as u32;
+                        f.saturated[p as usize] || f.count[p as usize] >= n
+                    });
+                    assert_eq!(got.is_ok(), ok, "{got:?}");
+                    if ok {
+                        for &p in &pos {
+                            if !f.saturated[p as usize] {
+                                f.count[p as usize] -= 1;
                             }
-                        } else {
-                            assert!(matches!(got, Err(Error::Counting(CountingError::NotPresent { .. }))));
                         }
+                    } else {
+                        assert!(matches!(got, Err(Error::Counting(CountingError::NotPresent { .. }))));
                     }
                 }
             }

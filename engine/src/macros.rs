@@ -30,10 +30,10 @@ macro_rules! u64_filter_fixtures {
     };
 }
 
-/// `new`, `len`, `is_empty` and `get` of a reusable batch result buffer
-/// whose answer `i` is `self.$items[self.ends[i - 1]..self.ends[i]]` (from 0
-/// for answer 0); `$answer` names one answer in the docs, and the doc
-/// comment given goes on `get`.
+/// `new`, `len`, `is_empty`, `get` and `iter` of a reusable batch result
+/// buffer whose answer `i` is `self.$items[self.ends[i - 1]..self.ends[i]]`
+/// (from 0 for answer 0); `$answer` names one answer in the docs, and the
+/// doc comment given goes on `get`.
 macro_rules! batch_answers {
     ($ty:ident, $items:ident: [$item:ty], $answer:literal, $(#[$get_doc:meta])*) => {
         impl $ty {
@@ -57,6 +57,11 @@ macro_rules! batch_answers {
                 let end = *self.ends.get(i)?;
                 let start = if i == 0 { 0 } else { self.ends[i - 1] };
                 Some(&self.$items[start..end])
+            }
+
+            #[doc = concat!("Every ", $answer, "'s answer of the last batch, in order.")]
+            pub fn iter(&self) -> impl ExactSizeIterator<Item = &[$item]> + '_ {
+                (0..self.len()).map(|i| &self.$items[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])
             }
         }
     };

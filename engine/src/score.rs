@@ -197,11 +197,6 @@ batch_answers!(ThresholdResults, hits: [(u64, u32)], "query",
 );
 
 impl ThresholdResults {
-    /// The answers of every query, in order.
-    pub fn iter(&self) -> impl Iterator<Item = &[(u64, u32)]> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i))
-    }
-
     pub(crate) fn clear(&mut self) {
         self.hits.clear();
         self.ends.clear();

@@ -396,11 +396,6 @@ impl BatchResults {
         (&self.ids, &self.ends)
     }
 
-    /// Iterates over the per-key id lists.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u64]> + '_ {
-        (0..self.len()).map(|i| &self.ids[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])
-    }
-
     /// Replaces every id by `map(id)`, then sorts each key's list
     /// ascending and removes duplicates (in place, no allocation): turns
     /// column ids into owner ids for [`crate::DynamicSlicedIndex`].

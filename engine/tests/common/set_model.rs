@@ -5,20 +5,16 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt::Debug;
 
-use bloomslice::Error;
+use bloomslice::{Error, Result};
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseResult;
 
-/// Checks `got`, the index's answer to `insert_set(id)`, against `model`,
-/// which gets `empty()` for a new `id`.
-pub fn insert_set<F>(
-    model: &mut HashMap<u64, F>,
-    id: u64,
-    got: Result<(), Error>,
-    empty: impl FnOnce() -> F,
-) -> Result<(), TestCaseError> {
-    if let Entry::Vacant(e) = model.entry(id) {
+/// Checks `got`, the index's answer to `insert_set(id)`, against `sets`,
+/// which gets `new()` for a new `id`.
+pub fn insert_set<F>(sets: &mut HashMap<u64, F>, id: u64, got: Result<()>, new: impl FnOnce() -> F) -> TestCaseResult {
+    if let Entry::Vacant(e) = sets.entry(id) {
         got.unwrap();
-        e.insert(empty());
+        e.insert(new());
     } else {
         prop_assert_eq!(got, Err(Error::DuplicateId(id)));
     }
@@ -26,13 +22,9 @@ pub fn insert_set<F>(
 }
 
 /// Checks `got`, the index's answer to `take_filter(id)`, against the
-/// filter taken out of `model`.
-pub fn take_filter<F: PartialEq + Debug>(
-    model: &mut HashMap<u64, F>,
-    id: u64,
-    got: Result<F, Error>,
-) -> Result<(), TestCaseError> {
-    match model.remove(&id) {
+/// filter taken out of `sets`.
+pub fn take_filter<F: PartialEq + Debug>(sets: &mut HashMap<u64, F>, id: u64, got: Result<F>) -> TestCaseResult {
+    match sets.remove(&id) {
         Some(f) => prop_assert_eq!(got.unwrap(), f),
         None => prop_assert_eq!(got, Err(Error::UnknownId(id))),
     }

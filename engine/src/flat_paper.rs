@@ -291,13 +291,7 @@ impl FlatBloofiPaper {
 mod tests {
     use super::*;
 
-    fn params() -> BloomParams {
-        BloomParams::new(300, 3).unwrap()
-    }
-
-    fn filter(keys: impl IntoIterator<Item = u64>) -> BloomFilter {
-        crate::filter::filter_of_u64_keys(params(), keys)
-    }
+    u64_filter_fixtures!(300, 3);
 
     #[test]
     fn groups_fill_reuse_and_compact() {
@@ -333,13 +327,7 @@ mod tests {
     fn errors_leave_the_index_unchanged() {
         let mut flat = FlatBloofiPaper::new(params());
         flat.insert_filter(1, &filter([1])).unwrap();
-        let other = BloomFilter::new(BloomParams::new(300, 4).unwrap()).unwrap();
-        assert_eq!(flat.insert_filter(1, &filter([2])), Err(Error::DuplicateId(1)));
-        assert!(matches!(flat.insert_filter(2, &other), Err(Error::ParamsMismatch { .. })));
-        assert!(matches!(flat.update_filter(1, &other), Err(Error::ParamsMismatch { .. })));
-        assert_eq!(flat.update_filter(2, &filter([2])), Err(Error::UnknownId(2)));
-        assert_eq!(flat.delete_filter(2), Err(Error::UnknownId(2)));
-        assert_eq!(flat.insert_key(2, "x"), Err(Error::UnknownId(2)));
+        crate::index::assert_write_errors(&mut flat, 1, 2);
         assert!(flat.get_filter(2).is_err());
         flat.validate().unwrap();
         assert_eq!(flat.len(), 1);

@@ -75,38 +75,24 @@ impl Key for KeyHash {
     }
 }
 
-impl Key for [u8] {
-    #[inline]
-    fn key_hash(&self, seed: u64) -> KeyHash {
-        KeyHash::from_bytes(self, seed)
-    }
+/// `Key` for byte strings: the hash of their bytes.
+macro_rules! byte_keys {
+    ($($ty:ty),*) => {$(
+        impl Key for $ty {
+            #[inline]
+            fn key_hash(&self, seed: u64) -> KeyHash {
+                KeyHash::from_bytes(<$ty as AsRef<[u8]>>::as_ref(self), seed)
+            }
+        }
+    )*};
 }
+
+byte_keys!([u8], str, Vec<u8>, String);
 
 impl<const N: usize> Key for [u8; N] {
     #[inline]
     fn key_hash(&self, seed: u64) -> KeyHash {
         KeyHash::from_bytes(self, seed)
-    }
-}
-
-impl Key for str {
-    #[inline]
-    fn key_hash(&self, seed: u64) -> KeyHash {
-        KeyHash::from_bytes(self.as_bytes(), seed)
-    }
-}
-
-impl Key for Vec<u8> {
-    #[inline]
-    fn key_hash(&self, seed: u64) -> KeyHash {
-        KeyHash::from_bytes(self, seed)
-    }
-}
-
-impl Key for String {
-    #[inline]
-    fn key_hash(&self, seed: u64) -> KeyHash {
-        KeyHash::from_bytes(self.as_bytes(), seed)
     }
 }
 

@@ -356,3 +356,20 @@ const _: () = {
     assert_send_sync::<crate::QueryPool>();
     assert_send_sync::<crate::BatchResults>();
 };
+
+/// The write errors every index type's unit tests check, on an `index` that
+/// holds `held` and not `absent`: a second insert of `held`, filters of
+/// other parameters (one more hash), and writes to `absent` all fail with
+/// their typed errors (the caller then checks that nothing changed).
+#[cfg(test)]
+pub(crate) fn assert_write_errors<I: FilterIndex<Filter = BloomFilter>>(index: &mut I, held: u64, absent: u64) {
+    let params = *index.params();
+    let filter = crate::filter::filter_of_u64_keys(params, [held, absent]);
+    let other = BloomFilter::new(BloomParams::new(params.m(), params.k() + 1).unwrap()).unwrap();
+    assert_eq!(index.insert_filter(held, &filter), Err(Error::DuplicateId(held)));
+    assert!(matches!(index.insert_filter(absent, &other), Err(Error::ParamsMismatch { .. })));
+    assert!(matches!(index.update_filter(held, &other), Err(Error::ParamsMismatch { .. })));
+    assert_eq!(index.update_filter(absent, &filter), Err(Error::UnknownId(absent)));
+    assert_eq!(index.delete_filter(absent), Err(Error::UnknownId(absent)));
+    assert_eq!(index.insert_key(absent, "x"), Err(Error::UnknownId(absent)));
+}

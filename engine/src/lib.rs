@@ -75,8 +75,10 @@
 //! index records its k-mer length ([`SlicedIndex::kmer_length`]).
 #![warn(missing_docs)]
 
-// First, so that their macros (`invalid!`, `key_verbs!`) are in scope in
-// every module below.
+// First, so that their macros (`invalid!`, `key_verbs!`, `setters!`) are in
+// scope in every module below.
+#[macro_use]
+mod macros;
 #[macro_use]
 mod error;
 #[macro_use]

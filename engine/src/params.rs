@@ -177,19 +177,12 @@ impl BloomParams {
         BloomParams::new(m, k)
     }
 
-    /// The same parameters with another hash scheme. Filters of different
-    /// schemes set different bits for the same key, so they never combine.
-    #[must_use]
-    pub fn with_scheme(mut self, scheme: HashScheme) -> Self {
-        self.scheme = scheme;
-        self
-    }
-
-    /// The same parameters with another hash seed.
-    #[must_use]
-    pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
+    setters! {
+        /// The same parameters with another hash scheme. Filters of different
+        /// schemes set different bits for the same key, so they never combine.
+        with_scheme(scheme: HashScheme) => scheme;
+        /// The same parameters with another hash seed.
+        with_seed(seed: u64) => seed;
     }
 
     /// Filter length in bits.

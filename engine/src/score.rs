@@ -192,34 +192,11 @@ pub(crate) struct ThresholdPart {
     pub(crate) scratch: Scores,
 }
 
-impl ThresholdResults {
-    /// An empty result buffer.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Number of queries in the last batch.
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    /// Whether the last batch had no query.
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
+batch_answers!(ThresholdResults, hits: [(u64, u32)], "query",
     /// The passing filters of query `i`, `(id, count)` by ascending id.
-    pub fn get(&self, i: usize) -> Option<&[(u64, u32)]> {
-        let end = *self.ends.get(i)?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        Some(&self.hits[start..end])
-    }
+);
 
-    /// The answers of every query, in order.
-    pub fn iter(&self) -> impl Iterator<Item = &[(u64, u32)]> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i))
-    }
-
+impl ThresholdResults {
     pub(crate) fn clear(&mut self) {
         self.hits.clear();
         self.ends.clear();

@@ -13,6 +13,9 @@ use bloomslice::{
 };
 use proptest::prelude::*;
 
+#[path = "common/set_model.rs"]
+mod set_model;
+
 /// The counters as plain integers plus a sticky "ever reached 15" flag.
 struct CounterModel {
     count: Vec<u32>,
@@ -179,22 +182,8 @@ proptest! {
         let mut model: HashMap<u64, CountingBloomFilter> = HashMap::new();
         for (op, id, key) in ops {
             match op {
-                0 => {
-                    let got = index.insert_set(id);
-                    if let std::collections::hash_map::Entry::Vacant(e) = model.entry(id) {
-                        got.unwrap();
-                        e.insert(CountingBloomFilter::new(params).unwrap());
-                    } else {
-                        prop_assert_eq!(got, Err(Error::DuplicateId(id)));
-                    }
-                }
-                1 => {
-                    let got = index.take_filter(id);
-                    match model.remove(&id) {
-                        Some(f) => prop_assert_eq!(got.unwrap(), f),
-                        None => prop_assert_eq!(got, Err(Error::UnknownId(id))),
-                    }
-                }
+                0 => set_model::insert_set(&mut model, id, index.insert_set(id), || CountingBloomFilter::new(params).unwrap())?,
+                1 => set_model::take_filter(&mut model, id, index.take_filter(id))?,
                 2 | 3 => {
                     let got = index.insert_key(id, &[key]);
                     match model.get_mut(&id) {

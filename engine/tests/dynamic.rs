@@ -13,6 +13,9 @@ use bloomslice::dynamic::{false_positive_rate, optimal_design, standard_false_po
 use bloomslice::{BloomParams, DeleteOutcome, DynamicBloomFilter, DynamicError, DynamicSlicedIndex, Error};
 use proptest::prelude::*;
 
+#[path = "common/set_model.rs"]
+mod set_model;
+
 #[path = "common/dynamic_plain.rs"]
 mod dynamic_plain;
 use dynamic_plain::dynamic_and_plain;
@@ -172,22 +175,8 @@ proptest! {
         for (op, id, key) in ops {
             let key = key.to_le_bytes();
             match op {
-                0 => {
-                    let got = index.insert_set(id);
-                    if let std::collections::hash_map::Entry::Vacant(e) = model.entry(id) {
-                        got.unwrap();
-                        e.insert(DynamicBloomFilter::new(params(), c).unwrap());
-                    } else {
-                        prop_assert_eq!(got, Err(Error::DuplicateId(id)));
-                    }
-                }
-                1 => {
-                    let got = index.take_filter(id);
-                    match model.remove(&id) {
-                        Some(d) => prop_assert_eq!(got.unwrap(), d),
-                        None => prop_assert_eq!(got, Err(Error::UnknownId(id))),
-                    }
-                }
+                0 => set_model::insert_set(&mut model, id, index.insert_set(id), || DynamicBloomFilter::new(params(), c).unwrap())?,
+                1 => set_model::take_filter(&mut model, id, index.take_filter(id))?,
                 2..=4 => {
                     let got = index.insert_key(id, &key);
                     match model.get_mut(&id) {

@@ -43,6 +43,14 @@ impl Model {
     }
 }
 
+/// The model of set `id`, or `None` once `got` (the index's answer to a key
+/// write) is checked to refuse the unknown id.
+fn known<'a>(model: &'a mut BTreeMap<u64, Model>, id: u64, got: &Result<(), Error>) -> Option<&'a mut Model> {
+    let f = model.get_mut(&id);
+    assert!(f.is_some() || *got == Err(Error::UnknownId(id)), "{got:?}");
+    f
+}
+
 fuzz_target!(|input: Input| {
     let (m, k) = (u64::from(input.m % 1024), u32::from(input.k));
     let params = match BloomParams::new(m, k) {
@@ -78,16 +86,13 @@ fuzz_target!(|input: Input| {
             Op::Insert { id, key } => {
                 let id = u64::from(id % 16);
                 let got = index.insert_key(id, &key.to_le_bytes());
-                match model.get_mut(&id) {
-                    None => assert_eq!(got, Err(Error::UnknownId(id))),
-                    Some(f) => {
-                        got.unwrap();
-                        for p in params.positions(params.hash(&key.to_le_bytes())) {
-                            let p = p as usize;
-                            if !f.saturated[p] {
-                                f.count[p] += 1;
-                                f.saturated[p] = f.count[p] >= u32::from(COUNTER_MAX);
-                            }
+                if let Some(f) = known(&mut model, id, &got) {
+                    got.unwrap();
+                    for p in params.positions(params.hash(&key.to_le_bytes())) {
+                        let p = p as usize;
+                        if !f.saturated[p] {
+                            f.count[p] += 1;
+                            f.saturated[p] = f.count[p] >= u32::from(COUNTER_MAX);
                         }
                     }
                 }
@@ -95,24 +100,21 @@ fuzz_target!(|input: Input| {
             Op::Remove { id, key } => {
                 let id = u64::from(id % 16);
                 let got = index.remove_key(id, &key.to_le_bytes());
-                match model.get_mut(&id) {
-                    None => assert_eq!(got, Err(Error::UnknownId(id))),
-                    Some(f) => {
-                        let pos = params.positions(params.hash(&key.to_le_bytes()));
-                        let ok = pos.iter().all(|&p| {
-                            let n = pos.iter().filter(|&&q| q == p).count() as u32;
-                            f.saturated[p as usize] || f.count[p as usize] >= n
-                        });
-                        assert_eq!(got.is_ok(), ok, "{got:?}");
-                        if ok {
-                            for &p in &pos {
-                                if !f.saturated[p as usize] {
-                                    f.count[p as usize] -= 1;
-                                }
+                if let Some(f) = known(&mut model, id, &got) {
+                    let pos = params.positions(params.hash(&key.to_le_bytes()));
+                    let ok = pos.iter().all(|&p| {
+                        let n = pos.iter().filter(|&&q| q == p).count() as u32;
+                        f.saturated[p as usize] || f.count[p as usize] >= n
+                    });
+                    assert_eq!(got.is_ok(), ok, "{got:?}");
+                    if ok {
+                        for &p in &pos {
+                            if !f.saturated[p as usize] {
+                                f.count[p as usize] -= 1;
                             }
-                        } else {
-                            assert!(matches!(got, Err(Error::Counting(CountingError::NotPresent { .. }))));
                         }
+                    } else {
+                        assert!(matches!(got, Err(Error::Counting(CountingError::NotPresent { .. }))));
                     }
                 }
             }

@@ -183,18 +183,11 @@ impl BloofiConfig {
         BloofiConfig { order, ..BloofiConfig::default() }
     }
 
-    /// The same configuration with another metric.
-    #[must_use]
-    pub fn metric(mut self, metric: Metric) -> Self {
-        self.metric = metric;
-        self
-    }
-
-    /// The same configuration with the Section 5.4 heuristic on or off.
-    #[must_use]
-    pub fn all_ones_heuristic(mut self, on: bool) -> Self {
-        self.all_ones_heuristic = on;
-        self
+    setters! {
+        /// The same configuration with another metric.
+        metric(metric: Metric) => metric;
+        /// The same configuration with the Section 5.4 heuristic on or off.
+        all_ones_heuristic(on: bool) => all_ones_heuristic;
     }
 
     fn check(&self) -> Result<()> {
@@ -1276,13 +1269,7 @@ impl BloofiTree {
 mod tests {
     use super::*;
 
-    fn params() -> BloomParams {
-        BloomParams::new(512, 3).unwrap()
-    }
-
-    fn filter(keys: impl IntoIterator<Item = u64>) -> BloomFilter {
-        crate::filter::filter_of_u64_keys(params(), keys)
-    }
+    u64_filter_fixtures!(512, 3);
 
     fn brute(tree: &BloofiTree, key: u64) -> Vec<u64> {
         let mut ids: Vec<u64> = tree.ids().filter(|&id| tree.get(id).unwrap().contains(&key.to_le_bytes())).collect();
@@ -1404,13 +1391,8 @@ mod tests {
         }
         let before: Vec<_> = (0..20u64).map(|k| sorted(tree.query(&k.to_le_bytes()))).collect();
         let (nodes, stats) = (tree.node_count(), tree.maintenance_stats());
+        crate::index::assert_write_errors(&mut tree, 3, 99);
         let other = BloomFilter::new(BloomParams::new(512, 4).unwrap()).unwrap();
-        assert_eq!(tree.insert_filter(3, &filter([1])), Err(Error::DuplicateId(3)));
-        assert!(matches!(tree.insert_filter(50, &other), Err(Error::ParamsMismatch { .. })));
-        assert!(matches!(tree.update_filter(3, &other), Err(Error::ParamsMismatch { .. })));
-        assert_eq!(tree.update_filter(99, &filter([1])), Err(Error::UnknownId(99)));
-        assert_eq!(tree.delete_filter(99), Err(Error::UnknownId(99)));
-        assert_eq!(tree.insert_key(99, "x"), Err(Error::UnknownId(99)));
         tree.validate().unwrap();
         assert_eq!((tree.node_count(), tree.maintenance_stats()), (nodes, stats));
         let after: Vec<_> = (0..20u64).map(|k| sorted(tree.query(&k.to_le_bytes()))).collect();

@@ -388,29 +388,11 @@ pub struct BatchResults {
     prefetch_first: Vec<usize>,
 }
 
-impl BatchResults {
-    /// An empty result buffer.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Number of keys in the last batch.
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    /// Whether the last batch had no keys.
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
+batch_answers!(BatchResults, ids: [u64], "key",
     /// The ids matching key `i` of the last batch (in index order, each once).
-    pub fn get(&self, i: usize) -> Option<&[u64]> {
-        let end = *self.ends.get(i)?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        Some(&self.ids[start..end])
-    }
+);
 
+impl BatchResults {
     /// The whole last batch at once: every key's ids, key after key, and
     /// where each key's ids end (key `i` has `ids[ends[i - 1]..ends[i]]`,
     /// from 0 for key 0). For callers that copy a batch out in one go, such
@@ -434,11 +416,6 @@ impl BatchResults {
     /// ```
     pub fn flat(&self) -> (&[u64], &[usize]) {
         (&self.ids, &self.ends)
-    }
-
-    /// Iterates over the per-key id lists.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u64]> + '_ {
-        (0..self.len()).map(|i| &self.ids[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])
     }
 
     /// Replaces every id by `map(id)`, then sorts each key's list
@@ -1047,19 +1024,13 @@ fn writable(shards: &mut [Arc<Shard>], si: usize) -> Result<&mut Shard> {
 mod tests {
     use super::*;
 
-    fn params() -> BloomParams {
-        BloomParams::new(2000, 4).unwrap()
-    }
-
-    fn filter_of(keys: impl IntoIterator<Item = u64>) -> BloomFilter {
-        crate::filter::filter_of_u64_keys(params(), keys)
-    }
+    u64_filter_fixtures!(2000, 4);
 
     #[test]
     fn insert_query_delete_reuse() {
         let mut index = SlicedIndex::new(params());
         for id in 0..1500u64 {
-            index.insert_filter(id * 3, &filter_of([id])).unwrap();
+            index.insert_filter(id * 3, &filter([id])).unwrap();
         }
         index.validate().unwrap();
         assert_eq!(index.len(), 1500);
@@ -1072,7 +1043,7 @@ mod tests {
         }
         index.validate().unwrap();
         assert_eq!(index.columns(), 1536, "freed columns are kept for reuse");
-        index.insert_filter(1, &filter_of([7])).unwrap();
+        index.insert_filter(1, &filter([7])).unwrap();
         assert_eq!(index.columns(), 1536);
         assert!(index.query(&7u64.to_le_bytes()).contains(&1));
         index.validate().unwrap();
@@ -1083,7 +1054,7 @@ mod tests {
         let cfg = SlicedConfig { max_shard_columns: 512, ..SlicedConfig::default() };
         let mut index = SlicedIndex::with_config(params(), cfg);
         for id in 0..1200u64 {
-            index.insert_filter(id, &filter_of([id])).unwrap();
+            index.insert_filter(id, &filter([id])).unwrap();
         }
         assert_eq!(index.shard_count(), 3);
         for id in 0..512u64 {
@@ -1105,18 +1076,12 @@ mod tests {
     #[test]
     fn errors_leave_the_index_unchanged() {
         let mut index = SlicedIndex::new(params());
-        index.insert_filter(1, &filter_of([1])).unwrap();
+        index.insert_filter(1, &filter([1])).unwrap();
         let before = index.get_filter(1).unwrap();
-        assert_eq!(index.insert_filter(1, &filter_of([2])), Err(Error::DuplicateId(1)));
-        assert_eq!(index.delete_filter(2), Err(Error::UnknownId(2)));
-        assert_eq!(index.update_filter(2, &filter_of([2])), Err(Error::UnknownId(2)));
-        assert_eq!(index.insert_key(2, "x"), Err(Error::UnknownId(2)));
-        let other = BloomFilter::new(BloomParams::new(2000, 5).unwrap()).unwrap();
-        assert!(matches!(index.insert_filter(3, &other), Err(Error::ParamsMismatch { .. })));
-        assert!(matches!(index.update_filter(1, &other), Err(Error::ParamsMismatch { .. })));
+        crate::index::assert_write_errors(&mut index, 1, 2);
         let seeded = BloomFilter::new(params().with_seed(9)).unwrap();
         assert!(matches!(index.insert_filter(3, &seeded), Err(Error::ParamsMismatch { .. })));
-        assert_eq!(index.insert_filters(&[(5, &filter_of([5])), (5, &filter_of([6]))]), Err(Error::DuplicateId(5)));
+        assert_eq!(index.insert_filters(&[(5, &filter([5])), (5, &filter([6]))]), Err(Error::DuplicateId(5)));
         assert!(matches!(index.insert_words(4, &params(), &[0; 3]), Err(Error::WordCountMismatch { .. })));
         assert_eq!(index.len(), 1);
         assert_eq!(index.get_filter(1).unwrap(), before);
@@ -1126,10 +1091,10 @@ mod tests {
     #[test]
     fn get_update_and_insert_key_round_trip() {
         let mut index = SlicedIndex::new(params());
-        let f = filter_of(0..50);
+        let f = filter(0..50);
         index.insert_filter(9, &f).unwrap();
         assert_eq!(index.get_filter(9).unwrap(), f);
-        let g = filter_of(50..80);
+        let g = filter(50..80);
         index.update_filter(9, &g).unwrap();
         let mut fg = f.clone();
         fg.union_with(&g).unwrap();
@@ -1145,7 +1110,7 @@ mod tests {
     fn batch_equals_single_queries_for_every_backend() {
         let mut index = SlicedIndex::new(params());
         for id in 0..700u64 {
-            index.insert_filter(id, &filter_of(id * 10..id * 10 + 10)).unwrap();
+            index.insert_filter(id, &filter(id * 10..id * 10 + 10)).unwrap();
         }
         let keys: Vec<[u8; 8]> = (0..9000u64).map(|k| k.to_le_bytes()).collect();
         for kernels in Kernels::available() {

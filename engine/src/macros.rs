@@ -1,0 +1,68 @@
+//! Small macros shared by several modules (declared first in `lib.rs`, so
+//! they are in scope everywhere).
+
+/// Builder-style setters, `pub fn name(mut self, arg: Ty) -> Self`, each
+/// storing `arg` in `self.field`; the doc comment goes before each.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $field:ident;)*) => {$(
+        $(#[$doc])*
+        #[must_use]
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.$field = $arg;
+            self
+        }
+    )*};
+}
+
+/// The fixtures of an index type's unit tests: `params()`, the parameters
+/// `BloomParams::new($m, $k)`, and `filter(keys)`, a filter of those
+/// parameters holding the little-endian bytes of each `u64` key.
+#[cfg(test)]
+macro_rules! u64_filter_fixtures {
+    ($m:expr, $k:expr) => {
+        fn params() -> $crate::BloomParams {
+            $crate::BloomParams::new($m, $k).unwrap()
+        }
+
+        fn filter(keys: impl IntoIterator<Item = u64>) -> $crate::BloomFilter {
+            $crate::filter::filter_of_u64_keys(params(), keys)
+        }
+    };
+}
+
+/// `new`, `len`, `is_empty`, `get` and `iter` of a reusable batch result
+/// buffer whose answer `i` is `self.$items[self.ends[i - 1]..self.ends[i]]`
+/// (from 0 for answer 0); `$answer` names one answer in the docs, and the
+/// doc comment given goes on `get`.
+macro_rules! batch_answers {
+    ($ty:ident, $items:ident: [$item:ty], $answer:literal, $(#[$get_doc:meta])*) => {
+        impl $ty {
+            /// An empty result buffer.
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            #[doc = concat!("Number of ", $answer, "s in the last batch.")]
+            pub fn len(&self) -> usize {
+                self.ends.len()
+            }
+
+            #[doc = concat!("Whether the last batch had no ", $answer, ".")]
+            pub fn is_empty(&self) -> bool {
+                self.ends.is_empty()
+            }
+
+            $(#[$get_doc])*
+            pub fn get(&self, i: usize) -> Option<&[$item]> {
+                let end = *self.ends.get(i)?;
+                let start = if i == 0 { 0 } else { self.ends[i - 1] };
+                Some(&self.$items[start..end])
+            }
+
+            #[doc = concat!("Every ", $answer, "'s answer of the last batch, in order.")]
+            pub fn iter(&self) -> impl ExactSizeIterator<Item = &[$item]> + '_ {
+                (0..self.len()).map(|i| &self.$items[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])
+            }
+        }
+    };
+}

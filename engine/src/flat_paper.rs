@@ -296,9 +296,7 @@ mod tests {
     #[test]
     fn groups_fill_reuse_and_compact() {
         let mut flat = FlatBloofiPaper::new(params());
-        for id in 0..130u64 {
-            flat.insert_filter(id, &filter([id])).unwrap();
-        }
+        (0..130u64).try_for_each(|id| flat.insert_filter(id, &filter([id]))).unwrap();
         flat.validate().unwrap();
         assert_eq!(flat.arrays(), 3);
         assert_eq!(flat.storage_bytes(), 3 * 64 * 5 * 8);

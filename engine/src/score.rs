@@ -45,6 +45,19 @@
 //! threshold of 0.8 and filters that hold few of the keys, everything dies
 //! after about a fifth of the keys.
 //!
+//! **Screening.** In a dense index (rows about half ones, as in filters at
+//! capacity) most of that fifth is spent reading rows of filters that will
+//! die. A pruned query there first *screens*: it scores with only the first
+//! `r` of each key's `k` rows (`r` = 3 when rows are half ones). The AND of
+//! fewer rows has more ones, so these counts are upper bounds of the exact
+//! ones and pruning on them never kills a column that can pass; a key
+//! costs `r` runs instead of `k`. Once the chunks that die have died, the
+//! chunks left (those of the filters that hold many of the keys) are
+//! scored again from the first key with all `k` rows, with exact pruning,
+//! and only those counts are reported. When the screen is used (from the
+//! index's bit density, the query length and the threshold; at least eight
+//! chunks) is decided by `SlicedIndex`'s cost estimate, documented there.
+//!
 //! Keys are scored in the order given. Reordering them (keys whose rows are
 //! already in cache, or the most selective keys, first) has not been tried;
 //! it belongs here only if it measures faster.

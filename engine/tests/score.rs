@@ -116,6 +116,30 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Dense filters (rows about half ones) over at least nine 512-column
+    /// chunks, where pruned threshold queries screen with fewer rows first:
+    /// queries made of one filter's keys (its chunk survives the screen and
+    /// is scored again exactly) plus random ones (their chunks die in it).
+    #[test]
+    fn screened_counts_equal_naive_counts(
+        n in 4200u64..4700,
+        seed in 0u64..4200,
+        own in 0u64..120,
+        random in proptest::collection::vec(0u64..500, 0..60),
+    ) {
+        let (mut index, filters) = build(256, 7, n, 25, 0, 16_384);
+        let mut keys: Vec<u64> = (0..own).map(|i| (seed * 31 + (i % 25) * 7) % 400).collect();
+        keys.extend(random);
+        for kernels in Kernels::available() {
+            index.set_kernels(kernels);
+            check_all(&index, &filters, &keys);
+        }
+    }
+}
+
 /// Long queries (more planes, many pruning checks) with duplicates, on the
 /// default layout.
 #[test]

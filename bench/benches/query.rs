@@ -10,7 +10,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bloomslice::kernels::{Kernels, RowRuns};
+use bloomslice::kernels::Kernels;
 use bloomslice::{BatchResults, KeyHash, NaiveIndex, SlicedConfig, SlicedIndex};
 use bloomslice_bench::engines::{self, EngineKind, FastbloomIndex};
 use bloomslice_bench::experiment::fastbloom_check;
@@ -150,7 +150,7 @@ fn kernels(c: &mut Criterion) {
     let live = [!0u64];
     let mut want = vec![0u64; 7 * words];
     for key in &keys {
-        bloomslice::kernels::arch::all::count_runs(RowRuns::new(&rows, words, key), words, &live, &mut want);
+        bloomslice::kernels::arch::all::count_runs(&rows, words, key, words, &live, &mut want);
     }
     group.throughput(Throughput::Bytes((keys.len() * 7 * words * 8) as u64));
     for k in Kernels::available() {
@@ -158,7 +158,7 @@ fn kernels(c: &mut Criterion) {
         let pass = |planes: &mut [u64]| {
             planes.fill(0);
             for key in &keys {
-                k.count_runs(RowRuns::new(black_box(&rows), words, key), words, &live, planes);
+                k.count_runs(black_box(&rows), words, key, words, &live, planes);
             }
         };
         pass(&mut planes);

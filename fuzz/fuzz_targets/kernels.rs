@@ -6,7 +6,7 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use bloomslice_kernels::{Kernels, RowRuns};
+use bloomslice_kernels::Kernels;
 use bloomslice_kernels::arch::all;
 use libfuzzer_sys::fuzz_target;
 
@@ -98,9 +98,8 @@ fn check(k: &Kernels, input: &Input, pool: &[u64]) {
     let positions: Vec<u32> = (0..rows).map(|r| u32::from(input.starts[r] % 2 == 0) * r as u32).collect();
     let mut got = vec![0x5a5a_5a5a_5a5a_5a5a; len + 16];
     let mut want = got.clone();
-    let runs = RowRuns::new(&flat, stride, &positions);
-    let got_any = k.and_runs(runs, &mut got[out_start..out_start + len]);
-    let want_any = all::and_runs(runs, &mut want[out_start..out_start + len]);
+    let got_any = k.and_runs(&flat, stride, &positions, &mut got[out_start..out_start + len]);
+    let want_any = all::and_runs(&flat, stride, &positions, &mut want[out_start..out_start + len]);
     assert_eq!((got_any, &got), (want_any, &want), "{name}: and_runs");
 
     // Two operands at independent starts; `a` made sparse line by line.
@@ -146,9 +145,8 @@ fn check(k: &Kernels, input: &Input, pool: &[u64]) {
     let mut want = init;
     for &key in input.keys.iter().take(24) {
         let key_positions: Vec<u32> = (0..rows as u32).filter(|r| key >> r & 1 == 1).collect();
-        let runs = RowRuns::new(&flat, stride, &key_positions);
-        let got_hits = k.count_runs(runs, len, &live, &mut got[lo..lo + n_planes * len]);
-        let want_hits = all::count_runs(runs, len, &live, &mut want[lo..lo + n_planes * len]);
+        let got_hits = k.count_runs(&flat, stride, &key_positions, len, &live, &mut got[lo..lo + n_planes * len]);
+        let want_hits = all::count_runs(&flat, stride, &key_positions, len, &live, &mut want[lo..lo + n_planes * len]);
         assert_eq!(got_hits, want_hits, "{name}: count_runs hits");
     }
     assert_eq!(got, want, "{name}: count_runs");

@@ -9,8 +9,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use bloomslice_kernels::Kernels;
 use bloomslice_kernels::arch::all;
-use bloomslice_kernels::{Kernels, RowRuns};
 
 /// splitmix64, so the inputs are the same on every run.
 fn words(n: usize, seed: u64, density_shift: u32) -> Vec<u64> {
@@ -152,8 +152,14 @@ fn main() {
             let mut planes = vec![0u64; 8 * width];
             let live = [!0u64; 1];
             time(|| {
-                let runs = RowRuns::new(black_box(&counter_words), width, &[0, 1, 2, 3, 4, 5, 6]);
-                black_box(k.count_runs(runs, width, &live, &mut planes));
+                black_box(k.count_runs(
+                    black_box(&counter_words),
+                    width,
+                    &[0, 1, 2, 3, 4, 5, 6],
+                    width,
+                    &live,
+                    &mut planes,
+                ));
             })
         }),
     );

@@ -7,8 +7,6 @@
 
 use std::sync::OnceLock;
 
-use crate::RowRuns;
-
 /// Whether `BLOOMSLICE_REQUIRE_BACKENDS` (a comma-separated list of backend
 /// names, for example `avx512,avx2`) names `backend`. A test of a backend
 /// the CPU lacks prints "skipped" and passes, unless the backend is
@@ -73,16 +71,20 @@ impl core::fmt::Display for Backend {
 pub struct Kernels {
     pub(crate) backend: Backend,
     pub(crate) and_rows: fn(&[&[u64]], &mut [u64]) -> bool,
-    pub(crate) and_runs: fn(RowRuns<'_>, &mut [u64]) -> bool,
+    pub(crate) and_runs: fn(&[u64], usize, &[u32], &mut [u64]) -> bool,
     pub(crate) append_set_bits: fn(&[u64], u64, &mut Vec<u64>),
     pub(crate) or_into: fn(&mut [u64], &[u64]) -> u64,
     pub(crate) popcount: fn(&[u64]) -> u64,
     pub(crate) and_popcount: fn(&[u64], &[u64]) -> u64,
     pub(crate) or_popcount: fn(&[u64], &[u64]) -> u64,
     pub(crate) xor_popcount: fn(&[u64], &[u64]) -> u64,
-    pub(crate) count_runs: fn(RowRuns<'_>, usize, &[u64], &mut [u64]) -> usize,
+    pub(crate) count_runs: CountRunsFn,
     pub(crate) count_at_least: fn(&[u64], u32, &mut [u64]) -> bool,
 }
+
+/// The signature of [`crate::arch::all::count_runs`]: rows, stride,
+/// positions, width, live chunks, planes; returns the chunks with a hit.
+pub(crate) type CountRunsFn = fn(&[u64], usize, &[u32], usize, &[u64], &mut [u64]) -> usize;
 
 /// The scalar table, always available; other backends start from it.
 pub(crate) const SCALAR_TABLE: Kernels = Kernels {
@@ -116,8 +118,8 @@ impl Kernels {
 
     /// See [`crate::arch::all::and_runs`].
     #[inline]
-    pub fn and_runs(&self, runs: RowRuns<'_>, out: &mut [u64]) -> bool {
-        (self.and_runs)(runs, out)
+    pub fn and_runs(&self, rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
+        (self.and_runs)(rows, stride, positions, out)
     }
 
     /// See [`crate::arch::all::append_set_bits`].
@@ -158,8 +160,16 @@ impl Kernels {
 
     /// See [`crate::arch::all::count_runs`].
     #[inline]
-    pub fn count_runs(&self, runs: RowRuns<'_>, width: usize, live: &[u64], planes: &mut [u64]) -> usize {
-        (self.count_runs)(runs, width, live, planes)
+    pub fn count_runs(
+        &self,
+        rows: &[u64],
+        stride: usize,
+        positions: &[u32],
+        width: usize,
+        live: &[u64],
+        planes: &mut [u64],
+    ) -> usize {
+        (self.count_runs)(rows, stride, positions, width, live, planes)
     }
 
     /// See [`crate::arch::all::count_at_least`].

@@ -28,38 +28,6 @@ pub use dispatch::{Backend, Kernels};
 /// Number of `u64` words in one 64-byte cache line (and one 512-bit chunk).
 pub const WORDS_PER_LINE: usize = 8;
 
-/// Row runs named by position: run `i` starts at word
-/// `positions[i] * stride` of `rows`. This is the form the sliced index
-/// uses (row `p` of a shard starts at word `p * stride`); it spares the
-/// caller building a table of slices for every query. How many words a
-/// run has is up to the kernel ([`Kernels::and_runs`] uses the output's
-/// length, [`Kernels::count_runs`] the width of the counter planes).
-///
-/// Small and `Copy`: pass it by value (the kernels inline its fields).
-#[derive(Clone, Copy, Debug)]
-pub struct RowRuns<'a> {
-    /// The rows, `stride` words apart.
-    pub rows: &'a [u64],
-    /// Words from the start of one row to the start of the next.
-    pub stride: usize,
-    /// The rows of the runs, in the order the kernels read them.
-    pub positions: &'a [u32],
-}
-
-impl<'a> RowRuns<'a> {
-    /// The runs at `positions` of `rows`, whose rows are `stride` words apart.
-    #[inline(always)]
-    pub const fn new(rows: &'a [u64], stride: usize, positions: &'a [u32]) -> Self {
-        RowRuns { rows, stride, positions }
-    }
-
-    /// Each run from word `skip` on (to the end of `rows`), in order.
-    #[inline(always)]
-    pub(crate) fn tails(self, skip: usize) -> impl Iterator<Item = &'a [u64]> + Clone {
-        self.positions.iter().map(move |&p| &self.rows[p as usize * self.stride + skip..])
-    }
-}
-
 /// Issues a read prefetch for every cache line covered by `words`.
 ///
 /// A prefetch is a hint: it never faults and has no visible effect, so this
@@ -81,7 +49,10 @@ pub fn prefetch_lines(words: &[u64]) {
 /// use. Like [`prefetch_line`], safe for any address.
 #[inline(always)]
 pub fn prefetch_line_l2(ptr: *const u64) {
-    prefetch_hint::<HINT_L2>(ptr);
+    #[cfg(target_arch = "x86_64")]
+    prefetch_hint::<{ core::arch::x86_64::_MM_HINT_T1 }>(ptr);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ptr;
 }
 
 /// Issues a read prefetch (into all cache levels) for the line holding `ptr`.
@@ -90,28 +61,17 @@ pub fn prefetch_line_l2(ptr: *const u64) {
 /// way that can fault, so this is safe even for dangling or null pointers.
 #[inline(always)]
 pub fn prefetch_line(ptr: *const u64) {
-    prefetch_hint::<HINT_ALL>(ptr);
+    #[cfg(target_arch = "x86_64")]
+    prefetch_hint::<{ core::arch::x86_64::_MM_HINT_T0 }>(ptr);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ptr;
 }
 
-/// The prefetch hints: all cache levels (`prefetcht0`) and the second level
-/// (`prefetcht1`); unused where there is no prefetch instruction.
+/// `prefetcht0/1/2` or `prefetchnta` (by `HINT`) of the line holding `ptr`.
 #[cfg(target_arch = "x86_64")]
-use core::arch::x86_64::{_MM_HINT_T0 as HINT_ALL, _MM_HINT_T1 as HINT_L2};
-#[cfg(not(target_arch = "x86_64"))]
-const HINT_ALL: i32 = 0;
-#[cfg(not(target_arch = "x86_64"))]
-const HINT_L2: i32 = 0;
-
-/// `prefetcht0/1/2` or `prefetchnta` (by `HINT`) of the line holding `ptr`;
-/// nothing on targets without a prefetch instruction.
 #[inline(always)]
 fn prefetch_hint<const HINT: i32>(ptr: *const u64) {
     // SAFETY: `_mm_prefetch` needs only SSE, which is part of the x86-64
     // baseline, and a prefetch never faults whatever the address.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<HINT>(ptr.cast::<i8>())
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = ptr;
+    unsafe { core::arch::x86_64::_mm_prefetch::<HINT>(ptr.cast::<i8>()) }
 }

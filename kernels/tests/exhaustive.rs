@@ -7,8 +7,8 @@
 
 mod common;
 
+use bloomslice_kernels::Kernels;
 use bloomslice_kernels::arch::all;
-use bloomslice_kernels::{Kernels, RowRuns};
 use common::{Arena, Pattern, Rng};
 
 /// Longest input tried, in words.
@@ -49,21 +49,6 @@ fn row_sets(rows: usize, rng: &mut Rng) -> Vec<Vec<Vec<u64>>> {
     sets
 }
 
-/// Asserts that a backend's result `got` and output (the start of `out`'s
-/// data, as long as `expected`) equal the reference's `want` and
-/// `expected`, and that nothing around `out`'s data was written; `what`
-/// names the case in a failure.
-fn assert_output<T: PartialEq + std::fmt::Debug>(
-    got: T,
-    out: &Arena,
-    want: T,
-    expected: &[u64],
-    what: std::fmt::Arguments<'_>,
-) {
-    assert_eq!((got, &out.words()[..expected.len()]), (want, expected), "{what}");
-    out.check_guards();
-}
-
 /// `and_rows` for every row count, length, offset and row set.
 fn check_and_rows(k: &Kernels) {
     let mut rng = Rng(1);
@@ -81,8 +66,13 @@ fn check_and_rows(k: &Kernels) {
                     let inputs: Vec<&[u64]> = arenas.iter().enumerate().map(|(r, a)| a.prefix(len + r % 3)).collect();
                     let got_any = k.and_rows(&inputs, &mut out.words_mut()[..len]);
                     let want_any = all::and_rows(&inputs, &mut expected[..len]);
-                    let what = format_args!("{} and_rows rows={rows} len={len} offset={offset}", k.backend());
-                    assert_output(got_any, &out, want_any, &expected[..len], what);
+                    assert_eq!(
+                        (got_any, &out.words()[..len]),
+                        (want_any, &expected[..len]),
+                        "{} and_rows rows={rows} len={len} offset={offset}",
+                        k.backend()
+                    );
+                    out.check_guards();
                 }
             }
         }
@@ -107,16 +97,20 @@ fn check_and_runs(k: &Kernels) {
                 let mut out = Arena::new(&garbage, (offset + 5) % OFFSETS);
                 let mut expected = garbage.clone();
                 let mut via_rows = garbage.clone();
-                let runs = RowRuns::new(arena.words(), stride, &positions);
                 for len in 0..=MAX_WORDS {
-                    let got_any = k.and_runs(runs, &mut out.words_mut()[..len]);
-                    let want_any = all::and_runs(runs, &mut expected[..len]);
+                    let got_any = k.and_runs(arena.words(), stride, &positions, &mut out.words_mut()[..len]);
+                    let want_any = all::and_runs(arena.words(), stride, &positions, &mut expected[..len]);
                     let slices: Vec<&[u64]> =
                         positions.iter().map(|&p| &arena.words()[p as usize * stride..][..len]).collect();
                     let rows_any = all::and_rows(&slices, &mut via_rows[..len]);
-                    let what = format_args!("{} and_runs rows={rows} len={len} offset={offset}", k.backend());
-                    assert_output(got_any, &out, want_any, &expected[..len], what);
+                    assert_eq!(
+                        (got_any, &out.words()[..len]),
+                        (want_any, &expected[..len]),
+                        "{} and_runs rows={rows} len={len} offset={offset}",
+                        k.backend()
+                    );
                     assert_eq!((want_any, &expected[..len]), (rows_any, &via_rows[..len]), "reference disagrees");
+                    out.check_guards();
                 }
             }
         }
@@ -137,9 +131,8 @@ fn check_and_runs_many_positions(k: &Kernels) {
         let positions: Vec<u32> = (0..count).map(|i| ((i * 13 + 5) % rows) as u32).collect();
         for len in [0, 7, 8, 16, 33, 40] {
             let (mut got, mut want) = (vec![3u64; len], vec![5u64; len]);
-            let runs = RowRuns::new(&flat, stride, &positions);
-            let got_any = k.and_runs(runs, &mut got);
-            let want_any = all::and_runs(runs, &mut want);
+            let got_any = k.and_runs(&flat, stride, &positions, &mut got);
+            let want_any = all::and_runs(&flat, stride, &positions, &mut want);
             assert_eq!((got_any, &got), (want_any, &want), "{} and_runs count={count} len={len}", k.backend());
         }
     }
@@ -178,7 +171,8 @@ fn check_or_into(k: &Kernels) {
         let mut expected = a.to_vec();
         let got = k.or_into(dst.words_mut(), b);
         let want = all::or_into(&mut expected, b);
-        assert_output(got, &dst, want, &expected, format_args!("{} or_into {label}", k.backend()));
+        assert_eq!((got, dst.words()), (want, &expected[..]), "{} or_into {label}", k.backend());
+        dst.check_guards();
     });
 }
 
@@ -219,9 +213,8 @@ fn check_count_runs(k: &Kernels) {
                     let mut planes = Arena::new(&init, (offset + width) % OFFSETS);
                     let mut want = init.clone();
                     for key in &keys {
-                        let runs = RowRuns::new(arena.words(), stride, key);
-                        let got_hits = k.count_runs(runs, width, &live, planes.words_mut());
-                        let want_hits = all::count_runs(runs, width, &live, &mut want);
+                        let got_hits = k.count_runs(arena.words(), stride, key, width, &live, planes.words_mut());
+                        let want_hits = all::count_runs(arena.words(), stride, key, width, &live, &mut want);
                         assert_eq!(
                             got_hits,
                             want_hits,
@@ -229,20 +222,26 @@ fn check_count_runs(k: &Kernels) {
                             k.backend()
                         );
                     }
-                    let what =
-                        format_args!("{} count_runs rows={rows} set={s} planes={n_planes} width={width}", k.backend());
-                    assert_output((), &planes, (), &want, what);
+                    assert_eq!(
+                        planes.words(),
+                        &want[..],
+                        "{} count_runs rows={rows} set={s} planes={n_planes} width={width}",
+                        k.backend()
+                    );
+                    planes.check_guards();
                     let garbage = vec![0x5a5a_5a5a_5a5a_5a5a; width];
                     for threshold in 0..=(1u32 << n_planes) {
                         let mut out = Arena::new(&garbage, (offset + 3) % OFFSETS);
                         let mut expected = garbage.clone();
                         let got_any = k.count_at_least(planes.words(), threshold, out.words_mut());
                         let want_any = all::count_at_least(&want, threshold, &mut expected);
-                        let what = format_args!(
+                        assert_eq!(
+                            (got_any, out.words()),
+                            (want_any, &expected[..]),
                             "{} count_at_least planes={n_planes} width={width} threshold={threshold}",
                             k.backend()
                         );
-                        assert_output(got_any, &out, want_any, &expected, what);
+                        out.check_guards();
                     }
                 }
             }
@@ -273,33 +272,67 @@ fn count_at_least_reference_matches_model() {
     }
 }
 
-/// One `#[test]` per `$test`, running its `$check`s on the backend of the
-/// module it expands in (its `kernels()`).
-macro_rules! backend_checks {
-    ($($test:ident: $($check:ident),+;)*) => {$(
-        #[test]
-        fn $test() {
-            if let Some(k) = kernels() {
-                $($check(k);)+
-            }
-        }
-    )*};
-}
-
 /// One module of tests per backend. `$kernels` is an expression giving
 /// that backend's own `Option<&'static Kernels>`.
 macro_rules! backend_tests {
     ($name:ident, $kernels:expr) => {
-        common::backend_module! {
-            $name, $kernels,
+        mod $name {
+            use super::*;
 
-            backend_checks! {
-                and_rows: check_and_rows;
-                and_runs: check_and_runs, check_and_runs_many_positions;
-                popcounts: check_popcounts;
-                or_into: check_or_into;
-                append_set_bits: check_append_set_bits;
-                count_runs: check_count_runs;
+            fn kernels() -> Option<&'static Kernels> {
+                let k = $kernels;
+                if k.is_none() {
+                    let name = stringify!($name);
+                    assert!(
+                        !bloomslice_kernels::dispatch::backend_required(name),
+                        "{name} is required by BLOOMSLICE_REQUIRE_BACKENDS but not available on this CPU"
+                    );
+                    println!("skipped: {name} is not available on this CPU");
+                }
+                k
+            }
+
+            #[test]
+            fn and_rows() {
+                if let Some(k) = kernels() {
+                    check_and_rows(k);
+                }
+            }
+
+            #[test]
+            fn and_runs() {
+                if let Some(k) = kernels() {
+                    check_and_runs(k);
+                    check_and_runs_many_positions(k);
+                }
+            }
+
+            #[test]
+            fn popcounts() {
+                if let Some(k) = kernels() {
+                    check_popcounts(k);
+                }
+            }
+
+            #[test]
+            fn or_into() {
+                if let Some(k) = kernels() {
+                    check_or_into(k);
+                }
+            }
+
+            #[test]
+            fn append_set_bits() {
+                if let Some(k) = kernels() {
+                    check_append_set_bits(k);
+                }
+            }
+
+            #[test]
+            fn count_runs() {
+                if let Some(k) = kernels() {
+                    check_count_runs(k);
+                }
             }
         }
     };
@@ -335,13 +368,9 @@ fn length_mismatches_panic() {
         assert!(run(&|| _ = k.xor_popcount(&a, &b)), "{}", k.backend());
         assert!(run(&|| _ = k.or_into(&mut a.clone(), &b)), "{}", k.backend());
         assert!(run(&|| _ = k.and_rows(&[&a], &mut [0; 10])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(RowRuns::new(&a, 1, &[0]), 2, &[!0], &mut [0; 3])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(RowRuns::new(&a, 8, &[1]), 2, &[!0], &mut [0; 4])), "{}", k.backend());
-        assert!(
-            run(&|| _ = k.count_runs(RowRuns::new(&a, 1, &[0]), 9 * 64, &[!0], &mut [0; 9 * 64])),
-            "{}",
-            k.backend()
-        );
+        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 2, &[!0], &mut [0; 3])), "{}", k.backend());
+        assert!(run(&|| _ = k.count_runs(&a, 8, &[1], 2, &[!0], &mut [0; 4])), "{}", k.backend());
+        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 9 * 64, &[!0], &mut [0; 9 * 64])), "{}", k.backend());
         assert!(run(&|| _ = k.count_at_least(&[0; 5], 1, &mut [0; 2])), "{}", k.backend());
     }
 }

@@ -34,7 +34,7 @@ use core::mem::MaybeUninit;
 use std::sync::Arc;
 
 use bloomslice_kernels::{
-    Backend, Kernels, RowRuns, WORDS_PER_LINE, arch::all::for_each_set_bit, prefetch_line, prefetch_line_l2,
+    Backend, Kernels, WORDS_PER_LINE, arch::all::for_each_set_bit, prefetch_line, prefetch_line_l2,
 };
 use hashbrown::HashMap;
 
@@ -859,7 +859,7 @@ impl SlicedIndex {
         // SAFETY: every element of `acc` was initialised just above, and
         // `MaybeUninit<u64>` has the layout of `u64`.
         let acc = unsafe { &mut *(acc as *mut [MaybeUninit<u64>] as *mut [u64]) };
-        let any = self.kernels.and_runs(RowRuns::new(&shard.rows, shard.wpr, positions), acc);
+        let any = self.kernels.and_runs(&shard.rows, shard.wpr, positions, acc);
         between();
         if any {
             push_owners(self.kernels, acc, &shard.used, &shard.owners, out);

@@ -2,7 +2,7 @@
 //! threshold tests across the planes, and chunk pruning. The algorithm and
 //! its guarantees are described in [`crate::score`].
 
-use bloomslice_kernels::{RowRuns, WORDS_PER_LINE};
+use bloomslice_kernels::WORDS_PER_LINE;
 
 use super::{Reach, Shard, SlicedIndex};
 use crate::hash::{Key, KeyHash};
@@ -285,8 +285,14 @@ impl SlicedIndex {
                 let (lw, pw) = (live_words(s), s.wpr * n_planes);
                 let shard_live = &live[live_at..live_at + lw];
                 if shard_live.iter().any(|&w| w != 0) {
-                    let runs = RowRuns::new(&s.rows, s.wpr, key);
-                    self.kernels.count_runs(runs, s.wpr, shard_live, &mut planes[plane_at..plane_at + pw]);
+                    self.kernels.count_runs(
+                        &s.rows,
+                        s.wpr,
+                        key,
+                        s.wpr,
+                        shard_live,
+                        &mut planes[plane_at..plane_at + pw],
+                    );
                 }
                 plane_at += pw;
                 live_at += lw;

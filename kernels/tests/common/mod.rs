@@ -10,34 +10,6 @@ pub const PAD: usize = 16;
 /// changes them.
 pub const GUARD: u64 = 0xdead_beef_cafe_f00d;
 
-/// `mod $name`, tests of one backend: `$items` and a `kernels()` giving
-/// the backend's table (`$kernels`, an `Option<&'static Kernels>`), or
-/// `None` after a note when this CPU cannot run it. A backend named by
-/// `BLOOMSLICE_REQUIRE_BACKENDS` fails instead of skipping.
-macro_rules! backend_module {
-    ($name:ident, $kernels:expr, $($items:tt)*) => {
-        mod $name {
-            use super::*;
-
-            fn kernels() -> Option<&'static bloomslice_kernels::Kernels> {
-                let k = $kernels;
-                if k.is_none() {
-                    let name = stringify!($name);
-                    assert!(
-                        !bloomslice_kernels::dispatch::backend_required(name),
-                        "{name} is required by BLOOMSLICE_REQUIRE_BACKENDS but not available on this CPU"
-                    );
-                    println!("skipped: {name} is not available on this CPU");
-                }
-                k
-            }
-
-            $($items)*
-        }
-    };
-}
-pub(crate) use backend_module;
-
 /// A splitmix64 generator: tiny, deterministic, good enough for patterns.
 #[derive(Clone, Debug)]
 pub struct Rng(pub u64);

@@ -4,7 +4,7 @@
 //! early-exit rules the SIMD backends follow. Every other backend is tested
 //! bit for bit against them.
 
-use crate::{RowRuns, WORDS_PER_LINE};
+use crate::WORDS_PER_LINE;
 
 /// ANDs the row runs in `rows` word by word into `out` and reports whether
 /// any bit of `out` is set.
@@ -20,33 +20,13 @@ use crate::{RowRuns, WORDS_PER_LINE};
 ///
 /// Panics if a row is shorter than `out`.
 pub fn and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool {
-    for row in rows {
-        assert!(row.len() >= out.len(), "row run shorter than the output");
-    }
-    and_slices(rows.iter().copied(), out)
-}
-
-/// [`and_rows`] over the row runs `runs` (see [`RowRuns`]): run `i` is
-/// `rows[positions[i] * stride..][..out.len()]`.
-///
-/// # Panics
-///
-/// Panics if a run reaches past the end of `rows`.
-pub fn and_runs(runs: RowRuns<'_>, out: &mut [u64]) -> bool {
-    for &p in runs.positions {
-        assert!(run_fits(runs.rows.len(), runs.stride, p, out.len()), "row run past the end of the rows");
-    }
-    and_slices(runs.tails(0), out)
-}
-
-/// The body of [`and_rows`]: the AND of the first `out.len()` words of each
-/// of `rows` (each that long, checked by the caller), with the chunked
-/// early exit. The SIMD backends use it for the last, partial chunk.
-#[inline]
-pub(crate) fn and_slices<'r>(mut rows: impl Iterator<Item = &'r [u64]> + Clone, out: &mut [u64]) -> bool {
     let n = out.len();
-    let Some(first) = rows.next() else {
-        return and_of_none(out);
+    for row in rows {
+        assert!(row.len() >= n, "row run shorter than the output");
+    }
+    let Some((first, rest)) = rows.split_first() else {
+        out.fill(!0);
+        return !out.is_empty();
     };
     let mut any = 0u64;
     let mut start = 0;
@@ -54,7 +34,7 @@ pub(crate) fn and_slices<'r>(mut rows: impl Iterator<Item = &'r [u64]> + Clone, 
         let end = (start + WORDS_PER_LINE).min(n);
         let chunk = &mut out[start..end];
         chunk.copy_from_slice(&first[start..end]);
-        for row in rows.clone() {
+        for row in rest {
             if chunk.iter().all(|&w| w == 0) {
                 break;
             }
@@ -68,12 +48,42 @@ pub(crate) fn and_slices<'r>(mut rows: impl Iterator<Item = &'r [u64]> + Clone, 
     any != 0
 }
 
-/// The AND of no rows: fills `out` with ones (the identity of AND) and
-/// returns whether any bit of it is set.
-#[inline]
-pub(crate) fn and_of_none(out: &mut [u64]) -> bool {
-    out.fill(!0);
-    !out.is_empty()
+/// [`and_rows`] over row runs named by position: run `i` is
+/// `rows[positions[i] * stride..][..out.len()]`. This is the form the sliced
+/// index uses (row `p` of a shard starts at word `p * stride`); it spares the
+/// caller building a table of slices for every query.
+///
+/// # Panics
+///
+/// Panics if a run reaches past the end of `rows`.
+pub fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
+    let n = out.len();
+    for &p in positions {
+        assert!(run_fits(rows.len(), stride, p, n), "row run past the end of the rows");
+    }
+    let Some((&first, rest)) = positions.split_first() else {
+        out.fill(!0);
+        return !out.is_empty();
+    };
+    let mut any = 0u64;
+    let mut start = 0;
+    while start < n {
+        let end = (start + WORDS_PER_LINE).min(n);
+        let chunk = &mut out[start..end];
+        let at = |p: u32| p as usize * stride;
+        chunk.copy_from_slice(&rows[at(first) + start..at(first) + end]);
+        for &p in rest {
+            if chunk.iter().all(|&w| w == 0) {
+                break;
+            }
+            for (o, &w) in chunk.iter_mut().zip(&rows[at(p) + start..at(p) + end]) {
+                *o &= w;
+            }
+        }
+        any |= chunk.iter().fold(0, |acc, &w| acc | w);
+        start = end;
+    }
+    any != 0
 }
 
 /// Whether the run of `len` words at row `position` (stride `stride`) lies
@@ -160,9 +170,9 @@ pub fn xor_popcount(a: &[u64], b: &[u64]) -> u64 {
 /// each: plane `j` is `planes[j * width..(j + 1) * width]` and holds bit `j`
 /// of every column's counter (column `c` is bit `c % 64` of word `c / 64`).
 /// For every 512-bit chunk `c` of the width (eight words; the last chunk may
-/// be shorter) whose bit `c` of `live` is set, the `runs` (`width` words
-/// each) are ANDed exactly as [`and_runs`] does (early exit once the chunk
-/// is zero), and
+/// be shorter) whose bit `c` of `live` is set, the runs named by `positions`
+/// are ANDed exactly as [`and_runs`] does (run `i` is
+/// `rows[positions[i] * stride..]`, early exit once the chunk is zero), and
 /// the result is added, one per set bit, to the counters of the chunk's
 /// columns: a ripple carry from plane 0 upwards that stops as soon as the
 /// carry is zero. A carry out of the top plane is dropped (the counters
@@ -177,8 +187,15 @@ pub fn xor_popcount(a: &[u64], b: &[u64]) -> u64 {
 /// Panics if `planes.len()` is not a non-zero multiple of `width` (for
 /// `width > 0`), if `live` has fewer than `width.div_ceil(8)` bits, or if a
 /// run reaches past the end of `rows`.
-pub fn count_runs(runs: RowRuns<'_>, width: usize, live: &[u64], planes: &mut [u64]) -> usize {
-    check_count_args(runs, width, live, planes.len());
+pub fn count_runs(
+    rows: &[u64],
+    stride: usize,
+    positions: &[u32],
+    width: usize,
+    live: &[u64],
+    planes: &mut [u64],
+) -> usize {
+    check_count_args(rows.len(), stride, positions, width, live, planes.len());
     if width == 0 {
         return 0;
     }
@@ -188,7 +205,7 @@ pub fn count_runs(runs: RowRuns<'_>, width: usize, live: &[u64], planes: &mut [u
         let end = (start + WORDS_PER_LINE).min(width);
         let chunk = start / WORDS_PER_LINE;
         if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
-            hits += usize::from(count_chunk(runs, width, start..end, planes));
+            hits += usize::from(count_chunk(rows, stride, positions, width, start..end, planes));
         }
         start = end;
     }
@@ -199,14 +216,32 @@ pub fn count_runs(runs: RowRuns<'_>, width: usize, live: &[u64], planes: &mut [u
 /// returns whether the AND had a set bit. The SIMD backends use it for the
 /// last, partial chunk. Arguments are checked by the caller.
 #[inline]
-pub(crate) fn count_chunk(runs: RowRuns<'_>, width: usize, span: core::ops::Range<usize>, planes: &mut [u64]) -> bool {
-    let mut carry = [0u64; WORDS_PER_LINE];
-    let carry = &mut carry[..span.len()];
-    if !and_slices(runs.tails(span.start), carry) {
+pub(crate) fn count_chunk(
+    rows: &[u64],
+    stride: usize,
+    positions: &[u32],
+    width: usize,
+    span: core::ops::Range<usize>,
+    planes: &mut [u64],
+) -> bool {
+    let (start, end) = (span.start, span.end);
+    let mut acc = [!0u64; WORDS_PER_LINE];
+    let acc = &mut acc[..end - start];
+    for (i, &p) in positions.iter().enumerate() {
+        if i > 0 && acc.iter().all(|&w| w == 0) {
+            break;
+        }
+        let run = &rows[p as usize * stride + start..p as usize * stride + end];
+        for (a, &w) in acc.iter_mut().zip(run) {
+            *a &= w;
+        }
+    }
+    if acc.iter().all(|&w| w == 0) {
         return false;
     }
+    let carry = acc;
     for j in 0..planes.len() / width {
-        let plane = &mut planes[j * width + span.start..j * width + span.end];
+        let plane = &mut planes[j * width + start..j * width + end];
         for (p, c) in plane.iter_mut().zip(carry.iter_mut()) {
             let sum = *p ^ *c;
             *c &= *p;
@@ -221,7 +256,14 @@ pub(crate) fn count_chunk(runs: RowRuns<'_>, width: usize, span: core::ops::Rang
 
 /// The argument checks shared by every backend's [`count_runs`].
 #[inline]
-pub(crate) fn check_count_args(runs: RowRuns<'_>, width: usize, live: &[u64], planes_len: usize) {
+pub(crate) fn check_count_args(
+    rows_len: usize,
+    stride: usize,
+    positions: &[u32],
+    width: usize,
+    live: &[u64],
+    planes_len: usize,
+) {
     if width > 0 {
         assert!(
             planes_len >= width && planes_len.is_multiple_of(width),
@@ -229,8 +271,8 @@ pub(crate) fn check_count_args(runs: RowRuns<'_>, width: usize, live: &[u64], pl
         );
     }
     assert!(live.len() * 64 >= width.div_ceil(WORDS_PER_LINE), "count_runs: live mask too short");
-    for &p in runs.positions {
-        assert!(run_fits(runs.rows.len(), runs.stride, p, width), "row run past the end of the rows");
+    for &p in positions {
+        assert!(run_fits(rows_len, stride, p, width), "row run past the end of the rows");
     }
 }
 
@@ -249,26 +291,9 @@ pub(crate) fn check_count_args(runs: RowRuns<'_>, width: usize, live: &[u64], pl
 /// Panics if `planes.len()` is not a non-zero multiple of `out.len()` (for
 /// a non-empty `out`).
 pub fn count_at_least(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
-    if at_least_planes(planes, threshold, out).is_none() {
-        return false;
-    }
-    let (width, mut any) = (out.len(), 0);
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = at_least_word(planes, width, i, threshold);
-        any |= *o;
-    }
-    any != 0
-}
-
-/// The checks and trivial answers shared by every backend's
-/// [`count_at_least`]: the number of planes, or `None` when the answer is
-/// `false` already (an empty `out`, or a threshold beyond the planes, for
-/// which `out` is cleared here).
-#[inline]
-pub(crate) fn at_least_planes(planes: &[u64], threshold: u32, out: &mut [u64]) -> Option<usize> {
     let width = out.len();
     if width == 0 {
-        return None;
+        return false;
     }
     assert!(
         planes.len() >= width && planes.len().is_multiple_of(width),
@@ -277,9 +302,14 @@ pub(crate) fn at_least_planes(planes: &[u64], threshold: u32, out: &mut [u64]) -
     let n_planes = planes.len() / width;
     if n_planes < 32 && threshold >> n_planes != 0 {
         out.fill(0);
-        return None;
+        return false;
     }
-    Some(n_planes)
+    let mut any = 0;
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = at_least_word(planes, width, i, threshold);
+        any |= *o;
+    }
+    any != 0
 }
 
 /// Word `i` of [`count_at_least`]'s answer (the threshold is known to fit

@@ -14,8 +14,8 @@
 //! last full line (fewer than eight) are handled with scalar code that
 //! follows the reference exactly.
 
+use crate::WORDS_PER_LINE;
 use crate::arch::all;
-use crate::{RowRuns, WORDS_PER_LINE};
 
 /// Eight `u64` words held in SIMD registers.
 ///
@@ -190,44 +190,47 @@ trait BinaryOp {
     fn popcount_reference(a: &[u64], b: &[u64]) -> u64;
 }
 
-/// Defines each [`BinaryOp`] `$op` (`a $method b` on lines) and its
-/// two-operand popcount kernel `$kernel`, with the contract of
-/// `all::$kernel`.
-macro_rules! binary_ops {
-    ($($op:ident: $method:ident, $kernel:ident;)*) => {$(
-        #[doc = concat!("`a ", stringify!($method), " b`.")]
-        struct $op;
+/// `a & b`.
+struct And;
+/// `a | b`.
+struct Or;
+/// `a ^ b`.
+struct Xor;
 
-        impl BinaryOp for $op {
-            #[inline(always)]
-            unsafe fn lines<L: Line>(a: L, b: L) -> L {
-                // SAFETY: forwarded from the method's contract.
-                unsafe { a.$method(b) }
-            }
+impl BinaryOp for And {
+    #[inline(always)]
+    unsafe fn lines<L: Line>(a: L, b: L) -> L {
+        // SAFETY: forwarded from the method's contract.
+        unsafe { a.and(b) }
+    }
 
-            fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
-                all::$kernel(a, b)
-            }
-        }
-
-        #[doc = concat!("See [`all::", stringify!($kernel), "`].")]
-        ///
-        /// # Safety
-        ///
-        /// `L`'s CPU features must be available.
-        #[inline(always)]
-        pub(crate) unsafe fn $kernel<L: Line>(a: &[u64], b: &[u64]) -> u64 {
-            assert_eq!(a.len(), b.len(), concat!(stringify!($kernel), ": length mismatch"));
-            // SAFETY: forwarded from this function's contract.
-            unsafe { binary_popcount::<L, $op>(a, b) }
-        }
-    )*};
+    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
+        all::and_popcount(a, b)
+    }
 }
 
-binary_ops! {
-    And: and, and_popcount;
-    Or: or, or_popcount;
-    Xor: xor, xor_popcount;
+impl BinaryOp for Or {
+    #[inline(always)]
+    unsafe fn lines<L: Line>(a: L, b: L) -> L {
+        // SAFETY: forwarded from the method's contract.
+        unsafe { a.or(b) }
+    }
+
+    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
+        all::or_popcount(a, b)
+    }
+}
+
+impl BinaryOp for Xor {
+    #[inline(always)]
+    unsafe fn lines<L: Line>(a: L, b: L) -> L {
+        // SAFETY: forwarded from the method's contract.
+        unsafe { a.xor(b) }
+    }
+
+    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
+        all::xor_popcount(a, b)
+    }
 }
 
 /// The lines of `a OP b`.
@@ -338,7 +341,8 @@ pub(crate) unsafe fn and_rows<L: Line>(rows: &[&[u64]], out: &mut [u64]) -> bool
         assert!(row.len() >= n, "row run shorter than the output");
     }
     let Some((first, rest)) = rows.split_first() else {
-        return all::and_of_none(out);
+        out.fill(!0);
+        return !out.is_empty();
     };
     let full = n - n % WORDS_PER_LINE;
     let out_ptr = out.as_mut_ptr();
@@ -365,7 +369,17 @@ pub(crate) unsafe fn and_rows<L: Line>(rows: &[&[u64]], out: &mut [u64]) -> bool
     // SAFETY: `L`'s features are available.
     let mut any_set = !unsafe { any.is_zero() };
     if full < n {
-        any_set |= all::and_slices(rows.iter().map(|&row| &row[full..]), &mut out[full..]);
+        let chunk = &mut out[full..];
+        chunk.copy_from_slice(&first[full..n]);
+        for row in rest {
+            if chunk.iter().all(|&w| w == 0) {
+                break;
+            }
+            for (o, &w) in chunk.iter_mut().zip(&row[full..n]) {
+                *o &= w;
+            }
+        }
+        any_set |= chunk.iter().any(|&w| w != 0);
     }
     any_set
 }
@@ -394,7 +408,7 @@ impl<'a> Runs<'a> {
     /// The runs at `positions` (not empty) of `rows`, `stride` words apart;
     /// the caller has checked that each run fits in `rows`.
     #[inline(always)]
-    fn new(RowRuns { rows, stride, positions }: RowRuns<'a>) -> Self {
+    fn new(rows: &[u64], stride: usize, positions: &'a [u32]) -> Self {
         let base = rows.as_ptr();
         let mut ptrs = [base; HOISTED_RUNS];
         let hoisted = positions.len().min(HOISTED_RUNS);
@@ -460,8 +474,7 @@ impl<'a> Runs<'a> {
 ///
 /// `L`'s CPU features must be available.
 #[inline(always)]
-pub(crate) unsafe fn and_runs<L: Line>(runs: RowRuns<'_>, out: &mut [u64]) -> bool {
-    let RowRuns { rows, stride, positions } = runs;
+pub(crate) unsafe fn and_runs<L: Line>(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
     let n = out.len();
     // Runs start at `p * stride`, so every run fits when the last one does:
     // one check instead of one per position.
@@ -469,7 +482,8 @@ pub(crate) unsafe fn and_runs<L: Line>(runs: RowRuns<'_>, out: &mut [u64]) -> bo
         assert!(all::run_fits(rows.len(), stride, last, n), "row run past the end of the rows");
     }
     if positions.is_empty() {
-        return all::and_of_none(out);
+        out.fill(!0);
+        return !out.is_empty();
     }
     let full = n - n % WORDS_PER_LINE;
     let out_ptr = out.as_mut_ptr();
@@ -500,7 +514,7 @@ pub(crate) unsafe fn and_runs<L: Line>(runs: RowRuns<'_>, out: &mut [u64]) -> bo
             start += WORDS_PER_LINE;
         }
     } else {
-        let runs = Runs::new(runs);
+        let runs = Runs::new(rows, stride, positions);
         while start < full {
             // SAFETY: every run holds `n` words (asserted above) and
             // `start + 8 <= full <= n`, so the chunk lies inside every run
@@ -517,7 +531,19 @@ pub(crate) unsafe fn and_runs<L: Line>(runs: RowRuns<'_>, out: &mut [u64]) -> bo
     // SAFETY: `L`'s features are available.
     let mut any_set = !unsafe { any.is_zero() };
     if full < n {
-        any_set |= all::and_slices(runs.tails(full), &mut out[full..]);
+        let at = |p: u32| p as usize * stride;
+        let (&first, rest) = positions.split_first().expect("positions is not empty");
+        let chunk = &mut out[full..];
+        chunk.copy_from_slice(&rows[at(first) + full..at(first) + n]);
+        for &p in rest {
+            if chunk.iter().all(|&w| w == 0) {
+                break;
+            }
+            for (o, &w) in chunk.iter_mut().zip(&rows[at(p) + full..at(p) + n]) {
+                *o &= w;
+            }
+        }
+        any_set |= chunk.iter().any(|&w| w != 0);
     }
     any_set
 }
@@ -660,6 +686,42 @@ unsafe fn binary_popcount<L: Line, Op: BinaryOp>(a: &[u64], b: &[u64]) -> u64 {
     vector + Op::popcount_reference(&a[tail..], &b[tail..])
 }
 
+/// See [`all::and_popcount`].
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn and_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
+    assert_eq!(a.len(), b.len(), "and_popcount: length mismatch");
+    // SAFETY: forwarded from this function's contract.
+    unsafe { binary_popcount::<L, And>(a, b) }
+}
+
+/// See [`all::or_popcount`].
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn or_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
+    assert_eq!(a.len(), b.len(), "or_popcount: length mismatch");
+    // SAFETY: forwarded from this function's contract.
+    unsafe { binary_popcount::<L, Or>(a, b) }
+}
+
+/// See [`all::xor_popcount`].
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn xor_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
+    assert_eq!(a.len(), b.len(), "xor_popcount: length mismatch");
+    // SAFETY: forwarded from this function's contract.
+    unsafe { binary_popcount::<L, Xor>(a, b) }
+}
+
 /// See [`all::count_runs`]. Each live full line is ANDed in registers with
 /// one `is_zero` test per row (the early exit of `and_runs`), and a non-zero
 /// result rippled through the planes, one load, two bit operations and a
@@ -670,14 +732,21 @@ unsafe fn binary_popcount<L: Line, Op: BinaryOp>(a: &[u64], b: &[u64]) -> u64 {
 ///
 /// `L`'s CPU features must be available.
 #[inline(always)]
-pub(crate) unsafe fn count_runs<L: Line>(runs: RowRuns<'_>, width: usize, live: &[u64], planes: &mut [u64]) -> usize {
-    all::check_count_args(runs, width, live, planes.len());
+pub(crate) unsafe fn count_runs<L: Line>(
+    rows: &[u64],
+    stride: usize,
+    positions: &[u32],
+    width: usize,
+    live: &[u64],
+    planes: &mut [u64],
+) -> usize {
+    all::check_count_args(rows.len(), stride, positions, width, live, planes.len());
     if width == 0 {
         return 0;
     }
     let n_planes = planes.len() / width;
     let full = width - width % WORDS_PER_LINE;
-    let hoisted = (!runs.positions.is_empty()).then(|| Runs::new(runs));
+    let runs = (!positions.is_empty()).then(|| Runs::new(rows, stride, positions));
     let planes_ptr = planes.as_mut_ptr();
     let mut hits = 0;
     let mut start = 0;
@@ -693,9 +762,9 @@ pub(crate) unsafe fn count_runs<L: Line>(runs: RowRuns<'_>, width: usize, live: 
         // of `planes` for `j < n_planes`, so each plane access is in bounds;
         // `L`'s features are available (this function's contract).
         unsafe {
-            let mut acc = match &hoisted {
+            let mut acc = match &runs {
                 None => L::load(ONES.as_ptr()),
-                Some(hoisted) => hoisted.and_chunk(start),
+                Some(runs) => runs.and_chunk(start),
             };
             if !acc.is_zero() {
                 hits += 1;
@@ -721,7 +790,7 @@ pub(crate) unsafe fn count_runs<L: Line>(runs: RowRuns<'_>, width: usize, live: 
     if full < width {
         let chunk = full / WORDS_PER_LINE;
         if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
-            hits += usize::from(all::count_chunk(runs, width, full..width, planes));
+            hits += usize::from(all::count_chunk(rows, stride, positions, width, full..width, planes));
         }
     }
     hits
@@ -738,10 +807,19 @@ static ONES: [u64; WORDS_PER_LINE] = [!0; WORDS_PER_LINE];
 /// `L`'s CPU features must be available.
 #[inline(always)]
 pub(crate) unsafe fn count_at_least<L: Line>(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
-    let Some(n_planes) = all::at_least_planes(planes, threshold, out) else {
-        return false;
-    };
     let width = out.len();
+    if width == 0 {
+        return false;
+    }
+    assert!(
+        planes.len() >= width && planes.len().is_multiple_of(width),
+        "count_at_least: planes are not whole planes of out.len() words"
+    );
+    let n_planes = planes.len() / width;
+    if n_planes < 32 && threshold >> n_planes != 0 {
+        out.fill(0);
+        return false;
+    }
     let full = width - width % WORDS_PER_LINE;
     let (planes_ptr, out_ptr) = (planes.as_ptr(), out.as_mut_ptr());
     // SAFETY: `L`'s features are available (this function's contract).

@@ -14,7 +14,6 @@
 
 use wide::u64x8;
 
-use crate::RowRuns;
 use crate::arch::generic;
 use crate::dispatch::{Backend, Kernels};
 
@@ -48,9 +47,9 @@ pub fn and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool {
 }
 
 /// See [`crate::arch::all::and_runs`].
-pub fn and_runs(runs: RowRuns<'_>, out: &mut [u64]) -> bool {
+pub fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
     // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::and_runs::<WideLine>(runs, out) }
+    unsafe { generic::and_runs::<WideLine>(rows, stride, positions, out) }
 }
 
 /// See [`crate::arch::all::append_set_bits`].
@@ -90,9 +89,16 @@ pub fn xor_popcount(a: &[u64], b: &[u64]) -> u64 {
 }
 
 /// See [`crate::arch::all::count_runs`].
-pub fn count_runs(runs: RowRuns<'_>, width: usize, live: &[u64], planes: &mut [u64]) -> usize {
+pub fn count_runs(
+    rows: &[u64],
+    stride: usize,
+    positions: &[u32],
+    width: usize,
+    live: &[u64],
+    planes: &mut [u64],
+) -> usize {
     // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::count_runs::<WideLine>(runs, width, live, planes) }
+    unsafe { generic::count_runs::<WideLine>(rows, stride, positions, width, live, planes) }
 }
 
 /// See [`crate::arch::all::count_at_least`].

@@ -7,23 +7,18 @@
 /// Generates the parts of an x86-64 backend that differ only in names: the
 /// token's kernel methods, the safe `#[target_feature]` entry points that
 /// instantiate `arch::generic` with the backend's line type, the kernel
-/// table (for the [`crate::Backend`] variant named like the token),
-/// `kernels()`, the table's token, `new_unchecked` and a test of the
-/// token's methods. Each backend module keeps what is its own: the token
-/// type and its detection (`new`), the line type and docs.
+/// table, `kernels()` and the table's token. Each backend module keeps what
+/// is its own: the token type and its detection, the line type, docs and
+/// tests.
 macro_rules! x86_backend {
-    (token: $token:ident, line: $line:ty, features: $features:literal) => {
+    (
+        token: $token:ident,
+        line: $line:ty,
+        features: $features:literal,
+        backend: $backend:expr,
+        table: $table:ident $(,)?
+    ) => {
         impl $token {
-            /// Returns the token without checking the CPU.
-            ///
-            /// # Safety
-            ///
-            #[doc = concat!("The running CPU must support the features `", $features, "`.")]
-            #[inline]
-            pub unsafe fn new_unchecked() -> Self {
-                Self { _private: () }
-            }
-
             /// See [`crate::arch::all::and_rows`].
             #[inline]
             pub fn and_rows(self, rows: &[&[u64]], out: &mut [u64]) -> bool {
@@ -33,9 +28,9 @@ macro_rules! x86_backend {
 
             /// See [`crate::arch::all::and_runs`].
             #[inline]
-            pub fn and_runs(self, runs: crate::RowRuns<'_>, out: &mut [u64]) -> bool {
+            pub fn and_runs(self, rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
                 // SAFETY: the token proves the CPU has the entry point's features.
-                unsafe { entry::and_runs(runs, out) }
+                unsafe { entry::and_runs(rows, stride, positions, out) }
             }
 
             /// See [`crate::arch::all::append_set_bits`].
@@ -82,9 +77,17 @@ macro_rules! x86_backend {
 
             /// See [`crate::arch::all::count_runs`].
             #[inline]
-            pub fn count_runs(self, runs: crate::RowRuns<'_>, width: usize, live: &[u64], planes: &mut [u64]) -> usize {
+            pub fn count_runs(
+                self,
+                rows: &[u64],
+                stride: usize,
+                positions: &[u32],
+                width: usize,
+                live: &[u64],
+                planes: &mut [u64],
+            ) -> usize {
                 // SAFETY: the token proves the CPU has the entry point's features.
-                unsafe { entry::count_runs(runs, width, live, planes) }
+                unsafe { entry::count_runs(rows, stride, positions, width, live, planes) }
             }
 
             /// See [`crate::arch::all::count_at_least`].
@@ -98,23 +101,25 @@ macro_rules! x86_backend {
         /// The backend's table, when the CPU has its features (see the
         /// token's `new`).
         pub fn kernels() -> Option<&'static Kernels> {
-            $token::new().map(|_| &TABLE)
+            $token::new().map(|_| &$table)
         }
 
         /// Every entry re-enters through a token. The table is only handed
         /// out by [`kernels`] after the token's `new` succeeded, which is
         /// what makes these plain, safe `fn` pointers sound.
-        static TABLE: Kernels = Kernels {
-            backend: Backend::$token,
+        static $table: Kernels = Kernels {
+            backend: $backend,
             and_rows: |rows, out| detected().and_rows(rows, out),
-            and_runs: |runs, out| detected().and_runs(runs, out),
+            and_runs: |rows, stride, positions, out| detected().and_runs(rows, stride, positions, out),
             append_set_bits: |words, offset, out| detected().append_set_bits(words, offset, out),
             or_into: |dst, src| detected().or_into(dst, src),
             popcount: |words| detected().popcount(words),
             and_popcount: |a, b| detected().and_popcount(a, b),
             or_popcount: |a, b| detected().or_popcount(a, b),
             xor_popcount: |a, b| detected().xor_popcount(a, b),
-            count_runs: |runs, width, live, planes| detected().count_runs(runs, width, live, planes),
+            count_runs: |rows, stride, positions, width, live, planes| {
+                detected().count_runs(rows, stride, positions, width, live, planes)
+            },
             count_at_least: |planes, threshold, out| detected().count_at_least(planes, threshold, out),
         };
 
@@ -132,7 +137,6 @@ macro_rules! x86_backend {
         /// is `unsafe`, which the token methods discharge.
         mod entry {
             use super::*;
-            use crate::RowRuns;
             use crate::arch::generic;
 
             #[target_feature(enable = $features)]
@@ -142,9 +146,9 @@ macro_rules! x86_backend {
             }
 
             #[target_feature(enable = $features)]
-            pub(super) fn and_runs(runs: RowRuns<'_>, out: &mut [u64]) -> bool {
+            pub(super) fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
                 // SAFETY: compiled with, and only run with, the features.
-                unsafe { generic::and_runs::<$line>(runs, out) }
+                unsafe { generic::and_runs::<$line>(rows, stride, positions, out) }
             }
 
             #[target_feature(enable = $features)]
@@ -184,40 +188,22 @@ macro_rules! x86_backend {
             }
 
             #[target_feature(enable = $features)]
-            pub(super) fn count_runs(runs: RowRuns<'_>, width: usize, live: &[u64], planes: &mut [u64]) -> usize {
+            pub(super) fn count_runs(
+                rows: &[u64],
+                stride: usize,
+                positions: &[u32],
+                width: usize,
+                live: &[u64],
+                planes: &mut [u64],
+            ) -> usize {
                 // SAFETY: compiled with, and only run with, the features.
-                unsafe { generic::count_runs::<$line>(runs, width, live, planes) }
+                unsafe { generic::count_runs::<$line>(rows, stride, positions, width, live, planes) }
             }
 
             #[target_feature(enable = $features)]
             pub(super) fn count_at_least(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
                 // SAFETY: compiled with, and only run with, the features.
                 unsafe { generic::count_at_least::<$line>(planes, threshold, out) }
-            }
-        }
-
-        #[cfg(test)]
-        mod tests {
-            use super::*;
-            use crate::arch::all;
-
-            #[test]
-            fn token_methods_match_the_reference() {
-                let Some(token) = $token::new() else {
-                    let name = Backend::$token.name();
-                    assert!(!crate::dispatch::backend_required(name), "{name} is required but this CPU lacks it");
-                    println!("skipped: this CPU lacks one of {}", $features);
-                    return;
-                };
-                let a: Vec<u64> = (0..77u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
-                let b: Vec<u64> = (0..77u64).map(|i| (i * 31) ^ (i << 40)).collect();
-                assert_eq!(token.popcount(&a), all::popcount(&a));
-                assert_eq!(token.and_popcount(&a, &b), all::and_popcount(&a, &b));
-                assert_eq!(token.or_popcount(&a, &b), all::or_popcount(&a, &b));
-                assert_eq!(token.xor_popcount(&a, &b), all::xor_popcount(&a, &b));
-                let (mut out, mut expected) = (vec![0; 77], vec![0; 77]);
-                assert_eq!(token.and_rows(&[&a, &b], &mut out), all::and_rows(&[&a, &b], &mut expected));
-                assert_eq!(out, expected);
             }
         }
     };

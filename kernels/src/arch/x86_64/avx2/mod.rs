@@ -48,9 +48,25 @@ impl Avx2 {
             None
         }
     }
+
+    /// Returns the token without checking the CPU.
+    ///
+    /// # Safety
+    ///
+    /// The running CPU must support AVX2, POPCNT and BMI1.
+    #[inline]
+    pub unsafe fn new_unchecked() -> Avx2 {
+        Avx2 { _private: () }
+    }
 }
 
-x86_backend!(token: Avx2, line: Line256x2, features: "avx2,popcnt,bmi1");
+x86_backend! {
+    token: Avx2,
+    line: Line256x2,
+    features: "avx2,popcnt,bmi1",
+    backend: Backend::Avx2,
+    table: AVX2_TABLE,
+}
 
 /// A 512-bit line as two AVX2 registers.
 #[derive(Clone, Copy)]
@@ -91,17 +107,6 @@ unsafe fn lane_popcounts_256(v: __m256i) -> __m256i {
     }
 }
 
-/// The two-operand line methods: `$name` is `$op` on both halves.
-macro_rules! lanewise {
-    ($($name:ident: |$a:ident, $b:ident| $op:expr;)*) => {$(
-        #[inline(always)]
-        unsafe fn $name(self, other: Self) -> Self {
-            // SAFETY: AVX2 is available (the method's contract).
-            self.map2(other, |$a, $b| unsafe { $op })
-        }
-    )*};
-}
-
 // SAFETY: every method only uses AVX2 intrinsics (and the pointer accesses
 // its own contract allows), so it is sound wherever AVX2 is available.
 unsafe impl generic::Line for Line256x2 {
@@ -131,13 +136,29 @@ unsafe impl generic::Line for Line256x2 {
         Line256x2 { lo: z, hi: z }
     }
 
-    lanewise! {
-        and: |a, b| _mm256_and_si256(a, b);
-        or: |a, b| _mm256_or_si256(a, b);
-        xor: |a, b| _mm256_xor_si256(a, b);
+    #[inline(always)]
+    unsafe fn and(self, other: Self) -> Self {
+        // SAFETY: AVX2 is available (the method's contract).
+        self.map2(other, |a, b| unsafe { _mm256_and_si256(a, b) })
+    }
+
+    #[inline(always)]
+    unsafe fn or(self, other: Self) -> Self {
+        // SAFETY: AVX2 is available (the method's contract).
+        self.map2(other, |a, b| unsafe { _mm256_or_si256(a, b) })
+    }
+
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        // SAFETY: AVX2 is available (the method's contract).
+        self.map2(other, |a, b| unsafe { _mm256_xor_si256(a, b) })
+    }
+
+    #[inline(always)]
+    unsafe fn and_not(self, other: Self) -> Self {
         // `_mm256_andnot_si256(a, b)` is `!a & b`.
-        and_not: |a, b| _mm256_andnot_si256(b, a);
-        add_lanes: |a, b| _mm256_add_epi64(a, b);
+        // SAFETY: AVX2 is available (the method's contract).
+        self.map2(other, |a, b| unsafe { _mm256_andnot_si256(b, a) })
     }
 
     #[inline(always)]
@@ -169,6 +190,12 @@ unsafe impl generic::Line for Line256x2 {
     }
 
     #[inline(always)]
+    unsafe fn add_lanes(self, other: Self) -> Self {
+        // SAFETY: AVX2 is available (the method's contract).
+        self.map2(other, |a, b| unsafe { _mm256_add_epi64(a, b) })
+    }
+
+    #[inline(always)]
     unsafe fn sum_lanes(self) -> u64 {
         // SAFETY: AVX2 is available (the method's contract).
         unsafe {
@@ -177,5 +204,29 @@ unsafe impl generic::Line for Line256x2 {
             let one = _mm_add_epi64(two, _mm_unpackhi_epi64(two, two));
             _mm_cvtsi128_si64(one) as u64
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::all;
+
+    #[test]
+    fn token_methods_match_the_reference() {
+        let Some(avx2) = Avx2::new() else {
+            assert!(!crate::dispatch::backend_required("avx2"), "avx2 is required but this CPU lacks it");
+            println!("skipped: this CPU has no AVX2");
+            return;
+        };
+        let a: Vec<u64> = (0..77u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        let b: Vec<u64> = (0..77u64).map(|i| (i * 31) ^ (i << 40)).collect();
+        assert_eq!(avx2.popcount(&a), all::popcount(&a));
+        assert_eq!(avx2.and_popcount(&a, &b), all::and_popcount(&a, &b));
+        assert_eq!(avx2.or_popcount(&a, &b), all::or_popcount(&a, &b));
+        assert_eq!(avx2.xor_popcount(&a, &b), all::xor_popcount(&a, &b));
+        let (mut out, mut expected) = (vec![0; 77], vec![0; 77]);
+        assert_eq!(avx2.and_rows(&[&a, &b], &mut out), all::and_rows(&[&a, &b], &mut expected));
+        assert_eq!(out, expected);
     }
 }

@@ -944,11 +944,10 @@ impl SlicedIndex {
                 if d > 0 && t + 1 < items {
                     ahead(t + 1, Reach::Near, 0, k);
                 }
-                self.query_shard_then(shard, key, ids, || {
-                    if let Some(cut) = far {
-                        ahead(t + d, Reach::Far, cut, k);
-                    }
-                });
+                match far {
+                    Some(cut) if split => self.query_shard_then(shard, key, ids, || ahead(t + d, Reach::Far, cut, k)),
+                    _ => self.query_shard(shard, key, ids),
+                }
             }
             ends.push(ids.len());
         }

@@ -276,14 +276,19 @@ impl Shard {
         self.wpr / WORDS_PER_LINE <= PREFETCH_WHOLE_RUN_LINES
     }
 
+    /// The share of this shard's row bits that are set (`m` rows).
+    #[inline]
+    fn density(&self, m: usize) -> f64 {
+        self.ones as f64 / (m as f64 * self.columns() as f64)
+    }
+
     /// Of the `rows` rows a batch prefetches far ahead in this shard, how
     /// many to issue before an item's AND; the rest go between its AND and
     /// its extraction (`SlicedIndex::run_batch`). A third when a key is
     /// expected to match at least one column here (a dense shard: there is
     /// an extraction to overlap with), all of them otherwise.
     fn far_first_rows(&self, rows: usize, m: usize, k: usize) -> usize {
-        let density = self.ones as f64 / (m as f64 * self.columns() as f64);
-        let matches = density.powi(k as i32) * self.n_used as f64;
+        let matches = self.density(m).powi(k as i32) * self.n_used as f64;
         if matches >= 1.0 { rows.div_ceil(3) } else { rows }
     }
 
@@ -302,7 +307,7 @@ impl Shard {
         if self.short_runs() {
             return k;
         }
-        let density = self.ones as f64 / (m as f64 * self.columns() as f64);
+        let density = self.density(m);
         let mut expected = 1.0;
         let mut all_rows = density;
         for _ in 1..k {

@@ -623,11 +623,8 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
     );
     println!("{:<10} {:<8} {:>12} {:>14}", "index", "mode", "ns/query", "queries/s");
     for (what, index) in [("memory", &loaded.index), ("mmap", &lazy.index)] {
-        let mut out = Vec::new();
-        let single = demo::best_of(3, || demo::single_pass(index, &hashes, &mut out))?;
-        let mut results = BatchResults::new();
-        let batched = demo::best_of(3, || demo::batch_pass(index, &hashes, batch, &mut results))?;
-        for (mode, t) in [("single", single), ("batch", batched)] {
+        for (mode, batch) in [("single", None), ("batch", Some(batch))] {
+            let t = demo::time_queries(index, &hashes, batch, 3)?;
             let ns = t.as_secs_f64() * 1e9 / queries as f64;
             println!("{what:<10} {mode:<8} {ns:>12.1} {:>14.0}", 1e9 / ns);
         }

@@ -73,26 +73,31 @@ pub fn best_of(repeat: usize, mut pass: impl FnMut() -> usize) -> Result<Duratio
     Ok(best)
 }
 
-/// One pass of single-key queries; the total matches.
-pub fn single_pass<I: FilterIndex>(index: &I, hashes: &[KeyHash], out: &mut Vec<u64>) -> usize {
-    hashes
-        .iter()
-        .map(|&h| {
-            index.query_hash_into(h, out);
-            out.len()
-        })
-        .sum()
-}
-
-/// One pass of batched queries in batches of `batch` keys; the total matches.
-pub fn batch_pass<I: FilterIndex>(index: &I, hashes: &[KeyHash], batch: usize, results: &mut BatchResults) -> usize {
-    hashes
-        .chunks(batch.max(1))
-        .map(|chunk| {
-            index.query_batch_hashes(chunk, results);
-            results.total_matches()
-        })
-        .sum()
+/// The best of `repeat` passes of `hashes` over `index`: one key per call
+/// (`batch` is `None`) or batches of `batch` keys (`query_batch_hashes`).
+pub fn time_queries<I: FilterIndex>(
+    index: &I,
+    hashes: &[KeyHash],
+    batch: Option<usize>,
+    repeat: usize,
+) -> Result<Duration, CliError> {
+    let (mut out, mut results) = (Vec::new(), BatchResults::new());
+    best_of(repeat, || match batch {
+        None => hashes
+            .iter()
+            .map(|&h| {
+                index.query_hash_into(h, &mut out);
+                out.len()
+            })
+            .sum(),
+        Some(b) => hashes
+            .chunks(b.max(1))
+            .map(|chunk| {
+                index.query_batch_hashes(chunk, &mut results);
+                results.total_matches()
+            })
+            .sum(),
+    })
 }
 
 fn sorted(mut v: Vec<u64>) -> Vec<u64> {
@@ -141,7 +146,7 @@ pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(),
         reference.push(sorted(out.clone()));
     }
     let mut rows = Vec::new();
-    let t = best_of(1, || single_pass(&naive, &hashes[..naive_n], &mut out))?;
+    let t = time_queries(&naive, &hashes[..naive_n], None, 1)?;
     rows.push(Row {
         engine: "naive".into(),
         batched: false,
@@ -161,9 +166,8 @@ pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(),
                 )));
             }
         }
-        let single = best_of(3, || single_pass(&sliced, &hashes, &mut out))?;
-        let batched = best_of(3, || batch_pass(&sliced, &hashes, BATCH, &mut results))?;
-        for (batched, t) in [(false, single), (true, batched)] {
+        for batched in [false, true] {
+            let t = time_queries(&sliced, &hashes, batched.then_some(BATCH), 3)?;
             rows.push(Row {
                 engine: name.into(),
                 batched,

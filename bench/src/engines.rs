@@ -1,5 +1,5 @@
 //! The engines the `paper` benchmark compares, how they are built from a
-//! workload, and the timed query loops.
+//! workload, the timed query loops and the timing helpers they share.
 //!
 //! All engines are queried single-threaded with precomputed [`KeyHash`]es,
 //! so the figures compare index structures, not hash functions.
@@ -195,6 +195,27 @@ impl FastbloomIndex {
     }
 }
 
+/// The value of `f` and the wall time it took.
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let start = Instant::now();
+    let value = f();
+    (value, start.elapsed())
+}
+
+/// The fastest of the passes of `pass`, which returns its own duration (so
+/// that it may leave its setup untimed): `min` passes (at least one), then
+/// more while fewer than `max` ran and less than `budget` has gone by since
+/// the first began. The best-of-N loops of the benchmarks run through it.
+pub fn fastest_pass(min: usize, max: usize, budget: Duration, mut pass: impl FnMut() -> Duration) -> Duration {
+    let start = Instant::now();
+    let (mut best, mut passes) = (Duration::MAX, 0);
+    while passes < min.max(1) || (passes < max && start.elapsed() < budget) {
+        best = best.min(pass());
+        passes += 1;
+    }
+    best
+}
+
 /// The best of `repeat` timings of `pass`, which returns a match count that
 /// must be the same every time (it keeps the work observable).
 ///
@@ -203,15 +224,13 @@ impl FastbloomIndex {
 /// Panics if two passes return different counts: the engine is not
 /// deterministic, which the answer check should have caught.
 pub fn best_of(repeat: usize, mut pass: impl FnMut() -> usize) -> (Duration, usize) {
-    let mut best = Duration::MAX;
     let mut matches = None;
-    for _ in 0..repeat.max(1) {
-        let start = Instant::now();
-        let n = std::hint::black_box(pass());
-        best = best.min(start.elapsed());
+    let best = fastest_pass(repeat, repeat, Duration::ZERO, || {
+        let (n, time) = timed(|| std::hint::black_box(pass()));
         assert!(matches.is_none_or(|m| m == n), "match count changed between passes");
         matches = Some(n);
-    }
+        time
+    });
     (best, matches.unwrap_or(0))
 }
 

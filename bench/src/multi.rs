@@ -42,7 +42,7 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use crate::engines::{best_of, build_filters};
+use crate::engines::{best_of, build_filters, timed};
 use crate::experiment::BenchError;
 use crate::reference::Reference;
 use crate::workload::{WorkloadKind, WorkloadSpec, key_hash, params};
@@ -302,11 +302,12 @@ pub fn run_multi(opts: &MultiOptions, log: &mut dyn FnMut(&str)) -> Result<Vec<M
                 // Rounds, as above, alternating 1 and 2 workers.
                 for _ in 0..opts.repeat.max(1) {
                     for (_, pool, pool_results, best) in &mut pools {
-                        *best = (*best).min(timed(|| {
+                        let (_, time) = timed(|| {
                             pool.query_threshold_batch(&concurrent, &queries, threshold, pool_results)
                                 .expect("the checked batch succeeds again");
-                            pool_results.iter().map(<[_]>::len).sum()
-                        }));
+                            std::hint::black_box(pool_results.iter().map(<[_]>::len).sum::<usize>())
+                        });
+                        *best = (*best).min(time);
                     }
                 }
                 for (workers, _, _, time) in pools {
@@ -381,17 +382,10 @@ fn make_shape(
     Shape { hashes, class: queries.iter().map(|(_, c)| *c).collect(), answers, key_matches }
 }
 
-/// Wall time of one pass of `pass` (its result kept alive).
-fn timed(pass: impl FnOnce() -> usize) -> Duration {
-    let start = std::time::Instant::now();
-    std::hint::black_box(pass());
-    start.elapsed()
-}
-
 /// Times one pass of `query` over the queries `chosen` (it returns a match
 /// count, summed and kept observable).
 fn timed_pass(chosen: &[usize], mut query: impl FnMut(usize) -> usize) -> Duration {
-    timed(|| chosen.iter().map(|&i| query(i)).sum())
+    timed(|| std::hint::black_box(chosen.iter().map(|&i| query(i)).sum::<usize>())).1
 }
 
 /// The `naive` engine: every filter tests every key of the query.

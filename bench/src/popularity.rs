@@ -24,7 +24,6 @@
 use std::fmt::Write as _;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use bloomslice::HashScheme;
 use bloomslice::popularity::optimize;
@@ -376,14 +375,13 @@ pub fn dp_speed(sizes: &[usize], limited_universe: usize) -> Result<Vec<DpSpeedR
     let mut timed = |what: String, dp_keys: usize, f: &mut dyn FnMut() -> Result<(), bloomslice::Error>| {
         reset_peak_rss();
         let hwm_before = peak_rss_bytes();
-        let t = Instant::now();
-        f()?;
-        let seconds = t.elapsed().as_secs_f64();
+        let (solved, time) = crate::engines::timed(f);
+        solved?;
         let plan = optimize::dp_memory_plan(dp_keys, k_max, eps, None);
         rows.push(DpSpeedRow {
             what,
             dp_keys,
-            seconds,
+            seconds: time.as_secs_f64(),
             hwm_before,
             hwm_after: peak_rss_bytes(),
             plan_bytes: plan.bytes,

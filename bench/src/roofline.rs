@@ -23,13 +23,15 @@
 //! no faster than paying one random access per run.
 
 use std::hint::black_box;
-use std::time::Instant;
+use std::time::Duration;
 
 use bloomslice::HUGE_PAGE_BYTES;
 use bloomslice::storage::Words;
 use bloomslice_kernels::prefetch_lines;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+
+use crate::engines::{fastest_pass, timed};
 
 /// Smallest buffer measured: far larger than the 32 MiB L3 of the
 /// development machine, so the figures are DRAM figures.
@@ -85,32 +87,20 @@ impl Roofline {
         let offsets: Vec<u32> = (0..RANDOM_READS).map(|_| rng.random_range(0..blocks as u32)).collect();
         let mut best_random = (f64::INFINITY, 0);
         for &d in &PREFETCH_DISTANCES {
-            for _ in 0..2 {
-                let start = Instant::now();
-                black_box(random_reads(words, &offsets, d));
-                let ns = start.elapsed().as_nanos() as f64 / offsets.len() as f64;
-                if ns < best_random.0 {
-                    best_random = (ns, d);
-                }
+            let time = fastest_pass(2, 2, Duration::ZERO, || timed(|| black_box(random_reads(words, &offsets, d))).1);
+            let ns = time.as_nanos() as f64 / offsets.len() as f64;
+            if ns < best_random.0 {
+                best_random = (ns, d);
             }
         }
-        let mut best_seq = 0.0f64;
-        for _ in 0..3 {
-            let start = Instant::now();
-            black_box(sum_words(black_box(words)));
-            let gbps = (words.len() * 8) as f64 / start.elapsed().as_nanos() as f64;
-            best_seq = best_seq.max(gbps);
-        }
+        let seq = fastest_pass(3, 3, Duration::ZERO, || timed(|| black_box(sum_words(black_box(words)))).1);
+        let best_seq = (words.len() * 8) as f64 / seq.as_nanos() as f64;
         let run_words = run_bytes.clamp(64, 1 << 20).next_multiple_of(64) / 8;
         let runs = ((256usize << 20) / (run_words * 8)).clamp(1 << 14, 1 << 22);
         let lines = (words.len() - run_words) / 8;
         let starts: Vec<u32> = (0..runs).map(|_| rng.random_range(0..=lines as u32)).collect();
-        let mut best_run = f64::INFINITY;
-        for &d in &[1usize, 2, 4, 8] {
-            let start = Instant::now();
-            black_box(random_runs(words, &starts, run_words, d));
-            best_run = best_run.min(start.elapsed().as_nanos() as f64 / starts.len() as f64);
-        }
+        let run = [1usize, 2, 4, 8].map(|d| timed(|| black_box(random_runs(words, &starts, run_words, d))).1);
+        let best_run = run.iter().min().map_or(f64::INFINITY, |t| t.as_nanos() as f64 / starts.len() as f64);
         Roofline {
             run_bytes: run_words * 8,
             ns_per_random_run: best_run,

@@ -12,7 +12,6 @@
 //! pass is deterministic), otherwise the run fails.
 
 use std::hint::black_box;
-use std::time::Instant;
 
 use crate::stable_experiment::{Distribution, StreamConfig, StreamItem, synthetic_stream};
 use bloomslice::{BloomFilter, BloomParams, Policy, StableBloomFilter, StableParams};
@@ -94,13 +93,12 @@ pub fn measure(items: usize, passes: usize, seed: u64) -> Result<Vec<SpeedRow>, 
         let expected = run()?;
         let mut best = f64::INFINITY;
         for _ in 0..passes.max(1) {
-            let start = Instant::now();
-            let got = run()?;
-            let seconds = start.elapsed().as_secs_f64();
+            let (got, time) = crate::engines::timed(run);
+            let got = got?;
             if got != expected {
                 return Err(format!("{name}: a timed pass reported {got} duplicates, the check pass {expected}"));
             }
-            best = best.min(seconds);
+            best = best.min(time.as_secs_f64());
         }
         let n = stream.len() as f64;
         rows.push(SpeedRow {

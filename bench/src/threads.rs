@@ -261,15 +261,7 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
 /// within `seconds` (at least two passes).
 fn rate(seconds: f64, keys: usize, mut pass: impl FnMut() -> usize) -> f64 {
     let budget = Duration::from_secs_f64(seconds.max(0.0));
-    let start = Instant::now();
-    let mut best = Duration::MAX;
-    let mut passes = 0;
-    while passes < 2 || start.elapsed() < budget {
-        let t = Instant::now();
-        std::hint::black_box(pass());
-        best = best.min(t.elapsed());
-        passes += 1;
-    }
+    let best = engines::fastest_pass(2, usize::MAX, budget, || engines::timed(|| std::hint::black_box(pass())).1);
     keys as f64 / best.as_secs_f64()
 }
 

@@ -4,11 +4,11 @@
 //! maintenance bf-cost.
 //!
 //! One thread; every time is a mean over a whole loop of operations
-//! (`Instant` around the loop, divided by the count), in milliseconds as in
+//! (the whole loop timed, divided by the count), in milliseconds as in
 //! the paper's figures.
 
 use std::hint::black_box;
-use std::time::Instant;
+use std::time::Duration;
 
 use bloomslice::{
     BatchResults, BloofiConfig, BloofiTree, BloomFilter, BulkOrder, FilterIndex, FlatBloofiPaper, KeyHash, NaiveIndex,
@@ -18,26 +18,19 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::data::Dataset;
+use crate::engines::{fastest_pass, timed};
 
 /// Keys per `SlicedIndex::query_batch_hashes` call in [`Row::batch_ms`].
 pub const BATCH: usize = 1024;
 
-/// Timed passes over the searches stop after this many seconds (at least
-/// one pass always runs); the best pass is kept.
-const PASS_BUDGET_S: f64 = 2.0;
+/// Timed passes over the searches stop after this long (at least one pass
+/// always runs, at most three); the best pass is kept.
+const PASS_BUDGET: Duration = Duration::from_secs(2);
 
-/// Runs `pass` (which returns its own duration in seconds) up to three
-/// times within [`PASS_BUDGET_S`] and returns the fastest.
-fn best_of(mut pass: impl FnMut() -> f64) -> f64 {
-    let started = Instant::now();
-    let mut best = pass();
-    for _ in 1..3 {
-        if started.elapsed().as_secs_f64() > PASS_BUDGET_S {
-            break;
-        }
-        best = best.min(pass());
-    }
-    best
+/// The fastest of up to three passes of `pass` (which returns its own
+/// duration) within [`PASS_BUDGET`], in seconds.
+fn best_of(pass: impl FnMut() -> Duration) -> f64 {
+    fastest_pass(1, 3, PASS_BUDGET, pass).as_secs_f64()
 }
 
 /// The engines of the reproduction.
@@ -307,27 +300,22 @@ pub fn measure(variant: Variant, point: &Point<'_>, x: f64) -> Res<Row> {
     let mut row = Row { x, label: variant.name(), filters: n, m: data.params.m(), ..Row::default() };
 
     // Construction (from half the values for AU), then the AU updates.
-    let start = Instant::now();
-    let mut built = if variant.after_updates {
+    let (built, build) = if variant.after_updates {
         let halves: Vec<BloomFilter> = (0..n).map(|i| data.half_filter(i)).collect();
-        let start = Instant::now();
-        let b = Built::build(variant.engine, point, &halves)?;
-        row.build_s = start.elapsed().as_secs_f64();
-        b
+        timed(|| Built::build(variant.engine, point, &halves))
     } else {
-        let b = Built::build(variant.engine, point, point.filters)?;
-        row.build_s = start.elapsed().as_secs_f64();
-        b
+        timed(|| Built::build(variant.engine, point, point.filters))
     };
+    let mut built = built?;
+    row.build_s = build.as_secs_f64();
     if variant.after_updates {
         if let Built::Tree(t) = &mut built {
             t.reset_maintenance_stats();
         }
-        let start = Instant::now();
-        for (i, f) in point.filters.iter().enumerate() {
-            built.update(i as u64, f)?;
-        }
-        row.update_ms = Some(start.elapsed().as_secs_f64() * 1e3 / n.max(1) as f64);
+        let (updated, time) =
+            timed(|| point.filters.iter().enumerate().try_for_each(|(i, f)| built.update(i as u64, f)));
+        updated?;
+        row.update_ms = Some(time.as_secs_f64() * 1e3 / n.max(1) as f64);
         if let Built::Tree(t) = &built {
             row.update_cost = Some(t.maintenance_stats().mean_update());
             row.update_written = Some(t.maintenance_stats().mean_update_written());
@@ -355,24 +343,26 @@ pub fn measure(variant: Variant, point: &Point<'_>, x: f64) -> Res<Row> {
     let (mut cost, mut matches) = (0usize, 0usize);
     let secs = best_of(|| {
         (cost, matches) = (0, 0);
-        let start = Instant::now();
-        for h in point.yes {
-            cost += built.query(*h, &mut out);
-            matches += out.len();
-            black_box(&out);
-        }
-        start.elapsed().as_secs_f64()
+        timed(|| {
+            for h in point.yes {
+                cost += built.query(*h, &mut out);
+                matches += out.len();
+                black_box(&out);
+            }
+        })
+        .1
     });
     row.search_ms = secs * 1e3 / point.yes.len().max(1) as f64;
     if let Built::Sliced(sliced) = &built {
         let mut results = BatchResults::default();
         let secs = best_of(|| {
-            let start = Instant::now();
-            for chunk in point.yes.chunks(BATCH) {
-                sliced.query_batch_hashes(chunk, &mut results);
-                black_box(&results);
-            }
-            start.elapsed().as_secs_f64()
+            timed(|| {
+                for chunk in point.yes.chunks(BATCH) {
+                    sliced.query_batch_hashes(chunk, &mut results);
+                    black_box(&results);
+                }
+            })
+            .1
         });
         row.batch_ms = Some(secs * 1e3 / point.yes.len().max(1) as f64);
     }
@@ -399,15 +389,15 @@ pub fn measure(variant: Variant, point: &Point<'_>, x: f64) -> Res<Row> {
         }
         for (j, f) in fresh.iter().enumerate() {
             let id = (n + j) as u64;
-            let start = Instant::now();
-            built.insert(id, f)?;
-            ins_t += start.elapsed().as_secs_f64();
+            let (inserted, time) = timed(|| built.insert(id, f));
+            inserted?;
+            ins_t += time.as_secs_f64();
             ins_c += built.last_cost().unwrap_or(0.0);
             live.push(id);
             let victim = live.swap_remove(rng.random_range(0..live.len()));
-            let start = Instant::now();
-            built.delete(victim)?;
-            del_t += start.elapsed().as_secs_f64();
+            let (deleted, time) = timed(|| built.delete(victim));
+            deleted?;
+            del_t += time.as_secs_f64();
             del_c += built.last_cost().unwrap_or(0.0);
         }
         let ops = point.ops as f64;

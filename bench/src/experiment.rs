@@ -9,7 +9,7 @@
 //! checking pass over every query it will be timed on followed by the timed
 //! passes. A wrong answer stops the run with an error.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bloomslice::kernels::Kernels;
 use bloomslice::{BatchResults, BloomParams, KeyHash, SlicedConfig, SlicedIndex};
@@ -263,38 +263,30 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
     let detected = Kernels::detect().backend().name().to_owned();
     let mut builds = Vec::new();
     let mut memory = Vec::new();
-    let timed = |builds: &mut Vec<(String, Duration)>, name: &str, start: Instant| {
-        builds.push((name.to_owned(), start.elapsed()));
-    };
 
     log(&format!(
         "workload {} N={} x {} keys, {} queries, seed {}",
         spec.kind, n, spec.keys_per_filter, spec.queries, spec.seed
     ));
-    let start = Instant::now();
-    let queries = spec.queries();
-    let hashes: Vec<KeyHash> = queries.iter().map(|q| key_hash(&p, q.key)).collect();
-    let mut positions = vec![0u32; hashes.len() * k];
-    for (h, pos) in hashes.iter().zip(positions.chunks_exact_mut(k)) {
-        p.positions_into(*h, pos);
-    }
-    timed(&mut builds, "queries (generate + hash once)", start);
+    let (queries, hashes, positions) = build(&mut builds, "queries (generate + hash once)", || {
+        let queries = spec.queries();
+        let hashes: Vec<KeyHash> = queries.iter().map(|q| key_hash(&p, q.key)).collect();
+        let mut positions = vec![0u32; hashes.len() * k];
+        for (h, pos) in hashes.iter().zip(positions.chunks_exact_mut(k)) {
+            p.positions_into(*h, pos);
+        }
+        (queries, hashes, positions)
+    });
 
-    let start = Instant::now();
-    let filters = engines::build_filters(&spec, p, opts.threads)?;
-    timed(&mut builds, "naive: our filters", start);
-    let start = Instant::now();
-    let naive = engines::naive_index(p, filters)?;
-    timed(&mut builds, "naive: NaiveIndex::insert_filter (clones)", start);
+    let filters = build(&mut builds, "naive: our filters", || engines::build_filters(&spec, p, opts.threads))?;
+    let naive = build(&mut builds, "naive: NaiveIndex::insert_filter (clones)", || engines::naive_index(p, filters))?;
     memory.push(("naive".to_owned(), naive.memory_bytes()));
     let our_fp: Vec<f64> = naive.filters().iter().map(|(_, f)| fp_probability(f.count_ones(), p.m(), p.k())).collect();
     let mean_fill = naive.filters().iter().map(|(_, f)| f.fill_ratio()).sum::<f64>() / n as f64;
     log(&format!("built {n} filters (mean fill {mean_fill:.4})"));
 
     let fastbloom = if engines.contains(&EngineKind::NaiveFastbloom) {
-        let start = Instant::now();
-        let fb = engines::build_fastbloom(&spec, p, opts.threads);
-        timed(&mut builds, "naive-fastbloom: filters", start);
+        let fb = build(&mut builds, "naive-fastbloom: filters", || engines::build_fastbloom(&spec, p, opts.threads));
         memory.push(("naive-fastbloom".to_owned(), fb.memory_bytes()));
         Some(fb)
     } else {
@@ -302,18 +294,17 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
     };
 
     let mut sliced = if engines.iter().any(|e| e.is_sliced()) {
-        let start = Instant::now();
-        let index = engines::sliced_index(&naive, opts.config)?;
-        timed(&mut builds, "sliced: SlicedIndex from the filters", start);
+        let index =
+            build(&mut builds, "sliced: SlicedIndex from the filters", || engines::sliced_index(&naive, opts.config))?;
         memory.push(("sliced".to_owned(), index.memory_bytes()));
         Some(index)
     } else {
         None
     };
 
-    let start = Instant::now();
-    let reference = Reference::compute(naive.filters(), &positions, k, opts.threads);
-    timed(&mut builds, "reference answers (filter-major naive)", start);
+    let reference = build(&mut builds, "reference answers (filter-major naive)", || {
+        Reference::compute(naive.filters(), &positions, k, opts.threads)
+    });
     log(&format!("reference answers: {} matches over {} queries", reference.total_matches(), reference.len()));
 
     let roofline_bytes = sliced.as_ref().map_or(naive.memory_bytes(), SlicedIndex::memory_bytes);
@@ -453,6 +444,14 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
 }
 
 /// Checks a sliced engine on every query, one key at a time and batched.
+/// Runs `f`, records its wall time as the build step `name` and returns its
+/// value.
+fn build<T>(builds: &mut Vec<(String, Duration)>, name: &str, f: impl FnOnce() -> T) -> T {
+    let (value, time) = engines::timed(f);
+    builds.push((name.to_owned(), time));
+    value
+}
+
 fn check_sliced(
     index: &SlicedIndex,
     queries: &[Query],

@@ -318,31 +318,24 @@ const LATER_COLUMNS: &str = "insert_written,delete_written,update_written";
 pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let header = reader.headers().map_err(|e| e.to_string())?.clone();
-    // Cell index of each field of `Row`, in its order (the first column is x).
-    let idx = std::iter::once(Ok(0))
-        .chain(COLUMNS.split(',').map(|name| header.iter().position(|h| h == name).ok_or(format!("no column {name}"))))
-        .collect::<Result<Vec<usize>, String>>()?;
-    let later: Vec<Option<usize>> =
-        LATER_COLUMNS.split(',').map(|name| header.iter().position(|h| h == name)).collect();
+    // Cell index of each field of `Row`, in its order (the first column is x;
+    // `None` for a later column the CSV lacks).
+    let column = |name: &str| header.iter().position(|h| h == name);
+    let idx = std::iter::once(Ok(Some(0)))
+        .chain(COLUMNS.split(',').map(|name| column(name).map(Some).ok_or(format!("no column {name}"))))
+        .chain(LATER_COLUMNS.split(',').map(|name| Ok(column(name))))
+        .collect::<Result<Vec<Option<usize>>, String>>()?;
     let mut rows = Vec::new();
     for (ln, record) in reader.records().enumerate() {
         let record = record.map_err(|e| format!("line {}: {e}", ln + 2))?;
-        let cell = |i: usize| record.get(idx[i]).ok_or(format!("line {}: too few cells", ln + 2));
+        // A missing later column reads as an empty cell.
+        let cell = |i: usize| idx[i].map_or(Ok(""), |j| record.get(j).ok_or(format!("line {}: too few cells", ln + 2)));
         let num = |i: usize| -> Result<f64, String> {
             let c = cell(i)?;
             c.parse().map_err(|_| format!("line {}: {c:?} is not a number", ln + 2))
         };
         let opt =
             |i: usize| -> Result<Option<f64>, String> { if cell(i)?.is_empty() { Ok(None) } else { num(i).map(Some) } };
-        let later_opt = |j: usize| -> Result<Option<f64>, String> {
-            let Some(i) = later[j] else { return Ok(None) };
-            let c = record.get(i).ok_or(format!("line {}: too few cells", ln + 2))?;
-            if c.is_empty() {
-                Ok(None)
-            } else {
-                c.parse().map(Some).map_err(|_| format!("line {}: {c:?} is not a number", ln + 2))
-            }
-        };
         rows.push(Row {
             x: num(0)?,
             label: cell(1)?.to_string(),
@@ -361,9 +354,9 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
             delete_cost: opt(14)?,
             update_ms: opt(15)?,
             update_cost: opt(16)?,
-            insert_written: later_opt(0)?,
-            delete_written: later_opt(1)?,
-            update_written: later_opt(2)?,
+            insert_written: opt(17)?,
+            delete_written: opt(18)?,
+            update_written: opt(19)?,
         });
     }
     Ok(rows)

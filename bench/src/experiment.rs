@@ -92,9 +92,11 @@ pub enum CheckKind {
     NoFalseNegativesFpWithin4Sigma,
 }
 
-/// One line of the result table (one JSON object).
+/// What a result row measured: the engine and the workload it ran on. The
+/// first fields of [`Row`] and of [`MultiRow`](crate::multi::MultiRow),
+/// flattened into their JSON objects.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Row {
+pub struct RowSubject {
     /// Engine name.
     pub engine: String,
     /// Workload name.
@@ -107,6 +109,28 @@ pub struct Row {
     pub m: u64,
     /// Hash functions.
     pub k: u32,
+}
+
+impl RowSubject {
+    /// `engine` on the workload `spec`.
+    pub fn new(engine: &str, spec: &WorkloadSpec) -> Self {
+        RowSubject {
+            engine: engine.to_owned(),
+            workload: spec.kind.name().to_owned(),
+            filters: spec.filters,
+            keys_per_filter: spec.keys_per_filter,
+            m: spec.params.m(),
+            k: spec.params.k(),
+        }
+    }
+}
+
+/// One line of the result table (one JSON object).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Row {
+    /// The engine and the workload.
+    #[serde(flatten)]
+    pub subject: RowSubject,
     /// Whether queries went through `query_batch_hashes`.
     pub batched: bool,
     /// Mean time per query.
@@ -318,12 +342,7 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
     let naive_queries = opts.naive_queries.unwrap_or((NAIVE_WORK / n).max(1000)).min(spec.queries);
     let config = sliced.as_ref().map_or(SlicedConfig::default(), |s| *s.config());
     let row = |engine: &str, batched: bool, time: Duration, timed_queries: usize| Row {
-        engine: engine.to_owned(),
-        workload: spec.kind.name().to_owned(),
-        filters: n,
-        keys_per_filter: spec.keys_per_filter,
-        m: p.m(),
-        k: p.k(),
+        subject: RowSubject::new(engine, &spec),
         batched,
         ns_per_query: time.as_nanos() as f64 / timed_queries as f64,
         queries_per_sec: timed_queries as f64 / time.as_secs_f64(),
@@ -416,7 +435,7 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
             }
         }
     }
-    if let Some(fb_ns) = rows.iter().find(|r| r.engine == "naive-fastbloom").map(|r| r.ns_per_query) {
+    if let Some(fb_ns) = rows.iter().find(|r| r.subject.engine == "naive-fastbloom").map(|r| r.ns_per_query) {
         for r in &mut rows {
             r.ratio_vs_naive_fastbloom = Some(fb_ns / r.ns_per_query);
         }
@@ -589,7 +608,7 @@ mod tests {
         o.spec.keys_per_filter = 500;
         o.spec.queries = 400;
         let report = run_query(&o, &mut |_| {}).unwrap();
-        let names: Vec<(&str, bool)> = report.rows.iter().map(|r| (r.engine.as_str(), r.batched)).collect();
+        let names: Vec<(&str, bool)> = report.rows.iter().map(|r| (r.subject.engine.as_str(), r.batched)).collect();
         assert_eq!(
             names,
             [

@@ -43,7 +43,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::engines::{best_of, build_filters, timed};
-use crate::experiment::BenchError;
+use crate::experiment::{BenchError, RowSubject};
 use crate::reference::Reference;
 use crate::workload::{WorkloadKind, WorkloadSpec, key_hash, params};
 
@@ -95,18 +95,9 @@ pub enum QueryClass {
 /// One row of the multi table (one JSON object).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct MultiRow {
-    /// Engine name.
-    pub engine: String,
-    /// Always `multi`.
-    pub workload: String,
-    /// Number of filters.
-    pub filters: usize,
-    /// Keys inserted per filter.
-    pub keys_per_filter: usize,
-    /// Filter length in bits.
-    pub m: u64,
-    /// Hash functions.
-    pub k: u32,
+    /// The engine and the workload (always `multi`).
+    #[serde(flatten)]
+    pub subject: RowSubject,
     /// Keys per query.
     pub keys_per_query: usize,
     /// Threshold as a fraction of the query's keys.
@@ -175,12 +166,7 @@ pub fn run_multi(opts: &MultiOptions, log: &mut dyn FnMut(&str)) -> Result<Vec<M
             shape.answers.iter().filter(|a| !a.is_empty()).count()
         ));
         let base = |engine: &str, class: QueryClass, timed: usize, time: Duration, threads: usize| MultiRow {
-            engine: engine.to_owned(),
-            workload: "multi".to_owned(),
-            filters: spec.filters,
-            keys_per_filter: spec.keys_per_filter,
-            m: p.m(),
-            k: p.k(),
+            subject: RowSubject::new(engine, &spec),
             keys_per_query: q,
             threshold: THRESHOLD,
             query_class: class,
@@ -448,9 +434,9 @@ pub fn table(rows: &[MultiRow]) -> String {
         let _ = writeln!(
             o,
             "multi: N = {}, m = {}, k = {}, threshold {}, cpu {}, kernels {} (available: {})",
-            r.filters,
-            r.m,
-            r.k,
+            r.subject.filters,
+            r.subject.m,
+            r.subject.k,
             r.threshold,
             r.cpu,
             backend,
@@ -471,7 +457,7 @@ pub fn table(rows: &[MultiRow]) -> String {
         let _ = writeln!(
             o,
             "{:<18} {:>5} {:>7} {:>3} {:>12.0} {:>10.1} {:>11} {:>10} {:>8}",
-            r.engine,
+            r.subject.engine,
             r.keys_per_query,
             class,
             r.threads,
@@ -507,7 +493,7 @@ mod tests {
         for r in &rows {
             assert_eq!(r.threshold, THRESHOLD);
             assert!(r.ns_per_query > 0.0, "{r:?}");
-            if r.engine != "naive" {
+            if r.subject.engine != "naive" {
                 assert!(r.ratio_vs_per_key_count.is_some());
             }
         }

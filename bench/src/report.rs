@@ -140,7 +140,7 @@ pub fn table(report: &Report) -> String {
 fn table_row(r: &Row) -> String {
     format!(
         "{:<16} {:>7} {:>12.1} {:>12.0} {:>10} {:>11} {:>11.1} {:>9.3} {:>9} {:>9} {:>8}",
-        r.engine,
+        r.subject.engine,
         if r.batched { "yes" } else { "no" },
         r.ns_per_query,
         r.queries_per_sec,

@@ -7,7 +7,8 @@
 //! binary and the benches share:
 //!
 //! - [`workload`]: the named workloads of `DESIGN.md` and their query sets;
-//! - [`engines`]: the compared engines, their construction and query loops;
+//! - [`engines`]: the compared engines, their construction, query loops and
+//!   timing helpers;
 //! - [`reference`](mod@reference): reference answers and the checks every engine passes
 //!   before it is timed;
 //! - [`roofline`]: the memory roofline measured in the same run;

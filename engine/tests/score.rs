@@ -80,7 +80,7 @@ fn check_all(index: &SlicedIndex, filters: &[(u64, BloomFilter)], keys: &[u64]) 
     assert_eq!(scores.get(u64::MAX), 0);
     let hashes: Vec<_> = keys_bytes.iter().map(|k| index.params().hash(k)).collect();
     let mut by_hash = Scores::new();
-    index.score_hashes_into(&hashes, &mut by_hash);
+    index.score_into(&hashes, &mut by_hash);
     assert_eq!(by_hash.iter().collect::<Vec<_>>(), nonzero);
 
     let q = keys.len() as u32;
@@ -90,7 +90,7 @@ fn check_all(index: &SlicedIndex, filters: &[(u64, BloomFilter)], keys: &[u64]) 
         let want: Vec<(u64, u32)> = naive.iter().copied().filter(|&(_, c)| c >= min).collect();
         let t = Threshold::count(min);
         assert_eq!(index.query_threshold(&keys_bytes, t), want, "pruned min {min} of {q}");
-        index.query_threshold_unpruned_into(&keys_bytes, t, &mut scratch, &mut out);
+        index.query_threshold_into(&keys_bytes, t.unpruned(), &mut scratch, &mut out);
         assert_eq!(out, want, "unpruned min {min} of {q}");
         index.query_threshold_into(&keys_bytes, t, &mut scratch, &mut out);
         assert_eq!(out, want, "pruned into, min {min} of {q}");
@@ -197,7 +197,7 @@ fn concurrent_and_pool_batches() {
         concurrent.score_into(q, &mut scores);
         assert_eq!(scores.iter().collect::<Vec<_>>(), naive.into_iter().filter(|&(_, c)| c > 0).collect::<Vec<_>>());
         let (mut scratch, mut out) = (Scores::new(), Vec::new());
-        concurrent.query_threshold_into(q, threshold, &mut scratch, &mut out);
+        concurrent.read(|ix| ix.query_threshold_into(q, threshold, &mut scratch, &mut out));
         assert_eq!(&out, w);
     }
     let mut results = ThresholdResults::new();

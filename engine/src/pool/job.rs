@@ -348,7 +348,7 @@ impl Job {
         };
         for q in data.bounds[task]..data.bounds[task + 1] {
             let start = if q == 0 { 0 } else { data.query_ends[q - 1] };
-            index.query_threshold_hashes_into(&hashes[start..data.query_ends[q]], data.threshold, scores, out);
+            index.query_threshold_into(&hashes[start..data.query_ends[q]], data.threshold, scores, out);
             hits.extend_from_slice(out);
             ends.push(hits.len());
         }

@@ -361,17 +361,7 @@ pub struct BloofiTree {
     stats: MaintenanceStats,
 }
 
-impl core::fmt::Debug for BloofiTree {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("BloofiTree")
-            .field("params", &self.params)
-            .field("config", &self.config)
-            .field("filters", &self.len())
-            .field("nodes", &self.node_count())
-            .field("height", &self.height())
-            .finish()
-    }
-}
+debug_summary!(BloofiTree, |s| params: s.params, config: s.config, filters: s.len(), nodes: s.node_count(), height: s.height());
 
 /// `(&mut nodes[a], &nodes[b])` for two distinct live slots.
 fn pair_mut(nodes: &mut [Option<Node>], a: u32, b: u32) -> (&mut Node, &Node) {

@@ -441,11 +441,7 @@ pub struct PoolResults {
     chunk_len: usize,
 }
 
-impl core::fmt::Debug for PoolResults {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("PoolResults").field("len", &self.len).field("total_matches", &self.total_matches()).finish()
-    }
-}
+debug_summary!(PoolResults, |s| len: s.len, total_matches: s.total_matches());
 
 impl Default for PoolResults {
     fn default() -> Self {

@@ -21,7 +21,7 @@
 //!   against ("score per key vs plain batched per key"). Checked against
 //!   the reference's per-key match counts.
 //! - `score`: bit-sliced counters, no pruning
-//!   (`SlicedIndex::query_threshold_unpruned_into`).
+//!   (`SlicedIndex::query_threshold_into` with `Threshold::unpruned`).
 //! - `score-pruned`: with chunk pruning (`SlicedIndex::query_threshold_into`).
 //! - `pool-score-pruned` with 1 and 2 workers:
 //!   `QueryPool::query_threshold_batch` over all queries of the shape.
@@ -224,7 +224,7 @@ pub fn run_multi(opts: &MultiOptions, log: &mut dyn FnMut(&str)) -> Result<Vec<M
             // score and score-pruned
             let threshold = Threshold::count(min_count);
             for &i in &chosen {
-                index.query_threshold_unpruned_into(&shape.hashes[i], threshold, &mut scratch, &mut out);
+                index.query_threshold_into(&shape.hashes[i], threshold.unpruned(), &mut scratch, &mut out);
                 check("score", i, &out, &shape.answers[i])?;
                 index.query_threshold_into(&shape.hashes[i], threshold, &mut scratch, &mut out);
                 check("score-pruned", i, &out, &shape.answers[i])?;
@@ -243,7 +243,7 @@ pub fn run_multi(opts: &MultiOptions, log: &mut dyn FnMut(&str)) -> Result<Vec<M
                     results.total_matches()
                 }));
                 best[2] = best[2].min(timed_pass(&chosen, |i| {
-                    index.query_threshold_unpruned_into(&shape.hashes[i], threshold, &mut scratch, &mut out);
+                    index.query_threshold_into(&shape.hashes[i], threshold.unpruned(), &mut scratch, &mut out);
                     out.len()
                 }));
                 best[3] = best[3].min(timed_pass(&chosen, |i| {

@@ -247,26 +247,11 @@ impl ConcurrentIndex {
         self.read(|ix| ix.score_into(keys, scores));
     }
 
-    /// [`SlicedIndex::score_hashes_into`] on the current state.
-    pub fn score_hashes_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
-        self.read(|ix| ix.score_hashes_into(hashes, scores));
-    }
-
-    /// [`SlicedIndex::query_threshold`] on the current state.
+    /// [`SlicedIndex::query_threshold`] on the current state. For its
+    /// allocation-free form, call [`SlicedIndex::query_threshold_into`]
+    /// through [`ConcurrentIndex::read`].
     pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
         self.read(|ix| ix.query_threshold(keys, threshold))
-    }
-
-    /// [`SlicedIndex::query_threshold_into`] on the current state: no
-    /// allocation once `scratch` and `out` are warm.
-    pub fn query_threshold_into<K: Key>(
-        &self,
-        keys: &[K],
-        threshold: Threshold,
-        scratch: &mut Scores,
-        out: &mut Vec<(u64, u32)>,
-    ) {
-        self.read(|ix| ix.query_threshold_into(keys, threshold, scratch, out));
     }
 
     /// Number of filters in the current state.

@@ -98,14 +98,7 @@ pub struct CountingBloomFilter {
     counters: Vec<u8>,
 }
 
-impl core::fmt::Debug for CountingBloomFilter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("CountingBloomFilter")
-            .field("params", &self.params)
-            .field("nonzero", &self.count_nonzero())
-            .finish()
-    }
-}
+debug_summary!(CountingBloomFilter, |s| params: s.params, nonzero: s.count_nonzero());
 
 impl CountingBloomFilter {
     /// An empty counting filter.

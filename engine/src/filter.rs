@@ -15,11 +15,7 @@ pub struct BloomFilter {
     words: Words,
 }
 
-impl core::fmt::Debug for BloomFilter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("BloomFilter").field("params", &self.params).field("ones", &self.count_ones()).finish()
-    }
-}
+debug_summary!(BloomFilter, |s| params: s.params, ones: s.count_ones());
 
 impl PartialEq for BloomFilter {
     fn eq(&self, other: &Self) -> bool {

@@ -60,15 +60,7 @@ pub struct FlatBloofiPaper {
     index_of: HashMap<u64, usize>,
 }
 
-impl core::fmt::Debug for FlatBloofiPaper {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("FlatBloofiPaper")
-            .field("params", &self.params)
-            .field("filters", &self.len())
-            .field("arrays", &self.arrays.len())
-            .finish()
-    }
-}
+debug_summary!(FlatBloofiPaper, |s| params: s.params, filters: s.len(), arrays: s.arrays.len());
 
 id_verbs!(FlatBloofiPaper, index_of);
 key_verbs!(FlatBloofiPaper, query);

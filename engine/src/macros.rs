@@ -14,6 +14,19 @@ macro_rules! setters {
     )*};
 }
 
+/// `Debug` as a summary, `Ty { field: value, .. }`: `debug_summary!(Ty,
+/// |s| field: value, ...)` evaluates each `value` with `s` bound to `self`.
+macro_rules! debug_summary {
+    ($ty:ident, |$s:ident| $($field:ident: $value:expr),+ $(,)?) => {
+        impl core::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                let $s = self;
+                f.debug_struct(stringify!($ty))$(.field(stringify!($field), &$value))+.finish()
+            }
+        }
+    };
+}
+
 /// The fixtures of an index type's unit tests: `params()`, the parameters
 /// `BloomParams::new($m, $k)`, and `filter(keys)`, a filter of those
 /// parameters holding the little-endian bytes of each `u64` key.

@@ -70,9 +70,13 @@ use crate::error::{Error, Result};
 pub const PRUNE_INTERVAL: usize = 8;
 
 /// The least count a filter needs to be reported by a threshold query:
-/// an absolute count, or a fraction of the query's keys.
+/// an absolute count, or a fraction of the query's keys; and whether the
+/// query prunes chunks (the default, see [`Threshold::unpruned`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Threshold(Kind);
+pub struct Threshold {
+    kind: Kind,
+    prune: bool,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
@@ -84,7 +88,7 @@ impl Threshold {
     /// At least `min_count` keys of the query. A count above the query's
     /// number of keys is allowed; no filter reaches it.
     pub fn count(min_count: u32) -> Threshold {
-        Threshold(Kind::Count(min_count))
+        Threshold { kind: Kind::Count(min_count), prune: true }
     }
 
     /// At least the fraction `f` of the query's keys (see
@@ -97,7 +101,19 @@ impl Threshold {
         if !(0.0..=1.0).contains(&f) {
             return Err(Error::Invalid(format!("threshold fraction {f} is not a number in [0, 1]")));
         }
-        Ok(Threshold(Kind::Fraction(f)))
+        Ok(Threshold { kind: Kind::Fraction(f), prune: true })
+    }
+
+    /// The same threshold, answered without pruning: every key reads its
+    /// rows in every chunk. The answer is the same; this exists to measure
+    /// what pruning saves and to test that it changes nothing.
+    pub fn unpruned(self) -> Threshold {
+        Threshold { prune: false, ..self }
+    }
+
+    /// Whether queries with this threshold prune chunks.
+    pub(crate) fn prunes(&self) -> bool {
+        self.prune
     }
 
     /// The least count for a query of `keys` keys. For a fraction `f`, the
@@ -106,7 +122,7 @@ impl Threshold {
     /// `0.8 * 100` gives 80, not 81, although `0.8` is not exact in binary).
     /// Never more than `keys` for a fraction.
     pub fn min_count(&self, keys: usize) -> u32 {
-        match self.0 {
+        match self.kind {
             Kind::Count(c) => c,
             Kind::Fraction(f) => {
                 let exact = f * keys as f64;

@@ -18,6 +18,17 @@ use arbitrary::{Arbitrary, Unstructured};
 
 pub use crate::filter::filter_of_u64_keys;
 
+/// A [`SlicedIndex`](crate::SlicedIndex) of `filters` filters with ids
+/// `0..filters`: filter `id` holds the `u64` keys `id * step .. id * step +
+/// len` (see [`filter_of_u64_keys`]).
+pub fn index_of_u64_runs(params: crate::BloomParams, filters: u64, step: u64, len: u64) -> crate::SlicedIndex {
+    let mut index = crate::SlicedIndex::new(params);
+    for id in 0..filters {
+        index.insert_filter(id, &filter_of_u64_keys(params, id * step..id * step + len)).expect("a new id");
+    }
+    index
+}
+
 use crate::error::Error;
 use crate::hash::KeyHash;
 use crate::index::{FilterIndex, IndexedFilter};

@@ -10,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bloomslice::persist::{self, Verify};
-use bloomslice::testing::filter_of_u64_keys as filter_of;
+use bloomslice::testing::{filter_of_u64_keys as filter_of, index_of_u64_runs};
 use bloomslice::{BloomFilter, BloomParams, Error, SetNames, SlicedIndex};
 
 /// Allocations of at least this many bytes fail while [`ARMED`].
@@ -51,12 +51,9 @@ static GLOBAL: FailLarge = FailLarge;
 fn writes_to_a_mapped_index_fail_cleanly_when_the_copy_cannot_be_allocated() {
     // m = 16 384 bits x 512 columns = 1 MiB of rows in one shard.
     let params = BloomParams::new(16_384, 4).unwrap();
-    let mut index = SlicedIndex::new(params);
+    let index = index_of_u64_runs(params, 3, 100, 100);
     let mut names = SetNames::new();
-    for id in 0..3u64 {
-        index.insert_filter(id, &filter_of(params, id * 100..id * 100 + 100)).unwrap();
-        names.insert(id, format!("set-{id}")).unwrap();
-    }
+    (0..3).for_each(|id| names.insert(id, format!("set-{id}")).unwrap());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.bsi");
     persist::save(&path, &index, &names).unwrap();

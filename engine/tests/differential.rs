@@ -4,16 +4,12 @@
 //! harness of `tests/filter_index.rs`.)
 
 use bloomslice::kernels::Kernels;
-use bloomslice::testing::filter_of_u64_keys as filter;
-use bloomslice::{BatchResults, BloomParams, SlicedIndex};
+use bloomslice::testing::index_of_u64_runs;
+use bloomslice::{BatchResults, BloomParams};
 
 #[test]
 fn every_backend_gives_the_same_answers() {
-    let params = BloomParams::new(3000, 5).unwrap();
-    let mut index = SlicedIndex::new(params);
-    for id in 0..2000u64 {
-        index.insert_filter(id, &filter(params, (id * 4)..(id * 4 + 30))).unwrap();
-    }
+    let mut index = index_of_u64_runs(BloomParams::new(3000, 5).unwrap(), 2000, 4, 30);
     let keys: Vec<[u8; 8]> = (0u64..12_000).map(u64::to_le_bytes).collect();
     index.set_kernels(Kernels::scalar());
     let mut want = BatchResults::new();

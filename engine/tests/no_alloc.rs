@@ -1,7 +1,7 @@
 //! `query_into`, `query_batch`, `score_into` and `query_threshold_into` allocate nothing once their buffers are
 //! warm, checked with a counting global allocator.
 
-use bloomslice::{BatchResults, BloomParams, Scores, SlicedIndex, Threshold};
+use bloomslice::{BatchResults, BloomParams, Scores, Threshold};
 
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
@@ -13,11 +13,7 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn warm_queries_do_not_allocate() {
-    let params = BloomParams::new(4096, 4).unwrap();
-    let mut index = SlicedIndex::new(params);
-    for id in 0..5000u64 {
-        index.insert_filter(id, &bloomslice::testing::filter_of_u64_keys(params, id * 3..id * 3 + 40)).unwrap();
-    }
+    let index = bloomslice::testing::index_of_u64_runs(BloomParams::new(4096, 4).unwrap(), 5000, 3, 40);
     let keys: Vec<[u8; 8]> = (0..20_000u64).map(u64::to_le_bytes).collect();
     let mut out = Vec::new();
     let mut results = BatchResults::new();

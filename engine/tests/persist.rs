@@ -347,14 +347,12 @@ proptest! {
 
     #[test]
     fn round_trip_keeps_answers_ids_and_names(
-        m in 1u64..3000,
-        k in 1u32..8,
-        seed in any::<u64>(),
+        params in (1u64..3000, 1u32..8, any::<u64>())
+            .prop_map(|(m, k, seed)| BloomParams::new(m, k).unwrap().with_seed(seed)),
         shard_cols in prop::sample::select(vec![512usize, 1024, 2048]),
         sets in prop::collection::btree_map(any::<u64>(), prop::collection::vec(0u64..500, 0..20), 0..1200),
         deletes in prop::collection::vec(any::<prop::sample::Index>(), 0..50),
     ) {
-        let params = BloomParams::new(m, k).unwrap().with_seed(seed);
         let sets: Vec<(u64, Vec<u64>)> = sets.into_iter().collect();
         let config = SlicedConfig { max_shard_columns: shard_cols, prefetch_distance: 3 };
         let (mut index, mut names) = build(params, &sets, config);

@@ -12,6 +12,7 @@ use bloomslice::popularity::optimize::{
 };
 use bloomslice::{BloomFilter, BloomParams, Error, PopularityError, PopularityScheme, SlicedIndex};
 use proptest::prelude::*;
+use std::ops::Range;
 
 /// Zipf popularity `q'(i) ~ i^-alpha`, `i = 1..=n`, normalised.
 fn zipf(n: usize, alpha: f64) -> Vec<f64> {
@@ -25,6 +26,22 @@ fn hashes(p: &[f64], ks: &[u32]) -> f64 {
     p.iter().zip(ks).map(|(p, &k)| p / s * f64::from(k)).sum()
 }
 
+/// Instances `(p, q, r, k_max, eps)` of the dynamic program: `len` items,
+/// presences from `p`, popularities made by `q_of` from a draw in `0..1`
+/// (0.01 added to the first), and `(r, k_max, eps)` from `rke`.
+fn dps(
+    len: Range<usize>,
+    p: Range<f64>,
+    q_of: fn(f64) -> f64,
+    rke: (Range<f64>, Range<u32>, Range<f64>),
+) -> impl Strategy<Value = (Vec<f64>, Vec<f64>, f64, u32, f64)> {
+    (proptest::collection::vec((p, 0.0f64..1.0), len), rke).prop_map(move |(pq, (r, k_max, eps))| {
+        let (p, mut q): (Vec<f64>, Vec<f64>) = pq.into_iter().map(|(p, q)| (p, q_of(q))).unzip();
+        q[0] += 0.01;
+        (p, q, r, k_max, eps)
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(60))]
 
@@ -32,15 +49,7 @@ proptest! {
     /// is within (1 + eps/2) of the exact importance-ordered optimum
     /// (Theorem 2), hence within 2 + eps of the ranged integer optimum.
     #[test]
-    fn dp_is_within_its_bound(
-        pq in proptest::collection::vec((0.01f64..1.0, 0.0f64..1.0), 2..7),
-        r in 2.0f64..9.0,
-        k_max in 2u32..5,
-        eps in 0.05f64..1.0,
-    ) {
-        let p: Vec<f64> = pq.iter().map(|x| x.0).collect();
-        let mut q: Vec<f64> = pq.iter().map(|x| x.1).collect();
-        q[0] += 0.01;
+    fn dp_is_within_its_bound((p, q, r, k_max, eps) in dps(2..7, 0.01..1.0, |q| q, (2.0..9.0, 2..5, 0.05..1.0))) {
         let ks = integer_solution(&p, &q, r, k_max, eps).unwrap();
         prop_assert!(ks.iter().all(|&k| (1..=k_max).contains(&k)));
         prop_assert!(hashes(&p, &ks) <= r * std::f64::consts::LN_2 + 1e-9);
@@ -56,15 +65,9 @@ proptest! {
     /// the full-table solution.
     #[test]
     fn checkpointed_dp_equals_full_table(
-        pq in proptest::collection::vec((0.0f64..1.0, 0.0f64..1.0), 1..60),
-        r in 1.5f64..12.0,
-        k_max in 2u32..8,
-        eps in 0.1f64..2.0,
+        (p, q, r, k_max, eps) in dps(1..60, 1e-3..1.0 + 1e-3, |q| q * q, (1.5..12.0, 2..8, 0.1..2.0)),
         block in 1usize..20,
     ) {
-        let p: Vec<f64> = pq.iter().map(|x| x.0 + 1e-3).collect();
-        let mut q: Vec<f64> = pq.iter().map(|x| x.1 * x.1).collect();
-        q[0] += 0.01;
         let full = integer_solution_with_block(&p, &q, r, k_max, eps, Some(p.len() + 1));
         let blocked = integer_solution_with_block(&p, &q, r, k_max, eps, Some(block));
         prop_assert_eq!(&full, &blocked);

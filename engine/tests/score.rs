@@ -65,6 +65,14 @@ fn build(m: u64, k: u32, n: u64, fill: u64, delete_every: u64, shard: usize) -> 
     (index, filters)
 }
 
+/// [`check_all`] with every kernel backend.
+fn check_every_backend(index: &mut SlicedIndex, filters: &[(u64, BloomFilter)], keys: &[u64]) {
+    for kernels in Kernels::available() {
+        index.set_kernels(kernels);
+        check_all(index, filters, keys);
+    }
+}
+
 /// Every scoring entry point agrees with the naive counts.
 fn check_all(index: &SlicedIndex, filters: &[(u64, BloomFilter)], keys: &[u64]) {
     let keys_bytes: Vec<[u8; 8]> = keys.iter().map(|k| k.to_le_bytes()).collect();
@@ -80,7 +88,7 @@ fn check_all(index: &SlicedIndex, filters: &[(u64, BloomFilter)], keys: &[u64]) 
     assert_eq!(scores.get(u64::MAX), 0);
     let hashes: Vec<_> = keys_bytes.iter().map(|k| index.params().hash(k)).collect();
     let mut by_hash = Scores::new();
-    index.score_hashes_into(&hashes, &mut by_hash);
+    index.score_into(&hashes, &mut by_hash);
     assert_eq!(by_hash.iter().collect::<Vec<_>>(), nonzero);
 
     let q = keys.len() as u32;
@@ -90,7 +98,7 @@ fn check_all(index: &SlicedIndex, filters: &[(u64, BloomFilter)], keys: &[u64]) 
         let want: Vec<(u64, u32)> = naive.iter().copied().filter(|&(_, c)| c >= min).collect();
         let t = Threshold::count(min);
         assert_eq!(index.query_threshold(&keys_bytes, t), want, "pruned min {min} of {q}");
-        index.query_threshold_unpruned_into(&keys_bytes, t, &mut scratch, &mut out);
+        index.query_threshold_into(&keys_bytes, t.unpruned(), &mut scratch, &mut out);
         assert_eq!(out, want, "unpruned min {min} of {q}");
         index.query_threshold_into(&keys_bytes, t, &mut scratch, &mut out);
         assert_eq!(out, want, "pruned into, min {min} of {q}");
@@ -109,15 +117,8 @@ proptest! {
         keys in proptest::collection::vec(0u64..500, 0..150),
     ) {
         let (mut index, filters) = build(1500, 3, n, fill, delete_every, shard);
-        for kernels in Kernels::available() {
-            index.set_kernels(kernels);
-            check_all(&index, &filters, &keys);
-        }
+        check_every_backend(&mut index, &filters, &keys);
     }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(12))]
 
     /// Dense filters (rows about half ones) over at least nine 512-column
     /// chunks, where pruned threshold queries screen with fewer rows first:
@@ -133,10 +134,7 @@ proptest! {
         let (mut index, filters) = build(256, 7, n, 25, 0, 16_384);
         let mut keys: Vec<u64> = (0..own).map(|i| (seed * 31 + (i % 25) * 7) % 400).collect();
         keys.extend(random);
-        for kernels in Kernels::available() {
-            index.set_kernels(kernels);
-            check_all(&index, &filters, &keys);
-        }
+        check_every_backend(&mut index, &filters, &keys);
     }
 }
 
@@ -147,11 +145,8 @@ fn long_queries_with_duplicates() {
     let (mut index, filters) = build(4000, 4, 2100, 300, 3, 16_384);
     let mut keys: Vec<u64> = (0..900u64).map(|i| (i * 13) % 450).collect();
     keys.extend([5, 5, 5, 5]);
-    for kernels in Kernels::available() {
-        index.set_kernels(kernels);
-        check_all(&index, &filters, &keys);
-        check_all(&index, &filters, &keys[..1]);
-        check_all(&index, &filters, &[]);
+    for keys in [&keys[..], &keys[..1], &[]] {
+        check_every_backend(&mut index, &filters, keys);
     }
 }
 
@@ -197,7 +192,7 @@ fn concurrent_and_pool_batches() {
         concurrent.score_into(q, &mut scores);
         assert_eq!(scores.iter().collect::<Vec<_>>(), naive.into_iter().filter(|&(_, c)| c > 0).collect::<Vec<_>>());
         let (mut scratch, mut out) = (Scores::new(), Vec::new());
-        concurrent.query_threshold_into(q, threshold, &mut scratch, &mut out);
+        concurrent.read(|ix| ix.query_threshold_into(q, threshold, &mut scratch, &mut out));
         assert_eq!(&out, w);
     }
     let mut results = ThresholdResults::new();

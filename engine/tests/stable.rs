@@ -123,9 +123,33 @@ fn params() -> impl Strategy<Value = StableParams> {
     })
 }
 
-/// Parameters and fewer than `max_ops` operations whose importances fit them.
-fn params_and_ops(max_ops: usize) -> impl Strategy<Value = (StableParams, Vec<Op>)> {
-    params().prop_flat_map(move |p| (Just(p), prop::collection::vec(op(p.max_importance()), 0..max_ops)))
+/// A filter's parameters, policy and seed, and the operations to apply.
+#[derive(Clone, Debug)]
+struct Run {
+    params: StableParams,
+    policy: Policy,
+    seed: u64,
+    ops: Vec<Op>,
+}
+
+impl Run {
+    /// A new filter of the run's parameters, policy and seed.
+    fn filter(&self) -> StableBloomFilter {
+        StableBloomFilter::new(self.params, self.policy, self.seed)
+    }
+}
+
+/// Runs with parameters from `params` and fewer than `max_ops` operations
+/// whose importances fit them.
+fn runs(params: impl Strategy<Value = StableParams>, max_ops: usize) -> impl Strategy<Value = Run> {
+    (params, policy(), any::<u64>()).prop_flat_map(move |(params, policy, seed)| {
+        prop::collection::vec(op(params.max_importance()), 0..max_ops).prop_map(move |ops| Run {
+            params,
+            policy,
+            seed,
+            ops,
+        })
+    })
 }
 
 fn apply(filter: &mut StableBloomFilter, op: &Op) -> Option<bool> {
@@ -145,13 +169,9 @@ proptest! {
     /// Cells stay in 0..=M, and a key is always present right after it was
     /// inserted (decrements come before the set).
     #[test]
-    fn cells_in_range_and_fresh_key_present(
-        (params, ops) in params_and_ops(300),
-        policy in policy(),
-        seed in any::<u64>(),
-    ) {
-        let mut filter = StableBloomFilter::new(params, policy, seed);
-        for op in &ops {
+    fn cells_in_range_and_fresh_key_present(run in runs(params(), 300)) {
+        let mut filter = run.filter();
+        for op in &run.ops {
             apply(&mut filter, op);
             prop_assert!(filter.validate().is_ok());
             if let Op::Observe(key, _) | Op::Insert(key, _) = *op {
@@ -164,15 +184,11 @@ proptest! {
     /// false negative (every policy; BF never decrements anyway).
     #[test]
     fn no_false_negatives_without_decrements(
-        (m, k, max) in (1u64..400, 1u32..8, 1u32..=255),
-        ops in prop::collection::vec(op(50), 0..300),
-        policy in policy(),
-        seed in any::<u64>(),
+        run in runs((1u64..400, 1u32..8, 1u32..=255).prop_map(|(m, k, max)| small_params(m, k, 0, max)), 300),
     ) {
-        let params = StableParams::new(m, k, 0, max).unwrap().with_max_importance(50).unwrap();
-        let mut filter = StableBloomFilter::new(params, policy, seed);
+        let mut filter = run.filter();
         let mut model = HashSet::new();
-        for op in &ops {
+        for op in &run.ops {
             let answer = apply(&mut filter, op);
             match *op {
                 Op::Observe(key, _) => {
@@ -186,14 +202,9 @@ proptest! {
 
     /// A run is reproducible given the seed.
     #[test]
-    fn reproducible_given_the_seed(
-        (params, ops) in params_and_ops(200),
-        policy in policy(),
-        seed in any::<u64>(),
-    ) {
-        let mut a = StableBloomFilter::new(params, policy, seed);
-        let mut b = StableBloomFilter::new(params, policy, seed);
-        for op in &ops {
+    fn reproducible_given_the_seed(run in runs(params(), 200)) {
+        let (mut a, mut b) = (run.filter(), run.filter());
+        for op in &run.ops {
             prop_assert_eq!(apply(&mut a, op), apply(&mut b, op));
         }
         prop_assert_eq!(a.cells(), b.cells());
@@ -203,15 +214,10 @@ proptest! {
     /// IBF-2C's and IBF-MC's (they draw the same decrements and set lower or
     /// equal values), and a BF cell is set wherever an SBF cell is.
     #[test]
-    fn sbf_dominates_importance_aware_filters(
-        (params, ops) in params_and_ops(300),
-        seed in any::<u64>(),
-    ) {
-        let mut bf = StableBloomFilter::new(params, Policy::Bf, seed);
-        let mut sbf = StableBloomFilter::new(params, Policy::Sbf, seed);
-        let mut two = StableBloomFilter::new(params, Policy::Ibf2c, seed);
-        let mut mc = StableBloomFilter::new(params, Policy::IbfMc, seed);
-        for op in &ops {
+    fn sbf_dominates_importance_aware_filters(run in runs(params(), 300)) {
+        let [mut bf, mut sbf, mut two, mut mc] =
+            [Policy::Bf, Policy::Sbf, Policy::Ibf2c, Policy::IbfMc].map(|p| StableBloomFilter::new(run.params, p, run.seed));
+        for op in &run.ops {
             let answers = [apply(&mut bf, op), apply(&mut sbf, op), apply(&mut two, op), apply(&mut mc, op)];
             if answers[1] == Some(true) { prop_assert_eq!(answers[0], Some(true)); }
             if answers[2] == Some(true) || answers[3] == Some(true) { prop_assert_eq!(answers[1], Some(true)); }

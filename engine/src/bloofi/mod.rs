@@ -241,40 +241,32 @@ pub struct MaintenanceStats {
     pub update_written: u64,
 }
 
-impl MaintenanceStats {
-    fn mean(total: u64, count: u64) -> f64 {
-        if count == 0 { 0.0 } else { total as f64 / count as f64 }
-    }
+/// `$name(&self)`: the mean of `$total` per `$count` (0 when the count is
+/// 0), with the doc comment given.
+macro_rules! means {
+    ($($(#[$doc:meta])* $name:ident = $total:ident / $count:ident;)*) => {
+        impl MaintenanceStats {
+            $($(#[$doc])*
+            pub fn $name(&self) -> f64 {
+                if self.$count == 0 { 0.0 } else { self.$total as f64 / self.$count as f64 }
+            })*
+        }
+    };
+}
 
+means! {
     /// Mean nodes accessed per insert (0 when there was none).
-    pub fn mean_insert(&self) -> f64 {
-        Self::mean(self.insert_nodes, self.inserts)
-    }
-
+    mean_insert = insert_nodes / inserts;
     /// Mean nodes accessed per delete (0 when there was none).
-    pub fn mean_delete(&self) -> f64 {
-        Self::mean(self.delete_nodes, self.deletes)
-    }
-
+    mean_delete = delete_nodes / deletes;
     /// Mean nodes accessed per update (0 when there was none).
-    pub fn mean_update(&self) -> f64 {
-        Self::mean(self.update_nodes, self.updates)
-    }
-
+    mean_update = update_nodes / updates;
     /// Mean nodes whose filter an insert wrote (0 when there was none).
-    pub fn mean_insert_written(&self) -> f64 {
-        Self::mean(self.insert_written, self.inserts)
-    }
-
+    mean_insert_written = insert_written / inserts;
     /// Mean nodes whose filter a delete wrote (0 when there was none).
-    pub fn mean_delete_written(&self) -> f64 {
-        Self::mean(self.delete_written, self.deletes)
-    }
-
+    mean_delete_written = delete_written / deletes;
     /// Mean nodes whose filter an update wrote (0 when there was none).
-    pub fn mean_update_written(&self) -> f64 {
-        Self::mean(self.update_written, self.updates)
-    }
+    mean_update_written = update_written / updates;
 }
 
 #[derive(Clone, Copy)]
@@ -369,17 +361,7 @@ pub struct BloofiTree {
     stats: MaintenanceStats,
 }
 
-impl core::fmt::Debug for BloofiTree {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("BloofiTree")
-            .field("params", &self.params)
-            .field("config", &self.config)
-            .field("filters", &self.len())
-            .field("nodes", &self.node_count())
-            .field("height", &self.height())
-            .finish()
-    }
-}
+debug_summary!(BloofiTree, |s| params: s.params, config: s.config, filters: s.len(), nodes: s.node_count(), height: s.height());
 
 /// `(&mut nodes[a], &nodes[b])` for two distinct live slots.
 fn pair_mut(nodes: &mut [Option<Node>], a: u32, b: u32) -> (&mut Node, &Node) {

@@ -348,7 +348,7 @@ impl Job {
         };
         for q in data.bounds[task]..data.bounds[task + 1] {
             let start = if q == 0 { 0 } else { data.query_ends[q - 1] };
-            index.query_threshold_hashes_into(&hashes[start..data.query_ends[q]], data.threshold, scores, out);
+            index.query_threshold_into(&hashes[start..data.query_ends[q]], data.threshold, scores, out);
             hits.extend_from_slice(out);
             ends.push(hits.len());
         }
@@ -441,11 +441,7 @@ pub struct PoolResults {
     chunk_len: usize,
 }
 
-impl core::fmt::Debug for PoolResults {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("PoolResults").field("len", &self.len).field("total_matches", &self.total_matches()).finish()
-    }
-}
+debug_summary!(PoolResults, |s| len: s.len, total_matches: s.total_matches());
 
 impl Default for PoolResults {
     fn default() -> Self {

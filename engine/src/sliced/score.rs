@@ -5,7 +5,7 @@
 use bloomslice_kernels::WORDS_PER_LINE;
 
 use super::{Reach, Shard, SlicedIndex};
-use crate::hash::{Key, KeyHash};
+use crate::hash::Key;
 use crate::score::{PRUNE_INTERVAL, Scores, Scratch, Threshold};
 
 /// What a scoring pass reports.
@@ -57,21 +57,17 @@ impl SlicedIndex {
     /// Scores the query `keys` against every filter: afterwards `scores`
     /// holds, for every filter, how many of the keys it may contain (a key
     /// repeated in `keys` counts once per occurrence). See [`crate::score`].
-    /// Once `scores` is warm, allocates nothing.
+    /// Keys already hashed are [`KeyHash`](crate::KeyHash)es (any [`Key`]). Once
+    /// `scores` is warm, allocates nothing.
     pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
         self.hash_positions(keys, &mut scores.scratch);
         self.score_positions(keys.len(), Report::NonZero, scores);
     }
 
-    /// [`SlicedIndex::score_into`] for keys already hashed.
-    pub fn score_hashes_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
-        self.score_into(hashes, scores);
-    }
-
     /// The filters whose count for the query `keys` reaches `threshold`, as
     /// `(id, count)` by ascending id (a `min_count` of 0 returns every
-    /// filter). Scoring is pruned (see [`crate::score`]), which never changes
-    /// the answer.
+    /// filter). Scoring is pruned (see [`crate::score`]) unless `threshold`
+    /// is [`Threshold::unpruned`], which never changes the answer.
     pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
         let mut out = Vec::new();
         self.query_threshold_into(keys, threshold, &mut Scores::new(), &mut out);
@@ -88,41 +84,6 @@ impl SlicedIndex {
         scratch: &mut Scores,
         out: &mut Vec<(u64, u32)>,
     ) {
-        self.threshold_into(keys, threshold, true, scratch, out);
-    }
-
-    /// [`SlicedIndex::query_threshold_into`] for keys already hashed.
-    pub fn query_threshold_hashes_into(
-        &self,
-        hashes: &[KeyHash],
-        threshold: Threshold,
-        scratch: &mut Scores,
-        out: &mut Vec<(u64, u32)>,
-    ) {
-        self.threshold_into(hashes, threshold, true, scratch, out);
-    }
-
-    /// [`SlicedIndex::query_threshold_into`] without pruning: every key
-    /// reads its rows in every chunk. The answer is the same; this exists to
-    /// measure what pruning saves and to test that it changes nothing.
-    pub fn query_threshold_unpruned_into<K: Key>(
-        &self,
-        keys: &[K],
-        threshold: Threshold,
-        scratch: &mut Scores,
-        out: &mut Vec<(u64, u32)>,
-    ) {
-        self.threshold_into(keys, threshold, false, scratch, out);
-    }
-
-    fn threshold_into<K: Key>(
-        &self,
-        keys: &[K],
-        threshold: Threshold,
-        prune: bool,
-        scratch: &mut Scores,
-        out: &mut Vec<(u64, u32)>,
-    ) {
         out.clear();
         let min_count = threshold.min_count(keys.len());
         if min_count as usize > keys.len() {
@@ -132,7 +93,7 @@ impl SlicedIndex {
             return;
         }
         self.hash_positions(keys, &mut scratch.scratch);
-        self.score_positions(keys.len(), Report::AtLeast { min_count, prune }, scratch);
+        self.score_positions(keys.len(), Report::AtLeast { min_count, prune: threshold.prunes() }, scratch);
         core::mem::swap(out, &mut scratch.entries);
     }
 
@@ -504,7 +465,7 @@ mod tests {
                     kernels.backend()
                 );
                 let mut out = Vec::new();
-                index.query_threshold_unpruned_into(&keys, Threshold::count(min), &mut Scores::new(), &mut out);
+                index.query_threshold_into(&keys, Threshold::count(min).unpruned(), &mut Scores::new(), &mut out);
                 assert_eq!(out, want, "{} unpruned min {min}", kernels.backend());
             }
         }

@@ -263,27 +263,57 @@ unsafe fn write_out<T>(out: *mut T, value: T, what: &str) -> Result<(), Failure>
     Ok(())
 }
 
-/// The index behind a handle, for reading.
+/// Runs `body` as an entry point on the index behind a handle, for reading.
 ///
 /// # Safety
 ///
 /// A non-null `index` must be a live handle from this library.
-unsafe fn index_ref<'a>(index: *const BloomsliceIndex) -> Result<&'a BloomsliceIndex, Failure> {
-    check_ptr(index, "index")?;
-    // SAFETY: a live handle by the caller's contract; readers may share it.
-    Ok(unsafe { &*index })
+unsafe fn reading(
+    index: *const BloomsliceIndex,
+    body: impl FnOnce(&BloomsliceIndex) -> Result<(), Failure>,
+) -> BloomsliceStatus {
+    entry(|| {
+        check_ptr(index, "index")?;
+        // SAFETY: a live handle by the caller's contract; readers may share it.
+        body(unsafe { &*index })
+    })
 }
 
-/// The index behind a handle, for a change.
+/// [`reading`] with the byte string `ptr` (`len` bytes, called `what` in
+/// messages) checked too.
 ///
 /// # Safety
 ///
-/// A non-null `index` must be a live handle from this library that no other
-/// call uses at the same time.
-unsafe fn index_mut<'a>(index: *mut BloomsliceIndex) -> Result<&'a mut BloomsliceIndex, Failure> {
-    check_ptr(index.cast_const(), "index")?;
-    // SAFETY: a live handle used by this call alone (caller's contract).
-    Ok(unsafe { &mut *index })
+/// As [`reading`]; a non-null `ptr` must point to `len` readable bytes.
+unsafe fn reading_bytes(
+    index: *const BloomsliceIndex,
+    (ptr, len, what): (*const u8, usize, &str),
+    body: impl FnOnce(&BloomsliceIndex, &[u8]) -> Result<(), Failure>,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract.
+    unsafe { reading(index, |h| body(h, bytes(ptr, len, what)?)) }
+}
+
+/// Runs `body` as an entry point that changes the index behind a handle,
+/// with the set name `name` (`name_len` bytes) checked.
+///
+/// # Safety
+///
+/// A non-null `index` must be a live handle that no other call uses at the
+/// same time; a non-null `name` must point to `name_len` bytes.
+unsafe fn changing_named(
+    index: *mut BloomsliceIndex,
+    name: *const u8,
+    name_len: usize,
+    body: impl FnOnce(&mut BloomsliceIndex, &[u8]) -> Result<(), Failure>,
+) -> BloomsliceStatus {
+    entry(|| {
+        check_ptr(index.cast_const(), "index")?;
+        // SAFETY: a live handle used by this call alone (caller's contract).
+        let h = unsafe { &mut *index };
+        // SAFETY: forwarded caller contract.
+        body(h, unsafe { bytes(name, name_len, "name") }?)
+    })
 }
 
 /// A path from a NUL-terminated C string (bytes on Unix, UTF-8 elsewhere).
@@ -537,9 +567,7 @@ pub unsafe extern "C" fn bloomslice_index_info(
     index: *const BloomsliceIndex,
     out: *mut BloomsliceInfo,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract.
-        let h = unsafe { index_ref(index) }?;
+    let body = |h: &BloomsliceIndex| {
         let p = h.index.params();
         let info = BloomsliceInfo {
             m: p.m(),
@@ -551,7 +579,9 @@ pub unsafe extern "C" fn bloomslice_index_info(
         };
         // SAFETY: forwarded caller contract.
         unsafe { write_out(out, info, "out") }
-    })
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(index, body) }
 }
 
 /// The set name of a new set, checked.
@@ -604,11 +634,7 @@ unsafe fn add_set_with(
     id_out: *mut u64,
     build: impl FnOnce(BloomParams) -> Result<BloomFilter, Failure>,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract.
-        let h = unsafe { index_mut(index) }?;
-        // SAFETY: forwarded caller contract.
-        let name = unsafe { bytes(name, name_len, "name") }?;
+    let body = |h: &mut BloomsliceIndex, name: &[u8]| {
         let filter = build(*h.index.params())?;
         let id = add_filter(h, name, &filter)?;
         if !id_out.is_null() {
@@ -616,7 +642,9 @@ unsafe fn add_set_with(
             unsafe { write_out(id_out, id, "id_out") }?;
         }
         Ok(())
-    })
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { changing_named(index, name, name_len, body) }
 }
 
 /// Adds a new set called `name` (`name_len` bytes, not empty, unique) holding
@@ -738,16 +766,15 @@ pub unsafe extern "C" fn bloomslice_index_remove_set(
     name: *const u8,
     name_len: usize,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let h = unsafe { index_mut(index) }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let name = unsafe { bytes(name, name_len, "name") }?;
-        let id = id_of(h, name)?;
-        h.index.delete_filter(id)?;
-        h.names.remove(id);
-        Ok(())
-    })
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe {
+        changing_named(index, name, name_len, |h, name| {
+            let id = id_of(h, name)?;
+            h.index.delete_filter(id)?;
+            h.names.remove(id);
+            Ok(())
+        })
+    }
 }
 
 /// Saves the index with its names to `path`, atomically: a temporary file
@@ -761,14 +788,8 @@ pub unsafe extern "C" fn bloomslice_index_remove_set(
 /// `index` must be a live handle; `path` a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_save(index: *const BloomsliceIndex, path: *const c_char) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let h = unsafe { index_ref(index) }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let path = unsafe { path_arg(path) }?;
-        persist::save(&path, &h.index, &h.names)?;
-        Ok(())
-    })
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(index, |h| Ok(persist::save(&path_arg(path)?, &h.index, &h.names)?)) }
 }
 
 /// Looks up the id of the set called `name` into `*id_out`.
@@ -788,15 +809,8 @@ pub unsafe extern "C" fn bloomslice_index_set_id(
     name_len: usize,
     id_out: *mut u64,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let h = unsafe { index_ref(index) }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let name = unsafe { bytes(name, name_len, "name") }?;
-        let id = id_of(h, name)?;
-        // SAFETY: forwarded caller contract.
-        unsafe { write_out(id_out, id, "id_out") }
-    })
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading_bytes(index, (name, name_len, "name"), |h, name| write_out(id_out, id_of(h, name)?, "id_out")) }
 }
 
 /// Copies the name of set `id` (bytes, not NUL-terminated) into `buf`
@@ -820,9 +834,7 @@ pub unsafe extern "C" fn bloomslice_index_set_name(
     cap: usize,
     len_out: *mut usize,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract.
-        let h = unsafe { index_ref(index) }?;
+    let body = |h: &BloomsliceIndex| {
         check_ptr(len_out.cast_const(), "len_out")?;
         let name = h
             .names
@@ -838,7 +850,9 @@ pub unsafe extern "C" fn bloomslice_index_set_name(
         let out = unsafe { slice_mut(buf, name.len(), "buf") }?;
         out.copy_from_slice(name);
         Ok(())
-    })
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(index, body) }
 }
 
 /// The 64-bit hash this index gives the byte key `key` (seeded xxh3-64):
@@ -858,14 +872,12 @@ pub unsafe extern "C" fn bloomslice_hash_key(
     key_len: usize,
     hash_out: *mut u64,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let h = unsafe { index_ref(index) }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        unsafe { write_out(hash_out, h.index.params().hash(key).h1, "hash_out") }
-    })
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe {
+        reading_bytes(index, (key, key_len, "key"), |h, key| {
+            write_out(hash_out, h.index.params().hash(key).h1, "hash_out")
+        })
+    }
 }
 
 /// Queries one hash; copies the matching ids (in index order) into
@@ -922,14 +934,12 @@ pub unsafe extern "C" fn bloomslice_query(
     cap: usize,
     n_out: *mut usize,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let h = unsafe { index_ref(index) }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let key = unsafe { bytes(key, key_len, "key") }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        unsafe { query_one(h, h.index.params().hash(key), ids_out, cap, n_out) }
-    })
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe {
+        reading_bytes(index, (key, key_len, "key"), |h, key| {
+            query_one(h, h.index.params().hash(key), ids_out, cap, n_out)
+        })
+    }
 }
 
 /// [`bloomslice_query`] for a key given as the caller's 64-bit hash (used
@@ -948,12 +958,8 @@ pub unsafe extern "C" fn bloomslice_query_hash(
     cap: usize,
     n_out: *mut usize,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let h = unsafe { index_ref(index) }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        unsafe { query_one(h, KeyHash::from_u64(hash), ids_out, cap, n_out) }
-    })
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(index, |h| query_one(h, KeyHash::from_u64(hash), ids_out, cap, n_out)) }
 }
 
 /// The output arguments of a batch call of `n` keys, checked.
@@ -1061,9 +1067,7 @@ pub unsafe extern "C" fn bloomslice_query_batch(
     offsets_out: *mut usize,
     total_out: *mut usize,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let h = unsafe { index_ref(index) }?;
+    let body = |h: &BloomsliceIndex| {
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let keys = unsafe { slice(keys, n_keys, "keys") }?;
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
@@ -1085,7 +1089,9 @@ pub unsafe extern "C" fn bloomslice_query_batch(
             }
             Ok(())
         })
-    })
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(index, body) }
 }
 
 /// [`bloomslice_query_batch`] for keys given as the caller's 64-bit hashes
@@ -1108,9 +1114,7 @@ pub unsafe extern "C" fn bloomslice_query_batch_hashes(
     offsets_out: *mut usize,
     total_out: *mut usize,
 ) -> BloomsliceStatus {
-    entry(|| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let h = unsafe { index_ref(index) }?;
+    let body = |h: &BloomsliceIndex| {
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
         let input = unsafe { slice(hashes, n, "hashes") }?;
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
@@ -1119,7 +1123,9 @@ pub unsafe extern "C" fn bloomslice_query_batch_hashes(
             hashes.extend(input[start..end].iter().map(|&x| KeyHash::from_u64(x)));
             Ok(())
         })
-    })
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(index, body) }
 }
 
 #[cfg(test)]
@@ -1159,6 +1165,32 @@ mod tests {
         assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
         ids.truncate(n);
         ids
+    }
+
+    /// `bloomslice_query_batch_hashes` into `ids` (room for `cap`) and
+    /// `offsets`: the status and the total.
+    fn batch_hashes(
+        h: *const BloomsliceIndex,
+        hashes: &[u64],
+        ids: &mut [u64],
+        cap: usize,
+        offsets: &mut [usize],
+    ) -> (BloomsliceStatus, usize) {
+        assert!(cap <= ids.len() && offsets.len() > hashes.len());
+        let mut total = 0;
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe {
+            bloomslice_query_batch_hashes(
+                h,
+                hashes.as_ptr(),
+                hashes.len(),
+                ids.as_mut_ptr(),
+                cap,
+                offsets.as_mut_ptr(),
+                &mut total,
+            )
+        };
+        (st, total)
     }
 
     #[test]
@@ -1205,19 +1237,7 @@ mod tests {
             .collect();
         let mut ids2 = vec![0u64; 2 * keys.len()];
         let mut offsets2 = vec![0usize; keys.len() + 1];
-        let mut total2 = 0;
-        // SAFETY: live buffers of the stated lengths.
-        let st = unsafe {
-            bloomslice_query_batch_hashes(
-                h,
-                hashes.as_ptr(),
-                hashes.len(),
-                ids2.as_mut_ptr(),
-                ids2.len(),
-                offsets2.as_mut_ptr(),
-                &mut total2,
-            )
-        };
+        let (st, total2) = batch_hashes(h, &hashes, &mut ids2, 2 * keys.len(), &mut offsets2);
         assert_eq!(st, BloomsliceStatus::Ok);
         assert_eq!((total, &offsets, &ids[..total]), (total2, &offsets2, &ids2[..total2]));
         for (i, key) in keys.iter().enumerate() {
@@ -1226,20 +1246,7 @@ mod tests {
         assert_eq!(offsets[keys.len()], total);
 
         // A short buffer: complete offsets and total, BUFFER_TOO_SMALL.
-        let mut short = [0u64; 1];
-        let mut total3 = 0;
-        // SAFETY: live buffers of the stated lengths.
-        let st = unsafe {
-            bloomslice_query_batch_hashes(
-                h,
-                hashes.as_ptr(),
-                hashes.len(),
-                short.as_mut_ptr(),
-                0,
-                offsets2.as_mut_ptr(),
-                &mut total3,
-            )
-        };
+        let (st, total3) = batch_hashes(h, &hashes, &mut [0u64; 1], 0, &mut offsets2);
         assert_eq!(st, BloomsliceStatus::BufferTooSmall);
         assert_eq!(total3, total);
         assert_eq!(offsets2, offsets);

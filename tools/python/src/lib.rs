@@ -18,7 +18,7 @@
 //!   `PanicException`, never as a crash.
 //! - Multi-key scoring (`Index.score`) counts, per set, how many keys of
 //!   one query it may contain ([`SlicedIndex::score_into`] and
-//!   [`SlicedIndex::query_threshold_hashes_into`]), with the GIL released.
+//!   [`SlicedIndex::query_threshold_into`]), with the GIL released.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -257,11 +257,11 @@ fn threshold_of(obj: &Bound<'_, PyAny>) -> PyResult<Threshold> {
 fn score_hashes(index: &SlicedIndex, hashes: &[KeyHash], threshold: Threshold) -> (Vec<u64>, Vec<u32>) {
     let mut scores = Scores::new();
     let pairs: Vec<(u64, u32)> = if threshold.min_count(hashes.len()) == 0 {
-        index.score_hashes_into(hashes, &mut scores);
+        index.score_into(hashes, &mut scores);
         scores.iter().collect()
     } else {
         let mut out = Vec::new();
-        index.query_threshold_hashes_into(hashes, threshold, &mut scores, &mut out);
+        index.query_threshold_into(hashes, threshold, &mut scores, &mut out);
         out
     };
     pairs.into_iter().unzip()

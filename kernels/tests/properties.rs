@@ -3,6 +3,8 @@
 //! inputs, and algebraic laws checked against naive bit-by-bit models. The
 //! scalar table is included so the laws also pin down the reference.
 
+mod common;
+
 use bloomslice_kernels::Kernels;
 use bloomslice_kernels::arch::all;
 use proptest::collection::vec;
@@ -51,16 +53,7 @@ macro_rules! backend_properties {
             use super::*;
 
             fn kernels() -> Option<&'static Kernels> {
-                let k = $kernels;
-                if k.is_none() {
-                    let name = stringify!($name);
-                    assert!(
-                        !bloomslice_kernels::dispatch::backend_required(name),
-                        "{name} is required by BLOOMSLICE_REQUIRE_BACKENDS but not available on this CPU"
-                    );
-                    println!("skipped: {name} is not available on this CPU");
-                }
-                k
+                common::backend_or_skip(stringify!($name), $kernels)
             }
 
             proptest! {

@@ -20,32 +20,10 @@ use crate::WORDS_PER_LINE;
 ///
 /// Panics if a row is shorter than `out`.
 pub fn and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool {
-    let n = out.len();
     for row in rows {
-        assert!(row.len() >= n, "row run shorter than the output");
+        assert!(row.len() >= out.len(), "row run shorter than the output");
     }
-    let Some((first, rest)) = rows.split_first() else {
-        out.fill(!0);
-        return !out.is_empty();
-    };
-    let mut any = 0u64;
-    let mut start = 0;
-    while start < n {
-        let end = (start + WORDS_PER_LINE).min(n);
-        let chunk = &mut out[start..end];
-        chunk.copy_from_slice(&first[start..end]);
-        for row in rest {
-            if chunk.iter().all(|&w| w == 0) {
-                break;
-            }
-            for (o, &w) in chunk.iter_mut().zip(&row[start..end]) {
-                *o &= w;
-            }
-        }
-        any |= chunk.iter().fold(0, |acc, &w| acc | w);
-        start = end;
-    }
-    any != 0
+    and_chunked(rows.len(), |i| rows[i], out)
 }
 
 /// [`and_rows`] over row runs named by position: run `i` is
@@ -57,26 +35,32 @@ pub fn and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool {
 ///
 /// Panics if a run reaches past the end of `rows`.
 pub fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
-    let n = out.len();
     for &p in positions {
-        assert!(run_fits(rows.len(), stride, p, n), "row run past the end of the rows");
+        assert!(run_fits(rows.len(), stride, p, out.len()), "row run past the end of the rows");
     }
-    let Some((&first, rest)) = positions.split_first() else {
+    and_chunked(positions.len(), |i| &rows[positions[i] as usize * stride..], out)
+}
+
+/// The loop of [`and_rows`] and [`and_runs`] over `count` runs, run `i`
+/// starting at `run(i)` (at least `out.len()` words long).
+#[inline(always)]
+fn and_chunked<'a>(count: usize, run: impl Fn(usize) -> &'a [u64], out: &mut [u64]) -> bool {
+    if count == 0 {
         out.fill(!0);
         return !out.is_empty();
-    };
+    }
+    let n = out.len();
     let mut any = 0u64;
     let mut start = 0;
     while start < n {
         let end = (start + WORDS_PER_LINE).min(n);
         let chunk = &mut out[start..end];
-        let at = |p: u32| p as usize * stride;
-        chunk.copy_from_slice(&rows[at(first) + start..at(first) + end]);
-        for &p in rest {
+        chunk.copy_from_slice(&run(0)[start..end]);
+        for i in 1..count {
             if chunk.iter().all(|&w| w == 0) {
                 break;
             }
-            for (o, &w) in chunk.iter_mut().zip(&rows[at(p) + start..at(p) + end]) {
+            for (o, &w) in chunk.iter_mut().zip(&run(i)[start..end]) {
                 *o &= w;
             }
         }
@@ -291,25 +275,43 @@ pub(crate) fn check_count_args(
 /// Panics if `planes.len()` is not a non-zero multiple of `out.len()` (for
 /// a non-empty `out`).
 pub fn count_at_least(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
+    if at_least_planes(planes.len(), threshold, out).is_none() {
+        return false;
+    }
     let width = out.len();
-    if width == 0 {
-        return false;
-    }
-    assert!(
-        planes.len() >= width && planes.len().is_multiple_of(width),
-        "count_at_least: planes are not whole planes of out.len() words"
-    );
-    let n_planes = planes.len() / width;
-    if n_planes < 32 && threshold >> n_planes != 0 {
-        out.fill(0);
-        return false;
-    }
     let mut any = 0;
     for (i, o) in out.iter_mut().enumerate() {
         *o = at_least_word(planes, width, i, threshold);
         any |= *o;
     }
     any != 0
+}
+
+/// The argument check and the trivial answers of every backend's
+/// [`count_at_least`]: `None` when the answer is known without reading the
+/// planes (`out` is empty, or `threshold` needs more planes than there are:
+/// `out` is then cleared), otherwise the number of planes.
+///
+/// # Panics
+///
+/// Panics if `planes_len` is not a non-zero multiple of `out.len()` (for a
+/// non-empty `out`).
+#[inline]
+pub(crate) fn at_least_planes(planes_len: usize, threshold: u32, out: &mut [u64]) -> Option<usize> {
+    let width = out.len();
+    if width == 0 {
+        return None;
+    }
+    assert!(
+        planes_len >= width && planes_len.is_multiple_of(width),
+        "count_at_least: planes are not whole planes of out.len() words"
+    );
+    let n_planes = planes_len / width;
+    if n_planes < 32 && threshold >> n_planes != 0 {
+        out.fill(0);
+        return None;
+    }
+    Some(n_planes)
 }
 
 /// Word `i` of [`count_at_least`]'s answer (the threshold is known to fit

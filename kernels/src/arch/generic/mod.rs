@@ -190,47 +190,34 @@ trait BinaryOp {
     fn popcount_reference(a: &[u64], b: &[u64]) -> u64;
 }
 
-/// `a & b`.
-struct And;
-/// `a | b`.
-struct Or;
-/// `a ^ b`.
-struct Xor;
+/// Declares each operation's type and its [`BinaryOp`] impl: the `Line`
+/// method and the scalar reference kernel of its popcount.
+macro_rules! binary_ops {
+    ($($(#[$doc:meta])* $op:ident => $method:ident, $reference:ident;)*) => {$(
+        $(#[$doc])*
+        struct $op;
 
-impl BinaryOp for And {
-    #[inline(always)]
-    unsafe fn lines<L: Line>(a: L, b: L) -> L {
-        // SAFETY: forwarded from the method's contract.
-        unsafe { a.and(b) }
-    }
+        impl BinaryOp for $op {
+            #[inline(always)]
+            unsafe fn lines<L: Line>(a: L, b: L) -> L {
+                // SAFETY: forwarded from the method's contract.
+                unsafe { a.$method(b) }
+            }
 
-    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
-        all::and_popcount(a, b)
-    }
+            fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
+                all::$reference(a, b)
+            }
+        }
+    )*};
 }
 
-impl BinaryOp for Or {
-    #[inline(always)]
-    unsafe fn lines<L: Line>(a: L, b: L) -> L {
-        // SAFETY: forwarded from the method's contract.
-        unsafe { a.or(b) }
-    }
-
-    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
-        all::or_popcount(a, b)
-    }
-}
-
-impl BinaryOp for Xor {
-    #[inline(always)]
-    unsafe fn lines<L: Line>(a: L, b: L) -> L {
-        // SAFETY: forwarded from the method's contract.
-        unsafe { a.xor(b) }
-    }
-
-    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
-        all::xor_popcount(a, b)
-    }
+binary_ops! {
+    /// `a & b`.
+    And => and, and_popcount;
+    /// `a | b`.
+    Or => or, or_popcount;
+    /// `a ^ b`.
+    Xor => xor, xor_popcount;
 }
 
 /// The lines of `a OP b`.
@@ -807,19 +794,10 @@ static ONES: [u64; WORDS_PER_LINE] = [!0; WORDS_PER_LINE];
 /// `L`'s CPU features must be available.
 #[inline(always)]
 pub(crate) unsafe fn count_at_least<L: Line>(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
+    let Some(n_planes) = all::at_least_planes(planes.len(), threshold, out) else {
+        return false;
+    };
     let width = out.len();
-    if width == 0 {
-        return false;
-    }
-    assert!(
-        planes.len() >= width && planes.len().is_multiple_of(width),
-        "count_at_least: planes are not whole planes of out.len() words"
-    );
-    let n_planes = planes.len() / width;
-    if n_planes < 32 && threshold >> n_planes != 0 {
-        out.fill(0);
-        return false;
-    }
     let full = width - width % WORDS_PER_LINE;
     let (planes_ptr, out_ptr) = (planes.as_ptr(), out.as_mut_ptr());
     // SAFETY: `L`'s features are available (this function's contract).

@@ -23,7 +23,7 @@ pub fn and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool {
     for row in rows {
         assert!(row.len() >= out.len(), "row run shorter than the output");
     }
-    and_chunked(rows.len(), |i| rows[i], out)
+    and_chunked(rows.len(), |i, start, end| &rows[i][start..end], out)
 }
 
 /// [`and_rows`] over row runs named by position: run `i` is
@@ -38,13 +38,20 @@ pub fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64])
     for &p in positions {
         assert!(run_fits(rows.len(), stride, p, out.len()), "row run past the end of the rows");
     }
-    and_chunked(positions.len(), |i| &rows[positions[i] as usize * stride..], out)
+    and_chunked(
+        positions.len(),
+        |i, start, end| {
+            let at = positions[i] as usize * stride;
+            &rows[at + start..at + end]
+        },
+        out,
+    )
 }
 
-/// The loop of [`and_rows`] and [`and_runs`] over `count` runs, run `i`
-/// starting at `run(i)` (at least `out.len()` words long).
+/// The loop of [`and_rows`] and [`and_runs`] over `count` runs, words
+/// `start..end` of run `i` being `run(i, start, end)`.
 #[inline(always)]
-fn and_chunked<'a>(count: usize, run: impl Fn(usize) -> &'a [u64], out: &mut [u64]) -> bool {
+fn and_chunked<'a>(count: usize, run: impl Fn(usize, usize, usize) -> &'a [u64], out: &mut [u64]) -> bool {
     if count == 0 {
         out.fill(!0);
         return !out.is_empty();
@@ -55,12 +62,12 @@ fn and_chunked<'a>(count: usize, run: impl Fn(usize) -> &'a [u64], out: &mut [u6
     while start < n {
         let end = (start + WORDS_PER_LINE).min(n);
         let chunk = &mut out[start..end];
-        chunk.copy_from_slice(&run(0)[start..end]);
+        chunk.copy_from_slice(run(0, start, end));
         for i in 1..count {
             if chunk.iter().all(|&w| w == 0) {
                 break;
             }
-            for (o, &w) in chunk.iter_mut().zip(&run(i)[start..end]) {
+            for (o, &w) in chunk.iter_mut().zip(run(i, start, end)) {
                 *o &= w;
             }
         }

@@ -86,6 +86,7 @@ macro_rules! kernel_table {
         impl Kernels {
             $(
                 #[doc = concat!("See [`crate::arch::all::", stringify!($name), "`].")]
+                #[allow(clippy::too_many_arguments, reason = "the kernel's own arguments, plus the receiver")]
                 #[inline]
                 pub fn $name(&self, $($arg: $ty),*) $(-> $ret)? {
                     (self.$name)($($arg),*)

@@ -154,53 +154,58 @@ pub fn xor_popcount(a: &[u64], b: &[u64]) -> u64 {
     a.iter().zip(b).map(|(x, y)| u64::from((x ^ y).count_ones())).sum()
 }
 
-/// Adds the AND of row runs to bit-sliced counters: one step of a
+/// Adds the AND of each key's row runs to bit-sliced counters: steps of a
 /// multi-key score.
 ///
 /// The counters are `planes.len() / width` bit-planes of `width` words
 /// each: plane `j` is `planes[j * width..(j + 1) * width]` and holds bit `j`
 /// of every column's counter (column `c` is bit `c % 64` of word `c / 64`).
-/// For every 512-bit chunk `c` of the width (eight words; the last chunk may
-/// be shorter) whose bit `c` of `live` is set, the runs named by `positions`
-/// are ANDed exactly as [`and_runs`] does (run `i` is
+/// `positions` holds `keys` keys' runs, `positions.len() / keys` each, key
+/// after key. For every 512-bit chunk `c` of the width (eight words; the
+/// last chunk may be shorter) whose bit `c` of `live` is set, each key's
+/// runs are ANDed exactly as [`and_runs`] does (run `i` is
 /// `rows[positions[i] * stride..]`, early exit once the chunk is zero), and
 /// the result is added, one per set bit, to the counters of the chunk's
 /// columns: a ripple carry from plane 0 upwards that stops as soon as the
 /// carry is zero. A carry out of the top plane is dropped (the counters
 /// wrap modulo `2^planes`); callers keep enough planes for the number of
 /// keys they add. Chunks whose `live` bit is clear are neither read nor
-/// changed. With no positions the AND is all ones (every column gains one).
+/// changed. A key of no runs (empty `positions`) ANDs to all ones (every
+/// column gains one).
 ///
-/// Returns the number of chunks whose AND result had a set bit.
+/// Returns whether any key's AND had a set bit in a live chunk.
 ///
 /// # Panics
 ///
-/// Panics if `planes.len()` is not a non-zero multiple of `width` (for
-/// `width > 0`), if `live` has fewer than `width.div_ceil(8)` bits, or if a
-/// run reaches past the end of `rows`.
+/// Panics if `keys` is 0 or does not divide `positions.len()`, if
+/// `planes.len()` is not a non-zero multiple of `width` (for `width > 0`),
+/// if `live` has fewer than `width.div_ceil(8)` bits, or if a run reaches
+/// past the end of `rows`.
 pub fn count_runs(
     rows: &[u64],
     stride: usize,
     positions: &[u32],
+    keys: usize,
     width: usize,
     live: &[u64],
     planes: &mut [u64],
-) -> usize {
-    check_count_args(rows.len(), stride, positions, width, live, planes.len());
-    if width == 0 {
-        return 0;
-    }
-    let mut hits = 0;
+) -> bool {
+    check_count_args(rows.len(), stride, positions, keys, width, live, planes.len());
+    let per_key = positions.len() / keys;
+    let mut any = false;
     let mut start = 0;
     while start < width {
         let end = (start + WORDS_PER_LINE).min(width);
         let chunk = start / WORDS_PER_LINE;
         if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
-            hits += usize::from(count_chunk(rows, stride, positions, width, start..end, planes));
+            for key in 0..keys {
+                let at = key * per_key;
+                any |= count_chunk(rows, stride, &positions[at..at + per_key], width, start..end, planes);
+            }
         }
         start = end;
     }
-    hits
+    any
 }
 
 /// [`count_runs`] on the words `span` (at most one chunk) of every plane;
@@ -251,6 +256,7 @@ pub(crate) fn check_count_args(
     rows_len: usize,
     stride: usize,
     positions: &[u32],
+    keys: usize,
     width: usize,
     live: &[u64],
     planes_len: usize,
@@ -262,6 +268,7 @@ pub(crate) fn check_count_args(
         );
     }
     assert!(live.len() * 64 >= width.div_ceil(WORDS_PER_LINE), "count_runs: live mask too short");
+    assert!(keys > 0 && positions.len().is_multiple_of(keys), "count_runs: positions are not `keys` equal runs");
     for &p in positions {
         assert!(run_fits(rows_len, stride, p, width), "row run past the end of the rows");
     }

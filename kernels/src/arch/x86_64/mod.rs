@@ -101,6 +101,7 @@ macro_rules! x86_kernels {
         impl $token {
             $(
                 #[doc = concat!("See [`crate::arch::all::", stringify!($name), "`].")]
+                #[allow(clippy::too_many_arguments, reason = "the kernel's own arguments, plus the receiver")]
                 #[inline]
                 pub fn $name(self, $($arg: $ty),*) $(-> $ret)? {
                     // SAFETY: the token proves the CPU has the entry point's features.

@@ -17,7 +17,8 @@
 //! - popcounts use `vpopcntq` per lane directly, no Harley-Seal tree
 //!   (`Line::NATIVE_POPCOUNT`).
 //! - `count_runs` (multi-key scoring) keeps a whole 512-column chunk of
-//!   the AND and of each carry in one register.
+//!   the AND and of each carry in one register; its carry-save adders
+//!   (`xor3`, `maj`) are one `vpternlogq` each.
 
 use core::arch::x86_64::*;
 
@@ -86,6 +87,20 @@ unsafe impl generic::Line for Line512 {
         // inputs are (bit 7 of the table indexes a = b = c = 1).
         // SAFETY: AVX-512 F is available (the method's contract).
         Line512(unsafe { _mm512_ternarylogic_epi64::<0x80>(self.0, b.0, c.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn xor3(self, b: Self, c: Self) -> Self {
+        // Truth table 0x96: set where an odd number of the inputs are.
+        // SAFETY: AVX-512 F is available (the method's contract).
+        Line512(unsafe { _mm512_ternarylogic_epi64::<0x96>(self.0, b.0, c.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn maj(self, b: Self, c: Self) -> Self {
+        // Truth table 0xe8: set where at least two of the inputs are.
+        // SAFETY: AVX-512 F is available (the method's contract).
+        Line512(unsafe { _mm512_ternarylogic_epi64::<0xe8>(self.0, b.0, c.0) })
     }
 
     #[inline(always)]

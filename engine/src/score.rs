@@ -22,14 +22,14 @@
 //!
 //! The counts are kept *vertically*, as in the positional population count
 //! of Muła and Lemire: `B = ceil(log2(Q + 1))` bit-planes with one bit per
-//! filter column, plane `j` holding bit `j` of every column's counter. For
-//! each key the `k` row runs of its probe positions are ANDed in 512-column
-//! chunks (with the early exit of a plain query) and the result is added to
-//! the planes by a ripple carry that stops as soon as the carry line is zero
-//! (kernel `count_runs`). Since the AND of a full index is sparse (about the
-//! false-positive rate plus the filters that hold the key), the carry of
-//! most additions dies within a few planes, and a chunk whose AND is zero
-//! adds nothing. For `Q = 1000` and `N = 10 000` filters the
+//! filter column, plane `j` holding bit `j` of every column's counter. Keys
+//! are taken eight at a time (kernel `count_runs`): for each 512-column
+//! chunk, each key's `k` row runs are ANDed (with the early exit of a plain
+//! query), the eight results are summed in registers by carry-save adders
+//! (Harley-Seal), and the four-digit sum is added to the planes in one pass
+//! of full adders, continuing up the planes only while a carry is left. A
+//! chunk where every key's AND is zero adds nothing. For `Q = 1000` and
+//! `N = 10 000` filters the
 //! planes are 10 x 1280 bytes and stay in L1. The threshold test runs across
 //! the planes with SIMD masks (kernel `count_at_least`), and counts are
 //! extracted only for the columns that pass.
@@ -48,7 +48,7 @@
 //! **Screening.** In a dense index (rows about half ones, as in filters at
 //! capacity) most of that fifth is spent reading rows of filters that will
 //! die. A pruned query there first *screens*: it scores with only the first
-//! `r` of each key's `k` rows (`r` = 3 when rows are half ones). The AND of
+//! `r` of each key's `k` rows (`r` = 2 when rows are half ones). The AND of
 //! fewer rows has more ones, so these counts are upper bounds of the exact
 //! ones and pruning on them never kills a column that can pass; a key
 //! costs `r` runs instead of `k`. Once the chunks that die have died, the

@@ -156,6 +156,7 @@ fn main() {
                     black_box(&counter_words),
                     width,
                     &[0, 1, 2, 3, 4, 5, 6],
+                    1,
                     width,
                     &live,
                     &mut planes,

@@ -59,123 +59,50 @@ impl core::fmt::Display for Backend {
     }
 }
 
-/// A table of kernels for one backend. Every method has the contract of
-/// the scalar function of the same name in [`crate::arch::all`].
-///
-/// A table for a SIMD backend can only be obtained when the running CPU has
-/// the features it needs ([`Kernels::for_backend`] returns `None` otherwise),
-/// which is what makes its function pointers safe to call. The pointers are
-/// private, behind one method per kernel, so adding a kernel or a backend is
-/// not a breaking change.
-#[derive(Clone, Copy, Debug)]
-pub struct Kernels {
-    pub(crate) backend: Backend,
-    pub(crate) and_rows: fn(&[&[u64]], &mut [u64]) -> bool,
-    pub(crate) and_runs: fn(&[u64], usize, &[u32], &mut [u64]) -> bool,
-    pub(crate) append_set_bits: fn(&[u64], u64, &mut Vec<u64>),
-    pub(crate) or_into: fn(&mut [u64], &[u64]) -> u64,
-    pub(crate) popcount: fn(&[u64]) -> u64,
-    pub(crate) and_popcount: fn(&[u64], &[u64]) -> u64,
-    pub(crate) or_popcount: fn(&[u64], &[u64]) -> u64,
-    pub(crate) xor_popcount: fn(&[u64], &[u64]) -> u64,
-    pub(crate) count_runs: CountRunsFn,
-    pub(crate) count_at_least: fn(&[u64], u32, &mut [u64]) -> bool,
+/// Generates [`Kernels`] (one function pointer and one method per kernel)
+/// and the scalar table from the list in `with_kernel_signatures`.
+macro_rules! kernel_table {
+    ({} $($name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?;)*) => {
+        /// A table of kernels for one backend. Every method has the contract of
+        /// the scalar function of the same name in [`crate::arch::all`].
+        ///
+        /// A table for a SIMD backend can only be obtained when the running CPU has
+        /// the features it needs ([`Kernels::for_backend`] returns `None` otherwise),
+        /// which is what makes its function pointers safe to call. The pointers are
+        /// private, behind one method per kernel, so adding a kernel or a backend is
+        /// not a breaking change.
+        #[derive(Clone, Copy, Debug)]
+        pub struct Kernels {
+            pub(crate) backend: Backend,
+            $(pub(crate) $name: fn($($ty),*) $(-> $ret)?,)*
+        }
+
+        /// The scalar table, always available.
+        static SCALAR: Kernels = Kernels {
+            backend: Backend::Scalar,
+            $($name: crate::arch::all::$name,)*
+        };
+
+        impl Kernels {
+            $(
+                #[doc = concat!("See [`crate::arch::all::", stringify!($name), "`].")]
+                #[allow(clippy::too_many_arguments, reason = "the kernel's own arguments, plus the receiver")]
+                #[inline]
+                pub fn $name(&self, $($arg: $ty),*) $(-> $ret)? {
+                    (self.$name)($($arg),*)
+                }
+            )*
+        }
+    };
 }
 
-/// The signature of [`crate::arch::all::count_runs`]: rows, stride,
-/// positions, width, live chunks, planes; returns the chunks with a hit.
-pub(crate) type CountRunsFn = fn(&[u64], usize, &[u32], usize, &[u64], &mut [u64]) -> usize;
-
-/// The scalar table, always available; other backends start from it.
-pub(crate) const SCALAR_TABLE: Kernels = Kernels {
-    backend: Backend::Scalar,
-    and_rows: crate::arch::all::and_rows,
-    and_runs: crate::arch::all::and_runs,
-    append_set_bits: crate::arch::all::append_set_bits,
-    or_into: crate::arch::all::or_into,
-    popcount: crate::arch::all::popcount,
-    and_popcount: crate::arch::all::and_popcount,
-    or_popcount: crate::arch::all::or_popcount,
-    xor_popcount: crate::arch::all::xor_popcount,
-    count_runs: crate::arch::all::count_runs,
-    count_at_least: crate::arch::all::count_at_least,
-};
-
-static SCALAR: Kernels = SCALAR_TABLE;
+with_kernel_signatures! { kernel_table! {} }
 
 impl Kernels {
     /// The backend these kernels run on.
     #[inline]
     pub fn backend(&self) -> Backend {
         self.backend
-    }
-
-    /// See [`crate::arch::all::and_rows`].
-    #[inline]
-    pub fn and_rows(&self, rows: &[&[u64]], out: &mut [u64]) -> bool {
-        (self.and_rows)(rows, out)
-    }
-
-    /// See [`crate::arch::all::and_runs`].
-    #[inline]
-    pub fn and_runs(&self, rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
-        (self.and_runs)(rows, stride, positions, out)
-    }
-
-    /// See [`crate::arch::all::append_set_bits`].
-    #[inline]
-    pub fn append_set_bits(&self, words: &[u64], offset: u64, out: &mut Vec<u64>) {
-        (self.append_set_bits)(words, offset, out)
-    }
-
-    /// See [`crate::arch::all::or_into`].
-    #[inline]
-    pub fn or_into(&self, dst: &mut [u64], src: &[u64]) -> u64 {
-        (self.or_into)(dst, src)
-    }
-
-    /// See [`crate::arch::all::popcount`].
-    #[inline]
-    pub fn popcount(&self, words: &[u64]) -> u64 {
-        (self.popcount)(words)
-    }
-
-    /// See [`crate::arch::all::and_popcount`].
-    #[inline]
-    pub fn and_popcount(&self, a: &[u64], b: &[u64]) -> u64 {
-        (self.and_popcount)(a, b)
-    }
-
-    /// See [`crate::arch::all::or_popcount`].
-    #[inline]
-    pub fn or_popcount(&self, a: &[u64], b: &[u64]) -> u64 {
-        (self.or_popcount)(a, b)
-    }
-
-    /// See [`crate::arch::all::xor_popcount`].
-    #[inline]
-    pub fn xor_popcount(&self, a: &[u64], b: &[u64]) -> u64 {
-        (self.xor_popcount)(a, b)
-    }
-
-    /// See [`crate::arch::all::count_runs`].
-    #[inline]
-    pub fn count_runs(
-        &self,
-        rows: &[u64],
-        stride: usize,
-        positions: &[u32],
-        width: usize,
-        live: &[u64],
-        planes: &mut [u64],
-    ) -> usize {
-        (self.count_runs)(rows, stride, positions, width, live, planes)
-    }
-
-    /// See [`crate::arch::all::count_at_least`].
-    #[inline]
-    pub fn count_at_least(&self, planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
-        (self.count_at_least)(planes, threshold, out)
     }
 
     /// The scalar reference table.

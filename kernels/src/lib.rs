@@ -20,6 +20,30 @@
 #![deny(missing_docs)]
 #![warn(unsafe_op_in_unsafe_fn)]
 
+/// Calls `$then! { { $ctx } name(arg: Type, ..) -> Ret; .. }` with the
+/// signature of every kernel, so the dispatch table, the portable backend
+/// and the x86-64 backends are generated from one list: a kernel's
+/// signature is written here and in its two implementations (the scalar
+/// reference in `arch::all` and the SIMD algorithm in `arch::generic`),
+/// nowhere else.
+macro_rules! with_kernel_signatures {
+    ($then:ident! { $($ctx:tt)* }) => {
+        $then! {
+            { $($ctx)* }
+            and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool;
+            and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool;
+            append_set_bits(words: &[u64], offset: u64, out: &mut Vec<u64>);
+            or_into(dst: &mut [u64], src: &[u64]) -> u64;
+            popcount(words: &[u64]) -> u64;
+            and_popcount(a: &[u64], b: &[u64]) -> u64;
+            or_popcount(a: &[u64], b: &[u64]) -> u64;
+            xor_popcount(a: &[u64], b: &[u64]) -> u64;
+            count_runs(rows: &[u64], stride: usize, positions: &[u32], keys: usize, width: usize, live: &[u64], planes: &mut [u64]) -> bool;
+            count_at_least(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool;
+        }
+    };
+}
+
 pub mod arch;
 pub mod dispatch;
 
@@ -49,10 +73,7 @@ pub fn prefetch_lines(words: &[u64]) {
 /// use. Like [`prefetch_line`], safe for any address.
 #[inline(always)]
 pub fn prefetch_line_l2(ptr: *const u64) {
-    #[cfg(target_arch = "x86_64")]
-    prefetch_hint::<{ core::arch::x86_64::_MM_HINT_T1 }>(ptr);
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = ptr;
+    prefetch_hint::<HINT_T1>(ptr);
 }
 
 /// Issues a read prefetch (into all cache levels) for the line holding `ptr`.
@@ -61,11 +82,22 @@ pub fn prefetch_line_l2(ptr: *const u64) {
 /// way that can fault, so this is safe even for dangling or null pointers.
 #[inline(always)]
 pub fn prefetch_line(ptr: *const u64) {
-    #[cfg(target_arch = "x86_64")]
-    prefetch_hint::<{ core::arch::x86_64::_MM_HINT_T0 }>(ptr);
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = ptr;
+    prefetch_hint::<HINT_T0>(ptr);
 }
+
+#[cfg(target_arch = "x86_64")]
+const HINT_T0: i32 = core::arch::x86_64::_MM_HINT_T0;
+#[cfg(target_arch = "x86_64")]
+const HINT_T1: i32 = core::arch::x86_64::_MM_HINT_T1;
+#[cfg(not(target_arch = "x86_64"))]
+const HINT_T0: i32 = 0;
+#[cfg(not(target_arch = "x86_64"))]
+const HINT_T1: i32 = 0;
+
+/// No prefetch instruction on this target: a no-op.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn prefetch_hint<const HINT: i32>(_ptr: *const u64) {}
 
 /// `prefetcht0/1/2` or `prefetchnta` (by `HINT`) of the line holding `ptr`.
 #[cfg(target_arch = "x86_64")]

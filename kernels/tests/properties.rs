@@ -3,6 +3,8 @@
 //! inputs, and algebraic laws checked against naive bit-by-bit models. The
 //! scalar table is included so the laws also pin down the reference.
 
+mod common;
+
 use bloomslice_kernels::Kernels;
 use bloomslice_kernels::arch::all;
 use proptest::collection::vec;
@@ -51,16 +53,7 @@ macro_rules! backend_properties {
             use super::*;
 
             fn kernels() -> Option<&'static Kernels> {
-                let k = $kernels;
-                if k.is_none() {
-                    let name = stringify!($name);
-                    assert!(
-                        !bloomslice_kernels::dispatch::backend_required(name),
-                        "{name} is required by BLOOMSLICE_REQUIRE_BACKENDS but not available on this CPU"
-                    );
-                    println!("skipped: {name} is not available on this CPU");
-                }
-                k
+                common::backend_or_skip(stringify!($name), $kernels)
             }
 
             proptest! {
@@ -155,7 +148,8 @@ macro_rules! backend_properties {
                 #[test]
                 fn count_runs_counts_each_column(
                     (rows, n) in rows(),
-                    keys in vec(vec(0u32..8, 0..4), 0..40),
+                    keys in (0usize..4).prop_flat_map(|per_key| vec(vec(0u32..8, per_key), 0..40)),
+                    group in 1usize..12,
                     n_planes in 1usize..8,
                     live_bits in any::<u64>(),
                 ) {
@@ -169,17 +163,20 @@ macro_rules! backend_properties {
                     }
                     let keys: Vec<Vec<u32>> = keys
                         .into_iter()
-                        .map(|key| key.into_iter().filter(|&p| (p as usize) < rows.len()).collect())
+                        .map(|key| key.into_iter().map(|p| p % rows.len().max(1) as u32).collect())
                         .collect();
                     let live = vec![live_bits; n.div_ceil(8).div_ceil(64).max(1)];
                     let mut got = vec![0u64; n * n_planes];
                     let mut want = got.clone();
-                    for key in &keys {
-                        prop_assert_eq!(
-                            k.count_runs(&flat, stride, key, n, &live, &mut got),
-                            all::count_runs(&flat, stride, key, n, &live, &mut want)
-                        );
+                    // The backend adds `group` keys per call, the reference one.
+                    let (mut got_any, mut want_any) = (false, false);
+                    for keys in keys.chunks(group) {
+                        got_any |= k.count_runs(&flat, stride, &keys.concat(), keys.len(), n, &live, &mut got);
+                        for key in keys {
+                            want_any |= all::count_runs(&flat, stride, key, 1, n, &live, &mut want);
+                        }
                     }
+                    prop_assert_eq!(got_any, want_any);
                     prop_assert_eq!(&got, &want);
                     for c in 0..n * 64 {
                         let chunk = c / 512;

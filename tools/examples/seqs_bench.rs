@@ -28,7 +28,7 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, default: T) -> T {
 fn generate(dir: &Path, args: &[String]) -> std::io::Result<()> {
     let (n_genomes, genome_len) = (arg(args, 3, 1000usize), arg(args, 4, 10_000usize));
     let (n_reads, read_len, rate) = (arg(args, 5, 10_000usize), arg(args, 6, 150usize), arg(args, 7, 0.01f64));
-    let mut rng = Rng(2026);
+    let mut rng = Rng::new(2026);
     std::fs::create_dir_all(dir.join("genomes"))?;
     let mut genomes = Vec::with_capacity(n_genomes);
     for g in 0..n_genomes {

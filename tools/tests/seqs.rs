@@ -223,7 +223,7 @@ const K: usize = 21;
 const SUBSTITUTIONS: f64 = 0.01;
 
 fn fixture(seed: u64, n_genomes: usize, n_reads: usize) -> Fixture {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let dir = tempfile::tempdir().unwrap();
     let genomes: Vec<(String, Vec<u8>)> =
         (0..n_genomes).map(|i| (format!("g{i:02}"), genome(&mut rng, 3000 + 100 * i))).collect();

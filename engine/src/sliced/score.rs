@@ -28,10 +28,17 @@ type ScratchParts<'a> = (&'a [u32], &'a mut [u64], &'a mut [u64], &'a mut Vec<u6
 /// N = 1 000, two chunks: `bench/RESULTS.md`).
 const SCREEN_MIN_CHUNKS: usize = 8;
 
-/// The densest AND of a screen's rows (`p^r` for bit density `p`): on
-/// `multi` N = 10 000 (`p` = 0.5), `r` = 3 screened fastest, `r` = 2 and 4
-/// about 10% slower, `r` = 1 slower than no screen (`bench/RESULTS.md`).
-const SCREEN_MAX_DENSITY: f64 = 0.125;
+/// Keys per `count_runs` call: the kernel sums them in registers with
+/// carry-save adders and adds the sum to the planes once.
+const SCORE_GROUP: usize = 8;
+
+/// The densest AND of a screen's rows (`p^r` for bit density `p`). With
+/// keys summed by carry-save adders ([`SCORE_GROUP`]), a dense sum no
+/// longer costs a pass over the planes per key: on `multi` N = 10 000
+/// (`p` = 0.5) `r` = 2 (cap 0.25) screens 10-25% faster than `r` = 3 (cap
+/// 0.125), and `r` = 1 (cap 0.5) about as fast as `r` = 2
+/// (`bench/RESULTS.md`).
+const SCREEN_MAX_DENSITY: f64 = 0.25;
 
 /// How a scoring pass prunes chunks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,21 +233,47 @@ impl SlicedIndex {
         let live_chunks = |live: &[u64]| live.iter().map(|w| w.count_ones()).sum::<u32>();
         let mut last = live_chunks(live);
         let live_words = |s: &Shard| (s.wpr / WORDS_PER_LINE).div_ceil(64);
+        let key_runs = |i: usize| &positions[i * k..][..rows];
+        // Keys are scored SCORE_GROUP at a time (the kernel sums a group in
+        // registers before touching the planes), so the far prefetch runs
+        // at least a group ahead; the near one covers the next group.
         let d = self.config.prefetch_distance;
-        for i in 0..d.min(q) {
-            self.prefetch_scoring(&positions[i * k..][..rows], prefetch_rows, prefetch_from, Reach::Far);
-        }
-        if d > 0 && q > 0 {
-            self.prefetch_scoring(&positions[..rows], prefetch_rows, prefetch_from, Reach::Near);
-        }
-        for i in 0..q {
-            if d > 0 && i + d < q {
-                self.prefetch_scoring(&positions[(i + d) * k..][..rows], prefetch_rows, prefetch_from, Reach::Far);
+        let far_ahead = if d > 0 { d.max(SCORE_GROUP) } else { 0 };
+        let mut far_next = 0;
+        // The first check is due once a column can fail (after
+        // `q - min_count + 1` keys, when the bound below is 1), then every
+        // `PRUNE_INTERVAL` keys; groups end at the checks.
+        let first_check = q + 1 - (min_count as usize).min(q);
+        let next_check = |done: usize| {
+            if prune == Prune::No {
+                q
+            } else if done < first_check {
+                first_check
+            } else {
+                first_check + (done - first_check).div_ceil(PRUNE_INTERVAL) * PRUNE_INTERVAL
             }
-            if d > 0 && i + 1 < q {
-                self.prefetch_scoring(&positions[(i + 1) * k..][..rows], prefetch_rows, prefetch_from, Reach::Near);
+        };
+        let mut group_positions = [0u32; SCORE_GROUP * crate::MAX_HASHES as usize];
+        let mut i = 0;
+        while i < q {
+            let end = (i + SCORE_GROUP).min(q).min(next_check(i + 1));
+            while far_next < (end + far_ahead).min(q) && d > 0 {
+                self.prefetch_scoring(key_runs(far_next), prefetch_rows, prefetch_from, Reach::Far);
+                far_next += 1;
             }
-            let key = &positions[i * k..][..rows];
+            if d > 0 {
+                for j in end..(end + SCORE_GROUP).min(q) {
+                    self.prefetch_scoring(key_runs(j), prefetch_rows, prefetch_from, Reach::Near);
+                }
+            }
+            let group: &[u32] = if rows == k {
+                &positions[i * k..end * k]
+            } else {
+                for (j, chunk) in (i..end).zip(group_positions.chunks_exact_mut(rows)) {
+                    chunk.copy_from_slice(key_runs(j));
+                }
+                &group_positions[..(end - i) * rows]
+            };
             let (mut plane_at, mut live_at) = (0, 0);
             for s in &self.shards {
                 let (lw, pw) = (live_words(s), s.wpr * n_planes);
@@ -249,7 +282,8 @@ impl SlicedIndex {
                     self.kernels.count_runs(
                         &s.rows,
                         s.wpr,
-                        key,
+                        group,
+                        end - i,
                         s.wpr,
                         shard_live,
                         &mut planes[plane_at..plane_at + pw],
@@ -258,15 +292,11 @@ impl SlicedIndex {
                 plane_at += pw;
                 live_at += lw;
             }
-            // The first check is due once a column can fail (after
-            // `q - min_count + 1` keys, when the bound below is 1), then
-            // every `PRUNE_INTERVAL` keys.
-            let done = i + 1;
-            let remaining = q - done;
-            let first_check = q - min_count as usize + 1;
+            i = end;
+            let remaining = q - i;
             if prune != Prune::No
-                && done >= first_check
-                && (done - first_check).is_multiple_of(PRUNE_INTERVAL)
+                && i >= first_check
+                && (i - first_check).is_multiple_of(PRUNE_INTERVAL)
                 && remaining > 0
             {
                 // A column can still pass only with `min_count - remaining`
@@ -277,7 +307,7 @@ impl SlicedIndex {
                 }
                 if let Prune::Screen { stop } = prune {
                     let now = live_chunks(live);
-                    if done >= stop && now == last {
+                    if i >= stop && now == last {
                         return true;
                     }
                     last = now;
@@ -301,8 +331,8 @@ impl SlicedIndex {
     /// deviation of `sqrt(M h) / (1 - h)`; its 512-column chunk dies with
     /// the last of its columns, about 3.5 deviations later. `r` minimises
     /// the runs read until then, `r` x that point, among the `r` whose AND
-    /// is at most [`SCREEN_MAX_DENSITY`] dense (a denser sum carries
-    /// through every counter plane, which costs more than the runs saved).
+    /// is at most [`SCREEN_MAX_DENSITY`] dense (denser sums cost more in
+    /// counter-plane updates than the runs they save).
     /// The screen pays when the runs it saves on every chunk outweigh
     /// scoring again the chunks that survive (a query whose keys one filter
     /// holds keeps that filter's chunk): it is used only when the index has

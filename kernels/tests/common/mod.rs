@@ -4,30 +4,49 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+use bloomslice_kernels::Kernels;
+use rand_xoshiro::SplitMix64;
+use rand_xoshiro::rand_core::{RngCore, SeedableRng};
+
 /// Guard words placed on both sides of every slice under test.
 pub const PAD: usize = 16;
 /// The value of guard words; a kernel that writes outside its slice
 /// changes them.
 pub const GUARD: u64 = 0xdead_beef_cafe_f00d;
 
-/// A splitmix64 generator: tiny, deterministic, good enough for patterns.
+/// SplitMix64 (`rand_xoshiro`): tiny, deterministic, good enough for patterns.
 #[derive(Clone, Debug)]
-pub struct Rng(pub u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
+    /// A generator whose state starts at `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(SplitMix64::seed_from_u64(seed))
+    }
+
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A number in `0..n`.
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
+}
+
+/// `kernels`, or `None` after printing "skipped" when the CPU cannot run
+/// the backend `name`; panics instead if `BLOOMSLICE_REQUIRE_BACKENDS`
+/// names it, so CI on a machine with the backend cannot silently skip it.
+pub fn backend_or_skip(name: &str, kernels: Option<&'static Kernels>) -> Option<&'static Kernels> {
+    if kernels.is_none() {
+        assert!(
+            !bloomslice_kernels::dispatch::backend_required(name),
+            "{name} is required by BLOOMSLICE_REQUIRE_BACKENDS but not available on this CPU"
+        );
+        println!("skipped: {name} is not available on this CPU");
+    }
+    kernels
 }
 
 /// The kinds of word patterns the exhaustive tests sweep.

@@ -20,32 +20,10 @@ use crate::WORDS_PER_LINE;
 ///
 /// Panics if a row is shorter than `out`.
 pub fn and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool {
-    let n = out.len();
     for row in rows {
-        assert!(row.len() >= n, "row run shorter than the output");
+        assert!(row.len() >= out.len(), "row run shorter than the output");
     }
-    let Some((first, rest)) = rows.split_first() else {
-        out.fill(!0);
-        return !out.is_empty();
-    };
-    let mut any = 0u64;
-    let mut start = 0;
-    while start < n {
-        let end = (start + WORDS_PER_LINE).min(n);
-        let chunk = &mut out[start..end];
-        chunk.copy_from_slice(&first[start..end]);
-        for row in rest {
-            if chunk.iter().all(|&w| w == 0) {
-                break;
-            }
-            for (o, &w) in chunk.iter_mut().zip(&row[start..end]) {
-                *o &= w;
-            }
-        }
-        any |= chunk.iter().fold(0, |acc, &w| acc | w);
-        start = end;
-    }
-    any != 0
+    and_chunked(rows.len(), |i, start, end| &rows[i][start..end], out)
 }
 
 /// [`and_rows`] over row runs named by position: run `i` is
@@ -57,26 +35,39 @@ pub fn and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool {
 ///
 /// Panics if a run reaches past the end of `rows`.
 pub fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
-    let n = out.len();
     for &p in positions {
-        assert!(run_fits(rows.len(), stride, p, n), "row run past the end of the rows");
+        assert!(run_fits(rows.len(), stride, p, out.len()), "row run past the end of the rows");
     }
-    let Some((&first, rest)) = positions.split_first() else {
+    and_chunked(
+        positions.len(),
+        |i, start, end| {
+            let at = positions[i] as usize * stride;
+            &rows[at + start..at + end]
+        },
+        out,
+    )
+}
+
+/// The loop of [`and_rows`] and [`and_runs`] over `count` runs, words
+/// `start..end` of run `i` being `run(i, start, end)`.
+#[inline(always)]
+fn and_chunked<'a>(count: usize, run: impl Fn(usize, usize, usize) -> &'a [u64], out: &mut [u64]) -> bool {
+    if count == 0 {
         out.fill(!0);
         return !out.is_empty();
-    };
+    }
+    let n = out.len();
     let mut any = 0u64;
     let mut start = 0;
     while start < n {
         let end = (start + WORDS_PER_LINE).min(n);
         let chunk = &mut out[start..end];
-        let at = |p: u32| p as usize * stride;
-        chunk.copy_from_slice(&rows[at(first) + start..at(first) + end]);
-        for &p in rest {
+        chunk.copy_from_slice(run(0, start, end));
+        for i in 1..count {
             if chunk.iter().all(|&w| w == 0) {
                 break;
             }
-            for (o, &w) in chunk.iter_mut().zip(&rows[at(p) + start..at(p) + end]) {
+            for (o, &w) in chunk.iter_mut().zip(run(i, start, end)) {
                 *o &= w;
             }
         }
@@ -163,53 +154,58 @@ pub fn xor_popcount(a: &[u64], b: &[u64]) -> u64 {
     a.iter().zip(b).map(|(x, y)| u64::from((x ^ y).count_ones())).sum()
 }
 
-/// Adds the AND of row runs to bit-sliced counters: one step of a
+/// Adds the AND of each key's row runs to bit-sliced counters: steps of a
 /// multi-key score.
 ///
 /// The counters are `planes.len() / width` bit-planes of `width` words
 /// each: plane `j` is `planes[j * width..(j + 1) * width]` and holds bit `j`
 /// of every column's counter (column `c` is bit `c % 64` of word `c / 64`).
-/// For every 512-bit chunk `c` of the width (eight words; the last chunk may
-/// be shorter) whose bit `c` of `live` is set, the runs named by `positions`
-/// are ANDed exactly as [`and_runs`] does (run `i` is
+/// `positions` holds `keys` keys' runs, `positions.len() / keys` each, key
+/// after key. For every 512-bit chunk `c` of the width (eight words; the
+/// last chunk may be shorter) whose bit `c` of `live` is set, each key's
+/// runs are ANDed exactly as [`and_runs`] does (run `i` is
 /// `rows[positions[i] * stride..]`, early exit once the chunk is zero), and
 /// the result is added, one per set bit, to the counters of the chunk's
 /// columns: a ripple carry from plane 0 upwards that stops as soon as the
 /// carry is zero. A carry out of the top plane is dropped (the counters
 /// wrap modulo `2^planes`); callers keep enough planes for the number of
 /// keys they add. Chunks whose `live` bit is clear are neither read nor
-/// changed. With no positions the AND is all ones (every column gains one).
+/// changed. A key of no runs (empty `positions`) ANDs to all ones (every
+/// column gains one).
 ///
-/// Returns the number of chunks whose AND result had a set bit.
+/// Returns whether any key's AND had a set bit in a live chunk.
 ///
 /// # Panics
 ///
-/// Panics if `planes.len()` is not a non-zero multiple of `width` (for
-/// `width > 0`), if `live` has fewer than `width.div_ceil(8)` bits, or if a
-/// run reaches past the end of `rows`.
+/// Panics if `keys` is 0 or does not divide `positions.len()`, if
+/// `planes.len()` is not a non-zero multiple of `width` (for `width > 0`),
+/// if `live` has fewer than `width.div_ceil(8)` bits, or if a run reaches
+/// past the end of `rows`.
 pub fn count_runs(
     rows: &[u64],
     stride: usize,
     positions: &[u32],
+    keys: usize,
     width: usize,
     live: &[u64],
     planes: &mut [u64],
-) -> usize {
-    check_count_args(rows.len(), stride, positions, width, live, planes.len());
-    if width == 0 {
-        return 0;
-    }
-    let mut hits = 0;
+) -> bool {
+    check_count_args(rows.len(), stride, positions, keys, width, live, planes.len());
+    let per_key = positions.len() / keys;
+    let mut any = false;
     let mut start = 0;
     while start < width {
         let end = (start + WORDS_PER_LINE).min(width);
         let chunk = start / WORDS_PER_LINE;
         if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
-            hits += usize::from(count_chunk(rows, stride, positions, width, start..end, planes));
+            for key in 0..keys {
+                let at = key * per_key;
+                any |= count_chunk(rows, stride, &positions[at..at + per_key], width, start..end, planes);
+            }
         }
         start = end;
     }
-    hits
+    any
 }
 
 /// [`count_runs`] on the words `span` (at most one chunk) of every plane;
@@ -260,6 +256,7 @@ pub(crate) fn check_count_args(
     rows_len: usize,
     stride: usize,
     positions: &[u32],
+    keys: usize,
     width: usize,
     live: &[u64],
     planes_len: usize,
@@ -271,6 +268,7 @@ pub(crate) fn check_count_args(
         );
     }
     assert!(live.len() * 64 >= width.div_ceil(WORDS_PER_LINE), "count_runs: live mask too short");
+    assert!(keys > 0 && positions.len().is_multiple_of(keys), "count_runs: positions are not `keys` equal runs");
     for &p in positions {
         assert!(run_fits(rows_len, stride, p, width), "row run past the end of the rows");
     }
@@ -291,25 +289,43 @@ pub(crate) fn check_count_args(
 /// Panics if `planes.len()` is not a non-zero multiple of `out.len()` (for
 /// a non-empty `out`).
 pub fn count_at_least(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
+    if at_least_planes(planes.len(), threshold, out).is_none() {
+        return false;
+    }
     let width = out.len();
-    if width == 0 {
-        return false;
-    }
-    assert!(
-        planes.len() >= width && planes.len().is_multiple_of(width),
-        "count_at_least: planes are not whole planes of out.len() words"
-    );
-    let n_planes = planes.len() / width;
-    if n_planes < 32 && threshold >> n_planes != 0 {
-        out.fill(0);
-        return false;
-    }
     let mut any = 0;
     for (i, o) in out.iter_mut().enumerate() {
         *o = at_least_word(planes, width, i, threshold);
         any |= *o;
     }
     any != 0
+}
+
+/// The argument check and the trivial answers of every backend's
+/// [`count_at_least`]: `None` when the answer is known without reading the
+/// planes (`out` is empty, or `threshold` needs more planes than there are:
+/// `out` is then cleared), otherwise the number of planes.
+///
+/// # Panics
+///
+/// Panics if `planes_len` is not a non-zero multiple of `out.len()` (for a
+/// non-empty `out`).
+#[inline]
+pub(crate) fn at_least_planes(planes_len: usize, threshold: u32, out: &mut [u64]) -> Option<usize> {
+    let width = out.len();
+    if width == 0 {
+        return None;
+    }
+    assert!(
+        planes_len >= width && planes_len.is_multiple_of(width),
+        "count_at_least: planes are not whole planes of out.len() words"
+    );
+    let n_planes = planes_len / width;
+    if n_planes < 32 && threshold >> n_planes != 0 {
+        out.fill(0);
+        return None;
+    }
+    Some(n_planes)
 }
 
 /// Word `i` of [`count_at_least`]'s answer (the threshold is known to fit

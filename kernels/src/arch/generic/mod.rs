@@ -81,6 +81,30 @@ pub(crate) unsafe trait Line: Copy {
     /// The backend's CPU features must be available.
     unsafe fn or(self, other: Self) -> Self;
 
+    /// `self ^ b ^ c`: the sum bit of a full adder. One instruction where
+    /// the backend has a three-input logic operation.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    #[inline(always)]
+    unsafe fn xor3(self, b: Self, c: Self) -> Self {
+        // SAFETY: forwarded from this method's contract.
+        unsafe { self.xor(b).xor(c) }
+    }
+
+    /// The majority of `self`, `b` and `c`: the carry bit of a full adder.
+    /// One instruction where the backend has a three-input logic operation.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    #[inline(always)]
+    unsafe fn maj(self, b: Self, c: Self) -> Self {
+        // SAFETY: forwarded from this method's contract.
+        unsafe { self.and(b).or(c.and(self.or(b))) }
+    }
+
     /// `self ^ other`.
     ///
     /// # Safety
@@ -190,47 +214,34 @@ trait BinaryOp {
     fn popcount_reference(a: &[u64], b: &[u64]) -> u64;
 }
 
-/// `a & b`.
-struct And;
-/// `a | b`.
-struct Or;
-/// `a ^ b`.
-struct Xor;
+/// Declares each operation's type and its [`BinaryOp`] impl: the `Line`
+/// method and the scalar reference kernel of its popcount.
+macro_rules! binary_ops {
+    ($($(#[$doc:meta])* $op:ident => $method:ident, $reference:ident;)*) => {$(
+        $(#[$doc])*
+        struct $op;
 
-impl BinaryOp for And {
-    #[inline(always)]
-    unsafe fn lines<L: Line>(a: L, b: L) -> L {
-        // SAFETY: forwarded from the method's contract.
-        unsafe { a.and(b) }
-    }
+        impl BinaryOp for $op {
+            #[inline(always)]
+            unsafe fn lines<L: Line>(a: L, b: L) -> L {
+                // SAFETY: forwarded from the method's contract.
+                unsafe { a.$method(b) }
+            }
 
-    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
-        all::and_popcount(a, b)
-    }
+            fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
+                all::$reference(a, b)
+            }
+        }
+    )*};
 }
 
-impl BinaryOp for Or {
-    #[inline(always)]
-    unsafe fn lines<L: Line>(a: L, b: L) -> L {
-        // SAFETY: forwarded from the method's contract.
-        unsafe { a.or(b) }
-    }
-
-    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
-        all::or_popcount(a, b)
-    }
-}
-
-impl BinaryOp for Xor {
-    #[inline(always)]
-    unsafe fn lines<L: Line>(a: L, b: L) -> L {
-        // SAFETY: forwarded from the method's contract.
-        unsafe { a.xor(b) }
-    }
-
-    fn popcount_reference(a: &[u64], b: &[u64]) -> u64 {
-        all::xor_popcount(a, b)
-    }
+binary_ops! {
+    /// `a & b`.
+    And => and, and_popcount;
+    /// `a | b`.
+    Or => or, or_popcount;
+    /// `a ^ b`.
+    Xor => xor, xor_popcount;
 }
 
 /// The lines of `a OP b`.
@@ -722,11 +733,16 @@ pub(crate) unsafe fn xor_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
     unsafe { binary_popcount::<L, Xor>(a, b) }
 }
 
-/// See [`all::count_runs`]. Each live full line is ANDed in registers with
-/// one `is_zero` test per row (the early exit of `and_runs`), and a non-zero
-/// result rippled through the planes, one load, two bit operations and a
-/// store per plane, until the carry line is zero. The last, partial chunk
-/// goes through the scalar reference.
+/// See [`all::count_runs`]. Keys are taken [`COUNT_GROUP`] at a time. For
+/// each live full line, each key's runs are ANDed in registers with the
+/// early exit of `and_runs`. A group of one key adds its AND to the planes
+/// by ripple carry (one load, two bit operations and a store per plane,
+/// until the carry line is zero). A larger group first sums its ANDs in
+/// registers with carry-save adders (Harley-Seal: a full adder per pair of
+/// keys, two `vpternlogq` on AVX-512), then adds that four-digit sum to the
+/// planes in one pass of full adders: a dense sum, whose carry never dies
+/// within a line, then costs one pass over the planes per group instead of
+/// one per key. The last, partial chunk goes through the scalar reference.
 ///
 /// # Safety
 ///
@@ -736,64 +752,154 @@ pub(crate) unsafe fn count_runs<L: Line>(
     rows: &[u64],
     stride: usize,
     positions: &[u32],
+    keys: usize,
     width: usize,
     live: &[u64],
     planes: &mut [u64],
-) -> usize {
-    all::check_count_args(rows.len(), stride, positions, width, live, planes.len());
+) -> bool {
+    all::check_count_args(rows.len(), stride, positions, keys, width, live, planes.len());
     if width == 0 {
-        return 0;
+        return false;
     }
+    let per_key = positions.len() / keys;
     let n_planes = planes.len() / width;
     let full = width - width % WORDS_PER_LINE;
-    let runs = (!positions.is_empty()).then(|| Runs::new(rows, stride, positions));
     let planes_ptr = planes.as_mut_ptr();
-    let mut hits = 0;
-    let mut start = 0;
-    while start < full {
-        let chunk = start / WORDS_PER_LINE;
-        if (live[chunk / 64] >> (chunk % 64)) & 1 == 0 {
-            start += WORDS_PER_LINE;
-            continue;
+    let mut any = false;
+    let mut first = 0;
+    while first < keys {
+        let group = (keys - first).min(COUNT_GROUP);
+        let mut runs: [Option<Runs<'_>>; COUNT_GROUP] = Default::default();
+        for (g, r) in runs.iter_mut().enumerate().take(group) {
+            let at = (first + g) * per_key;
+            *r = (per_key > 0).then(|| Runs::new(rows, stride, &positions[at..at + per_key]));
         }
-        // SAFETY: for every position `p`, `p * stride + width <= rows.len()`
-        // (checked above) and `start + 8 <= full <= width`, so each row load
-        // is in bounds; plane `j` spans words `j * width..(j + 1) * width`
-        // of `planes` for `j < n_planes`, so each plane access is in bounds;
-        // `L`'s features are available (this function's contract).
-        unsafe {
-            let mut acc = match &runs {
-                None => L::load(ONES.as_ptr()),
-                Some(runs) => runs.and_chunk(start),
-            };
-            if !acc.is_zero() {
-                hits += 1;
-                // Ripple-carry add into the planes. The carry dies after a
-                // plane or two, but where varies chunk by chunk, so a test
-                // per plane mispredicts often; testing every second plane
-                // keeps the branch mostly not-taken.
-                let mut j = 0;
-                while j < n_planes {
-                    let at = planes_ptr.add(j * width + start);
-                    let plane = L::load(at);
-                    plane.xor(acc).store(at);
-                    acc = acc.and(plane);
-                    j += 1;
-                    if j % 2 == 0 && acc.is_zero() {
-                        break;
-                    }
-                }
-            }
-        }
-        start += WORDS_PER_LINE;
+        // SAFETY: every run fits in `rows` (checked above); the planes
+        // pointer covers `n_planes * width` words; `L`'s features are
+        // available (this function's contract).
+        any |= unsafe { count_group::<L>(&runs[..group], full, width, n_planes, live, planes_ptr) };
+        first += group;
     }
     if full < width {
         let chunk = full / WORDS_PER_LINE;
         if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
-            hits += usize::from(all::count_chunk(rows, stride, positions, width, full..width, planes));
+            for key in 0..keys {
+                let at = key * per_key;
+                any |= all::count_chunk(rows, stride, &positions[at..at + per_key], width, full..width, planes);
+            }
         }
     }
-    hits
+    any
+}
+
+/// Keys [`count_runs`] sums in registers before adding to the planes: at
+/// most 8, so the sum fits the four digits of [`count_group`].
+const COUNT_GROUP: usize = 8;
+
+/// [`count_runs`] for one group of at most [`COUNT_GROUP`] keys (`None`: a
+/// key of no runs, whose AND is all ones) on the live full chunks below
+/// `full`; returns whether any key's AND had a set bit.
+///
+/// # Safety
+///
+/// Every run holds at least `full` words; `planes` is valid for reading
+/// and writing `n_planes * width` words, `full <= width`; `live` has a bit
+/// for every chunk below `full`; `L`'s features are available.
+#[inline(always)]
+unsafe fn count_group<L: Line>(
+    runs: &[Option<Runs<'_>>],
+    full: usize,
+    width: usize,
+    n_planes: usize,
+    live: &[u64],
+    planes: *mut u64,
+) -> bool {
+    // SAFETY: as in the function's contract; every load and store below is
+    // of a chunk `start..start + 8` with `start + 8 <= full <= width`.
+    unsafe {
+        let and = |r: &Option<Runs<'_>>, start: usize| match r {
+            None => L::load(ONES.as_ptr()),
+            Some(runs) => runs.and_chunk::<L>(start),
+        };
+        let mut any = L::zero();
+        let mut start = 0;
+        while start < full {
+            let chunk = start / WORDS_PER_LINE;
+            if (live[chunk / 64] >> (chunk % 64)) & 1 == 0 {
+                start += WORDS_PER_LINE;
+                continue;
+            }
+            if runs.len() == 1 {
+                let mut acc = and(&runs[0], start);
+                if !acc.is_zero() {
+                    any = any.or(acc);
+                    // The carry dies after a plane or two, but where varies
+                    // chunk by chunk, so a test per plane mispredicts
+                    // often; testing every second plane keeps the branch
+                    // mostly not-taken.
+                    let mut j = 0;
+                    while j < n_planes {
+                        let at = planes.add(j * width + start);
+                        let plane = L::load(at);
+                        plane.xor(acc).store(at);
+                        acc = acc.and(plane);
+                        j += 1;
+                        if j % 2 == 0 && acc.is_zero() {
+                            break;
+                        }
+                    }
+                }
+                start += WORDS_PER_LINE;
+                continue;
+            }
+            // The group's sum, digit `i` of weight `2^i`, by carry-save
+            // adders: each pair of keys goes into digit 0 with a full
+            // adder, whose carry ripples up the digits in registers.
+            let zero = L::zero();
+            let mut d = [zero; 4];
+            let mut seen = zero;
+            let mut g = 0;
+            while g < runs.len() {
+                let x = and(&runs[g], start);
+                let y = if g + 1 < runs.len() { and(&runs[g + 1], start) } else { zero };
+                seen = seen.or(x).or(y);
+                let carry = d[0].maj(x, y);
+                d[0] = d[0].xor3(x, y);
+                let c2 = d[1].and(carry);
+                d[1] = d[1].xor(carry);
+                let c3 = d[2].and(c2);
+                d[2] = d[2].xor(c2);
+                d[3] = d[3].xor(c3);
+                g += 2;
+            }
+            if !seen.is_zero() {
+                any = any.or(seen);
+                // Add the four digits to the planes with full adders, then
+                // the carry alone until it dies (digits beyond the planes
+                // drop out: counters are modulo 2^n_planes, as the
+                // reference's ripple).
+                let mut carry = zero;
+                let mut j = 0;
+                while j < n_planes {
+                    let at = planes.add(j * width + start);
+                    let plane = L::load(at);
+                    if j < 4 {
+                        plane.xor3(d[j], carry).store(at);
+                        carry = plane.maj(d[j], carry);
+                    } else {
+                        plane.xor(carry).store(at);
+                        carry = carry.and(plane);
+                        if j % 2 == 1 && carry.is_zero() {
+                            break;
+                        }
+                    }
+                    j += 1;
+                }
+            }
+            start += WORDS_PER_LINE;
+        }
+        !any.is_zero()
+    }
 }
 
 /// A line of ones, the AND of no rows.
@@ -807,19 +913,10 @@ static ONES: [u64; WORDS_PER_LINE] = [!0; WORDS_PER_LINE];
 /// `L`'s CPU features must be available.
 #[inline(always)]
 pub(crate) unsafe fn count_at_least<L: Line>(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
+    let Some(n_planes) = all::at_least_planes(planes.len(), threshold, out) else {
+        return false;
+    };
     let width = out.len();
-    if width == 0 {
-        return false;
-    }
-    assert!(
-        planes.len() >= width && planes.len().is_multiple_of(width),
-        "count_at_least: planes are not whole planes of out.len() words"
-    );
-    let n_planes = planes.len() / width;
-    if n_planes < 32 && threshold >> n_planes != 0 {
-        out.fill(0);
-        return false;
-    }
     let full = width - width % WORDS_PER_LINE;
     let (planes_ptr, out_ptr) = (planes.as_ptr(), out.as_mut_ptr());
     // SAFETY: `L`'s features are available (this function's contract).

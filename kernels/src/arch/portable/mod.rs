@@ -22,90 +22,28 @@ pub fn kernels() -> &'static Kernels {
     &PORTABLE
 }
 
-static PORTABLE: Kernels = Kernels {
-    backend: Backend::Portable,
-    and_rows,
-    and_runs,
-    append_set_bits,
-    or_into,
-    popcount,
-    and_popcount,
-    or_popcount,
-    xor_popcount,
-    count_runs,
-    count_at_least,
-};
+/// The table and one public function per kernel, over the list of kernel
+/// signatures.
+macro_rules! portable_kernels {
+    ({} $($name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?;)*) => {
+        static PORTABLE: Kernels = Kernels {
+            backend: Backend::Portable,
+            $($name,)*
+        };
 
-// SAFETY (for every `unsafe` block calling `generic` below): `WideLine`
-// needs no CPU feature beyond the compile-time target, so the generic
-// functions' only requirement is met everywhere.
-
-/// See [`crate::arch::all::and_rows`].
-pub fn and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool {
-    // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::and_rows::<WideLine>(rows, out) }
+        $(
+            #[doc = concat!("See [`crate::arch::all::", stringify!($name), "`].")]
+            pub fn $name($($arg: $ty),*) $(-> $ret)? {
+                // SAFETY: `WideLine` needs no CPU feature beyond the
+                // compile-time target, so the generic function's only
+                // requirement is met everywhere.
+                unsafe { generic::$name::<WideLine>($($arg),*) }
+            }
+        )*
+    };
 }
 
-/// See [`crate::arch::all::and_runs`].
-pub fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool {
-    // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::and_runs::<WideLine>(rows, stride, positions, out) }
-}
-
-/// See [`crate::arch::all::append_set_bits`].
-pub fn append_set_bits(words: &[u64], offset: u64, out: &mut Vec<u64>) {
-    // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::append_set_bits::<WideLine>(words, offset, out) }
-}
-
-/// See [`crate::arch::all::or_into`].
-pub fn or_into(dst: &mut [u64], src: &[u64]) -> u64 {
-    // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::or_into::<WideLine>(dst, src) }
-}
-
-/// See [`crate::arch::all::popcount`].
-pub fn popcount(words: &[u64]) -> u64 {
-    // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::popcount::<WideLine>(words) }
-}
-
-/// See [`crate::arch::all::and_popcount`].
-pub fn and_popcount(a: &[u64], b: &[u64]) -> u64 {
-    // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::and_popcount::<WideLine>(a, b) }
-}
-
-/// See [`crate::arch::all::or_popcount`].
-pub fn or_popcount(a: &[u64], b: &[u64]) -> u64 {
-    // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::or_popcount::<WideLine>(a, b) }
-}
-
-/// See [`crate::arch::all::xor_popcount`].
-pub fn xor_popcount(a: &[u64], b: &[u64]) -> u64 {
-    // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::xor_popcount::<WideLine>(a, b) }
-}
-
-/// See [`crate::arch::all::count_runs`].
-pub fn count_runs(
-    rows: &[u64],
-    stride: usize,
-    positions: &[u32],
-    width: usize,
-    live: &[u64],
-    planes: &mut [u64],
-) -> usize {
-    // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::count_runs::<WideLine>(rows, stride, positions, width, live, planes) }
-}
-
-/// See [`crate::arch::all::count_at_least`].
-pub fn count_at_least(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool {
-    // SAFETY: `WideLine` has no run-time feature requirement (see above).
-    unsafe { generic::count_at_least::<WideLine>(planes, threshold, out) }
-}
+with_kernel_signatures! { portable_kernels! {} }
 
 /// A 512-bit line as one `wide::u64x8`.
 #[derive(Clone, Copy)]

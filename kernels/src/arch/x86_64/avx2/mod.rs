@@ -35,35 +35,11 @@ pub struct Avx2 {
     _private: (),
 }
 
-impl Avx2 {
-    /// Returns the token if this CPU has AVX2, POPCNT and BMI1.
-    ///
-    /// The check is cached by the standard library, so this is cheap, but
-    /// hot loops should still keep the token (or a [`Kernels`] table).
-    #[inline]
-    pub fn new() -> Option<Avx2> {
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt") && is_x86_feature_detected!("bmi1") {
-            Some(Avx2 { _private: () })
-        } else {
-            None
-        }
-    }
-
-    /// Returns the token without checking the CPU.
-    ///
-    /// # Safety
-    ///
-    /// The running CPU must support AVX2, POPCNT and BMI1.
-    #[inline]
-    pub unsafe fn new_unchecked() -> Avx2 {
-        Avx2 { _private: () }
-    }
-}
-
 x86_backend! {
     token: Avx2,
     line: Line256x2,
     features: "avx2,popcnt,bmi1",
+    detect: ["avx2", "popcnt", "bmi1"],
     backend: Backend::Avx2,
     table: AVX2_TABLE,
 }
@@ -204,29 +180,5 @@ unsafe impl generic::Line for Line256x2 {
             let one = _mm_add_epi64(two, _mm_unpackhi_epi64(two, two));
             _mm_cvtsi128_si64(one) as u64
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::arch::all;
-
-    #[test]
-    fn token_methods_match_the_reference() {
-        let Some(avx2) = Avx2::new() else {
-            assert!(!crate::dispatch::backend_required("avx2"), "avx2 is required but this CPU lacks it");
-            println!("skipped: this CPU has no AVX2");
-            return;
-        };
-        let a: Vec<u64> = (0..77u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
-        let b: Vec<u64> = (0..77u64).map(|i| (i * 31) ^ (i << 40)).collect();
-        assert_eq!(avx2.popcount(&a), all::popcount(&a));
-        assert_eq!(avx2.and_popcount(&a, &b), all::and_popcount(&a, &b));
-        assert_eq!(avx2.or_popcount(&a, &b), all::or_popcount(&a, &b));
-        assert_eq!(avx2.xor_popcount(&a, &b), all::xor_popcount(&a, &b));
-        let (mut out, mut expected) = (vec![0; 77], vec![0; 77]);
-        assert_eq!(avx2.and_rows(&[&a, &b], &mut out), all::and_rows(&[&a, &b], &mut expected));
-        assert_eq!(out, expected);
     }
 }

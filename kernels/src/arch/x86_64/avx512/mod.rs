@@ -17,7 +17,8 @@
 //! - popcounts use `vpopcntq` per lane directly, no Harley-Seal tree
 //!   (`Line::NATIVE_POPCOUNT`).
 //! - `count_runs` (multi-key scoring) keeps a whole 512-column chunk of
-//!   the AND and of each carry in one register.
+//!   the AND and of each carry in one register; its carry-save adders
+//!   (`xor3`, `maj`) are one `vpternlogq` each.
 
 use core::arch::x86_64::*;
 
@@ -35,39 +36,11 @@ pub struct Avx512 {
     _private: (),
 }
 
-impl Avx512 {
-    /// Returns the token if this CPU has AVX-512 F, BW and VPOPCNTDQ (and
-    /// POPCNT and BMI1).
-    #[inline]
-    pub fn new() -> Option<Avx512> {
-        if is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && is_x86_feature_detected!("avx512vpopcntdq")
-            && is_x86_feature_detected!("popcnt")
-            && is_x86_feature_detected!("bmi1")
-        {
-            Some(Avx512 { _private: () })
-        } else {
-            None
-        }
-    }
-
-    /// Returns the token without checking the CPU.
-    ///
-    /// # Safety
-    ///
-    /// The running CPU must support AVX-512 F, BW and VPOPCNTDQ, POPCNT and
-    /// BMI1.
-    #[inline]
-    pub unsafe fn new_unchecked() -> Avx512 {
-        Avx512 { _private: () }
-    }
-}
-
 x86_backend! {
     token: Avx512,
     line: Line512,
     features: "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1",
+    detect: ["avx512f", "avx512bw", "avx512vpopcntdq", "popcnt", "bmi1"],
     backend: Backend::Avx512,
     table: AVX512_TABLE,
 }
@@ -114,6 +87,20 @@ unsafe impl generic::Line for Line512 {
         // inputs are (bit 7 of the table indexes a = b = c = 1).
         // SAFETY: AVX-512 F is available (the method's contract).
         Line512(unsafe { _mm512_ternarylogic_epi64::<0x80>(self.0, b.0, c.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn xor3(self, b: Self, c: Self) -> Self {
+        // Truth table 0x96: set where an odd number of the inputs are.
+        // SAFETY: AVX-512 F is available (the method's contract).
+        Line512(unsafe { _mm512_ternarylogic_epi64::<0x96>(self.0, b.0, c.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn maj(self, b: Self, c: Self) -> Self {
+        // Truth table 0xe8: set where at least two of the inputs are.
+        // SAFETY: AVX-512 F is available (the method's contract).
+        Line512(unsafe { _mm512_ternarylogic_epi64::<0xe8>(self.0, b.0, c.0) })
     }
 
     #[inline(always)]
@@ -164,29 +151,5 @@ unsafe impl generic::Line for Line512 {
     unsafe fn sum_lanes(self) -> u64 {
         // SAFETY: AVX-512 F is available (the method's contract).
         unsafe { _mm512_reduce_add_epi64(self.0) as u64 }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::arch::all;
-
-    #[test]
-    fn token_methods_match_the_reference() {
-        let Some(avx512) = Avx512::new() else {
-            assert!(!crate::dispatch::backend_required("avx512"), "avx512 is required but this CPU lacks it");
-            println!("skipped: this CPU has no AVX-512 F/BW/VPOPCNTDQ");
-            return;
-        };
-        let a: Vec<u64> = (0..77u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
-        let b: Vec<u64> = (0..77u64).map(|i| (i * 31) ^ (i << 40)).collect();
-        assert_eq!(avx512.popcount(&a), all::popcount(&a));
-        assert_eq!(avx512.and_popcount(&a, &b), all::and_popcount(&a, &b));
-        assert_eq!(avx512.or_popcount(&a, &b), all::or_popcount(&a, &b));
-        assert_eq!(avx512.xor_popcount(&a, &b), all::xor_popcount(&a, &b));
-        let (mut out, mut expected) = (vec![0; 77], vec![0; 77]);
-        assert_eq!(avx512.and_rows(&[&a, &b], &mut out), all::and_rows(&[&a, &b], &mut expected));
-        assert_eq!(out, expected);
     }
 }

@@ -281,9 +281,7 @@ impl FlatBloofiPaper {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    u64_filter_fixtures!(300, 3);
+    index_test_module!(300, 3);
 
     #[test]
     fn groups_fill_reuse_and_compact() {

@@ -27,12 +27,15 @@ macro_rules! debug_summary {
     };
 }
 
-/// The fixtures of an index type's unit tests: `params()`, the parameters
+/// The set-up of an index type's unit-test module: the parent module's
+/// items (`use super::*`), `params()`, the parameters
 /// `BloomParams::new($m, $k)`, and `filter(keys)`, a filter of those
 /// parameters holding the little-endian bytes of each `u64` key.
 #[cfg(test)]
-macro_rules! u64_filter_fixtures {
+macro_rules! index_test_module {
     ($m:expr, $k:expr) => {
+        use super::*;
+
         fn params() -> $crate::BloomParams {
             $crate::BloomParams::new($m, $k).unwrap()
         }

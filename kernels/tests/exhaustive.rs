@@ -67,17 +67,22 @@ fn check_and_rows(k: &Kernels) {
                     let inputs: Vec<&[u64]> = arenas.iter().enumerate().map(|(r, a)| a.prefix(len + r % 3)).collect();
                     let got_any = k.and_rows(&inputs, &mut out.words_mut()[..len]);
                     let want_any = all::and_rows(&inputs, &mut expected[..len]);
-                    assert_eq!(
-                        (got_any, &out.words()[..len]),
-                        (want_any, &expected[..len]),
-                        "{} and_rows rows={rows} len={len} offset={offset}",
-                        k.backend()
-                    );
-                    out.check_guards();
+                    let case = format_args!("and_rows rows={rows} len={len} offset={offset}");
+                    assert_same_output(k, (got_any, &out), (want_any, &expected[..len]), case);
                 }
             }
         }
     }
+}
+
+/// Asserts that a backend's answer (its return value and the first
+/// `want.1.len()` words of `out`) is the reference's, and that it wrote
+/// nothing outside `out`'s slice.
+#[track_caller]
+fn assert_same_output(k: &Kernels, got: (bool, &Arena), want: (bool, &[u64]), case: std::fmt::Arguments<'_>) {
+    let (got_any, out) = got;
+    assert_eq!((got_any, &out.words()[..want.1.len()]), want, "{} {case}", k.backend());
+    out.check_guards();
 }
 
 /// `and_runs` against the scalar `and_runs` and against `and_rows` on the
@@ -104,14 +109,9 @@ fn check_and_runs(k: &Kernels) {
                     let slices: Vec<&[u64]> =
                         positions.iter().map(|&p| &arena.words()[p as usize * stride..][..len]).collect();
                     let rows_any = all::and_rows(&slices, &mut via_rows[..len]);
-                    assert_eq!(
-                        (got_any, &out.words()[..len]),
-                        (want_any, &expected[..len]),
-                        "{} and_runs rows={rows} len={len} offset={offset}",
-                        k.backend()
-                    );
+                    let case = format_args!("and_runs rows={rows} len={len} offset={offset}");
+                    assert_same_output(k, (got_any, &out), (want_any, &expected[..len]), case);
                     assert_eq!((want_any, &expected[..len]), (rows_any, &via_rows[..len]), "reference disagrees");
-                    out.check_guards();
                 }
             }
         }

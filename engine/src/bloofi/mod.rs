@@ -1249,9 +1249,7 @@ impl BloofiTree {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    u64_filter_fixtures!(512, 3);
+    index_test_module!(512, 3);
 
     fn brute(tree: &BloofiTree, key: u64) -> Vec<u64> {
         let mut ids: Vec<u64> = tree.ids().filter(|&id| tree.get(id).unwrap().contains(&key.to_le_bytes())).collect();

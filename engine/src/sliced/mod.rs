@@ -1026,9 +1026,7 @@ fn writable(shards: &mut [Arc<Shard>], si: usize) -> Result<&mut Shard> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    u64_filter_fixtures!(2000, 4);
+    index_test_module!(2000, 4);
 
     #[test]
     fn insert_query_delete_reuse() {

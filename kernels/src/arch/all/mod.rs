@@ -53,8 +53,7 @@ pub fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64])
 #[inline(always)]
 fn and_chunked<'a>(count: usize, run: impl Fn(usize, usize, usize) -> &'a [u64], out: &mut [u64]) -> bool {
     if count == 0 {
-        out.fill(!0);
-        return !out.is_empty();
+        return and_of_no_rows(out);
     }
     let n = out.len();
     let mut any = 0u64;
@@ -75,6 +74,14 @@ fn and_chunked<'a>(count: usize, run: impl Fn(usize, usize, usize) -> &'a [u64],
         start = end;
     }
     any != 0
+}
+
+/// The AND of no rows, all ones (the identity of AND), into `out`; returns
+/// whether `out` has a bit.
+#[inline(always)]
+pub(crate) fn and_of_no_rows(out: &mut [u64]) -> bool {
+    out.fill(!0);
+    !out.is_empty()
 }
 
 /// Whether the run of `len` words at row `position` (stride `stride`) lies

@@ -352,8 +352,7 @@ pub(crate) unsafe fn and_rows<L: Line>(rows: &[&[u64]], out: &mut [u64]) -> bool
         assert!(row.len() >= n, "row run shorter than the output");
     }
     let Some((first, rest)) = rows.split_first() else {
-        out.fill(!0);
-        return !out.is_empty();
+        return all::and_of_no_rows(out);
     };
     let full = n - n % WORDS_PER_LINE;
     let out_ptr = out.as_mut_ptr();
@@ -493,8 +492,7 @@ pub(crate) unsafe fn and_runs<L: Line>(rows: &[u64], stride: usize, positions: &
         assert!(all::run_fits(rows.len(), stride, last, n), "row run past the end of the rows");
     }
     if positions.is_empty() {
-        out.fill(!0);
-        return !out.is_empty();
+        return all::and_of_no_rows(out);
     }
     let full = n - n % WORDS_PER_LINE;
     let out_ptr = out.as_mut_ptr();

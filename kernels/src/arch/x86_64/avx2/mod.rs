@@ -44,6 +44,18 @@ x86_backend! {
     table: AVX2_TABLE,
 }
 
+/// `Line` methods that apply one two-operand AVX2 operation to both halves
+/// (`a` the half of `self`, `b` that of `other`).
+macro_rules! lanewise {
+    ($($method:ident => |$a:ident, $b:ident| $body:expr,)*) => {$(
+        #[inline(always)]
+        unsafe fn $method(self, other: Self) -> Self {
+            // SAFETY: AVX2 is available (the method's contract).
+            self.map2(other, |$a, $b| unsafe { $body })
+        }
+    )*};
+}
+
 /// A 512-bit line as two AVX2 registers.
 #[derive(Clone, Copy)]
 pub(crate) struct Line256x2 {
@@ -112,29 +124,12 @@ unsafe impl generic::Line for Line256x2 {
         Line256x2 { lo: z, hi: z }
     }
 
-    #[inline(always)]
-    unsafe fn and(self, other: Self) -> Self {
-        // SAFETY: AVX2 is available (the method's contract).
-        self.map2(other, |a, b| unsafe { _mm256_and_si256(a, b) })
-    }
-
-    #[inline(always)]
-    unsafe fn or(self, other: Self) -> Self {
-        // SAFETY: AVX2 is available (the method's contract).
-        self.map2(other, |a, b| unsafe { _mm256_or_si256(a, b) })
-    }
-
-    #[inline(always)]
-    unsafe fn xor(self, other: Self) -> Self {
-        // SAFETY: AVX2 is available (the method's contract).
-        self.map2(other, |a, b| unsafe { _mm256_xor_si256(a, b) })
-    }
-
-    #[inline(always)]
-    unsafe fn and_not(self, other: Self) -> Self {
+    lanewise! {
+        and => |a, b| _mm256_and_si256(a, b),
+        or => |a, b| _mm256_or_si256(a, b),
+        xor => |a, b| _mm256_xor_si256(a, b),
         // `_mm256_andnot_si256(a, b)` is `!a & b`.
-        // SAFETY: AVX2 is available (the method's contract).
-        self.map2(other, |a, b| unsafe { _mm256_andnot_si256(b, a) })
+        and_not => |a, b| _mm256_andnot_si256(b, a),
     }
 
     #[inline(always)]

@@ -168,32 +168,29 @@ pub fn synthetic_stream(config: &StreamConfig) -> Result<Vec<StreamItem>, Stream
 pub struct Metrics {
     /// The filter's policy.
     pub policy: Policy,
-    /// First occurrences (queries that can be false positives).
-    pub distinct: u64,
-    /// Repeats (queries that can be false negatives).
-    pub repeats: u64,
-    /// First occurrences reported as duplicates.
-    pub false_positives: u64,
-    /// Repeats reported as distinct.
-    pub false_negatives: u64,
-    /// Total importance of first occurrences.
-    pub distinct_importance: u64,
-    /// Total importance of repeats.
-    pub repeat_importance: u64,
-    /// Total importance of the false positives.
-    pub false_positive_importance: u64,
-    /// Total importance of the false negatives.
-    pub false_negative_importance: u64,
-    /// Per importance `i` (index `i - 1`): first occurrences.
-    pub distinct_by_importance: Vec<u64>,
-    /// Per importance: repeats.
-    pub repeats_by_importance: Vec<u64>,
-    /// Per importance: false positives.
-    pub false_positives_by_importance: Vec<u64>,
-    /// Per importance: false negatives.
-    pub false_negatives_by_importance: Vec<u64>,
+    /// Queries.
+    pub count: Tally<u64>,
+    /// Total importance of the queries.
+    pub importance: Tally<u64>,
+    /// Per importance `i` (index `i - 1`): queries.
+    pub by_importance: Tally<Vec<u64>>,
     /// Fraction of zero cells at the end of the stream.
     pub final_zero_fraction: f64,
+}
+
+/// The queries of a stream by what they were and how the filter answered
+/// them: counts or importance totals (`u64`), or one of those per
+/// importance (`Vec<u64>`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tally<T> {
+    /// First occurrences (queries that can be false positives).
+    pub distinct: T,
+    /// Repeats (queries that can be false negatives).
+    pub repeats: T,
+    /// First occurrences reported as duplicates.
+    pub false_positives: T,
+    /// Repeats reported as distinct.
+    pub false_negatives: T,
 }
 
 fn ratio(num: u64, den: u64) -> f64 {
@@ -203,47 +200,43 @@ fn ratio(num: u64, den: u64) -> f64 {
 impl Metrics {
     /// FP rate (0 when the stream has no first occurrences).
     pub fn fp_rate(&self) -> f64 {
-        ratio(self.false_positives, self.distinct)
+        ratio(self.count.false_positives, self.count.distinct)
     }
 
     /// FN rate (0 when the stream has no repeats).
     pub fn fn_rate(&self) -> f64 {
-        ratio(self.false_negatives, self.repeats)
+        ratio(self.count.false_negatives, self.count.repeats)
     }
 
     /// Importance-weighted FP rate.
     pub fn weighted_fp(&self) -> f64 {
-        ratio(self.false_positive_importance, self.distinct_importance)
+        ratio(self.importance.false_positives, self.importance.distinct)
     }
 
     /// Importance-weighted FN rate.
     pub fn weighted_fn(&self) -> f64 {
-        ratio(self.false_negative_importance, self.repeat_importance)
+        ratio(self.importance.false_negatives, self.importance.repeats)
     }
 
     /// `I_fp`: the FP rate among items of importance `i` at index `i - 1`
     /// (0 where there were none).
     pub fn fp_by_importance(&self) -> Vec<f64> {
-        self.false_positives_by_importance
-            .iter()
-            .zip(&self.distinct_by_importance)
-            .map(|(&f, &n)| ratio(f, n))
-            .collect()
+        let t = &self.by_importance;
+        t.false_positives.iter().zip(&t.distinct).map(|(&f, &n)| ratio(f, n)).collect()
     }
 
     /// `I_fn`: the FN rate among items of importance `i` at index `i - 1`.
     pub fn fn_by_importance(&self) -> Vec<f64> {
-        self.false_negatives_by_importance.iter().zip(&self.repeats_by_importance).map(|(&f, &n)| ratio(f, n)).collect()
+        let t = &self.by_importance;
+        t.false_negatives.iter().zip(&t.repeats).map(|(&f, &n)| ratio(f, n)).collect()
     }
 
     /// FP and FN rates over the items whose importance lies in `range`
     /// (pooled counts, not an average of rates).
     pub fn rates_in(&self, range: core::ops::RangeInclusive<u32>) -> (f64, f64) {
         let sum = |v: &[u64]| -> u64 { range.clone().filter_map(|i| v.get(i.checked_sub(1)? as usize)).sum() };
-        (
-            ratio(sum(&self.false_positives_by_importance), sum(&self.distinct_by_importance)),
-            ratio(sum(&self.false_negatives_by_importance), sum(&self.repeats_by_importance)),
-        )
+        let t = &self.by_importance;
+        (ratio(sum(&t.false_positives), sum(&t.distinct)), ratio(sum(&t.false_negatives), sum(&t.repeats)))
     }
 }
 
@@ -262,18 +255,14 @@ pub fn measure(
     let mut seen = vec![false; elements];
     let mut metrics = Metrics {
         policy,
-        distinct: 0,
-        repeats: 0,
-        false_positives: 0,
-        false_negatives: 0,
-        distinct_importance: 0,
-        repeat_importance: 0,
-        false_positive_importance: 0,
-        false_negative_importance: 0,
-        distinct_by_importance: vec![0; levels],
-        repeats_by_importance: vec![0; levels],
-        false_positives_by_importance: vec![0; levels],
-        false_negatives_by_importance: vec![0; levels],
+        count: Tally::default(),
+        importance: Tally::default(),
+        by_importance: Tally {
+            distinct: vec![0; levels],
+            repeats: vec![0; levels],
+            false_positives: vec![0; levels],
+            false_negatives: vec![0; levels],
+        },
         final_zero_fraction: 0.0,
     };
     for item in stream {
@@ -282,22 +271,22 @@ pub fn measure(
         let imp = u64::from(item.importance);
         let truth = core::mem::replace(&mut seen[item.element as usize], true);
         if truth {
-            metrics.repeats += 1;
-            metrics.repeat_importance += imp;
-            metrics.repeats_by_importance[level] += 1;
+            metrics.count.repeats += 1;
+            metrics.importance.repeats += imp;
+            metrics.by_importance.repeats[level] += 1;
             if !reported {
-                metrics.false_negatives += 1;
-                metrics.false_negative_importance += imp;
-                metrics.false_negatives_by_importance[level] += 1;
+                metrics.count.false_negatives += 1;
+                metrics.importance.false_negatives += imp;
+                metrics.by_importance.false_negatives[level] += 1;
             }
         } else {
-            metrics.distinct += 1;
-            metrics.distinct_importance += imp;
-            metrics.distinct_by_importance[level] += 1;
+            metrics.count.distinct += 1;
+            metrics.importance.distinct += imp;
+            metrics.by_importance.distinct[level] += 1;
             if reported {
-                metrics.false_positives += 1;
-                metrics.false_positive_importance += imp;
-                metrics.false_positives_by_importance[level] += 1;
+                metrics.count.false_positives += 1;
+                metrics.importance.false_positives += imp;
+                metrics.by_importance.false_positives[level] += 1;
             }
         }
     }

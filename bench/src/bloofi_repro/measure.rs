@@ -112,10 +112,12 @@ pub struct Row {
     pub insert: OpCost,
     /// Deletes of a filter.
     pub delete: OpCost,
-    /// In-place updates (half of the values to all of them), measured on
-    /// the AU builds.
+    /// In-place updates (half of the values to all of them).
     pub update: OpCost,
 }
+
+/// The maintenance operations, in the order of [`Row::ops`].
+pub const OPS: [&str; 3] = ["Insert", "Delete", "Update"];
 
 impl Row {
     /// Insert, delete and update, in that order.

@@ -43,7 +43,7 @@ use bloomslice::{BloofiConfig, BloomParams, Metric};
 
 use crate::plot::{LineChart, Series, write as write_chart};
 use data::{Dataset, Distribution};
-use measure::{Engine, OpCost, Point, Row, SearchCost, Variant, measure, reference};
+use measure::{Engine, OPS, OpCost, Point, Row, SearchCost, Variant, measure, reference};
 
 /// The experiments of `paper bloofi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -247,21 +247,15 @@ impl Default for Setup {
 /// the CSV has them, the same three as nodes whose filter was written (the
 /// paper's basis).
 fn maintenance_cost_series(rows: &[Row]) -> Vec<Series> {
-    /// (row label, series name, value).
-    type Pick = (&'static str, &'static str, fn(&Row) -> Option<f64>);
     let mut mc = Vec::new();
-    let picks: [Pick; 6] = [
-        ("Bloofi", "Bloofi-Insert (accessed)", |r| r.insert.cost),
-        ("Bloofi", "Bloofi-Delete (accessed)", |r| r.delete.cost),
-        ("Bloofi-AU", "Bloofi-Update (accessed)", |r| r.update.cost),
-        ("Bloofi", "Bloofi-Insert (written)", |r| r.insert.written),
-        ("Bloofi", "Bloofi-Delete (written)", |r| r.delete.written),
-        ("Bloofi-AU", "Bloofi-Update (written)", |r| r.update.written),
-    ];
-    for (label, name, pick) in picks {
-        for mut s in series_of(rows, &[label], pick) {
-            s.name = name.into();
-            mc.push(s);
+    for (what, pick) in
+        [("accessed", (|op: OpCost| op.cost) as fn(OpCost) -> Option<f64>), ("written", |op| op.written)]
+    {
+        for (i, (label, op)) in ["Bloofi", "Bloofi", "Bloofi-AU"].into_iter().zip(OPS).enumerate() {
+            for mut s in series_of(rows, &[label], |r| pick(r.ops()[i])) {
+                s.name = format!("Bloofi-{op} ({what})");
+                mc.push(s);
+            }
         }
     }
     mc
@@ -338,10 +332,6 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
         };
         let opt =
             |i: usize| -> Result<Option<f64>, String> { if cell(i)?.is_empty() { Ok(None) } else { num(i).map(Some) } };
-        // An operation's `ms` and `cost` cells start at `i`, its `written` is at `w`.
-        let op = |i: usize, w: usize| -> Result<OpCost, String> {
-            Ok(OpCost { ms: opt(i)?, cost: opt(i + 1)?, written: opt(w)? })
-        };
         rows.push(Row {
             x: num(0)?,
             label: cell(1)?.to_string(),
@@ -350,9 +340,9 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
             search: SearchCost { ms: num(4)?, batch_ms: opt(5)?, cost: opt(6)?, no_cost: opt(7)?, matches: num(8)? },
             storage_kb: num(9)?,
             build_s: num(10)?,
-            insert: op(11, 17)?,
-            delete: op(13, 18)?,
-            update: op(15, 19)?,
+            insert: OpCost { ms: opt(11)?, cost: opt(12)?, written: opt(17)? },
+            delete: OpCost { ms: opt(13)?, cost: opt(14)?, written: opt(18)? },
+            update: OpCost { ms: opt(15)?, cost: opt(16)?, written: opt(19)? },
         });
     }
     Ok(rows)
@@ -637,14 +627,10 @@ fn draw_n(ctx: &mut Ctx<'_>, rows: &[Row]) -> Result<(), String> {
         series_of(rows, &["Flat", "Bloofi", "Bloofi-Bulk", "Naive", "Sliced"], |r| Some(r.storage_kb)),
     )?;
     let mut maint = Vec::new();
-    for (op, f) in [
-        ("Insert", (|r: &Row| r.insert.ms) as fn(&Row) -> Option<f64>),
-        ("Delete", |r: &Row| r.delete.ms),
-        ("Update", |r: &Row| r.update.ms),
-    ] {
+    for (i, op) in OPS.into_iter().enumerate() {
         for e in ["Flat", "Bloofi", "Naive", "Sliced"] {
             let label = if op == "Update" { format!("{e}-AU") } else { e.to_string() };
-            let mut s = series_of(rows, &[label.as_str()], f);
+            let mut s = series_of(rows, &[label.as_str()], |r| r.ops()[i].ms);
             for s in &mut s {
                 s.name = format!("{e}-{op}");
             }
@@ -936,12 +922,8 @@ mod tests {
     /// A label with a comma or a quote is quoted, and reads back whole.
     #[test]
     fn labels_with_commas_and_quotes_are_quoted() {
-        let row = Row {
-            x: 3.0,
-            label: "Bloofi, \"AU\"".into(),
-            search: SearchCost { batch_ms: Some(0.5), ..SearchCost::default() },
-            ..Row::default()
-        };
+        let mut row = Row { x: 3.0, label: "Bloofi, \"AU\"".into(), ..Row::default() };
+        row.search.batch_ms = Some(0.5);
         let text = csv("N", std::slice::from_ref(&row));
         assert!(text.lines().nth(1).unwrap().starts_with("3,\"Bloofi, \"\"AU\"\"\",0,0,0,0.5,,"), "{text}");
         assert_eq!(parse_csv(&text).unwrap(), vec![row]);

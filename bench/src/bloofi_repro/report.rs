@@ -607,25 +607,17 @@ pub(super) fn markdown(args: &BloofiArgs, grid: &Grid, outcomes: &[Outcome], sec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bloofi_repro::measure::SearchCost;
 
     /// The 5b verdict "bulk searches better" for a Bloofi cost of 10 and
     /// the given bulk costs at two N.
     fn bulk_verdict(bulk: [f64; 2]) -> Option<bool> {
         let mut rows = Vec::new();
         for (x, b) in [100.0, 1000.0].into_iter().zip(bulk) {
-            rows.push(Row {
-                x,
-                label: "Bloofi".into(),
-                search: SearchCost { cost: Some(10.0), ..Default::default() },
-                ..Row::default()
-            });
-            rows.push(Row {
-                x,
-                label: "Bloofi-Bulk".into(),
-                search: SearchCost { cost: Some(b), ..Default::default() },
-                ..Row::default()
-            });
+            for (label, cost) in [("Bloofi", 10.0), ("Bloofi-Bulk", b)] {
+                let mut row = Row { x, label: label.into(), ..Row::default() };
+                row.search.cost = Some(cost);
+                rows.push(row);
+            }
         }
         let mut out = Vec::new();
         findings_n(&rows, &mut out);

@@ -165,9 +165,8 @@ pub struct Row {
     pub origin: Provenance,
 }
 
-/// A [`Row`]'s engine time held against the roofline measured in the same
-/// run (see [`crate::roofline`]): what a query must read, the roofline time
-/// for it, and the measured time's fraction of it.
+/// What a query must read, its roofline time (see [`crate::roofline`]) and
+/// the measured time's fraction of it.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct RooflineFit {
     /// Roofline time over measured time.
@@ -191,9 +190,17 @@ pub struct RooflineFit {
     pub run_roofline_fraction: Option<f64>,
 }
 
-/// The kernels an engine ran on and the memory it held: fields of [`Row`]
-/// and of [`MultiRow`](crate::multi::MultiRow), flattened into their JSON
-/// objects.
+impl RooflineFit {
+    /// A query reading `bytes` in `runs` runs in `ns_per_query` (sliced-only fields left out).
+    fn new(roofline: &Roofline, bytes: u64, runs: u64, ns_per_query: f64) -> Self {
+        let roofline_ns = roofline.query_ns(bytes as f64, runs as f64);
+        let roofline_fraction = roofline_ns / ns_per_query;
+        RooflineFit { roofline_fraction, roofline_ns, bytes_per_query: bytes, runs_per_query: runs, ..Self::default() }
+    }
+}
+
+/// The kernels an engine ran on and the memory it held (in [`Row`] and
+/// [`MultiRow`](crate::multi::MultiRow)).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct EngineInfo {
     /// Kernel backend (sliced engines) or `-`.
@@ -202,9 +209,8 @@ pub struct EngineInfo {
     pub memory_bytes: usize,
 }
 
-/// Where a row's numbers come from besides the engine: the last fields of
-/// [`Row`] and of [`MultiRow`](crate::multi::MultiRow), flattened into their
-/// JSON objects.
+/// Where a row was measured (the last fields of [`Row`] and
+/// [`MultiRow`](crate::multi::MultiRow)).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Provenance {
     /// Workload seed.
@@ -388,13 +394,8 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
         prefetch_distance: config.prefetch_distance,
         origin: Provenance { seed: spec.seed, cpu: cpu.clone() },
     };
-    let naive_roofline = |r: &mut Row| {
-        let f = &mut r.roofline;
-        f.bytes_per_query = (k * 64 * n) as u64;
-        f.runs_per_query = (k * n) as u64;
-        f.roofline_ns = roofline.query_ns(f.bytes_per_query as f64, f.runs_per_query as f64);
-        f.roofline_fraction = f.roofline_ns / r.ns_per_query;
-    };
+    let naive_roofline =
+        |r: &mut Row| r.roofline = RooflineFit::new(&roofline, (k * 64 * n) as u64, (k * n) as u64, r.ns_per_query);
 
     let mut rows = Vec::new();
     let mut fp = None;
@@ -585,16 +586,16 @@ pub fn expected_rows_read(density: f64, k: u32) -> f64 {
 
 fn sliced_roofline(r: &mut Row, index: &SlicedIndex, roofline: &Roofline) {
     let p = index.params();
-    let f = &mut r.roofline;
-    f.bytes_per_query = index.bytes_per_query() as u64;
-    f.runs_per_query = u64::from(p.k()) * index.shard_count() as u64;
-    f.roofline_ns = roofline.query_ns(f.bytes_per_query as f64, f.runs_per_query as f64);
-    f.roofline_fraction = f.roofline_ns / r.ns_per_query;
+    let runs = u64::from(p.k()) * index.shard_count() as u64;
+    let f = RooflineFit::new(roofline, index.bytes_per_query() as u64, runs, r.ns_per_query);
     let density = index.count_ones() as f64 / (p.m() as f64 * index.columns() as f64);
     let est = f.bytes_per_query as f64 * expected_rows_read(density, p.k()) / f64::from(p.k());
-    f.est_bytes_read = Some(est);
-    f.roofline_fraction_early_exit = Some(roofline.query_ns(est, f.runs_per_query as f64) / r.ns_per_query);
-    f.run_roofline_fraction = Some(f.runs_per_query as f64 * roofline.ns_per_random_run / r.ns_per_query);
+    r.roofline = RooflineFit {
+        est_bytes_read: Some(est),
+        roofline_fraction_early_exit: Some(roofline.query_ns(est, runs as f64) / r.ns_per_query),
+        run_roofline_fraction: Some(runs as f64 * roofline.ns_per_random_run / r.ns_per_query),
+        ..f
+    };
 }
 
 #[cfg(test)]

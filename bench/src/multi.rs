@@ -137,18 +137,6 @@ pub struct MultiTiming {
     pub queries_per_sec: f64,
 }
 
-impl MultiTiming {
-    /// `timed` queries of `keys` keys each answered in `time`.
-    fn new(time: Duration, timed: usize, keys: usize) -> Self {
-        MultiTiming {
-            timed_queries: timed,
-            ns_per_query: time.as_nanos() as f64 / timed.max(1) as f64,
-            ns_per_key: time.as_nanos() as f64 / (timed.max(1) * keys.max(1)) as f64,
-            queries_per_sec: timed as f64 / time.as_secs_f64().max(1e-12),
-        }
-    }
-}
-
 /// The queries of one shape: keys (hashed), class and the naive answer.
 struct Shape {
     hashes: Vec<Vec<KeyHash>>,
@@ -189,7 +177,12 @@ pub fn run_multi(opts: &MultiOptions, log: &mut dyn FnMut(&str)) -> Result<Vec<M
             keys_per_query: q,
             threshold: THRESHOLD,
             query_class: class,
-            timing: MultiTiming::new(time, timed, q),
+            timing: MultiTiming {
+                timed_queries: timed,
+                ns_per_query: time.as_nanos() as f64 / timed.max(1) as f64,
+                ns_per_key: time.as_nanos() as f64 / (timed.max(1) * q.max(1)) as f64,
+                queries_per_sec: timed as f64 / time.as_secs_f64().max(1e-12),
+            },
             ratio_vs_per_key_count: None,
             ratio_vs_batched: None,
             answers_checked: timed,

@@ -168,75 +168,78 @@ pub fn synthetic_stream(config: &StreamConfig) -> Result<Vec<StreamItem>, Stream
 pub struct Metrics {
     /// The filter's policy.
     pub policy: Policy,
-    /// Queries.
-    pub count: Tally<u64>,
-    /// Total importance of the queries.
-    pub importance: Tally<u64>,
+    /// Queries (their rates: the FP and FN rates).
+    pub count: Tally,
+    /// Total importance of the queries (their rates: the weighted ones).
+    pub importance: Tally,
     /// Per importance `i` (index `i - 1`): queries.
-    pub by_importance: Tally<Vec<u64>>,
+    pub by_importance: Vec<Tally>,
     /// Fraction of zero cells at the end of the stream.
     pub final_zero_fraction: f64,
 }
 
-/// The queries of a stream by what they were and how the filter answered
-/// them: counts or importance totals (`u64`), or one of those per
-/// importance (`Vec<u64>`).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Tally<T> {
+/// The queries of a stream (or their total importance) by what they were
+/// and how the filter answered them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
     /// First occurrences (queries that can be false positives).
-    pub distinct: T,
+    pub distinct: u64,
     /// Repeats (queries that can be false negatives).
-    pub repeats: T,
+    pub repeats: u64,
     /// First occurrences reported as duplicates.
-    pub false_positives: T,
+    pub false_positives: u64,
     /// Repeats reported as distinct.
-    pub false_negatives: T,
+    pub false_negatives: u64,
 }
 
 fn ratio(num: u64, den: u64) -> f64 {
     if den == 0 { 0.0 } else { num as f64 / den as f64 }
 }
 
-impl Metrics {
-    /// FP rate (0 when the stream has no first occurrences).
+impl Tally {
+    /// FP rate (0 when there were no first occurrences).
     pub fn fp_rate(&self) -> f64 {
-        ratio(self.count.false_positives, self.count.distinct)
+        ratio(self.false_positives, self.distinct)
     }
 
-    /// FN rate (0 when the stream has no repeats).
+    /// FN rate (0 when there were no repeats).
     pub fn fn_rate(&self) -> f64 {
-        ratio(self.count.false_negatives, self.count.repeats)
+        ratio(self.false_negatives, self.repeats)
     }
 
-    /// Importance-weighted FP rate.
-    pub fn weighted_fp(&self) -> f64 {
-        ratio(self.importance.false_positives, self.importance.distinct)
+    /// Adds `n` to the repeats (`repeat`) or the first occurrences, and to
+    /// their errors too when the filter answered `wrong`.
+    fn add(&mut self, n: u64, repeat: bool, wrong: bool) {
+        let (all, errors) = if repeat {
+            (&mut self.repeats, &mut self.false_negatives)
+        } else {
+            (&mut self.distinct, &mut self.false_positives)
+        };
+        *all += n;
+        if wrong {
+            *errors += n;
+        }
     }
+}
 
-    /// Importance-weighted FN rate.
-    pub fn weighted_fn(&self) -> f64 {
-        ratio(self.importance.false_negatives, self.importance.repeats)
-    }
-
+impl Metrics {
     /// `I_fp`: the FP rate among items of importance `i` at index `i - 1`
     /// (0 where there were none).
     pub fn fp_by_importance(&self) -> Vec<f64> {
-        let t = &self.by_importance;
-        t.false_positives.iter().zip(&t.distinct).map(|(&f, &n)| ratio(f, n)).collect()
+        self.by_importance.iter().map(Tally::fp_rate).collect()
     }
 
     /// `I_fn`: the FN rate among items of importance `i` at index `i - 1`.
     pub fn fn_by_importance(&self) -> Vec<f64> {
-        let t = &self.by_importance;
-        t.false_negatives.iter().zip(&t.repeats).map(|(&f, &n)| ratio(f, n)).collect()
+        self.by_importance.iter().map(Tally::fn_rate).collect()
     }
 
     /// FP and FN rates over the items whose importance lies in `range`
     /// (pooled counts, not an average of rates).
     pub fn rates_in(&self, range: core::ops::RangeInclusive<u32>) -> (f64, f64) {
-        let sum = |v: &[u64]| -> u64 { range.clone().filter_map(|i| v.get(i.checked_sub(1)? as usize)).sum() };
-        let t = &self.by_importance;
-        (ratio(sum(&t.false_positives), sum(&t.distinct)), ratio(sum(&t.false_negatives), sum(&t.repeats)))
+        let levels = || range.clone().filter_map(|i| self.by_importance.get(i.checked_sub(1)? as usize));
+        let sum = |f: fn(&Tally) -> u64| -> u64 { levels().map(f).sum() };
+        (ratio(sum(|t| t.false_positives), sum(|t| t.distinct)), ratio(sum(|t| t.false_negatives), sum(|t| t.repeats)))
     }
 }
 
@@ -257,12 +260,7 @@ pub fn measure(
         policy,
         count: Tally::default(),
         importance: Tally::default(),
-        by_importance: Tally {
-            distinct: vec![0; levels],
-            repeats: vec![0; levels],
-            false_positives: vec![0; levels],
-            false_negatives: vec![0; levels],
-        },
+        by_importance: vec![Tally::default(); levels],
         final_zero_fraction: 0.0,
     };
     for item in stream {
@@ -270,25 +268,10 @@ pub fn measure(
         let level = item.importance as usize - 1;
         let imp = u64::from(item.importance);
         let truth = core::mem::replace(&mut seen[item.element as usize], true);
-        if truth {
-            metrics.count.repeats += 1;
-            metrics.importance.repeats += imp;
-            metrics.by_importance.repeats[level] += 1;
-            if !reported {
-                metrics.count.false_negatives += 1;
-                metrics.importance.false_negatives += imp;
-                metrics.by_importance.false_negatives[level] += 1;
-            }
-        } else {
-            metrics.count.distinct += 1;
-            metrics.importance.distinct += imp;
-            metrics.by_importance.distinct[level] += 1;
-            if reported {
-                metrics.count.false_positives += 1;
-                metrics.importance.false_positives += imp;
-                metrics.by_importance.false_positives[level] += 1;
-            }
-        }
+        let wrong = reported != truth;
+        metrics.count.add(1, truth, wrong);
+        metrics.importance.add(imp, truth, wrong);
+        metrics.by_importance[level].add(1, truth, wrong);
     }
     metrics.final_zero_fraction = filter.zero_fraction();
     Ok(metrics)
@@ -364,10 +347,10 @@ pub fn format_table(results: &[StreamResult]) -> String {
                 out,
                 "  {:<7} {:>6.2} {:>6.2} {:>6.2} {:>6.2} {:>7.2} {:>7.2} {:>6.3}",
                 m.policy.name(),
-                100.0 * m.fp_rate(),
-                100.0 * m.fn_rate(),
-                100.0 * m.weighted_fp(),
-                100.0 * m.weighted_fn(),
+                100.0 * m.count.fp_rate(),
+                100.0 * m.count.fn_rate(),
+                100.0 * m.importance.fp_rate(),
+                100.0 * m.importance.fn_rate(),
                 100.0 * fp_top,
                 100.0 * fn_top,
                 m.final_zero_fraction

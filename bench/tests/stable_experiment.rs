@@ -72,10 +72,10 @@ fn small_experiment_orders_the_filters() {
     for m in &result.metrics {
         assert_eq!(m.count.distinct, 6000);
         assert_eq!(m.count.distinct + m.count.repeats, 6000 + 2571);
-        assert_eq!(m.by_importance.distinct.iter().sum::<u64>(), m.count.distinct);
-        assert_eq!(m.by_importance.false_negatives.iter().sum::<u64>(), m.count.false_negatives);
+        assert_eq!(m.by_importance.iter().map(|t| t.distinct).sum::<u64>(), m.count.distinct);
+        assert_eq!(m.by_importance.iter().map(|t| t.false_negatives).sum::<u64>(), m.count.false_negatives);
         assert_eq!(m.fp_by_importance().len(), 50);
-        assert!(m.weighted_fp() <= 1.0 && m.weighted_fn() <= 1.0);
+        assert!(m.importance.fp_rate() <= 1.0 && m.importance.fn_rate() <= 1.0);
     }
     // The plain BF never forgets; the filters are nested pathwise (same
     // stream, same decrement draws): BF >= SBF >= IBF-MC and SBF >= IBF-2C.

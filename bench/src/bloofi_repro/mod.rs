@@ -292,16 +292,14 @@ fn xs_of(rows: &[Row], label: &str) -> Vec<f64> {
 }
 
 /// The columns of an experiment's CSV after the first (the varied
-/// parameter, named by [`x_name`]): [`Row`]'s fields in their order, each
-/// [`OpCost`](measure::OpCost) as its `ms` and `cost`.
+/// parameter, named by [`x_name`]), in [`Row`]'s field order (`ms`, `cost` of an [`OpCost`]).
 const COLUMNS: &str = concat!(
     "label,filters,m,search_ms,batch_ms,search_cost,no_cost,matches,storage_kb,build_s,",
     "insert_ms,insert_cost,delete_ms,delete_cost,update_ms,update_cost"
 );
 
-/// Columns after [`COLUMNS`], the `written` of each [`OpCost`](measure::OpCost)
-/// in [`Row`]'s field order, that CSVs written before they existed lack (read
-/// back as absent).
+/// Columns after [`COLUMNS`] (the `written` of each [`OpCost`]) that CSVs
+/// written before they existed lack (read back as absent).
 const LATER_COLUMNS: &str = "insert_written,delete_written,update_written";
 
 /// Reads back a CSV written by [`csv()`] (columns found by name, the first is

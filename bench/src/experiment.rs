@@ -142,7 +142,34 @@ pub struct Row {
     pub ratio_vs_naive_fastbloom: Option<f64>,
     /// Queries whose answers were checked before timing.
     pub answers_checked: usize,
-    /// Roofline time over measured time (see [`crate::roofline`]).
+    /// The engine's time against the roofline.
+    #[serde(flatten)]
+    pub roofline: RooflineFit,
+    /// Queries the timing covers.
+    pub timed_queries: usize,
+    /// Whether only a sample of the query set was timed (naive engines at large N).
+    pub sampled_queries: bool,
+    /// How the answers were checked.
+    pub check: CheckKind,
+    /// The engine's kernels and memory.
+    #[serde(flatten)]
+    pub engine: EngineInfo,
+    /// Keys per batch (batched rows).
+    pub batch_size: Option<usize>,
+    /// `SlicedConfig::max_shard_columns` (normalised).
+    pub max_shard_columns: usize,
+    /// `SlicedConfig::prefetch_distance`.
+    pub prefetch_distance: usize,
+    /// Workload seed and CPU.
+    #[serde(flatten)]
+    pub origin: Provenance,
+}
+
+/// What a query must read, its roofline time (see [`crate::roofline`]) and
+/// the measured time's fraction of it.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct RooflineFit {
+    /// Roofline time over measured time.
     pub roofline_fraction: f64,
     /// Roofline time per query.
     pub roofline_ns: f64,
@@ -161,22 +188,31 @@ pub struct Row {
     /// of the index's mean run length, over the measured time (a roofline
     /// for runs of exactly this length rather than for a stream).
     pub run_roofline_fraction: Option<f64>,
-    /// Queries the timing covers.
-    pub timed_queries: usize,
-    /// Whether only a sample of the query set was timed (naive engines at large N).
-    pub sampled_queries: bool,
-    /// How the answers were checked.
-    pub check: CheckKind,
+}
+
+impl RooflineFit {
+    /// A query reading `bytes` in `runs` runs in `ns_per_query` (sliced-only fields left out).
+    fn new(roofline: &Roofline, bytes: u64, runs: u64, ns_per_query: f64) -> Self {
+        let roofline_ns = roofline.query_ns(bytes as f64, runs as f64);
+        let roofline_fraction = roofline_ns / ns_per_query;
+        RooflineFit { roofline_fraction, roofline_ns, bytes_per_query: bytes, runs_per_query: runs, ..Self::default() }
+    }
+}
+
+/// The kernels an engine ran on and the memory it held (in [`Row`] and
+/// [`MultiRow`](crate::multi::MultiRow)).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct EngineInfo {
     /// Kernel backend (sliced engines) or `-`.
     pub backend: String,
     /// Bytes the engine holds.
     pub memory_bytes: usize,
-    /// Keys per batch (batched rows).
-    pub batch_size: Option<usize>,
-    /// `SlicedConfig::max_shard_columns` (normalised).
-    pub max_shard_columns: usize,
-    /// `SlicedConfig::prefetch_distance`.
-    pub prefetch_distance: usize,
+}
+
+/// Where a row was measured (the last fields of [`Row`] and
+/// [`MultiRow`](crate::multi::MultiRow)).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Provenance {
     /// Workload seed.
     pub seed: u64,
     /// CPU model.
@@ -348,30 +384,18 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
         queries_per_sec: timed_queries as f64 / time.as_secs_f64(),
         ratio_vs_naive_fastbloom: None,
         answers_checked: timed_queries,
-        roofline_fraction: 0.0,
-        roofline_ns: 0.0,
-        bytes_per_query: 0,
-        runs_per_query: 0,
-        est_bytes_read: None,
-        roofline_fraction_early_exit: None,
-        run_roofline_fraction: None,
+        roofline: RooflineFit::default(),
         timed_queries,
         sampled_queries: timed_queries < spec.queries,
         check: CheckKind::Exact,
-        backend: "-".to_owned(),
-        memory_bytes: 0,
+        engine: EngineInfo { backend: "-".to_owned(), memory_bytes: 0 },
         batch_size: None,
         max_shard_columns: config.max_shard_columns,
         prefetch_distance: config.prefetch_distance,
-        seed: spec.seed,
-        cpu: cpu.clone(),
+        origin: Provenance { seed: spec.seed, cpu: cpu.clone() },
     };
-    let naive_roofline = |r: &mut Row| {
-        r.bytes_per_query = (k * 64 * n) as u64;
-        r.runs_per_query = (k * n) as u64;
-        r.roofline_ns = roofline.query_ns(r.bytes_per_query as f64, r.runs_per_query as f64);
-        r.roofline_fraction = r.roofline_ns / r.ns_per_query;
-    };
+    let naive_roofline =
+        |r: &mut Row| r.roofline = RooflineFit::new(&roofline, (k * 64 * n) as u64, (k * n) as u64, r.ns_per_query);
 
     let mut rows = Vec::new();
     let mut fp = None;
@@ -390,7 +414,7 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
                     engines::best_of(1, || engines::single_pass(sample, &mut out, |h, o| naive.query_hash_into(h, o)));
                 let mut r = row("naive", false, time, naive_queries);
                 naive_roofline(&mut r);
-                r.memory_bytes = naive.memory_bytes();
+                r.engine.memory_bytes = naive.memory_bytes();
                 rows.push(r);
             }
             EngineKind::NaiveFastbloom => {
@@ -403,7 +427,7 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
                 let mut r = row("naive-fastbloom", false, time, naive_queries);
                 naive_roofline(&mut r);
                 r.check = CheckKind::NoFalseNegativesFpWithin4Sigma;
-                r.memory_bytes = fb.memory_bytes();
+                r.engine.memory_bytes = fb.memory_bytes();
                 rows.push(r);
             }
             EngineKind::SlicedScalar | EngineKind::Sliced => {
@@ -427,8 +451,8 @@ pub fn run_query(opts: &QueryOptions, log: &mut dyn FnMut(&str)) -> Result<Repor
                 for (is_batched, time) in [(false, single), (true, batched)] {
                     let mut r = row(name, is_batched, time, spec.queries);
                     sliced_roofline(&mut r, index, &roofline);
-                    r.backend = engine.kernels().backend().name().to_owned();
-                    r.memory_bytes = index.memory_bytes();
+                    r.engine.backend = engine.kernels().backend().name().to_owned();
+                    r.engine.memory_bytes = index.memory_bytes();
                     r.batch_size = is_batched.then_some(opts.batch);
                     rows.push(r);
                 }
@@ -562,15 +586,16 @@ pub fn expected_rows_read(density: f64, k: u32) -> f64 {
 
 fn sliced_roofline(r: &mut Row, index: &SlicedIndex, roofline: &Roofline) {
     let p = index.params();
-    r.bytes_per_query = index.bytes_per_query() as u64;
-    r.runs_per_query = u64::from(p.k()) * index.shard_count() as u64;
-    r.roofline_ns = roofline.query_ns(r.bytes_per_query as f64, r.runs_per_query as f64);
-    r.roofline_fraction = r.roofline_ns / r.ns_per_query;
+    let runs = u64::from(p.k()) * index.shard_count() as u64;
+    let f = RooflineFit::new(roofline, index.bytes_per_query() as u64, runs, r.ns_per_query);
     let density = index.count_ones() as f64 / (p.m() as f64 * index.columns() as f64);
-    let est = r.bytes_per_query as f64 * expected_rows_read(density, p.k()) / f64::from(p.k());
-    r.est_bytes_read = Some(est);
-    r.roofline_fraction_early_exit = Some(roofline.query_ns(est, r.runs_per_query as f64) / r.ns_per_query);
-    r.run_roofline_fraction = Some(r.runs_per_query as f64 * roofline.ns_per_random_run / r.ns_per_query);
+    let est = f.bytes_per_query as f64 * expected_rows_read(density, p.k()) / f64::from(p.k());
+    r.roofline = RooflineFit {
+        est_bytes_read: Some(est),
+        roofline_fraction_early_exit: Some(roofline.query_ns(est, runs as f64) / r.ns_per_query),
+        run_roofline_fraction: Some(runs as f64 * roofline.ns_per_random_run / r.ns_per_query),
+        ..f
+    };
 }
 
 #[cfg(test)]
@@ -622,7 +647,7 @@ mod tests {
         );
         for r in &report.rows {
             assert_eq!(r.answers_checked, 400);
-            assert!(r.ns_per_query > 0.0 && r.roofline_fraction > 0.0);
+            assert!(r.ns_per_query > 0.0 && r.roofline.roofline_fraction > 0.0);
             assert!(r.ratio_vs_naive_fastbloom.is_some());
         }
         let json: serde_json::Value = serde_json::from_str(&crate::report::json(&report).unwrap()).unwrap();

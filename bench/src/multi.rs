@@ -43,7 +43,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::engines::{best_of, build_filters, timed};
-use crate::experiment::{BenchError, RowSubject};
+use crate::experiment::{BenchError, EngineInfo, Provenance, RowSubject};
 use crate::reference::Reference;
 use crate::workload::{WorkloadKind, WorkloadSpec, key_hash, params};
 
@@ -104,14 +104,9 @@ pub struct MultiRow {
     pub threshold: f64,
     /// Which queries.
     pub query_class: QueryClass,
-    /// Queries the timing covers.
-    pub timed_queries: usize,
-    /// Mean time per query.
-    pub ns_per_query: f64,
-    /// Mean time per key (`ns_per_query / keys_per_query`).
-    pub ns_per_key: f64,
-    /// Queries per second.
-    pub queries_per_sec: f64,
+    /// The timed queries and their mean time.
+    #[serde(flatten)]
+    pub timing: MultiTiming,
     /// `per-key-count` time over this engine's time, same shape and class.
     pub ratio_vs_per_key_count: Option<f64>,
     /// This engine's time over `batched`'s, same shape and class.
@@ -120,14 +115,26 @@ pub struct MultiRow {
     pub answers_checked: usize,
     /// Threads that answered the queries.
     pub threads: usize,
-    /// Kernel backend (sliced engines) or `-`.
-    pub backend: String,
-    /// Bytes the sliced index holds.
-    pub memory_bytes: usize,
-    /// Workload seed.
-    pub seed: u64,
-    /// CPU model.
-    pub cpu: String,
+    /// The kernels and the bytes the sliced index holds.
+    #[serde(flatten)]
+    pub engine: EngineInfo,
+    /// Workload seed and CPU.
+    #[serde(flatten)]
+    pub origin: Provenance,
+}
+
+/// What a [`MultiRow`] timed: the queries and the mean time per query and
+/// per key.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct MultiTiming {
+    /// Queries the timing covers.
+    pub timed_queries: usize,
+    /// Mean time per query.
+    pub ns_per_query: f64,
+    /// Mean time per key (`ns_per_query / keys_per_query`).
+    pub ns_per_key: f64,
+    /// Queries per second.
+    pub queries_per_sec: f64,
 }
 
 /// The queries of one shape: keys (hashed), class and the naive answer.
@@ -170,18 +177,21 @@ pub fn run_multi(opts: &MultiOptions, log: &mut dyn FnMut(&str)) -> Result<Vec<M
             keys_per_query: q,
             threshold: THRESHOLD,
             query_class: class,
-            timed_queries: timed,
-            ns_per_query: time.as_nanos() as f64 / timed.max(1) as f64,
-            ns_per_key: time.as_nanos() as f64 / (timed.max(1) * q.max(1)) as f64,
-            queries_per_sec: timed as f64 / time.as_secs_f64().max(1e-12),
+            timing: MultiTiming {
+                timed_queries: timed,
+                ns_per_query: time.as_nanos() as f64 / timed.max(1) as f64,
+                ns_per_key: time.as_nanos() as f64 / (timed.max(1) * q.max(1)) as f64,
+                queries_per_sec: timed as f64 / time.as_secs_f64().max(1e-12),
+            },
             ratio_vs_per_key_count: None,
             ratio_vs_batched: None,
             answers_checked: timed,
             threads,
-            backend: if engine == "naive" { "-".to_owned() } else { backend.clone() },
-            memory_bytes: index.memory_bytes(),
-            seed: opts.seed,
-            cpu: cpu.clone(),
+            engine: EngineInfo {
+                backend: if engine == "naive" { "-".to_owned() } else { backend.clone() },
+                memory_bytes: index.memory_bytes(),
+            },
+            origin: Provenance { seed: opts.seed, cpu: cpu.clone() },
         };
         let mut shape_rows = Vec::new();
 
@@ -430,7 +440,7 @@ pub fn table(rows: &[MultiRow]) -> String {
     use core::fmt::Write as _;
     let mut o = String::new();
     if let Some(r) = rows.first() {
-        let backend = rows.iter().map(|r| r.backend.as_str()).find(|b| *b != "-").unwrap_or("-");
+        let backend = rows.iter().map(|r| r.engine.backend.as_str()).find(|b| *b != "-").unwrap_or("-");
         let _ = writeln!(
             o,
             "multi: N = {}, m = {}, k = {}, threshold {}, cpu {}, kernels {} (available: {})",
@@ -438,7 +448,7 @@ pub fn table(rows: &[MultiRow]) -> String {
             r.subject.m,
             r.subject.k,
             r.threshold,
-            r.cpu,
+            r.origin.cpu,
             backend,
             Kernels::available().iter().map(|k| k.backend().name()).collect::<Vec<_>>().join(", ")
         );
@@ -461,8 +471,8 @@ pub fn table(rows: &[MultiRow]) -> String {
             r.keys_per_query,
             class,
             r.threads,
-            r.ns_per_query,
-            r.ns_per_key,
+            r.timing.ns_per_query,
+            r.timing.ns_per_key,
             r.ratio_vs_per_key_count.map_or("-".to_owned(), |x| format!("{x:.2}x")),
             r.ratio_vs_batched.map_or("-".to_owned(), |x| format!("{x:.2}x")),
             r.answers_checked
@@ -492,7 +502,7 @@ mod tests {
         assert_eq!(rows.len(), 2 * (1 + 12 + 2));
         for r in &rows {
             assert_eq!(r.threshold, THRESHOLD);
-            assert!(r.ns_per_query > 0.0, "{r:?}");
+            assert!(r.timing.ns_per_query > 0.0, "{r:?}");
             if r.subject.engine != "naive" {
                 assert!(r.ratio_vs_per_key_count.is_some());
             }

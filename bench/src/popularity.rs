@@ -341,10 +341,8 @@ pub struct DpSpeedRow {
     pub hwm_before: Option<u64>,
     /// `VmHWM` after the call, bytes.
     pub hwm_after: Option<u64>,
-    /// The solver's memory plan, bytes.
-    pub plan_bytes: u64,
-    /// Walk-back block (keys) of the plan.
-    pub block: u64,
+    /// The solver's memory plan (bytes, walk-back block).
+    pub plan: optimize::DpPlan,
 }
 
 /// `VmHWM` (peak resident set) of this process in bytes.
@@ -384,8 +382,7 @@ pub fn dp_speed(sizes: &[usize], limited_universe: usize) -> Result<Vec<DpSpeedR
             seconds: time.as_secs_f64(),
             hwm_before,
             hwm_after: peak_rss_bytes(),
-            plan_bytes: plan.bytes,
-            block: plan.block,
+            plan,
         });
         Ok::<(), bloomslice::Error>(())
     };
@@ -428,8 +425,8 @@ pub fn dp_speed_table(rows: &[DpSpeedRow]) -> String {
             r.seconds,
             mib(r.hwm_before),
             mib(r.hwm_after),
-            r.plan_bytes as f64 / (1 << 20) as f64,
-            r.block
+            r.plan.bytes as f64 / (1 << 20) as f64,
+            r.plan.block
         );
     }
     s

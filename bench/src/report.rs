@@ -145,11 +145,11 @@ fn table_row(r: &Row) -> String {
         r.ns_per_query,
         r.queries_per_sec,
         opt_ratio(r.ratio_vs_naive_fastbloom),
-        r.bytes_per_query,
-        r.roofline_ns,
-        r.roofline_fraction,
-        opt_fraction(r.roofline_fraction_early_exit),
-        opt_fraction(r.run_roofline_fraction),
+        r.roofline.bytes_per_query,
+        r.roofline.roofline_ns,
+        r.roofline.roofline_fraction,
+        opt_fraction(r.roofline.roofline_fraction_early_exit),
+        opt_fraction(r.roofline.run_roofline_fraction),
         r.answers_checked,
     )
 }

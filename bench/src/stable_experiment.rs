@@ -168,6 +168,20 @@ pub fn synthetic_stream(config: &StreamConfig) -> Result<Vec<StreamItem>, Stream
 pub struct Metrics {
     /// The filter's policy.
     pub policy: Policy,
+    /// Queries (their rates: the FP and FN rates).
+    pub count: Tally,
+    /// Total importance of the queries (their rates: the weighted ones).
+    pub importance: Tally,
+    /// Per importance `i` (index `i - 1`): queries.
+    pub by_importance: Vec<Tally>,
+    /// Fraction of zero cells at the end of the stream.
+    pub final_zero_fraction: f64,
+}
+
+/// The queries of a stream (or their total importance) by what they were
+/// and how the filter answered them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
     /// First occurrences (queries that can be false positives).
     pub distinct: u64,
     /// Repeats (queries that can be false negatives).
@@ -176,74 +190,56 @@ pub struct Metrics {
     pub false_positives: u64,
     /// Repeats reported as distinct.
     pub false_negatives: u64,
-    /// Total importance of first occurrences.
-    pub distinct_importance: u64,
-    /// Total importance of repeats.
-    pub repeat_importance: u64,
-    /// Total importance of the false positives.
-    pub false_positive_importance: u64,
-    /// Total importance of the false negatives.
-    pub false_negative_importance: u64,
-    /// Per importance `i` (index `i - 1`): first occurrences.
-    pub distinct_by_importance: Vec<u64>,
-    /// Per importance: repeats.
-    pub repeats_by_importance: Vec<u64>,
-    /// Per importance: false positives.
-    pub false_positives_by_importance: Vec<u64>,
-    /// Per importance: false negatives.
-    pub false_negatives_by_importance: Vec<u64>,
-    /// Fraction of zero cells at the end of the stream.
-    pub final_zero_fraction: f64,
 }
 
 fn ratio(num: u64, den: u64) -> f64 {
     if den == 0 { 0.0 } else { num as f64 / den as f64 }
 }
 
-impl Metrics {
-    /// FP rate (0 when the stream has no first occurrences).
+impl Tally {
+    /// FP rate (0 when there were no first occurrences).
     pub fn fp_rate(&self) -> f64 {
         ratio(self.false_positives, self.distinct)
     }
 
-    /// FN rate (0 when the stream has no repeats).
+    /// FN rate (0 when there were no repeats).
     pub fn fn_rate(&self) -> f64 {
         ratio(self.false_negatives, self.repeats)
     }
 
-    /// Importance-weighted FP rate.
-    pub fn weighted_fp(&self) -> f64 {
-        ratio(self.false_positive_importance, self.distinct_importance)
+    /// Adds `n` to the repeats (`repeat`) or the first occurrences, and to
+    /// their errors too when the filter answered `wrong`.
+    fn add(&mut self, n: u64, repeat: bool, wrong: bool) {
+        let (all, errors) = if repeat {
+            (&mut self.repeats, &mut self.false_negatives)
+        } else {
+            (&mut self.distinct, &mut self.false_positives)
+        };
+        *all += n;
+        if wrong {
+            *errors += n;
+        }
     }
+}
 
-    /// Importance-weighted FN rate.
-    pub fn weighted_fn(&self) -> f64 {
-        ratio(self.false_negative_importance, self.repeat_importance)
-    }
-
+impl Metrics {
     /// `I_fp`: the FP rate among items of importance `i` at index `i - 1`
     /// (0 where there were none).
     pub fn fp_by_importance(&self) -> Vec<f64> {
-        self.false_positives_by_importance
-            .iter()
-            .zip(&self.distinct_by_importance)
-            .map(|(&f, &n)| ratio(f, n))
-            .collect()
+        self.by_importance.iter().map(Tally::fp_rate).collect()
     }
 
     /// `I_fn`: the FN rate among items of importance `i` at index `i - 1`.
     pub fn fn_by_importance(&self) -> Vec<f64> {
-        self.false_negatives_by_importance.iter().zip(&self.repeats_by_importance).map(|(&f, &n)| ratio(f, n)).collect()
+        self.by_importance.iter().map(Tally::fn_rate).collect()
     }
 
     /// FP and FN rates over the items whose importance lies in `range`
     /// (pooled counts, not an average of rates).
     pub fn rates_in(&self, range: core::ops::RangeInclusive<u32>) -> (f64, f64) {
-        let sum = |v: &[u64]| -> u64 { range.clone().filter_map(|i| v.get(i.checked_sub(1)? as usize)).sum() };
-        (
-            ratio(sum(&self.false_positives_by_importance), sum(&self.distinct_by_importance)),
-            ratio(sum(&self.false_negatives_by_importance), sum(&self.repeats_by_importance)),
-        )
+        let levels = || range.clone().filter_map(|i| self.by_importance.get(i.checked_sub(1)? as usize));
+        let sum = |f: fn(&Tally) -> u64| -> u64 { levels().map(f).sum() };
+        (ratio(sum(|t| t.false_positives), sum(|t| t.distinct)), ratio(sum(|t| t.false_negatives), sum(|t| t.repeats)))
     }
 }
 
@@ -262,18 +258,9 @@ pub fn measure(
     let mut seen = vec![false; elements];
     let mut metrics = Metrics {
         policy,
-        distinct: 0,
-        repeats: 0,
-        false_positives: 0,
-        false_negatives: 0,
-        distinct_importance: 0,
-        repeat_importance: 0,
-        false_positive_importance: 0,
-        false_negative_importance: 0,
-        distinct_by_importance: vec![0; levels],
-        repeats_by_importance: vec![0; levels],
-        false_positives_by_importance: vec![0; levels],
-        false_negatives_by_importance: vec![0; levels],
+        count: Tally::default(),
+        importance: Tally::default(),
+        by_importance: vec![Tally::default(); levels],
         final_zero_fraction: 0.0,
     };
     for item in stream {
@@ -281,25 +268,10 @@ pub fn measure(
         let level = item.importance as usize - 1;
         let imp = u64::from(item.importance);
         let truth = core::mem::replace(&mut seen[item.element as usize], true);
-        if truth {
-            metrics.repeats += 1;
-            metrics.repeat_importance += imp;
-            metrics.repeats_by_importance[level] += 1;
-            if !reported {
-                metrics.false_negatives += 1;
-                metrics.false_negative_importance += imp;
-                metrics.false_negatives_by_importance[level] += 1;
-            }
-        } else {
-            metrics.distinct += 1;
-            metrics.distinct_importance += imp;
-            metrics.distinct_by_importance[level] += 1;
-            if reported {
-                metrics.false_positives += 1;
-                metrics.false_positive_importance += imp;
-                metrics.false_positives_by_importance[level] += 1;
-            }
-        }
+        let wrong = reported != truth;
+        metrics.count.add(1, truth, wrong);
+        metrics.importance.add(imp, truth, wrong);
+        metrics.by_importance[level].add(1, truth, wrong);
     }
     metrics.final_zero_fraction = filter.zero_fraction();
     Ok(metrics)
@@ -375,10 +347,10 @@ pub fn format_table(results: &[StreamResult]) -> String {
                 out,
                 "  {:<7} {:>6.2} {:>6.2} {:>6.2} {:>6.2} {:>7.2} {:>7.2} {:>6.3}",
                 m.policy.name(),
-                100.0 * m.fp_rate(),
-                100.0 * m.fn_rate(),
-                100.0 * m.weighted_fp(),
-                100.0 * m.weighted_fn(),
+                100.0 * m.count.fp_rate(),
+                100.0 * m.count.fn_rate(),
+                100.0 * m.importance.fp_rate(),
+                100.0 * m.importance.fn_rate(),
                 100.0 * fp_top,
                 100.0 * fn_top,
                 m.final_zero_fraction

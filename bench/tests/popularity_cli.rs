@@ -90,7 +90,7 @@ fn popularity_out_writes_csv_and_plot() {
 fn dp_speed_reports_time_and_memory() {
     let rows = bloomslice_bench::popularity::dp_speed(&[200], 20_000).unwrap();
     assert_eq!(rows.len(), 2);
-    assert!(rows.iter().all(|r| r.seconds >= 0.0 && r.plan_bytes > 0 && r.block >= 1));
+    assert!(rows.iter().all(|r| r.seconds >= 0.0 && r.plan.bytes > 0 && r.plan.block >= 1));
     let table = bloomslice_bench::popularity::dp_speed_table(&rows);
     assert!(table.contains("integer_solution N=200") && table.contains("limited_integer_solution N=20000"));
 }

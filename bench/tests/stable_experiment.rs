@@ -70,20 +70,20 @@ fn small_experiment_orders_the_filters() {
     let result = experiment::run(&params, &config, 5).unwrap();
     let by = |p: Policy| result.metrics.iter().find(|m| m.policy == p).unwrap();
     for m in &result.metrics {
-        assert_eq!(m.distinct, 6000);
-        assert_eq!(m.distinct + m.repeats, 6000 + 2571);
-        assert_eq!(m.distinct_by_importance.iter().sum::<u64>(), m.distinct);
-        assert_eq!(m.false_negatives_by_importance.iter().sum::<u64>(), m.false_negatives);
+        assert_eq!(m.count.distinct, 6000);
+        assert_eq!(m.count.distinct + m.count.repeats, 6000 + 2571);
+        assert_eq!(m.by_importance.iter().map(|t| t.distinct).sum::<u64>(), m.count.distinct);
+        assert_eq!(m.by_importance.iter().map(|t| t.false_negatives).sum::<u64>(), m.count.false_negatives);
         assert_eq!(m.fp_by_importance().len(), 50);
-        assert!(m.weighted_fp() <= 1.0 && m.weighted_fn() <= 1.0);
+        assert!(m.importance.fp_rate() <= 1.0 && m.importance.fn_rate() <= 1.0);
     }
     // The plain BF never forgets; the filters are nested pathwise (same
     // stream, same decrement draws): BF >= SBF >= IBF-MC and SBF >= IBF-2C.
-    assert_eq!(by(Policy::Bf).false_negatives, 0);
-    assert!(by(Policy::Bf).false_positives >= by(Policy::Sbf).false_positives);
-    assert!(by(Policy::Sbf).false_positives >= by(Policy::IbfMc).false_positives);
-    assert!(by(Policy::Sbf).false_positives >= by(Policy::Ibf2c).false_positives);
-    assert!(by(Policy::Sbf).false_negatives <= by(Policy::IbfMc).false_negatives);
+    assert_eq!(by(Policy::Bf).count.false_negatives, 0);
+    assert!(by(Policy::Bf).count.false_positives >= by(Policy::Sbf).count.false_positives);
+    assert!(by(Policy::Sbf).count.false_positives >= by(Policy::IbfMc).count.false_positives);
+    assert!(by(Policy::Sbf).count.false_positives >= by(Policy::Ibf2c).count.false_positives);
+    assert!(by(Policy::Sbf).count.false_negatives <= by(Policy::IbfMc).count.false_negatives);
     let table = experiment::format_table(std::slice::from_ref(&result));
     assert!(table.contains("IBF-MC"));
 }

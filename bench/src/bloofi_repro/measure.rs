@@ -20,7 +20,7 @@ use rand::{Rng, SeedableRng};
 use super::data::Dataset;
 use crate::engines::{fastest_pass, timed};
 
-/// Keys per `SlicedIndex::query_batch_hashes` call in [`Row::batch_ms`].
+/// Keys per `SlicedIndex::query_batch_hashes` call in [`SearchCost::batch_ms`].
 pub const BATCH: usize = 1024;
 
 /// Timed passes over the searches stop after this long (at least one pass
@@ -101,45 +101,61 @@ pub struct Row {
     pub filters: usize,
     /// Filter size `m` in bits.
     pub m: u64,
+    /// The searches.
+    pub search: SearchCost,
+    /// Storage cost as Section 7.1.1 estimates it, in kB (1000 bytes);
+    /// memory actually held for `SlicedIndex`.
+    pub storage_kb: f64,
+    /// Construction time of the whole index, in seconds.
+    pub build_s: f64,
+    /// Inserts of a new filter into the built index.
+    pub insert: OpCost,
+    /// Deletes of a filter.
+    pub delete: OpCost,
+    /// In-place updates (half of the values to all of them).
+    pub update: OpCost,
+}
+
+/// The maintenance operations, in the order of [`Row::ops`].
+pub const OPS: [&str; 3] = ["Insert", "Delete", "Update"];
+
+impl Row {
+    /// Insert, delete and update, in that order.
+    pub fn ops(&self) -> [OpCost; 3] {
+        [self.insert, self.delete, self.update]
+    }
+}
+
+/// Time and cost of the searches of one point.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SearchCost {
     /// Mean time of a "yes" search, one key per call (best of up to three
     /// passes over the searches).
-    pub search_ms: f64,
+    pub ms: f64,
     /// `SlicedIndex` only: mean time per "yes" search when the searches are
     /// asked in batches of [`BATCH`] (`query_batch_hashes`, which prefetches
     /// the rows of later keys).
     pub batch_ms: Option<f64>,
     /// Mean filters checked by a "yes" search (the paper's search bf-cost;
     /// `N` for the naive scan, none for the flat layouts).
-    pub search_cost: Option<f64>,
+    pub cost: Option<f64>,
     /// Mean filters checked by a "no" search.
     pub no_cost: Option<f64>,
     /// Mean ids returned by a "yes" search.
     pub matches: f64,
-    /// Storage cost as Section 7.1.1 estimates it, in kB (1000 bytes);
-    /// memory actually held for `SlicedIndex`.
-    pub storage_kb: f64,
-    /// Construction time of the whole index, in seconds.
-    pub build_s: f64,
-    /// Mean time of an insert of a new filter into the built index.
-    pub insert_ms: Option<f64>,
-    /// Mean tree nodes accessed by those inserts.
-    pub insert_cost: Option<f64>,
-    /// Mean time of a delete.
-    pub delete_ms: Option<f64>,
-    /// Mean tree nodes accessed by a delete.
-    pub delete_cost: Option<f64>,
-    /// Mean time of an in-place update (half of the values to all of them).
-    pub update_ms: Option<f64>,
-    /// Mean tree nodes accessed by an update.
-    pub update_cost: Option<f64>,
-    /// Mean tree nodes whose filter value an insert wrote (ORed into,
-    /// recomputed or created): the count the paper's Fig. 6b describes,
-    /// beside `insert_cost` (every node read or written).
-    pub insert_written: Option<f64>,
-    /// Mean tree nodes whose filter value a delete wrote (recomputed).
-    pub delete_written: Option<f64>,
-    /// Mean tree nodes whose filter value an update wrote (ORed into).
-    pub update_written: Option<f64>,
+}
+
+/// Mean time and cost of one kind of maintenance operation (insert, delete
+/// or update); `None` where the engine was not measured on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OpCost {
+    /// Mean time of one operation.
+    pub ms: Option<f64>,
+    /// Mean tree nodes it accessed (read or written).
+    pub cost: Option<f64>,
+    /// Mean tree nodes whose filter value it wrote (ORed into, recomputed
+    /// or created): the count the paper's Fig. 6b describes.
+    pub written: Option<f64>,
 }
 
 /// The shared inputs of one point: the data, its filters, the searches and
@@ -315,10 +331,10 @@ pub fn measure(variant: Variant, point: &Point<'_>, x: f64) -> Res<Row> {
         let (updated, time) =
             timed(|| point.filters.iter().enumerate().try_for_each(|(i, f)| built.update(i as u64, f)));
         updated?;
-        row.update_ms = Some(time.as_secs_f64() * 1e3 / n.max(1) as f64);
+        row.update.ms = Some(time.as_secs_f64() * 1e3 / n.max(1) as f64);
         if let Built::Tree(t) = &built {
-            row.update_cost = Some(t.maintenance_stats().mean_update());
-            row.update_written = Some(t.maintenance_stats().mean_update_written());
+            row.update.cost = Some(t.maintenance_stats().mean_update());
+            row.update.written = Some(t.maintenance_stats().mean_update_written());
         }
     }
     built.validate().map_err(|e| format!("{}: invalid after construction: {e}", variant.name()))?;
@@ -352,7 +368,7 @@ pub fn measure(variant: Variant, point: &Point<'_>, x: f64) -> Res<Row> {
         })
         .1
     });
-    row.search_ms = secs * 1e3 / point.yes.len().max(1) as f64;
+    row.search.ms = secs * 1e3 / point.yes.len().max(1) as f64;
     if let Built::Sliced(sliced) = &built {
         let mut results = BatchResults::default();
         let secs = best_of(|| {
@@ -364,17 +380,17 @@ pub fn measure(variant: Variant, point: &Point<'_>, x: f64) -> Res<Row> {
             })
             .1
         });
-        row.batch_ms = Some(secs * 1e3 / point.yes.len().max(1) as f64);
+        row.search.batch_ms = Some(secs * 1e3 / point.yes.len().max(1) as f64);
     }
     let per = |c: usize, q: usize| c as f64 / q.max(1) as f64;
-    row.matches = per(matches, point.yes.len());
+    row.search.matches = per(matches, point.yes.len());
     let mut no_cost = 0usize;
     for h in point.no {
         no_cost += built.query(*h, &mut out);
     }
     if matches!(variant.engine, Engine::Naive | Engine::Bloofi | Engine::BloofiBulk) {
-        row.search_cost = Some(per(cost, point.yes.len()));
-        row.no_cost = Some(per(no_cost, point.no.len()));
+        row.search.cost = Some(per(cost, point.yes.len()));
+        row.search.no_cost = Some(per(no_cost, point.no.len()));
     }
     row.storage_kb = built.storage_bytes(data.params.words()) as f64 / 1e3;
 
@@ -401,16 +417,16 @@ pub fn measure(variant: Variant, point: &Point<'_>, x: f64) -> Res<Row> {
             del_c += built.last_cost().unwrap_or(0.0);
         }
         let ops = point.ops as f64;
-        row.insert_ms = Some(ins_t * 1e3 / ops);
-        row.delete_ms = Some(del_t * 1e3 / ops);
+        row.insert.ms = Some(ins_t * 1e3 / ops);
+        row.delete.ms = Some(del_t * 1e3 / ops);
         if built.last_cost().is_some() {
-            row.insert_cost = Some(ins_c / ops);
-            row.delete_cost = Some(del_c / ops);
+            row.insert.cost = Some(ins_c / ops);
+            row.delete.cost = Some(del_c / ops);
         }
         if let Built::Tree(t) = &built {
             let stats = t.maintenance_stats();
-            row.insert_written = Some(stats.mean_insert_written());
-            row.delete_written = Some(stats.mean_delete_written());
+            row.insert.written = Some(stats.mean_insert_written());
+            row.delete.written = Some(stats.mean_delete_written());
         }
         built.validate().map_err(|e| format!("{}: invalid after maintenance: {e}", variant.name()))?;
     }
@@ -443,13 +459,13 @@ mod tests {
             for engine in [Engine::Naive, Engine::Bloofi, Engine::BloofiBulk, Engine::Flat, Engine::Sliced] {
                 for variant in [Variant::plain(engine), Variant::au(engine)] {
                     let row = measure(variant, &point, 70.0).unwrap();
-                    assert!(row.matches >= 1.0, "{row:?}");
+                    assert!(row.search.matches >= 1.0, "{row:?}");
                     assert!(row.storage_kb > 0.0);
                     if engine == Engine::Bloofi && !variant.after_updates {
-                        assert!(row.insert_cost.unwrap() >= 1.0 && row.delete_cost.unwrap() >= 1.0);
+                        assert!(row.insert.cost.unwrap() >= 1.0 && row.delete.cost.unwrap() >= 1.0);
                     }
                     if variant.after_updates && engine == Engine::Bloofi {
-                        assert!(row.update_cost.unwrap() >= 1.0);
+                        assert!(row.update.cost.unwrap() >= 1.0);
                     }
                 }
             }

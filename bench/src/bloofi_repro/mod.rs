@@ -43,7 +43,7 @@ use bloomslice::{BloofiConfig, BloomParams, Metric};
 
 use crate::plot::{LineChart, Series, write as write_chart};
 use data::{Dataset, Distribution};
-use measure::{Engine, Point, Row, Variant, measure, reference};
+use measure::{Engine, OPS, OpCost, Point, Row, SearchCost, Variant, measure, reference};
 
 /// The experiments of `paper bloofi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -247,21 +247,15 @@ impl Default for Setup {
 /// the CSV has them, the same three as nodes whose filter was written (the
 /// paper's basis).
 fn maintenance_cost_series(rows: &[Row]) -> Vec<Series> {
-    /// (row label, series name, value).
-    type Pick = (&'static str, &'static str, fn(&Row) -> Option<f64>);
     let mut mc = Vec::new();
-    let picks: [Pick; 6] = [
-        ("Bloofi", "Bloofi-Insert (accessed)", |r| r.insert_cost),
-        ("Bloofi", "Bloofi-Delete (accessed)", |r| r.delete_cost),
-        ("Bloofi-AU", "Bloofi-Update (accessed)", |r| r.update_cost),
-        ("Bloofi", "Bloofi-Insert (written)", |r| r.insert_written),
-        ("Bloofi", "Bloofi-Delete (written)", |r| r.delete_written),
-        ("Bloofi-AU", "Bloofi-Update (written)", |r| r.update_written),
-    ];
-    for (label, name, pick) in picks {
-        for mut s in series_of(rows, &[label], pick) {
-            s.name = name.into();
-            mc.push(s);
+    for (what, pick) in
+        [("accessed", (|op: OpCost| op.cost) as fn(OpCost) -> Option<f64>), ("written", |op| op.written)]
+    {
+        for (i, (label, op)) in ["Bloofi", "Bloofi", "Bloofi-AU"].into_iter().zip(OPS).enumerate() {
+            for mut s in series_of(rows, &[label], |r| pick(r.ops()[i])) {
+                s.name = format!("Bloofi-{op} ({what})");
+                mc.push(s);
+            }
         }
     }
     mc
@@ -298,14 +292,14 @@ fn xs_of(rows: &[Row], label: &str) -> Vec<f64> {
 }
 
 /// The columns of an experiment's CSV after the first (the varied
-/// parameter, named by [`x_name`]), in [`Row`]'s field order.
+/// parameter, named by [`x_name`]), in [`Row`]'s field order (`ms`, `cost` of an [`OpCost`]).
 const COLUMNS: &str = concat!(
     "label,filters,m,search_ms,batch_ms,search_cost,no_cost,matches,storage_kb,build_s,",
     "insert_ms,insert_cost,delete_ms,delete_cost,update_ms,update_cost"
 );
 
-/// Columns after [`COLUMNS`], in [`Row`]'s field order, that CSVs written
-/// before they existed lack (read back as absent).
+/// Columns after [`COLUMNS`] (the `written` of each [`OpCost`]) that CSVs
+/// written before they existed lack (read back as absent).
 const LATER_COLUMNS: &str = "insert_written,delete_written,update_written";
 
 /// Reads back a CSV written by [`csv()`] (columns found by name, the first is
@@ -341,22 +335,12 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
             label: cell(1)?.to_string(),
             filters: num(2)? as usize,
             m: num(3)? as u64,
-            search_ms: num(4)?,
-            batch_ms: opt(5)?,
-            search_cost: opt(6)?,
-            no_cost: opt(7)?,
-            matches: num(8)?,
+            search: SearchCost { ms: num(4)?, batch_ms: opt(5)?, cost: opt(6)?, no_cost: opt(7)?, matches: num(8)? },
             storage_kb: num(9)?,
             build_s: num(10)?,
-            insert_ms: opt(11)?,
-            insert_cost: opt(12)?,
-            delete_ms: opt(13)?,
-            delete_cost: opt(14)?,
-            update_ms: opt(15)?,
-            update_cost: opt(16)?,
-            insert_written: opt(17)?,
-            delete_written: opt(18)?,
-            update_written: opt(19)?,
+            insert: OpCost { ms: opt(11)?, cost: opt(12)?, written: opt(17)? },
+            delete: OpCost { ms: opt(13)?, cost: opt(14)?, written: opt(18)? },
+            update: OpCost { ms: opt(15)?, cost: opt(16)?, written: opt(19)? },
         });
     }
     Ok(rows)
@@ -473,8 +457,8 @@ impl Ctx<'_> {
                 "  {:<24} checked; build {:.2}s, search {:.5} ms, cost {}, {:.1}s",
                 row.label,
                 row.build_s,
-                row.search_ms,
-                row.search_cost.map_or("-".into(), |c| format!("{c:.2}")),
+                row.search.ms,
+                row.search.cost.map_or("-".into(), |c| format!("{c:.2}")),
                 t.elapsed().as_secs_f64()
             ));
             rows.push(row);
@@ -622,8 +606,8 @@ fn measure_experiment(exp: Experiment, ctx: &mut Ctx<'_>) -> Result<Vec<Row>, St
 /// against N.
 fn draw_n(ctx: &mut Ctx<'_>, rows: &[Row]) -> Result<(), String> {
     let base = Setup::default();
-    let mut times = series_of(rows, &[], |r| Some(r.search_ms));
-    times.extend(series_of(rows, &["Sliced"], |r| r.batch_ms).into_iter().map(|mut s| {
+    let mut times = series_of(rows, &[], |r| Some(r.search.ms));
+    times.extend(series_of(rows, &["Sliced"], |r| r.search.batch_ms).into_iter().map(|mut s| {
         s.name = format!("Sliced (batches of {})", measure::BATCH);
         s
     }));
@@ -632,7 +616,7 @@ fn draw_n(ctx: &mut Ctx<'_>, rows: &[Row]) -> Result<(), String> {
         "Ideal (4 log4 N + 1)",
         xs_of(rows, "Bloofi").into_iter().map(|n| (n, ideal_cost(2 * base.order, n as usize))).collect(),
     )];
-    cost.extend(series_of(rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU", "Naive"], |r| r.search_cost));
+    cost.extend(series_of(rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU", "Naive"], |r| r.search.cost));
     ctx.chart("fig05b_search_cost", "Fig. 5b: search bf-cost vs N", Axes::log_log(N_AXIS, COST_AXIS), cost)?;
     ctx.chart(
         "fig05c_storage",
@@ -641,14 +625,10 @@ fn draw_n(ctx: &mut Ctx<'_>, rows: &[Row]) -> Result<(), String> {
         series_of(rows, &["Flat", "Bloofi", "Bloofi-Bulk", "Naive", "Sliced"], |r| Some(r.storage_kb)),
     )?;
     let mut maint = Vec::new();
-    for (op, f) in [
-        ("Insert", (|r: &Row| r.insert_ms) as fn(&Row) -> Option<f64>),
-        ("Delete", |r: &Row| r.delete_ms),
-        ("Update", |r: &Row| r.update_ms),
-    ] {
+    for (i, op) in OPS.into_iter().enumerate() {
         for e in ["Flat", "Bloofi", "Naive", "Sliced"] {
             let label = if op == "Update" { format!("{e}-AU") } else { e.to_string() };
-            let mut s = series_of(rows, &[label.as_str()], f);
+            let mut s = series_of(rows, &[label.as_str()], |r| r.ops()[i].ms);
             for s in &mut s {
                 s.name = format!("{e}-{op}");
             }
@@ -678,7 +658,7 @@ fn draw_order(ctx: &mut Ctx<'_>, rows: &[Row]) -> Result<(), String> {
         "fig07a_search_time",
         "Fig. 7a: search time vs d",
         Axes::linear(dx, TIME_AXIS),
-        series_of(rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU"], |r| Some(r.search_ms)),
+        series_of(rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU"], |r| Some(r.search.ms)),
     )?;
     let mut cost = vec![
         Series::new(
@@ -690,7 +670,7 @@ fn draw_order(ctx: &mut Ctx<'_>, rows: &[Row]) -> Result<(), String> {
             xs_of(rows, "Bloofi").into_iter().map(|d| (d, ideal_cost(2 * d as usize, base.filters))).collect(),
         ),
     ];
-    cost.extend(series_of(rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU"], |r| r.search_cost));
+    cost.extend(series_of(rows, &["Bloofi", "Bloofi-Bulk", "Bloofi-AU"], |r| r.search.cost));
     ctx.chart("fig07b_search_cost", "Fig. 7b: search bf-cost vs d", Axes::linear(dx, COST_AXIS), cost)?;
     ctx.chart(
         "fig07c_storage",
@@ -713,8 +693,8 @@ fn draw_filter_shape(exp: Experiment, ctx: &mut Ctx<'_>, rows: &[Row]) -> Result
     let ideal: Vec<(f64, f64)> =
         rows.iter().filter(|r| r.label == "Bloofi").map(|r| (r.x, ideal_cost(2 * base.order, base.filters))).collect();
     let mut cost = vec![Series::new("Ideal", ideal)];
-    cost.extend(series_of(rows, &["Bloofi", "Naive"], |r| r.search_cost));
-    let times = series_of(rows, &["Flat", "Bloofi", "Naive", "Sliced"], |r| Some(r.search_ms));
+    cost.extend(series_of(rows, &["Bloofi", "Naive"], |r| r.search.cost));
+    let times = series_of(rows, &["Flat", "Bloofi", "Naive", "Sliced"], |r| Some(r.search.ms));
     match exp {
         Experiment::Nexp => {
             let mx = "Bloom filter size m (bits)";
@@ -773,9 +753,9 @@ fn draw_vs_n(exp: Experiment, ctx: &mut Ctx<'_>, rows: &[Row]) -> Result<(), Str
             None,
         ),
     };
-    ctx.chart(cost.0, cost.1, cost_axes, series_of(rows, cost_labels, |r| r.search_cost))?;
+    ctx.chart(cost.0, cost.1, cost_axes, series_of(rows, cost_labels, |r| r.search.cost))?;
     let Some((stem, title)) = time else { return Ok(()) };
-    ctx.chart(stem, title, Axes::log_log(N_AXIS, TIME_AXIS), series_of(rows, &[], |r| Some(r.search_ms)))
+    ctx.chart(stem, title, Axes::log_log(N_AXIS, TIME_AXIS), series_of(rows, &[], |r| Some(r.search.ms)))
 }
 
 /// `report.md` for `all`, `report-EXP.md` for one experiment (so that a
@@ -799,8 +779,7 @@ fn metric_label(metric: Metric) -> &'static str {
 /// are written only when some row has a value in them, so
 /// rows read from an older CSV write back the same bytes.
 pub fn csv(x_name: &str, rows: &[Row]) -> String {
-    let later =
-        rows.iter().any(|r| r.insert_written.is_some() || r.delete_written.is_some() || r.update_written.is_some());
+    let later = rows.iter().any(|r| r.ops().iter().any(|op| op.written.is_some()));
     let later_names = if later { LATER_COLUMNS } else { "" };
     let header: Vec<&str> = [x_name]
         .into_iter()
@@ -816,22 +795,17 @@ pub fn csv(x_name: &str, rows: &[Row]) -> String {
                 r.label.clone(),
                 r.filters.to_string(),
                 r.m.to_string(),
-                r.search_ms.to_string(),
-                o(r.batch_ms),
-                o(r.search_cost),
-                o(r.no_cost),
-                r.matches.to_string(),
+                r.search.ms.to_string(),
+                o(r.search.batch_ms),
+                o(r.search.cost),
+                o(r.search.no_cost),
+                r.search.matches.to_string(),
                 r.storage_kb.to_string(),
                 r.build_s.to_string(),
-                o(r.insert_ms),
-                o(r.insert_cost),
-                o(r.delete_ms),
-                o(r.delete_cost),
-                o(r.update_ms),
-                o(r.update_cost),
             ];
+            cells.extend(r.ops().iter().flat_map(|op| [o(op.ms), o(op.cost)]));
             if later {
-                cells.extend([o(r.insert_written), o(r.delete_written), o(r.update_written)]);
+                cells.extend(r.ops().map(|op| o(op.written)));
             }
             cells
         }),
@@ -938,15 +912,16 @@ mod tests {
         // The Fig. 6b re-run has the written-node columns; they read back.
         let text = std::fs::read_to_string(dir.join("fig6b-written/n.csv")).unwrap();
         let rows = parse_csv(&text).unwrap();
-        assert!(rows.iter().any(|r| r.insert_written.is_some() && r.delete_written.is_some()));
-        assert!(rows.iter().any(|r| r.update_written.is_some()));
+        assert!(rows.iter().any(|r| r.insert.written.is_some() && r.delete.written.is_some()));
+        assert!(rows.iter().any(|r| r.update.written.is_some()));
         assert_eq!(csv("N", &rows), text);
     }
 
     /// A label with a comma or a quote is quoted, and reads back whole.
     #[test]
     fn labels_with_commas_and_quotes_are_quoted() {
-        let row = Row { x: 3.0, label: "Bloofi, \"AU\"".into(), batch_ms: Some(0.5), ..Row::default() };
+        let mut row = Row { x: 3.0, label: "Bloofi, \"AU\"".into(), ..Row::default() };
+        row.search.batch_ms = Some(0.5);
         let text = csv("N", std::slice::from_ref(&row));
         assert!(text.lines().nth(1).unwrap().starts_with("3,\"Bloofi, \"\"AU\"\"\",0,0,0,0.5,,"), "{text}");
         assert_eq!(parse_csv(&text).unwrap(), vec![row]);

@@ -122,8 +122,8 @@ fn ends(points: &[(f64, f64)]) -> Option<((f64, f64), (f64, f64))> {
 fn findings_n(rows: &[Row], out: &mut Vec<Finding>) {
     let ns = xs(rows, "Bloofi");
     let Some(&max_n) = ns.last() else { return };
-    let t = |l: &str, x: f64| val(rows, l, x, |r| Some(r.search_ms));
-    let c = |l: &str, x: f64| val(rows, l, x, |r| r.search_cost);
+    let t = |l: &str, x: f64| val(rows, l, x, |r| Some(r.search.ms));
+    let c = |l: &str, x: f64| val(rows, l, x, |r| r.search.cost);
     let ratio = t("Naive", max_n).zip(t("Bloofi", max_n)).map(|(a, b)| a / b);
     out.push(Finding {
         figure: "5a",
@@ -170,7 +170,7 @@ fn findings_n(rows: &[Row], out: &mut Vec<Finding>) {
         "Bloofi-AU",
         |r| similar(r, 1.0),
     ));
-    let cost = series(rows, "Bloofi", |r| r.search_cost);
+    let cost = series(rows, "Bloofi", |r| r.search.cost);
     let ideal: Vec<(f64, f64)> = cost.iter().map(|&(x, _)| (x, ideal_cost(4, x as usize))).collect();
     out.push(Finding {
         figure: "5b",
@@ -213,8 +213,8 @@ fn findings_n(rows: &[Row], out: &mut Vec<Finding>) {
             _ => None,
         },
     });
-    let [ins, del, upd] = op_series(rows, |r| [r.insert_cost, r.delete_cost, r.update_cost]);
-    let [ins_w, del_w, upd_w] = op_series(rows, |r| [r.insert_written, r.delete_written, r.update_written]);
+    let [ins, del, upd] = op_series(rows, |r| r.ops().map(|op| op.cost));
+    let [ins_w, del_w, upd_w] = op_series(rows, |r| r.ops().map(|op| op.written));
     let ordered = |i: &[(f64, f64)], d: &[(f64, f64)], u: &[(f64, f64)]| {
         (!i.is_empty() && i.len() == d.len() && d.len() == u.len())
             .then(|| i.iter().zip(d).zip(u).all(|((i, d), u)| lower(d.1, i.1) && lower(u.1, d.1)))
@@ -237,8 +237,8 @@ fn findings_n(rows: &[Row], out: &mut Vec<Finding>) {
         agrees: if ins_w.is_empty() { None } else { ordered(&ins_w, &del_w, &upd_w) },
     });
     let mt = |l: &str, f: fn(&Row) -> Option<f64>| val(rows, l, max_n, f);
-    let (bi, bd, bu) = (mt("Bloofi", |r| r.insert_ms), mt("Bloofi", |r| r.delete_ms), mt("Bloofi-AU", |r| r.update_ms));
-    let (fi, fd, fu) = (mt("Flat", |r| r.insert_ms), mt("Flat", |r| r.delete_ms), mt("Flat-AU", |r| r.update_ms));
+    let (bi, bd, bu) = (mt("Bloofi", |r| r.insert.ms), mt("Bloofi", |r| r.delete.ms), mt("Bloofi-AU", |r| r.update.ms));
+    let (fi, fd, fu) = (mt("Flat", |r| r.insert.ms), mt("Flat", |r| r.delete.ms), mt("Flat-AU", |r| r.update.ms));
     let o = |v: Option<f64>| v.map_or("-".into(), short);
     out.push(Finding {
         figure: "6a",
@@ -263,7 +263,7 @@ fn findings_n(rows: &[Row], out: &mut Vec<Finding>) {
 }
 
 fn findings_order(rows: &[Row], out: &mut Vec<Finding>) {
-    let cost = series(rows, "Bloofi", |r| r.search_cost);
+    let cost = series(rows, "Bloofi", |r| r.search.cost);
     let best = cost.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1));
     out.push(Finding {
         figure: "7a, 7b",
@@ -275,8 +275,8 @@ fn findings_order(rows: &[Row], out: &mut Vec<Finding>) {
         ),
         agrees: best.zip(ends(&cost)).map(|(b, (first, last))| b.0 <= 4.0 && lower(first.1, last.1)),
     });
-    let bulk = series(rows, "Bloofi-Bulk", |r| r.search_cost);
-    let au = series(rows, "Bloofi-AU", |r| r.search_cost);
+    let bulk = series(rows, "Bloofi-Bulk", |r| r.search.cost);
+    let au = series(rows, "Bloofi-AU", |r| r.search.cost);
     out.push(Finding {
         figure: "7b",
         paper: "Bulk construction searches better than iterative; Bloofi-AU almost identical to Bloofi.",
@@ -299,7 +299,7 @@ fn findings_order(rows: &[Row], out: &mut Vec<Finding>) {
         ),
         agrees: naive.first().map(|n| decreasing(&st) && st.iter().all(|p| at_most(p.1, 2.0 * n.1))),
     });
-    let [ins, del, upd] = op_series(rows, |r| [r.insert_cost, r.delete_cost, r.update_cost]);
+    let [ins, del, upd] = op_series(rows, |r| r.ops().map(|op| op.cost));
     out.push(Finding {
         figure: "6c",
         paper: "Insert and delete bf-cost (O(d log_d N)) grow with d; update cost (O(log_d N)) falls with d.",
@@ -312,8 +312,8 @@ fn findings_order(rows: &[Row], out: &mut Vec<Finding>) {
 }
 
 fn findings_sizes(exp: Experiment, rows: &[Row], out: &mut Vec<Finding>) {
-    let cost = series(rows, "Bloofi", |r| r.search_cost);
-    let t = |l: &str| series(rows, l, |r| Some(r.search_ms));
+    let cost = series(rows, "Bloofi", |r| r.search.cost);
+    let t = |l: &str| series(rows, l, |r| Some(r.search.ms));
     let (bt, nt, ft, st) = (t("Bloofi"), t("Naive"), t("Flat"), t("Sliced"));
     match exp {
         Experiment::Nexp => {
@@ -386,9 +386,9 @@ fn findings_sizes(exp: Experiment, rows: &[Row], out: &mut Vec<Finding>) {
 }
 
 fn findings_metric(rows: &[Row], out: &mut Vec<Finding>) {
-    let h = series(rows, "Hamming", |r| r.search_cost);
-    let c = series(rows, "Cosine", |r| r.search_cost);
-    let j = series(rows, "Jaccard", |r| r.search_cost);
+    let h = series(rows, "Hamming", |r| r.search.cost);
+    let c = series(rows, "Cosine", |r| r.search.cost);
+    let j = series(rows, "Jaccard", |r| r.search.cost);
     out.push(Finding {
         figure: "8c, 10a",
         paper: "Search cost (and time) similar for all three metrics; Jaccard a little lower.",
@@ -405,8 +405,8 @@ fn findings_metric(rows: &[Row], out: &mut Vec<Finding>) {
 
 fn findings_data(rows: &[Row], out: &mut Vec<Finding>) {
     let by_data = |f: fn(&Row) -> Option<f64>| [series(rows, "Bloofi-Nonrandom", f), series(rows, "Bloofi-Random", f)];
-    let [a, b] = by_data(|r| r.search_cost);
-    let [ta, tb] = by_data(|r| Some(r.search_ms));
+    let [a, b] = by_data(|r| r.search.cost);
+    let [ta, tb] = by_data(|r| Some(r.search.ms));
     out.push(Finding {
         figure: "10b, 10c",
         paper: "Search cost and time similar for nonrandom and random data: Bloofi is robust to the distribution.",
@@ -435,10 +435,10 @@ fn heuristic_table(rows: &[Row], s: &mut String, out: &mut Vec<Finding>) {
         let on = row(rows, "heuristic on: Bloofi", x);
         let off = row(rows, "heuristic off: Bloofi", x);
         let (pon, poff) = paper(x).map_or(("-".into(), "-".into()), |(a, b)| (format!("{a}"), format!("{b}")));
-        let c = |r: Option<&Row>| r.and_then(|r| r.search_cost).map_or("-".into(), |v| format!("{v:.2}"));
-        let t = |r: Option<&Row>| r.map_or("-".into(), |r| short(r.search_ms));
+        let c = |r: Option<&Row>| r.and_then(|r| r.search.cost).map_or("-".into(), |v| format!("{v:.2}"));
+        let t = |r: Option<&Row>| r.map_or("-".into(), |r| short(r.search.ms));
         let _ = writeln!(s, "| {} | {pon} | {poff} | {} | {} | {} | {} |", x, c(on), c(off), t(on), t(off));
-        if let (Some(a), Some(b)) = (on.and_then(|r| r.search_cost), off.and_then(|r| r.search_cost)) {
+        if let (Some(a), Some(b)) = (on.and_then(|r| r.search.cost), off.and_then(|r| r.search.cost)) {
             any = true;
             all_better &= lower(a, b);
         }
@@ -452,7 +452,7 @@ fn heuristic_table(rows: &[Row], s: &mut String, out: &mut Vec<Finding>) {
 }
 
 fn speed(rows: &[Row], s: &mut String) {
-    let t = |l: &str, x: f64| val(rows, l, x, |r| Some(r.search_ms));
+    let t = |l: &str, x: f64| val(rows, l, x, |r| Some(r.search.ms));
     let ns = xs(rows, "Sliced");
     let _ = writeln!(s, "One thread, times from one run (means over each loop):\n");
     if let (Some(sl), Some(fl)) = (t("Sliced", 1000.0), t("Flat", 1000.0)) {
@@ -463,7 +463,7 @@ fn speed(rows: &[Row], s: &mut String) {
             short(fl),
             short(fl / sl)
         );
-        if let Some(b) = val(rows, "Sliced", 1000.0, |r| r.batch_ms) {
+        if let Some(b) = val(rows, "Sliced", 1000.0, |r| r.search.batch_ms) {
             let _ = writeln!(
                 s,
                 "- N = 1000, `SlicedIndex` in batches of {} keys: {} ms per search: **{}x** `FlatBloofiPaper`.",
@@ -505,7 +505,7 @@ fn speed(rows: &[Row], s: &mut String) {
                 short(max),
                 r.build_s,
                 short(r.build_s * 1e3 / max),
-                r.insert_ms.map_or("-".into(), short)
+                r.insert.ms.map_or("-".into(), short)
             );
         }
         if let Some(r) = row(rows, "Bloofi-Bulk", max) {
@@ -613,8 +613,11 @@ mod tests {
     fn bulk_verdict(bulk: [f64; 2]) -> Option<bool> {
         let mut rows = Vec::new();
         for (x, b) in [100.0, 1000.0].into_iter().zip(bulk) {
-            rows.push(Row { x, label: "Bloofi".into(), search_cost: Some(10.0), ..Row::default() });
-            rows.push(Row { x, label: "Bloofi-Bulk".into(), search_cost: Some(b), ..Row::default() });
+            for (label, cost) in [("Bloofi", 10.0), ("Bloofi-Bulk", b)] {
+                let mut row = Row { x, label: label.into(), ..Row::default() };
+                row.search.cost = Some(cost);
+                rows.push(row);
+            }
         }
         let mut out = Vec::new();
         findings_n(&rows, &mut out);

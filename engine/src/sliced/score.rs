@@ -234,11 +234,16 @@ impl SlicedIndex {
         let mut last = live_chunks(live);
         let live_words = |s: &Shard| (s.wpr / WORDS_PER_LINE).div_ceil(64);
         let key_runs = |i: usize| &positions[i * k..][..rows];
-        // Keys are scored SCORE_GROUP at a time (the kernel sums a group in
-        // registers before touching the planes), so the far prefetch runs
-        // at least a group ahead; the near one covers the next group.
+        // With long runs, keys are scored SCORE_GROUP at a time (the kernel
+        // sums a group in registers before touching the planes), so the far
+        // (L2) prefetch runs at least a group ahead and the near one covers
+        // the next group. Short runs (whole into L1 at the plain distance)
+        // are scored a key at a time: there, groups measured slower
+        // (`bench/RESULTS.md`).
         let d = self.config.prefetch_distance;
-        let far_ahead = if d > 0 { d.max(SCORE_GROUP) } else { 0 };
+        let short = self.shards.iter().all(|s| s.short_runs());
+        let group_keys = if short { 1 } else { SCORE_GROUP };
+        let far_ahead = if short { d } else { d.max(SCORE_GROUP) };
         let mut far_next = 0;
         // The first check is due once a column can fail (after
         // `q - min_count + 1` keys, when the bound below is 1), then every
@@ -256,13 +261,13 @@ impl SlicedIndex {
         let mut group_positions = [0u32; SCORE_GROUP * crate::MAX_HASHES as usize];
         let mut i = 0;
         while i < q {
-            let end = (i + SCORE_GROUP).min(q).min(next_check(i + 1));
-            while far_next < (end + far_ahead).min(q) && d > 0 {
+            let end = (i + group_keys).min(q).min(next_check(i + 1));
+            while d > 0 && far_next < (end + far_ahead).min(q) {
                 self.prefetch_scoring(key_runs(far_next), prefetch_rows, prefetch_from, Reach::Far);
                 far_next += 1;
             }
             if d > 0 {
-                for j in end..(end + SCORE_GROUP).min(q) {
+                for j in end..(end + group_keys).min(q) {
                     self.prefetch_scoring(key_runs(j), prefetch_rows, prefetch_from, Reach::Near);
                 }
             }

@@ -275,7 +275,10 @@ pub(crate) fn check_count_args(
         );
     }
     assert!(live.len() * 64 >= width.div_ceil(WORDS_PER_LINE), "count_runs: live mask too short");
-    assert!(keys > 0 && positions.len().is_multiple_of(keys), "count_runs: positions are not `keys` equal runs");
+    assert!(
+        keys == 1 || (keys > 0 && positions.len().is_multiple_of(keys)),
+        "count_runs: positions are not `keys` equal runs"
+    );
     for &p in positions {
         assert!(run_fits(rows_len, stride, p, width), "row run past the end of the rows");
     }

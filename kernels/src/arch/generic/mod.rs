@@ -759,6 +759,11 @@ pub(crate) unsafe fn count_runs<L: Line>(
     if width == 0 {
         return false;
     }
+    if keys == 1 {
+        // SAFETY: forwarded from this function's contract; the arguments
+        // are checked.
+        return unsafe { count_one_key::<L>(rows, stride, positions, width, live, planes) };
+    }
     let per_key = positions.len() / keys;
     let n_planes = planes.len() / width;
     let full = width - width % WORDS_PER_LINE;
@@ -788,6 +793,73 @@ pub(crate) unsafe fn count_runs<L: Line>(
         }
     }
     any
+}
+
+/// [`count_runs`] of one key (checked arguments, `width > 0`): its AND
+/// rippled into the planes chunk by chunk.
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+unsafe fn count_one_key<L: Line>(
+    rows: &[u64],
+    stride: usize,
+    positions: &[u32],
+    width: usize,
+    live: &[u64],
+    planes: &mut [u64],
+) -> bool {
+    let n_planes = planes.len() / width;
+    let full = width - width % WORDS_PER_LINE;
+    let runs = (!positions.is_empty()).then(|| Runs::new(rows, stride, positions));
+    let planes_ptr = planes.as_mut_ptr();
+    let mut hit = false;
+    let mut start = 0;
+    while start < full {
+        let chunk = start / WORDS_PER_LINE;
+        if (live[chunk / 64] >> (chunk % 64)) & 1 == 0 {
+            start += WORDS_PER_LINE;
+            continue;
+        }
+        // SAFETY: for every position `p`, `p * stride + width <= rows.len()`
+        // (checked by the caller) and `start + 8 <= full <= width`, so each
+        // row load is in bounds; plane `j` spans words
+        // `j * width..(j + 1) * width` of `planes` for `j < n_planes`; `L`'s
+        // features are available (this function's contract).
+        unsafe {
+            let mut acc = match &runs {
+                None => L::load(ONES.as_ptr()),
+                Some(runs) => runs.and_chunk(start),
+            };
+            if !acc.is_zero() {
+                hit = true;
+                // The carry dies after a plane or two, but where varies
+                // chunk by chunk, so a test per plane mispredicts often;
+                // testing every second plane keeps the branch mostly
+                // not-taken.
+                let mut j = 0;
+                while j < n_planes {
+                    let at = planes_ptr.add(j * width + start);
+                    let plane = L::load(at);
+                    plane.xor(acc).store(at);
+                    acc = acc.and(plane);
+                    j += 1;
+                    if j % 2 == 0 && acc.is_zero() {
+                        break;
+                    }
+                }
+            }
+        }
+        start += WORDS_PER_LINE;
+    }
+    if full < width {
+        let chunk = full / WORDS_PER_LINE;
+        if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
+            hit |= all::count_chunk(rows, stride, positions, width, full..width, planes);
+        }
+    }
+    hit
 }
 
 /// Keys [`count_runs`] sums in registers before adding to the planes: at

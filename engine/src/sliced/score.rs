@@ -28,8 +28,9 @@ type ScratchParts<'a> = (&'a [u32], &'a mut [u64], &'a mut [u64], &'a mut Vec<u6
 /// N = 1 000, two chunks: `bench/RESULTS.md`).
 const SCREEN_MIN_CHUNKS: usize = 8;
 
-/// Keys per `count_runs` call: the kernel sums them in registers with
-/// carry-save adders and adds the sum to the planes once.
+/// Keys per `count_runs` call in a screening pass over long runs: the
+/// kernel sums them in registers with carry-save adders and adds the sum to
+/// the planes once.
 const SCORE_GROUP: usize = 8;
 
 /// The densest AND of a screen's rows (`p^r` for bit density `p`). With
@@ -234,16 +235,17 @@ impl SlicedIndex {
         let mut last = live_chunks(live);
         let live_words = |s: &Shard| (s.wpr / WORDS_PER_LINE).div_ceil(64);
         let key_runs = |i: usize| &positions[i * k..][..rows];
-        // With long runs, keys are scored SCORE_GROUP at a time (the kernel
-        // sums a group in registers before touching the planes), so the far
-        // (L2) prefetch runs at least a group ahead and the near one covers
-        // the next group. Short runs (whole into L1 at the plain distance)
-        // are scored a key at a time: there, groups measured slower
-        // (`bench/RESULTS.md`).
+        // A screening pass (`rows < k`) over long runs scores SCORE_GROUP
+        // keys per kernel call: its ANDs are dense, and the kernel sums a
+        // group in registers before touching the planes; the far (L2)
+        // prefetch then runs at least a group ahead and the near one covers
+        // the next group. Exact and unpruned passes (sparse ANDs, whose
+        // carries die within a plane or two) and short runs score a key at
+        // a time: there, groups measured slower (`bench/RESULTS.md`).
         let d = self.config.prefetch_distance;
-        let short = self.shards.iter().all(|s| s.short_runs());
-        let group_keys = if short { 1 } else { SCORE_GROUP };
-        let far_ahead = if short { d } else { d.max(SCORE_GROUP) };
+        let grouped = rows < k && !self.shards.iter().all(|s| s.short_runs());
+        let group_keys = if grouped { SCORE_GROUP } else { 1 };
+        let far_ahead = if grouped { d.max(SCORE_GROUP) } else { d };
         let mut far_next = 0;
         // The first check is due once a column can fail (after
         // `q - min_count + 1` keys, when the bound below is 1), then every
@@ -261,17 +263,19 @@ impl SlicedIndex {
         let mut group_positions = [0u32; SCORE_GROUP * crate::MAX_HASHES as usize];
         let mut i = 0;
         while i < q {
-            let end = (i + group_keys).min(q).min(next_check(i + 1));
+            let end = if grouped { (i + group_keys).min(q).min(next_check(i + 1)) } else { i + 1 };
             while d > 0 && far_next < (end + far_ahead).min(q) {
                 self.prefetch_scoring(key_runs(far_next), prefetch_rows, prefetch_from, Reach::Far);
                 far_next += 1;
             }
-            if d > 0 {
+            if d > 0 && end < q {
                 for j in end..(end + group_keys).min(q) {
                     self.prefetch_scoring(key_runs(j), prefetch_rows, prefetch_from, Reach::Near);
                 }
             }
-            let group: &[u32] = if rows == k {
+            let group: &[u32] = if end == i + 1 {
+                key_runs(i)
+            } else if rows == k {
                 &positions[i * k..end * k]
             } else {
                 for (j, chunk) in (i..end).zip(group_positions.chunks_exact_mut(rows)) {

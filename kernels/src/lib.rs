@@ -12,6 +12,12 @@
 //! only on a CPU with the features (the AVX-512 backend's module docs say
 //! on which CPUs it was verified).
 //!
+//! Each kernel's signature is written once, in the private macro
+//! `with_kernel_signatures`, from which the dispatch table, the portable
+//! backend and the x86-64 backends' token methods and entry points are
+//! generated; a kernel's code lives in its scalar reference and its SIMD
+//! algorithm only.
+//!
 //! Callers normally go through [`Kernels`], a table of function pointers
 //! chosen once per process by [`Kernels::detect`] (see [`dispatch`]). The
 //! environment variable `BLOOMSLICE_KERNELS` (`scalar`, `portable`, `avx2`,

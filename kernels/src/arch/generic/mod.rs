@@ -731,13 +731,13 @@ pub(crate) unsafe fn xor_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
     unsafe { binary_popcount::<L, Xor>(a, b) }
 }
 
-/// See [`all::count_runs`]. Keys are taken [`COUNT_GROUP`] at a time. For
-/// each live full line, each key's runs are ANDed in registers with the
-/// early exit of `and_runs`. A group of one key adds its AND to the planes
-/// by ripple carry (one load, two bit operations and a store per plane,
-/// until the carry line is zero). A larger group first sums its ANDs in
+/// See [`all::count_runs`]. One key ([`count_one_key`]) adds its AND to the
+/// planes by ripple carry (one load, two bit operations and a store per
+/// plane, until the carry line is zero). More keys are taken
+/// [`COUNT_GROUP`] at a time: for each live full line, each key's runs are
+/// ANDed in registers with the early exit of `and_runs`, the ANDs summed in
 /// registers with carry-save adders (Harley-Seal: a full adder per pair of
-/// keys, two `vpternlogq` on AVX-512), then adds that four-digit sum to the
+/// keys, two `vpternlogq` on AVX-512), and that four-digit sum added to the
 /// planes in one pass of full adders: a dense sum, whose carry never dies
 /// within a line, then costs one pass over the planes per group instead of
 /// one per key. The last, partial chunk goes through the scalar reference.
@@ -896,29 +896,6 @@ unsafe fn count_group<L: Line>(
         while start < full {
             let chunk = start / WORDS_PER_LINE;
             if (live[chunk / 64] >> (chunk % 64)) & 1 == 0 {
-                start += WORDS_PER_LINE;
-                continue;
-            }
-            if runs.len() == 1 {
-                let mut acc = and(&runs[0], start);
-                if !acc.is_zero() {
-                    any = any.or(acc);
-                    // The carry dies after a plane or two, but where varies
-                    // chunk by chunk, so a test per plane mispredicts
-                    // often; testing every second plane keeps the branch
-                    // mostly not-taken.
-                    let mut j = 0;
-                    while j < n_planes {
-                        let at = planes.add(j * width + start);
-                        let plane = L::load(at);
-                        plane.xor(acc).store(at);
-                        acc = acc.and(plane);
-                        j += 1;
-                        if j % 2 == 0 && acc.is_zero() {
-                            break;
-                        }
-                    }
-                }
                 start += WORDS_PER_LINE;
                 continue;
             }

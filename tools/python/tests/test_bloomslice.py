@@ -274,6 +274,22 @@ def test_million_key_batch_does_not_copy_the_keys(kind):
     assert growth <= answer_bytes + 4 * 1024 * 1024, (growth, answer_bytes)
 
 
+def test_batches_of_many_chunks_whose_answers_change_size_equal_key_by_key_answers() -> None:
+    # Batches are answered 4 096 keys at a time and the answer arrays are
+    # sized from the ids per key seen so far: keys with no sets, then keys
+    # in every set, then none again, must still come back whole and in order.
+    hot = [f"hot-{i}" for i in range(6000)]
+    index = bloomslice.Index.build({f"s{j}": hot for j in range(40)}, m=1 << 20, k=4)
+    keys = [f"cold-{i}" for i in range(5000)] + hot + [f"cold2-{i}" for i in range(3000)]
+    want = [sorted(index.query_ids(key)) for key in keys]
+    assert sum(len(w) for w in want[5000:11000]) == 40 * 6000
+    for batch in (keys, bloomslice.hash_keys(keys)):
+        ids, offsets = index.query_batch(batch, arrays=True)
+        assert len(offsets) == len(keys) + 1 and offsets[-1] == len(ids)
+        got = [sorted(ids[offsets[i] : offsets[i + 1]].tolist()) for i in range(len(keys))]
+        assert got == want
+
+
 def test_readme_example_is_the_tested_example():
     readme = pathlib.Path(__file__).resolve().parents[3] / "README.md"
     example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "example.py"

@@ -268,10 +268,17 @@ fn score_hashes(index: &SlicedIndex, hashes: &[KeyHash], threshold: Threshold) -
 }
 
 /// Appends a chunk's answers to CSR `ids` and `offsets` (one copy of the
-/// ids per chunk), `keys_left` keys of the batch still to come. When `ids`
-/// must grow, it is sized for the whole batch at the rate of ids per key so
-/// far (plus 1/8), so a batch usually allocates its answer once or twice.
-fn append_csr(results: &BatchResults, ids: &mut Vec<u64>, offsets: &mut Vec<u64>, keys_left: usize) {
+/// ids per chunk, each through `id`), `keys_left` keys of the batch still
+/// to come. When `ids` must grow, it is sized for the whole batch at the
+/// rate of ids per key so far (plus 1/8), so a batch usually allocates its
+/// answer once or twice.
+fn append_csr<T>(
+    results: &BatchResults,
+    ids: &mut Vec<T>,
+    offsets: &mut Vec<u64>,
+    keys_left: usize,
+    id: impl Fn(u64) -> T,
+) {
     let (chunk_ids, ends) = results.flat();
     let base = ids.len() as u64;
     if ids.capacity() - ids.len() < chunk_ids.len() {
@@ -280,7 +287,7 @@ fn append_csr(results: &BatchResults, ids: &mut Vec<u64>, offsets: &mut Vec<u64>
         let rest = per_key.saturating_mul(keys_left).saturating_add(per_key.saturating_mul(keys_left) / 8);
         reserve_huge(ids, chunk_ids.len().saturating_add(rest));
     }
-    ids.extend_from_slice(chunk_ids);
+    ids.extend(chunk_ids.iter().map(|&i| id(i)));
     offsets.extend(ends.iter().map(|&end| base + end as u64));
 }
 
@@ -398,7 +405,7 @@ impl Index {
             py.detach(|| {
                 let inner = self.read();
                 inner.index.query_batch_hashes(&hashes, &mut results);
-                append_csr(&results, &mut ids, &mut offsets, n - end);
+                append_csr(&results, &mut ids, &mut offsets, n - end, |i| i);
             });
             start = end;
         }
@@ -408,8 +415,14 @@ impl Index {
         Ok((ids, offsets))
     }
 
-    /// [`Index::batch`] over caller hashes read in place.
-    fn batch_hashes(&self, py: Python<'_>, hashes: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    /// [`Index::batch`] over caller hashes read in place, each id stored
+    /// through `id`.
+    fn batch_hashes<T: Send>(
+        &self,
+        py: Python<'_>,
+        hashes: &[u64],
+        id: impl Fn(u64) -> T + Sync,
+    ) -> (Vec<T>, Vec<u64>) {
         // The whole batch runs without the GIL: the slice is the array's own
         // buffer (no copy), hashed into `KeyHash`es a chunk at a time.
         py.detach(|| {
@@ -424,7 +437,7 @@ impl Index {
                 chunk.extend(part.iter().map(|&h| KeyHash::from_u64(h)));
                 inner.index.query_batch_hashes(&chunk, &mut results);
                 let left = hashes.len() - (offsets.len() - 1) - chunk.len();
-                append_csr(&results, &mut ids, &mut offsets, left);
+                append_csr(&results, &mut ids, &mut offsets, left, &id);
             }
             ids.shrink_to_fit();
             (ids, offsets)
@@ -552,7 +565,7 @@ impl Index {
         if let Ok(array) = keys.cast::<PyUntypedArray>() {
             let hashes = hash_slice(array)?;
             let slice = contiguous(&hashes)?;
-            return array_pair(py, self.batch_hashes(py, slice));
+            return array_pair(py, self.batch_hashes(py, slice, |i| i));
         }
         let seq = key_sequence(keys, "keys must be a sequence of keys; for one key use query()")?;
         let n = seq.len()?;
@@ -581,6 +594,26 @@ impl Index {
             out.append(PyList::new(py, names)?)?;
         }
         Ok(out.into_any())
+    }
+
+    /// :meth:`query_batch` on a 1-D NumPy ``uint64`` array of key hashes,
+    /// with the ids as ``uint32`` when every set id of the index fits in 32
+    /// bits (else ``uint64``, as :meth:`query_batch`): half the bytes to
+    /// send when the answer crosses processes or machines, as the shard
+    /// actors of ``bloomslice.ray`` send theirs (``merge_answers`` takes
+    /// either). Returns ``(ids, offsets)``.
+    fn query_batch_compact<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let array = keys
+            .cast::<PyUntypedArray>()
+            .map_err(|_| PyTypeError::new_err("query_batch_compact takes a 1-D NumPy uint64 array of key hashes"))?;
+        let hashes = hash_slice(array)?;
+        let slice = contiguous(&hashes)?;
+        let fits = self.read().index.ids().all(|id| u32::try_from(id).is_ok());
+        if fits {
+            // Every id fits: the cast below never truncates.
+            return array_pair(py, self.batch_hashes(py, slice, |i| i as u32));
+        }
+        array_pair(py, self.batch_hashes(py, slice, |i| i))
     }
 
     /// Scores one query of many keys: for every set, how many of ``keys``
@@ -964,21 +997,68 @@ fn collection_remove(py: Python<'_>, manifest: PathBuf, name: &Bound<'_, PyAny>,
 /// An answer as NumPy arrays: `(ids, offsets)`.
 type Csr<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
 
+/// The ids of one answer to merge: ``uint64``, or ``uint32`` from
+/// ``Index.query_batch_compact``.
+enum PartIds<'py> {
+    Wide(PyReadonlyArray1<'py, u64>),
+    Narrow(PyReadonlyArray1<'py, u32>),
+}
+
+/// A contiguous view of [`PartIds`].
+#[derive(Clone, Copy)]
+enum IdSlice<'a> {
+    Wide(&'a [u64]),
+    Narrow(&'a [u32]),
+}
+
+impl IdSlice<'_> {
+    fn len(self) -> usize {
+        match self {
+            IdSlice::Wide(s) => s.len(),
+            IdSlice::Narrow(s) => s.len(),
+        }
+    }
+
+    /// Appends `self[range]` to `out`, widening narrow ids.
+    fn extend_into(self, range: std::ops::Range<usize>, out: &mut Vec<u64>) {
+        match self {
+            IdSlice::Wide(s) => out.extend_from_slice(&s[range]),
+            IdSlice::Narrow(s) => out.extend(s[range].iter().map(|&i| u64::from(i))),
+        }
+    }
+}
+
 /// Merges the answers of shards that hold disjoint sets, key by key:
-/// ``parts`` is a list of ``(ids, offsets)`` pairs of ``uint64`` arrays
-/// over the same ``n`` keys (as ``Index.query_batch`` returns them); the
-/// result is ``(ids, offsets)`` with key ``i``'s ids from every part, in
-/// part order. Copies run without the GIL. ``ValueError`` for parts of
-/// different key counts or offsets that are not a valid CSR table.
+/// ``parts`` is a list of ``(ids, offsets)`` pairs over the same ``n``
+/// keys (as ``Index.query_batch`` or ``Index.query_batch_compact`` return
+/// them: ``uint64`` offsets, ``uint64`` or ``uint32`` ids); the result is
+/// ``(ids, offsets)``, both ``uint64``, with key ``i``'s ids from every
+/// part, in part order. Copies run without the GIL. ``TypeError`` for ids
+/// of another dtype, ``ValueError`` for parts of different key counts or
+/// offsets that are not a valid CSR table.
 #[pyfunction]
 fn merge_answers<'py>(
     py: Python<'py>,
-    parts: Vec<(PyReadonlyArray1<'py, u64>, PyReadonlyArray1<'py, u64>)>,
+    parts: Vec<(Bound<'py, PyAny>, PyReadonlyArray1<'py, u64>)>,
 ) -> PyResult<Csr<'py>> {
     let contiguous = || PyValueError::new_err("the answer arrays must be contiguous (use numpy.ascontiguousarray)");
-    let mut views: Vec<(&[u64], &[u64])> = Vec::with_capacity(parts.len());
-    for (ids, offsets) in &parts {
-        views.push((ids.as_slice().map_err(|_| contiguous())?, offsets.as_slice().map_err(|_| contiguous())?));
+    let mut held: Vec<PartIds<'py>> = Vec::with_capacity(parts.len());
+    for (ids, _) in &parts {
+        held.push(if let Ok(wide) = ids.extract::<PyReadonlyArray1<'py, u64>>() {
+            PartIds::Wide(wide)
+        } else if let Ok(narrow) = ids.extract::<PyReadonlyArray1<'py, u32>>() {
+            PartIds::Narrow(narrow)
+        } else {
+            return Err(PyTypeError::new_err("answer ids must be 1-D uint64 or uint32 arrays"));
+        });
+    }
+    let mut views: Vec<(IdSlice<'_>, &[u64])> = Vec::with_capacity(parts.len());
+    for (ids, (_, offsets)) in held.iter().zip(&parts) {
+        let ids = match ids {
+            PartIds::Wide(a) => IdSlice::Wide(a.as_slice().map_err(|_| contiguous())?),
+            PartIds::Narrow(a) => IdSlice::Narrow(a.as_slice().map_err(|_| contiguous())?),
+        };
+        views.push((ids, offsets.as_slice().map_err(|_| contiguous())?));
     }
     let Some(first) = views.first() else {
         return Err(PyValueError::new_err("no answers to merge"));
@@ -1003,7 +1083,7 @@ fn merge_answers<'py>(
         offsets.push(0u64);
         for key in 0..n {
             for (part, offs) in &views {
-                ids.extend_from_slice(&part[offs[key] as usize..offs[key + 1] as usize]);
+                part.extend_into(offs[key] as usize..offs[key + 1] as usize, &mut ids);
             }
             offsets.push(ids.len() as u64);
         }

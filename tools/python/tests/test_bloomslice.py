@@ -290,6 +290,22 @@ def test_batches_of_many_chunks_whose_answers_change_size_equal_key_by_key_answe
         assert got == want
 
 
+def test_query_batch_compact_answers_as_query_batch_with_uint32_ids() -> None:
+    hot = [f"hot-{i}" for i in range(6000)]
+    index = bloomslice.Index.build({f"s{j}": hot[j * 100 :] for j in range(40)}, m=1 << 16, k=4)
+    hashes = bloomslice.hash_keys(hot + [f"cold-{i}" for i in range(5000)])
+    ids, offsets = index.query_batch(hashes)
+    small_ids, small_offsets = index.query_batch_compact(hashes)
+    assert small_ids.dtype == np.uint32 and small_offsets.dtype == np.uint64
+    assert small_ids.tolist() == ids.tolist() and small_offsets.tolist() == offsets.tolist()
+    empty_ids, empty_offsets = index.query_batch_compact(np.zeros(0, dtype=np.uint64))
+    assert len(empty_ids) == 0 and empty_offsets.tolist() == [0]
+    with pytest.raises(TypeError):
+        index.query_batch_compact(["not", "hashes"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        index.query_batch_compact(np.zeros(3, dtype=np.int64))  # type: ignore[arg-type]
+
+
 def test_readme_example_is_the_tested_example():
     readme = pathlib.Path(__file__).resolve().parents[3] / "README.md"
     example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "example.py"
@@ -319,6 +335,15 @@ def test_merge_answers_concatenates_key_by_key_and_checks_its_input() -> None:
     ids, offsets = bloomslice.merge_answers([(u(1, 2, 3), u(0, 2, 2, 3)), (u(10, 11), u(0, 0, 1, 2))])
     assert ids.tolist() == [1, 2, 10, 3, 11]
     assert offsets.tolist() == [0, 2, 3, 5]
+    # uint32 ids (from query_batch_compact) merge alike and come out uint64,
+    # alone or beside uint64 parts.
+    n32 = lambda *v: np.array(v, dtype=np.uint32)  # noqa: E731
+    ids, offsets = bloomslice.merge_answers([(n32(1, 2, 3), u(0, 2, 2, 3)), (u(10, 11), u(0, 0, 1, 2))])
+    assert ids.dtype == np.uint64 and ids.tolist() == [1, 2, 10, 3, 11] and offsets.tolist() == [0, 2, 3, 5]
+    ids, offsets = bloomslice.merge_answers([(n32(4_000_000_000, 7), u(0, 1, 2))])
+    assert ids.dtype == np.uint64 and ids.tolist() == [4_000_000_000, 7]
+    with pytest.raises(TypeError, match="uint64 or uint32"):
+        bloomslice.merge_answers([(np.array([1], dtype=np.int32), u(0, 1))])
     for bad in (
         [(u(1), u(0, 1)), (u(1), u(0, 0, 1))],  # different key counts
         [(u(1, 2), u(0, 1))],  # offsets end before the ids

@@ -104,6 +104,8 @@ def test_shards_answer_as_the_single_file(cluster: str, collection: pathlib.Path
         got = index.query_batch(KEYS)
         assert got.missing == []
         assert per_key(got.ids, got.offsets) == want
+        # Several shards answer with uint32 ids; the merged answer is uint64.
+        assert got.ids.dtype == np.uint64 and got.offsets.dtype == np.uint64
         hashes = bloomslice.hash_keys(KEYS, seed=0)
         assert per_key(*index.query_batch(hashes)[:2]) == want
         for key in KEYS[::7]:
@@ -175,6 +177,7 @@ def test_a_dead_shard_is_an_error_naming_it_or_an_explicit_partial_answer(
         partial = index.query_batch(KEYS, allow_partial=True)
         assert partial.missing == [dead]
         assert per_key(partial.ids, partial.offsets) == [w - dead_ids for w in want]
+        assert partial.ids.dtype == np.uint64
         with pytest.raises(ShardUnavailableError, match=dead):
             index.score(KEYS, 1)
         full_ids, full_counts = bloomslice.Index.open(collection / "i.bsi").score(KEYS, 1, arrays=True)

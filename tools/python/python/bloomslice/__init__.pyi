@@ -71,6 +71,12 @@ class Index:
     ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
     @overload
     def query_batch(self, keys: Sequence[Key], *, arrays: Literal[False] = ...) -> list[list[str]]: ...
+    def query_batch_compact(
+        self, keys: npt.NDArray[np.uint64]
+    ) -> Tuple[npt.NDArray[np.unsignedinteger[Any]], npt.NDArray[np.uint64]]:
+        """`query_batch` on a uint64 array of hashes, with the ids as uint32
+        when every set id of the index fits in 32 bits (else uint64): half
+        the bytes to send across processes. `merge_answers` takes either."""
 
     @overload
     def score(
@@ -167,8 +173,10 @@ def collection_remove(manifest: Union[str, os.PathLike[str]], name: Key, *, wait
     manifest (same locks as `collection_add`); returns that file's index."""
 
 def merge_answers(
-    parts: Sequence[Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]],
+    parts: Sequence[Tuple[npt.NDArray[np.unsignedinteger[Any]], npt.NDArray[np.uint64]]],
 ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
     """Merges `(ids, offsets)` answers of shards holding disjoint sets, key
-    by key (part order within a key). ValueError for parts over different
-    key counts or invalid offsets."""
+    by key (part order within a key); ids may be uint64 or uint32 (from
+    `query_batch_compact`) and come out uint64. TypeError for other id
+    dtypes, ValueError for parts over different key counts or invalid
+    offsets."""

@@ -6,7 +6,9 @@ Each actor maps its file and answers batches with the GIL released. A
 batch is hashed once on the caller, sent to every shard as one NumPy array
 (one object in Ray's object store, not one call per key), and the shards'
 answers are merged: a set never straddles files, so the union of their ids
-is exactly the answer of the merged index::
+is exactly the answer of the merged index. With several shards, their
+answers travel with ``uint32`` ids when every id fits (half the bytes;
+``Index.query_batch_compact``), and the merge widens them to ``uint64``::
 
     from bloomslice.ray import RayIndex
     with RayIndex.open("sites-shards/", replicas=2) as index:
@@ -124,6 +126,12 @@ class _Shard:
     def query_batch(self, hashes: U64) -> tuple[U64, U64]:
         ids, offsets = self._index.query_batch(hashes)
         return ids, offsets
+
+    def query_batch_compact(self, hashes: U64) -> tuple[npt.NDArray[np.unsignedinteger[Any]], U64]:
+        """As :meth:`query_batch`, with ``uint32`` ids when they fit: half
+        the bytes through the object store (and the network) for the
+        driver's merge, which widens them."""
+        return self._index.query_batch_compact(hashes)
 
     def score(self, hashes: U64) -> tuple[U64, npt.NDArray[np.uint32]]:
         """Every set of this shard with a count above 0."""
@@ -364,7 +372,13 @@ class RayIndex:
         answer, unless ``allow_partial=True``."""
         hashes = self._hashes(keys)
         ref = ray.put(hashes)
-        return self._answer(len(hashes), ref, self._submit("query_batch", ref), allow_partial)
+        method = self._batch_method()
+        return self._answer(len(hashes), ref, method, self._submit(method, ref), allow_partial)
+
+    def _batch_method(self) -> str:
+        # One shard's answer is the answer: it stays uint64. Several are
+        # merged here, so they travel as uint32 ids where those fit.
+        return "query_batch" if len(self._files) == 1 else "query_batch_compact"
 
     def query_stream(
         self, batches: Iterable[Keys], *, allow_partial: bool = False, in_flight: int = 2
@@ -376,23 +390,29 @@ class RayIndex:
         :meth:`query_batch`."""
         if in_flight < 1:
             raise ValueError(f"in_flight must be at least 1, got {in_flight}")
-        pending: deque[tuple[int, Any, dict[int, Any]]] = deque()
+        pending: deque[tuple[int, Any, str, dict[int, Any]]] = deque()
         for keys in batches:
             hashes = self._hashes(keys)
             ref = ray.put(hashes)
-            pending.append((len(hashes), ref, self._submit("query_batch", ref)))
+            method = self._batch_method()
+            pending.append((len(hashes), ref, method, self._submit(method, ref)))
             if len(pending) >= in_flight:
                 yield self._answer(*pending.popleft(), allow_partial)
         while pending:
             yield self._answer(*pending.popleft(), allow_partial)
 
-    def _answer(self, n: int, ref: Any, refs: dict[int, Any], allow_partial: bool) -> Answer:
-        results, missing = self._gather("query_batch", ref, refs, allow_partial)
+    def _answer(self, n: int, ref: Any, method: str, refs: dict[int, Any], allow_partial: bool) -> Answer:
+        results, missing = self._gather(method, ref, refs, allow_partial)
         parts = [results[s] for s in sorted(results)]
         if not parts:
             empty = np.zeros(0, dtype=np.uint64)
             return Answer(empty, np.zeros(n + 1, dtype=np.uint64), missing)
-        ids, offsets = parts[0] if len(parts) == 1 else merge_answers(parts)
+        # A lone part is the answer only if it is already uint64 (a partial
+        # answer of several shards comes compact, and merging widens it).
+        if len(parts) == 1 and parts[0][0].dtype == np.uint64:
+            ids, offsets = parts[0]
+        else:
+            ids, offsets = merge_answers(parts)
         return Answer(ids, offsets, missing)
 
     def score(

@@ -187,12 +187,16 @@ def test_a_dead_shard_is_an_error_naming_it_or_an_explicit_partial_answer(
         assert list(zip(scored.ids.tolist(), scored.counts.tolist())) == alive
 
 
+@pytest.mark.parametrize("mmap", [True, False])
 def test_writes_go_to_the_owning_shard_and_keep_the_manifest_true(
-    cluster: str, collection: pathlib.Path, cli: str, tmp_path: pathlib.Path
+    cluster: str, collection: pathlib.Path, cli: str, tmp_path: pathlib.Path, mmap: bool
 ) -> None:
     d = tmp_path / "s4"
     shutil.copytree(collection / "s4", d)
-    with RayIndex.open(d, replicas=2) as index:
+    # Mapped or read into the actors' memory, the shards answer alike and
+    # reload after writes as they were opened.
+    with RayIndex.open(d, replicas=2, mmap=mmap) as index:
+        assert per_key(*index.query_batch(KEYS)[:2]) == expected(collection, KEYS)
         new_id = index.add("fresh", ["brand-new-key"], shard=1)
         assert new_id == SETS
         assert "fresh" in index.query("brand-new-key")

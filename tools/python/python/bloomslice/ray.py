@@ -105,10 +105,11 @@ class ScoreAnswer(NamedTuple):
 
 
 class _Shard:
-    """The actor of one shard file: the file mapped, queried with the GIL
-    released (``Index.query_batch`` on a ``uint64`` array)."""
+    """The actor of one shard file: the file mapped (or read into memory),
+    queried with the GIL released (``Index.query_batch`` on a ``uint64``
+    array)."""
 
-    def __init__(self, manifest: str, shard: int, verify: bool) -> None:
+    def __init__(self, manifest: str, shard: int, verify: bool, mmap: bool = True) -> None:
         # A restarted actor runs this again and reads the manifest as it is
         # now, so it serves the file as the last writer left it.
         entry = read_manifest(manifest)["files"][shard]
@@ -117,7 +118,7 @@ class _Shard:
             size, xxh3 = file_checksum(path)
             if (size, xxh3) != (entry["bytes"], entry["xxh3"]):
                 raise ValueError(f"{path} does not match the manifest (changed or replaced since it was written)")
-        self._index = Index.open(path, verify=verify)
+        self._index = Index.open(path, mmap=mmap, verify=verify)
 
     def ready(self) -> int:
         """The actor's process id (tests kill it)."""
@@ -183,6 +184,7 @@ class RayIndex:
         call_timeout: float = 120.0,
         open_timeout: float = 120.0,
         verify: bool = False,
+        mmap: bool = True,
         actor_options: Optional[dict[str, Any]] = None,
     ) -> RayIndex:
         """Starts ``replicas`` actors per shard file of ``manifest`` (a
@@ -195,7 +197,13 @@ class RayIndex:
         (-1: always); ``retry_seconds`` how long a query keeps trying a
         shard whose actors are dead; ``call_timeout`` bounds one call;
         ``verify`` checks every file against the manifest's checksums and
-        its own before serving. ``actor_options`` go to Ray's
+        its own before serving. ``mmap=True`` (the default) has each actor
+        map its file: it opens at once, and replicas on one node share the
+        page cache. ``mmap=False`` reads each file into its actor's memory,
+        on huge pages: one copy per actor, and scans measured 5-20% faster
+        on this project's test VM (``bench/RESULTS.md``, "Scaling out with
+        Ray"), where a mapped file's 4 KiB pages cost TLB misses on random
+        rows. ``actor_options`` go to Ray's
         ``.options()`` as they are (for example ``resources`` or a
         ``scheduling_strategy``).
 
@@ -238,7 +246,7 @@ class RayIndex:
             for s in range(len(self._files)):
                 self._actors.append(
                     [
-                        actor_class.options(**options).remote(self._manifest_path, s, verify)
+                        actor_class.options(**options).remote(self._manifest_path, s, verify, mmap)
                         for _ in range(replicas)
                     ]
                 )

@@ -200,10 +200,11 @@ class RayIndex:
         its own before serving. ``mmap=True`` (the default) has each actor
         map its file: it opens at once, and replicas on one node share the
         page cache. ``mmap=False`` reads each file into its actor's memory,
-        on huge pages: one copy per actor, and scans measured 5-20% faster
-        on this project's test VM (``bench/RESULTS.md``, "Scaling out with
-        Ray"), where a mapped file's 4 KiB pages cost TLB misses on random
-        rows. ``actor_options`` go to Ray's
+        on huge pages: one copy per actor. On this project's test VM an
+        actor's scans alone ran 5-20% faster so (a mapped file's 4 KiB
+        pages cost TLB misses on random rows), while whole batches through
+        Ray did not measurably change (``bench/RESULTS.md``, "Scaling out
+        with Ray"). ``actor_options`` go to Ray's
         ``.options()`` as they are (for example ``resources`` or a
         ``scheduling_strategy``).
 

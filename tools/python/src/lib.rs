@@ -22,6 +22,7 @@
 
 use std::collections::HashMap;
 use std::io::BufRead;
+use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -1019,13 +1020,77 @@ impl IdSlice<'_> {
         }
     }
 
-    /// Appends `self[range]` to `out`, widening narrow ids.
-    fn extend_into(self, range: std::ops::Range<usize>, out: &mut Vec<u64>) {
+    /// Writes `self[range]` to the start of `out`, widening narrow ids;
+    /// returns how many were written.
+    fn write_into(self, range: std::ops::Range<usize>, out: &mut [MaybeUninit<u64>]) -> usize {
         match self {
-            IdSlice::Wide(s) => out.extend_from_slice(&s[range]),
-            IdSlice::Narrow(s) => out.extend(s[range].iter().map(|&i| u64::from(i))),
+            IdSlice::Wide(s) => {
+                let src = &s[range];
+                for (d, &i) in out[..src.len()].iter_mut().zip(src) {
+                    d.write(i);
+                }
+                src.len()
+            }
+            IdSlice::Narrow(s) => {
+                let src = &s[range];
+                for (d, &i) in out[..src.len()].iter_mut().zip(src) {
+                    d.write(u64::from(i));
+                }
+                src.len()
+            }
         }
     }
+}
+
+/// Merges of at least this many ids are copied by two threads, each
+/// writing half of the answer: the driver of a `RayIndex` merges while the
+/// shard actors wait for its next batch, so a second core is free
+/// (`bench/RESULTS.md`).
+const PARALLEL_MERGE_IDS: usize = 1 << 20;
+
+/// The merge of [`merge_answers`] on checked CSR views over `n` keys.
+fn merge_csr(views: &[(IdSlice<'_>, &[u64])], n: usize) -> (Vec<u64>, Vec<u64>) {
+    // Key `i`'s ids go to `offsets[i]..offsets[i + 1]`, the sum of its
+    // parts' counts.
+    let mut offsets = Vec::with_capacity(n + 1);
+    let mut at = 0u64;
+    offsets.push(at);
+    for key in 0..n {
+        for (_, offs) in views {
+            at += offs[key + 1] - offs[key];
+        }
+        offsets.push(at);
+    }
+    let total = at as usize;
+    let mut ids: Vec<u64> = Vec::with_capacity(total);
+    advise_huge(&ids);
+    let fill = |keys: std::ops::Range<usize>, out: &mut [MaybeUninit<u64>]| {
+        let mut written = 0;
+        for key in keys {
+            for (part, offs) in views {
+                written += part.write_into(offs[key] as usize..offs[key + 1] as usize, &mut out[written..]);
+            }
+        }
+        debug_assert_eq!(written, out.len());
+    };
+    let out = &mut ids.spare_capacity_mut()[..total];
+    if total >= PARALLEL_MERGE_IDS {
+        // The first key whose ids start in the second half of the answer.
+        let half = offsets.partition_point(|&o| o < (total / 2) as u64).min(n);
+        let (first, second) = out.split_at_mut(offsets[half] as usize);
+        std::thread::scope(|scope| {
+            scope.spawn(|| fill(half..n, second));
+            fill(0..half, first);
+        });
+    } else {
+        fill(0..n, out);
+    }
+    // SAFETY: every one of the `total` slots was written: `fill` writes key
+    // `i`'s ids, in part order, exactly into `offsets[i]..offsets[i + 1]`
+    // (the sum of its parts' counts, checked to be CSR tables), and the two
+    // halves cover `0..total` between them.
+    unsafe { ids.set_len(total) };
+    (ids, offsets)
 }
 
 /// Merges the answers of shards that hold disjoint sets, key by key:
@@ -1075,20 +1140,7 @@ fn merge_answers<'py>(
             )));
         }
     }
-    let (ids, offsets) = py.detach(|| {
-        let total: usize = views.iter().map(|(ids, _)| ids.len()).sum();
-        let mut ids = Vec::with_capacity(total);
-        advise_huge(&ids);
-        let mut offsets = Vec::with_capacity(n + 1);
-        offsets.push(0u64);
-        for key in 0..n {
-            for (part, offs) in &views {
-                part.extend_into(offs[key] as usize..offs[key + 1] as usize, &mut ids);
-            }
-            offsets.push(ids.len() as u64);
-        }
-        (ids, offsets)
-    });
+    let (ids, offsets) = py.detach(|| merge_csr(&views, n));
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)))
 }
 

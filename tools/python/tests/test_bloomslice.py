@@ -355,6 +355,28 @@ def test_merge_answers_concatenates_key_by_key_and_checks_its_input() -> None:
             bloomslice.merge_answers(bad)
 
 
+def test_large_merges_split_over_two_threads_equal_a_reference() -> None:
+    # From 2^20 ids on, two threads each write half of the answer.
+    rng = np.random.default_rng(3)
+    n = 40_000
+    parts = []
+    for p, dtype in enumerate((np.uint64, np.uint32, np.uint64)):
+        counts = rng.integers(0, 25, n)
+        counts[rng.integers(0, n, 200)] = 0
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.uint64)
+        ids = (rng.integers(0, 2**31, int(offsets[-1])) + p).astype(dtype)
+        parts.append((ids, offsets))
+    total = sum(len(ids) for ids, _ in parts)
+    assert total >= 1 << 20
+    ids, offsets = bloomslice.merge_answers(parts)
+    keys = np.concatenate([np.repeat(np.arange(n), np.diff(o).astype(np.int64)) for _, o in parts])
+    which = np.concatenate([np.full(len(i), p) for p, (i, _) in enumerate(parts)])
+    order = np.lexsort((which, keys))  # by key, then part; stable within a part
+    want = np.concatenate([i.astype(np.uint64) for i, _ in parts])[order]
+    assert ids.dtype == np.uint64 and np.array_equal(ids, want)
+    assert np.array_equal(offsets, np.concatenate([[0], np.cumsum(np.bincount(keys, minlength=n))]).astype(np.uint64))
+
+
 def test_reload_sees_another_writers_save(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "i.bsi"
     bloomslice.Index.build({"a": ["x"]}).save(path)

@@ -416,34 +416,31 @@ impl Index {
         Ok((ids, offsets))
     }
 
-    /// [`Index::batch`] over caller hashes read in place, each id stored
-    /// through `id`.
-    fn batch_hashes<T: Send>(
-        &self,
-        py: Python<'_>,
-        hashes: &[u64],
-        id: impl Fn(u64) -> T + Sync,
-    ) -> (Vec<T>, Vec<u64>) {
+    /// [`Index::batch`] over caller hashes read in place ([`batch_of`]).
+    fn batch_hashes(&self, py: Python<'_>, hashes: &[u64]) -> (Vec<u64>, Vec<u64>) {
         // The whole batch runs without the GIL: the slice is the array's own
-        // buffer (no copy), hashed into `KeyHash`es a chunk at a time.
-        py.detach(|| {
-            let inner = self.read();
-            let mut ids = Vec::new();
-            let mut offsets = Vec::with_capacity(hashes.len() + 1);
-            offsets.push(0u64);
-            let mut chunk = Vec::with_capacity(CHUNK.min(hashes.len()));
-            let mut results = BatchResults::new();
-            for part in hashes.chunks(CHUNK) {
-                chunk.clear();
-                chunk.extend(part.iter().map(|&h| KeyHash::from_u64(h)));
-                inner.index.query_batch_hashes(&chunk, &mut results);
-                let left = hashes.len() - (offsets.len() - 1) - chunk.len();
-                append_csr(&results, &mut ids, &mut offsets, left, &id);
-            }
-            ids.shrink_to_fit();
-            (ids, offsets)
-        })
+        // buffer (no copy).
+        py.detach(|| batch_of(&self.read(), hashes, |i| i))
     }
+}
+
+/// The CSR answer to caller hashes (read in place, hashed into `KeyHash`es
+/// a chunk at a time), each id stored through `id`.
+fn batch_of<T>(inner: &Inner, hashes: &[u64], id: impl Fn(u64) -> T) -> (Vec<T>, Vec<u64>) {
+    let mut ids = Vec::new();
+    let mut offsets = Vec::with_capacity(hashes.len() + 1);
+    offsets.push(0u64);
+    let mut chunk = Vec::with_capacity(CHUNK.min(hashes.len()));
+    let mut results = BatchResults::new();
+    for part in hashes.chunks(CHUNK) {
+        chunk.clear();
+        chunk.extend(part.iter().map(|&h| KeyHash::from_u64(h)));
+        inner.index.query_batch_hashes(&chunk, &mut results);
+        let left = hashes.len() - (offsets.len() - 1) - chunk.len();
+        append_csr(&results, &mut ids, &mut offsets, left, &id);
+    }
+    ids.shrink_to_fit();
+    (ids, offsets)
 }
 
 #[pymethods]
@@ -566,7 +563,7 @@ impl Index {
         if let Ok(array) = keys.cast::<PyUntypedArray>() {
             let hashes = hash_slice(array)?;
             let slice = contiguous(&hashes)?;
-            return array_pair(py, self.batch_hashes(py, slice, |i| i));
+            return array_pair(py, self.batch_hashes(py, slice));
         }
         let seq = key_sequence(keys, "keys must be a sequence of keys; for one key use query()")?;
         let n = seq.len()?;
@@ -609,12 +606,25 @@ impl Index {
             .map_err(|_| PyTypeError::new_err("query_batch_compact takes a 1-D NumPy uint64 array of key hashes"))?;
         let hashes = hash_slice(array)?;
         let slice = contiguous(&hashes)?;
-        let fits = self.read().index.ids().all(|id| u32::try_from(id).is_ok());
-        if fits {
-            // Every id fits: the cast below never truncates.
-            return array_pair(py, self.batch_hashes(py, slice, |i| i as u32));
+        enum Answer {
+            Narrow((Vec<u32>, Vec<u64>)),
+            Wide((Vec<u64>, Vec<u64>)),
         }
-        array_pair(py, self.batch_hashes(py, slice, |i| i))
+        // The ids are checked and the batch answered under one read lock,
+        // so no set added in between can bring a wider id.
+        let answer = py.detach(|| {
+            let inner = self.read();
+            if inner.index.ids().all(|id| u32::try_from(id).is_ok()) {
+                // Every id fits: the cast never truncates.
+                Answer::Narrow(batch_of(&inner, slice, |i| i as u32))
+            } else {
+                Answer::Wide(batch_of(&inner, slice, |i| i))
+            }
+        });
+        match answer {
+            Answer::Narrow(narrow) => array_pair(py, narrow),
+            Answer::Wide(wide) => array_pair(py, wide),
+        }
     }
 
     /// Scores one query of many keys: for every set, how many of ``keys``

@@ -268,11 +268,19 @@ fn score_hashes(index: &SlicedIndex, hashes: &[KeyHash], threshold: Threshold) -
     pairs.into_iter().unzip()
 }
 
+/// Ids a growth of an answer may add on the strength of the estimate alone
+/// (64 MB of `u64`); beyond it, a growth adds at most what is held plus
+/// twice the chunk (about doubling, as `Vec` grows). Untouched capacity
+/// costs no memory and is trimmed at the end, but an early rate far above
+/// the later one (the hot keys first) must not reserve, or fail to
+/// reserve, far more than the answer will use.
+const TRUSTED_ESTIMATE_IDS: usize = 1 << 23;
+
 /// Appends a chunk's answers to CSR `ids` and `offsets` (one copy of the
 /// ids per chunk, each through `id`), `keys_left` keys of the batch still
 /// to come. When `ids` must grow, it is sized for the whole batch at the
-/// rate of ids per key so far (plus 1/8), so a batch usually allocates its
-/// answer once or twice.
+/// rate of ids per key so far (plus 1/8; see [`TRUSTED_ESTIMATE_IDS`]), so
+/// a batch usually allocates its answer once or twice.
 fn append_csr<T>(
     results: &BatchResults,
     ids: &mut Vec<T>,
@@ -282,11 +290,14 @@ fn append_csr<T>(
 ) {
     let (chunk_ids, ends) = results.flat();
     let base = ids.len() as u64;
-    if ids.capacity() - ids.len() < chunk_ids.len() {
+    let need = chunk_ids.len();
+    if ids.capacity() - ids.len() < need {
         let keys_done = offsets.len() - 1 + ends.len();
-        let per_key = (ids.len() + chunk_ids.len()).div_ceil(keys_done.max(1));
+        let per_key = (ids.len() + need).div_ceil(keys_done.max(1));
         let rest = per_key.saturating_mul(keys_left).saturating_add(per_key.saturating_mul(keys_left) / 8);
-        reserve_huge(ids, chunk_ids.len().saturating_add(rest));
+        // At most the trusted amount more, or about doubling what is held.
+        let cap = ids.len().saturating_add(need.saturating_mul(2)).max(TRUSTED_ESTIMATE_IDS);
+        reserve_huge(ids, need.saturating_add(rest).min(cap).max(need));
     }
     ids.extend(chunk_ids.iter().map(|&i| id(i)));
     offsets.extend(ends.iter().map(|&end| base + end as u64));

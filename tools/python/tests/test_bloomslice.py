@@ -306,6 +306,30 @@ def test_query_batch_compact_answers_as_query_batch_with_uint32_ids() -> None:
         index.query_batch_compact(np.zeros(3, dtype=np.int64))  # type: ignore[arg-type]
 
 
+HOT_FIRST_SCRIPT = r"""
+import numpy as np
+import bloomslice
+
+rng = np.random.default_rng(5)
+hot = rng.integers(0, 2**63, 4096, dtype=np.uint64)
+index = bloomslice.Index.build({f"s{i}": hot for i in range(1000)}, m=1 << 18, k=8)
+cold = rng.integers(0, 2**63, 4_000_000, dtype=np.uint64)
+ids, offsets = index.query_batch(np.concatenate([hot, cold]))
+assert np.all(np.diff(offsets[:4097].astype(np.int64)) >= 1000)
+print(len(ids) - 1000 * 4096)
+"""
+
+
+def test_hot_keys_first_do_not_reserve_an_answer_for_every_key() -> None:
+    # The first 4 096 keys match all 1 000 sets, the next four million almost
+    # none: sized from the first chunk's rate, the answer would reserve
+    # 4.5e9 ids (36 GB, more than the 24 GB test machines have), an allocation failure
+    # that aborts the process.
+    out = subprocess.run([sys.executable, "-c", HOT_FIRST_SCRIPT], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert 0 <= int(out.stdout) < 100_000
+
+
 def test_readme_example_is_the_tested_example():
     readme = pathlib.Path(__file__).resolve().parents[3] / "README.md"
     example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "example.py"

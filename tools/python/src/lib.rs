@@ -28,6 +28,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomslice::persist::manifest::{self, Manifest};
 use bloomslice::persist::{self, FileInfo, LoadedIndex, Verify};
+use bloomslice::storage;
 use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, Scores, SetNames, SlicedIndex, Threshold};
 use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::create_exception;
@@ -303,48 +304,16 @@ fn append_csr<T>(
     offsets.extend(ends.iter().map(|&end| base + end as u64));
 }
 
-/// Output buffers of at least this many bytes are backed by huge pages.
-const HUGE_BYTES: usize = 4 << 20;
-
 /// Makes room in `v` for `additional` more elements, advising a large
-/// buffer to be backed by huge pages ([`advise_huge`]).
+/// buffer to be backed by huge pages before it is written
+/// ([`storage::advise_huge_capacity`]): every answer handed to NumPy is
+/// fresh memory.
 fn reserve_huge<T>(v: &mut Vec<T>, additional: usize) {
     if v.capacity() - v.len() >= additional {
         return;
     }
     v.reserve_exact(additional);
-    advise_huge(v);
-}
-
-/// Asks Linux to back the pages of `v`'s buffer with transparent huge
-/// pages (`MADV_HUGEPAGE`) if it holds [`HUGE_BYTES`] or more, before they
-/// are first written. Every answer array handed to Python is fresh memory,
-/// and on the VMs measured here a 4 KiB page fault costs about 2.4 us: a
-/// 42 MB answer (65 536 keys at N = 10 000) paid 25 ms of faults, against
-/// 4-6 ms with huge pages (`bench/RESULTS.md`). NumPy advises its own large
-/// arrays the same way. Elsewhere, and where the kernel has no huge pages,
-/// this does nothing.
-fn advise_huge<T>(v: &Vec<T>) {
-    #[cfg(target_os = "linux")]
-    {
-        let bytes = v.capacity() * std::mem::size_of::<T>();
-        if bytes < HUGE_BYTES {
-            return;
-        }
-        // SAFETY: `sysconf` only reads a system constant.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
-        let start = (v.as_ptr() as usize).next_multiple_of(page);
-        let end = (v.as_ptr() as usize + bytes) / page * page;
-        if end > start {
-            // SAFETY: `[start, end)` is page-aligned and lies inside the
-            // vector's own allocation (its capacity). `MADV_HUGEPAGE`
-            // changes how the kernel backs those pages, never their
-            // contents; an error (no huge-page support) is harmless.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = v;
+    storage::advise_huge_capacity(v);
 }
 
 /// What an [`Index`] guards with its lock.
@@ -1044,21 +1013,15 @@ impl IdSlice<'_> {
     /// Writes `self[range]` to the start of `out`, widening narrow ids;
     /// returns how many were written.
     fn write_into(self, range: std::ops::Range<usize>, out: &mut [MaybeUninit<u64>]) -> usize {
+        fn widen<S: Copy + Into<u64>>(src: &[S], out: &mut [MaybeUninit<u64>]) -> usize {
+            for (d, &i) in out[..src.len()].iter_mut().zip(src) {
+                d.write(i.into());
+            }
+            src.len()
+        }
         match self {
-            IdSlice::Wide(s) => {
-                let src = &s[range];
-                for (d, &i) in out[..src.len()].iter_mut().zip(src) {
-                    d.write(i);
-                }
-                src.len()
-            }
-            IdSlice::Narrow(s) => {
-                let src = &s[range];
-                for (d, &i) in out[..src.len()].iter_mut().zip(src) {
-                    d.write(u64::from(i));
-                }
-                src.len()
-            }
+            IdSlice::Wide(s) => widen(&s[range], out),
+            IdSlice::Narrow(s) => widen(&s[range], out),
         }
     }
 }
@@ -1084,7 +1047,7 @@ fn merge_csr(views: &[(IdSlice<'_>, &[u64])], n: usize) -> (Vec<u64>, Vec<u64>) 
     }
     let total = at as usize;
     let mut ids: Vec<u64> = Vec::with_capacity(total);
-    advise_huge(&ids);
+    storage::advise_huge_capacity(&ids);
     let fill = |keys: std::ops::Range<usize>, out: &mut [MaybeUninit<u64>]| {
         let mut written = 0;
         for key in keys {

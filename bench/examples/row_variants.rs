@@ -70,6 +70,12 @@ mod x86 {
         BranchPerWord,
         Bitmap4,
         CompressVbmi2,
+        /// `Bitmap4` writing `owners[column]` straight into the output
+        /// (no column buffer, no second pass), `UNROLL` unconditional
+        /// writes per non-zero word.
+        Fused {
+            unroll: usize,
+        },
     }
 
     type Kernel = unsafe fn(*const u64, usize, &[u32], &mut [u64]);
@@ -238,6 +244,58 @@ mod x86 {
                 out.extend(cols[..n].iter().map(|&c| owners[c as usize]));
                 n as u64
             }
+            Extract::Fused { unroll } => {
+                let mut bitmap = [0u64; 8];
+                let mut hits = 0u64;
+                let mut s = _mm512_setzero_si512();
+                let mut c = 0;
+                while c < acc.len() {
+                    let v = _mm512_loadu_si512(acc.as_ptr().add(c).cast());
+                    bitmap[c / 64] |= u64::from(_mm512_test_epi64_mask(v, v)) << (c % 64);
+                    s = _mm512_add_epi64(s, _mm512_popcnt_epi64(v));
+                    c += 8;
+                }
+                hits += _mm512_reduce_add_epi64(s) as u64;
+                out.clear();
+                out.reserve(hits as usize + 4);
+                let dst = out.as_mut_ptr();
+                let own = owners.as_ptr();
+                let mut n = 0usize;
+                for (b, &bits) in bitmap.iter().enumerate().take(acc.len().div_ceil(64)) {
+                    let mut m = bits;
+                    while m != 0 {
+                        let j = b * 64 + m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        let x = acc[j];
+                        let mut y = x;
+                        let base = j * 64;
+                        match unroll {
+                            1 => fused_writes::<1>(&mut y, base, own, dst.add(n)),
+                            2 => fused_writes::<2>(&mut y, base, own, dst.add(n)),
+                            3 => fused_writes::<3>(&mut y, base, own, dst.add(n)),
+                            _ => fused_writes::<4>(&mut y, base, own, dst.add(n)),
+                        }
+                        let mut t = unroll;
+                        while y != 0 {
+                            *dst.add(n + t) = *own.add(base + y.trailing_zeros() as usize);
+                            y &= y - 1;
+                            t += 1;
+                        }
+                        n += x.count_ones() as usize;
+                    }
+                }
+                out.set_len(n);
+                n as u64
+            }
+        }
+    }
+
+    /// `U` unconditional writes of `owners[base + lowest bit of y]`.
+    #[inline(always)]
+    unsafe fn fused_writes<const U: usize>(y: &mut u64, base: usize, own: *const u64, dst: *mut u64) {
+        for t in 0..U {
+            *dst.add(t) = *own.add(base + (y.trailing_zeros() as usize & 63));
+            *y &= y.wrapping_sub(1);
         }
     }
 
@@ -381,6 +439,11 @@ mod x86 {
             ("branch per word and bit (before)", Extract::BranchPerWord),
             ("bitmap of non-zero words, 4 writes per word (after)", Extract::Bitmap4),
             ("bitmap, vpcompressw (VBMI2)", Extract::CompressVbmi2),
+            ("bitmap, owners written directly, 4 writes per word", Extract::Fused { unroll: 4 }),
+            ("bitmap, owners written directly, 2 writes per word", Extract::Fused { unroll: 2 }),
+            ("bitmap, owners written directly, 1 write per word", Extract::Fused { unroll: 1 }),
+            ("bitmap, owners written directly, 3 writes per word", Extract::Fused { unroll: 3 }),
+            ("bitmap, 4 writes per word (after), again", Extract::Bitmap4),
         ] {
             if ex == Extract::CompressVbmi2 && !vbmi2 {
                 println!("{name:<72} (no VBMI2)");

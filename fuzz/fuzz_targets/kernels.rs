@@ -34,10 +34,10 @@ struct Input {
     /// every possible row and `and_rows` takes its early exit.
     kill: u64,
     /// Bit `c % 64` makes `a` sparse on line `c` (ANDed with `b`), giving
-    /// zero lines to skip in `append_set_bits`.
+    /// zero lines to skip in `append_mapped_bits`.
     sparse: u64,
-    /// Position offset for `append_set_bits` (clamped so no position
-    /// overflows a `u64`, which is the caller's contract).
+    /// Seed of the table `append_mapped_bits` reads ids from (entry `c`
+    /// is `offset + c`, reversed when the low bit is set).
     offset: u64,
     /// Seed of the initial `count_runs` counter planes.
     counter_seed: u16,
@@ -125,12 +125,20 @@ fn check(k: &Kernels, input: &Input, pool: &[u64]) {
     let want_new = all::or_into(&mut want[a_start..a_start + len], b);
     assert_eq!((got_new, &got), (want_new, &want), "{name}: or_into");
 
-    let offset = input.offset.min(u64::MAX - 64 * len as u64);
-    let mut got = vec![1, 2, 3];
-    let mut want = got.clone();
-    k.append_set_bits(a, offset, &mut got);
-    all::append_set_bits(a, offset, &mut want);
-    assert_eq!(got, want, "{name}: append_set_bits");
+    // append_mapped_bits: `a` masked by `b`, then by all ones, through a
+    // table with a few spare entries past the last bit.
+    let mut table: Vec<u64> = (0..64 * len as u64 + 3).map(|c| input.offset.wrapping_add(c)).collect();
+    if input.offset & 1 == 1 {
+        table.reverse();
+    }
+    let ones = vec![u64::MAX; len];
+    for mask in [b, &ones[..]] {
+        let mut got = vec![1, 2, 3];
+        let mut want = got.clone();
+        k.append_mapped_bits(a, mask, &table, &mut got);
+        all::append_mapped_bits(a, mask, &table, &mut want);
+        assert_eq!(got, want, "{name}: append_mapped_bits");
+    }
 
     // count_runs: up to 24 keys over the rows of `and_runs`, into planes
     // seeded from the input at an arbitrary offset; then count_at_least on

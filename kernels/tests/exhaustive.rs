@@ -177,14 +177,20 @@ fn check_or_into(k: &Kernels) {
     });
 }
 
-fn check_append_set_bits(k: &Kernels) {
-    sweep_pairs(|a, _, label| {
-        let offset = (a.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 24;
-        let mut got = vec![7, 1, 3];
-        let mut want = got.clone();
-        k.append_set_bits(a, offset, &mut got);
-        all::append_set_bits(a, offset, &mut want);
-        assert_eq!(got, want, "{} append_set_bits {label}", k.backend());
+/// `append_mapped_bits` against the scalar reference, masked by the other
+/// operand and by all ones, through a table that is not the identity.
+fn check_append_mapped_bits(k: &Kernels) {
+    sweep_pairs(|a, b, label| {
+        let table: Vec<u64> =
+            (0..64 * a.len() as u64 + 5).map(|c| c.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 3).collect();
+        let ones = vec![u64::MAX; a.len()];
+        for mask in [b, &ones[..]] {
+            let mut got = vec![7, 1, 3];
+            let mut want = got.clone();
+            k.append_mapped_bits(a, mask, &table, &mut got);
+            all::append_mapped_bits(a, mask, &table, &mut want);
+            assert_eq!(got, want, "{} append_mapped_bits {label}", k.backend());
+        }
     });
 }
 
@@ -293,7 +299,7 @@ macro_rules! backend_tests {
             and_runs: check_and_runs check_and_runs_many_positions,
             popcounts: check_popcounts,
             or_into: check_or_into,
-            append_set_bits: check_append_set_bits,
+            append_mapped_bits: check_append_mapped_bits,
             count_runs: check_count_runs,
         ]);
     };

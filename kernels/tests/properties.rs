@@ -69,9 +69,10 @@ macro_rules! backend_properties {
                     let (mut got, mut want) = (a.clone(), a.clone());
                     prop_assert_eq!(k.or_into(&mut got, &b), all::or_into(&mut want, &b));
                     prop_assert_eq!(got, want);
+                    let table: Vec<u64> = (0..64 * a.len() as u64).map(|c| offset + c).collect();
                     let (mut got, mut want) = (vec![9], vec![9]);
-                    k.append_set_bits(&a, offset, &mut got);
-                    all::append_set_bits(&a, offset, &mut want);
+                    k.append_mapped_bits(&a, &b, &table, &mut got);
+                    all::append_mapped_bits(&a, &b, &table, &mut want);
                     prop_assert_eq!(got, want);
                 }
 
@@ -135,12 +136,20 @@ macro_rules! backend_properties {
                 }
 
                 #[test]
-                fn append_set_bits_yields_the_set_bits((a, _) in pair(), offset in 0u64..1 << 40) {
+                fn append_mapped_bits_yields_the_masked_set_bits_through_the_table(
+                    (a, b) in pair(),
+                    offset in 0u64..1 << 40,
+                    spare in 0usize..70,
+                ) {
                     let Some(k) = kernels() else { return Ok(()) };
+                    // Reversed so that a wrong index cannot look right; longer
+                    // than needed by `spare` entries, which must never appear.
+                    let n = 64 * a.len() + spare;
+                    let table: Vec<u64> = (0..n as u64).rev().map(|c| offset + c).collect();
                     let mut got = vec![u64::MAX];
-                    k.append_set_bits(&a, offset, &mut got);
+                    k.append_mapped_bits(&a, &b, &table, &mut got);
                     let model: Vec<u64> = std::iter::once(u64::MAX)
-                        .chain((0..a.len() * 64).filter(|&i| bit(&a, i)).map(|i| offset + i as u64))
+                        .chain((0..a.len() * 64).filter(|&i| bit(&a, i) && bit(&b, i)).map(|i| table[i]))
                         .collect();
                     prop_assert_eq!(got, model);
                 }

@@ -28,7 +28,7 @@
 //! current one; how many rows of a run are prefetched follows the index's
 //! measured bit density, so a sparse index does not prefetch rows the early
 //! exit would skip. Matching columns become ids through
-//! `Kernels::append_set_bits`, which does not branch per word.
+//! `Kernels::append_mapped_bits`, which does not branch per word.
 
 use core::mem::MaybeUninit;
 use std::sync::Arc;
@@ -354,10 +354,10 @@ fn transpose64(a: &mut [u64; 64]) {
 /// Appends `owners[c]` for every set bit `c` of `acc & used`, in order.
 ///
 /// The hot tail of every query (a full index reports about 1% of its
-/// columns, a bit in every few words). The column numbers come from the
-/// kernel `append_set_bits`, which branches on counts rather than on the
-/// data (a per-word branch mispredicts about once per non-zero word); they
-/// are then mapped to owners in place.
+/// columns, a bit in every few words), done by the kernel
+/// `append_mapped_bits`, which branches on counts rather than on the data
+/// (a per-word branch mispredicts about once per non-zero word) and reads
+/// the owners straight into `out`.
 ///
 /// Bits of unused columns are dropped (`used`): a valid index keeps
 /// them clear, but rows mapped from a file whose checksums are not verified
@@ -365,19 +365,7 @@ fn transpose64(a: &mut [u64; 64]) {
 /// index does not hold.
 #[inline]
 fn push_owners(kernels: &Kernels, acc: &[u64], used: &[u64], owners: &[u64], out: &mut Vec<u64>) {
-    let start = out.len();
-    kernels.append_set_bits(acc, 0, out);
-    // Map columns to owners in place, dropping unused columns (a branch
-    // that a valid index always takes the same way).
-    let mut kept = start;
-    for i in start..out.len() {
-        let c = out[i] as usize;
-        if (used[c / 64] >> (c % 64)) & 1 == 1 {
-            out[kept] = owners[c];
-            kept += 1;
-        }
-    }
-    out.truncate(kept);
+    kernels.append_mapped_bits(acc, used, owners, out);
 }
 
 /// The per-key results of [`SlicedIndex::query_batch`], in a reusable buffer.

@@ -10,8 +10,10 @@
 //! - `and_rows`: two 256-bit loads per row and line; the running AND of a
 //!   line is tested with `vptest` (`_mm256_testz_si256`) before the next row
 //!   is read, so a line that is already zero stops costing memory traffic.
-//! - `append_set_bits`: one `vptest` skips an all-zero line; set bits of
-//!   the others are walked with `tzcnt` and `blsr`.
+//! - `append_mapped_bits`: a bitmap of non-zero words (one compare per
+//!   line) and one popcount pass; set bits of the non-zero words are
+//!   walked with `tzcnt` and `blsr`, their table entries written without
+//!   a branch per bit.
 //! - popcounts and `or_into`'s count of new bits: Harley-Seal carry-save adders over eight lines, with the
 //!   `vpshufb` nibble lookup and `vpsadbw` for the per-lane counts.
 //! - `count_runs` and `count_at_least` (multi-key scoring): the bit-sliced

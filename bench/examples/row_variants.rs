@@ -9,17 +9,24 @@
 //! - prefetch: first lines into L1 `d` keys ahead (before), whole runs into
 //!   L1, whole runs into L2 (`prefetcht1`) far ahead plus first lines near;
 //! - extraction of the matching columns: popcount only (a floor), a branch
-//!   per word and per bit (before), a bitmap of non-zero words with four
-//!   unconditional writes per word (after), and `vpcompressw` (VBMI2);
+//!   per word and per bit, a bitmap of non-zero words with four
+//!   unconditional writes of column numbers per word (then mapped to owners
+//!   in a second pass), `vpcompressw` (VBMI2), and the bitmap writing the
+//!   owners directly with 1 to 4 unconditional writes per word (the engine
+//!   now: 2, `append_mapped_bits`);
 //! - the far prefetch issued whole before the AND, or split: some runs
 //!   before the AND, the rest between the AND and the extraction.
+//!
+//! `SHARDS` (default 1) lays out that many tables and walks (key, shard)
+//! items as a batch over a wide index does: `row_variants 224 7` is `full`
+//! N = 100 000 (7 shards of 1 792-byte runs, 1.2 GiB).
 //!
 //! Every variant's total of set bits is checked against the first one's.
 //! Needs AVX-512 F/BW/VPOPCNTDQ (and VBMI2 for the compress row); prints
 //! why and exits otherwise. Run:
 //!
 //! ```sh
-//! cargo run --release -p bloomslice-bench --example row_variants [-- WORDS_PER_ROW]
+//! cargo run --release -p bloomslice-bench --example row_variants [-- WORDS_PER_ROW [SHARDS]]
 //! ```
 #![allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks, missing_docs)]
 
@@ -319,23 +326,39 @@ mod x86 {
         w: usize,
         pos: Vec<u32>,
         owners: Vec<u64>,
+        shards: usize,
     }
 
     impl Bench {
-        pub fn new(w: usize) -> Bench {
+        /// `shards` tables of `m` rows of `w` words, walked like a batch
+        /// over an index of that many shards: item `t` is key `t / shards`
+        /// in shard `t % shards`, with the key's positions in each shard.
+        pub fn new(w: usize, shards: usize) -> Bench {
             let m = 100_992;
-            let mut rows = Words::zeroed(m * w).expect("rows");
+            let mut rows = Words::zeroed(m * w * shards).expect("rows");
             let mut rng = Rng(0x1234_5678_9abc_def1);
             for x in rows.iter_mut() {
                 *x = rng.next();
             }
-            let pos = (0..KEYS * K).map(|_| (rng.next() % m as u64) as u32).collect();
+            let mut key = [0u32; K];
+            let mut pos = Vec::with_capacity(KEYS * K);
+            for t in 0..KEYS {
+                if t % shards == 0 {
+                    key = core::array::from_fn(|_| (rng.next() % m as u64) as u32);
+                }
+                pos.extend(key.iter().map(|&p| p + ((t % shards) * m) as u32));
+            }
             let owners = (0..w as u64 * 64).map(|c| c * 3 + 1).collect();
-            println!("{w} words ({} bytes) per run, m = {m}, index {} MiB, k = {K}", w * 8, (m * w * 8) >> 20);
-            Bench { rows, w, pos, owners }
+            println!(
+                "{w} words ({} bytes) per run, m = {m}, {shards} shard(s), index {} MiB, k = {K}",
+                w * 8,
+                (m * w * 8 * shards) >> 20
+            );
+            Bench { rows, w, pos, owners, shards }
         }
 
-        /// ns per key (best of 3) and the total of set bits found.
+        /// ns per key (best of 3; a key is `shards` items) and the total of
+        /// set bits found.
         pub unsafe fn run(&self, kernel: Kernel, keys_per_call: usize, pf: Prefetch, ex: Extract) -> (f64, u64) {
             let (w, rows) = (self.w, self.rows.as_ptr());
             let mut acc = vec![0u64; 2 * w + 8];
@@ -380,7 +403,7 @@ mod x86 {
                         total += extract(ex, &acc[r * w..][..w], &mut cols, &self.owners, &mut out);
                     }
                 }
-                best = best.min(t.elapsed().as_nanos() as f64 / KEYS as f64);
+                best = best.min(t.elapsed().as_nanos() as f64 * self.shards as f64 / KEYS as f64);
             }
             (best, total)
         }
@@ -402,7 +425,14 @@ mod x86 {
                 std::process::exit(2);
             }
         };
-        let bench = Bench::new(w);
+        let shards = match std::env::args().nth(2).map_or(Ok(1), |s| s.parse::<usize>()) {
+            Ok(s) if (1..=16).contains(&s) => s,
+            _ => {
+                eprintln!("row_variants: SHARDS must be from 1 to 16");
+                std::process::exit(2);
+            }
+        };
+        let bench = Bench::new(w, shards);
         let mut expected = None;
         let mut check = |(ns, total): (f64, u64), name: &str| {
             assert_eq!(*expected.get_or_insert(total), total, "{name}: another answer");
@@ -453,12 +483,12 @@ mod x86 {
             // detected above.
             check(unsafe { bench.run(pairs, 1, pf_after, ex) }, name);
         }
-        println!("-- far prefetch split around the AND (pairs kernel, bitmap extraction)");
+        println!("-- far prefetch split around the AND (pairs kernel, owners written directly, 2 writes per word)");
         for first in [7, 3, 2, 0] {
             let pf = Prefetch::SplitL2 { far: 4, near: 1, first };
             let name = format!("first {first} of {K} runs before the AND, the rest before the extraction");
             // SAFETY: AVX-512 F/BW/VPOPCNTDQ were detected above.
-            check(unsafe { bench.run(pairs, 1, pf, Extract::Bitmap4) }, &name);
+            check(unsafe { bench.run(pairs, 1, pf, Extract::Fused { unroll: 2 }) }, &name);
         }
     }
 }

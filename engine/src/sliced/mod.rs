@@ -351,23 +351,6 @@ fn transpose64(a: &mut [u64; 64]) {
     }
 }
 
-/// Appends `owners[c]` for every set bit `c` of `acc & used`, in order.
-///
-/// The hot tail of every query (a full index reports about 1% of its
-/// columns, a bit in every few words), done by the kernel
-/// `append_mapped_bits`, which branches on counts rather than on the data
-/// (a per-word branch mispredicts about once per non-zero word) and reads
-/// the owners straight into `out`.
-///
-/// Bits of unused columns are dropped (`used`): a valid index keeps
-/// them clear, but rows mapped from a file whose checksums are not verified
-/// yet (`Verify::Deferred`) may not, and a query must never name an id the
-/// index does not hold.
-#[inline]
-fn push_owners(kernels: &Kernels, acc: &[u64], used: &[u64], owners: &[u64], out: &mut Vec<u64>) {
-    kernels.append_mapped_bits(acc, used, owners, out);
-}
-
 /// The per-key results of [`SlicedIndex::query_batch`], in a reusable buffer.
 ///
 /// Keep one per thread and pass it to every batch: once its buffers have
@@ -855,7 +838,14 @@ impl SlicedIndex {
         let any = self.kernels.and_runs(&shard.rows, shard.wpr, positions, acc);
         between();
         if any {
-            push_owners(self.kernels, acc, &shard.used, &shard.owners, out);
+            // `owners[c]` for every set bit `c` of `acc & used`, in order:
+            // the hot tail of every query (a full index reports about 1% of
+            // its columns), branching on counts rather than on the data.
+            // Bits of unused columns are dropped: a valid index keeps them
+            // clear, but rows mapped from a file whose checksums are not
+            // verified yet (`Verify::Deferred`) may not, and a query must
+            // never name an id the index does not hold.
+            self.kernels.append_mapped_bits(acc, &shard.used, &shard.owners, out);
         }
     }
 

@@ -33,6 +33,10 @@ const SCREEN_MIN_CHUNKS: usize = 8;
 /// the planes once.
 const SCORE_GROUP: usize = 8;
 
+/// Counter planes from which an unpruned pass over long runs also scores
+/// [`SCORE_GROUP`] keys per kernel call (see `count_pass`).
+const GROUPED_UNPRUNED_PLANES: usize = 9;
+
 /// The densest AND of a screen's rows (`p^r` for bit density `p`). With
 /// keys summed by carry-save adders ([`SCORE_GROUP`]), a dense sum no
 /// longer costs a pass over the planes per key: on `multi` N = 10 000
@@ -239,11 +243,16 @@ impl SlicedIndex {
         // keys per kernel call: its ANDs are dense, and the kernel sums a
         // group in registers before touching the planes; the far (L2)
         // prefetch then runs at least a group ahead and the near one covers
-        // the next group. Exact and unpruned passes (sparse ANDs, whose
-        // carries die within a plane or two) and short runs score a key at
-        // a time: there, groups measured slower (`bench/RESULTS.md`).
+        // the next group. So does an unpruned pass with 9 planes or more
+        // (queries of 256 keys or more): its counts reach several planes,
+        // so a key's carry ripples through about four of them per chunk
+        // (1 000-key queries at N = 10 000: 4% faster grouped). Exact
+        // passes and shorter unpruned ones (sparse ANDs, whose carries die
+        // within a plane or two) and short runs score a key at a time:
+        // there, groups measured slower (`bench/RESULTS.md`).
         let d = self.config.prefetch_distance;
-        let grouped = rows < k && !self.shards.iter().all(|s| s.short_runs());
+        let grouped = (rows < k || (prune == Prune::No && n_planes >= GROUPED_UNPRUNED_PLANES))
+            && !self.shards.iter().all(|s| s.short_runs());
         let group_keys = if grouped { SCORE_GROUP } else { 1 };
         let far_ahead = if grouped { d.max(SCORE_GROUP) } else { d };
         let mut far_next = 0;

@@ -2,7 +2,7 @@
 //! threshold tests across the planes, and chunk pruning. The algorithm and
 //! its guarantees are described in [`crate::score`].
 
-use bloomslice_kernels::WORDS_PER_LINE;
+use bloomslice_kernels::{Backend, WORDS_PER_LINE};
 
 use super::{Reach, Shard, SlicedIndex};
 use crate::hash::Key;
@@ -34,7 +34,8 @@ const SCREEN_MIN_CHUNKS: usize = 8;
 const SCORE_GROUP: usize = 8;
 
 /// Counter planes from which an unpruned pass over long runs also scores
-/// [`SCORE_GROUP`] keys per kernel call (see `count_pass`).
+/// [`SCORE_GROUP`] keys per kernel call with the AVX-512 kernels (see
+/// `count_pass`).
 const GROUPED_UNPRUNED_PLANES: usize = 9;
 
 /// The densest AND of a screen's rows (`p^r` for bit density `p`). With
@@ -249,9 +250,14 @@ impl SlicedIndex {
         // (1 000-key queries at N = 10 000: 4% faster grouped). Exact
         // passes and shorter unpruned ones (sparse ANDs, whose carries die
         // within a plane or two) and short runs score a key at a time:
-        // there, groups measured slower (`bench/RESULTS.md`).
+        // there, groups measured slower (`bench/RESULTS.md`), as they did
+        // for unpruned passes with the AVX2 kernels (1 000-key queries at
+        // N = 10 000: 793-895 ns per key grouped, 781-841 a key at a time).
         let d = self.config.prefetch_distance;
-        let grouped = (rows < k || (prune == Prune::No && n_planes >= GROUPED_UNPRUNED_PLANES))
+        let grouped = (rows < k
+            || (prune == Prune::No
+                && n_planes >= GROUPED_UNPRUNED_PLANES
+                && self.kernels.backend() == Backend::Avx512))
             && !self.shards.iter().all(|s| s.short_runs());
         let group_keys = if grouped { SCORE_GROUP } else { 1 };
         let far_ahead = if grouped { d.max(SCORE_GROUP) } else { d };

@@ -221,32 +221,25 @@ mod x86 {
                 }
                 let cp = cols.as_mut_ptr();
                 let mut n = 0usize;
-                for (b, &bits) in bitmap.iter().enumerate().take(acc.len().div_ceil(64)) {
-                    let mut m = bits;
-                    while m != 0 {
-                        let j = b * 64 + m.trailing_zeros() as usize;
-                        m &= m - 1;
-                        let x = acc[j];
-                        if mode == Extract::Bitmap4 {
-                            let mut y = x;
-                            let base = (j * 64) as u16;
-                            for t in 0..4 {
-                                *cp.add(n + t) = base.wrapping_add(y.trailing_zeros() as u16);
-                                y &= y.wrapping_sub(1);
-                            }
-                            let mut t = 4;
-                            while y != 0 {
-                                *cp.add(n + t) = base + y.trailing_zeros() as u16;
-                                y &= y - 1;
-                                t += 1;
-                            }
-                        } else {
-                            n += compress_word(x, j, cp.add(n));
-                            continue;
+                each_nonzero_word(&bitmap, acc, |j, x| {
+                    if mode == Extract::Bitmap4 {
+                        let mut y = x;
+                        let base = (j * 64) as u16;
+                        for t in 0..4 {
+                            *cp.add(n + t) = base.wrapping_add(y.trailing_zeros() as u16);
+                            y &= y.wrapping_sub(1);
+                        }
+                        let mut t = 4;
+                        while y != 0 {
+                            *cp.add(n + t) = base + y.trailing_zeros() as u16;
+                            y &= y - 1;
+                            t += 1;
                         }
                         n += x.count_ones() as usize;
+                    } else {
+                        n += compress_word(x, j, cp.add(n));
                     }
-                }
+                });
                 out.clear();
                 out.extend(cols[..n].iter().map(|&c| owners[c as usize]));
                 n as u64
@@ -268,31 +261,39 @@ mod x86 {
                 let dst = out.as_mut_ptr();
                 let own = owners.as_ptr();
                 let mut n = 0usize;
-                for (b, &bits) in bitmap.iter().enumerate().take(acc.len().div_ceil(64)) {
-                    let mut m = bits;
-                    while m != 0 {
-                        let j = b * 64 + m.trailing_zeros() as usize;
-                        m &= m - 1;
-                        let x = acc[j];
-                        let mut y = x;
-                        let base = j * 64;
-                        match unroll {
-                            1 => fused_writes::<1>(&mut y, base, own, dst.add(n)),
-                            2 => fused_writes::<2>(&mut y, base, own, dst.add(n)),
-                            3 => fused_writes::<3>(&mut y, base, own, dst.add(n)),
-                            _ => fused_writes::<4>(&mut y, base, own, dst.add(n)),
-                        }
-                        let mut t = unroll;
-                        while y != 0 {
-                            *dst.add(n + t) = *own.add(base + y.trailing_zeros() as usize);
-                            y &= y - 1;
-                            t += 1;
-                        }
-                        n += x.count_ones() as usize;
+                each_nonzero_word(&bitmap, acc, |j, x| {
+                    let mut y = x;
+                    let base = j * 64;
+                    match unroll {
+                        1 => fused_writes::<1>(&mut y, base, own, dst.add(n)),
+                        2 => fused_writes::<2>(&mut y, base, own, dst.add(n)),
+                        3 => fused_writes::<3>(&mut y, base, own, dst.add(n)),
+                        _ => fused_writes::<4>(&mut y, base, own, dst.add(n)),
                     }
-                }
+                    let mut t = unroll;
+                    while y != 0 {
+                        *dst.add(n + t) = *own.add(base + y.trailing_zeros() as usize);
+                        y &= y - 1;
+                        t += 1;
+                    }
+                    n += x.count_ones() as usize;
+                });
                 out.set_len(n);
                 n as u64
+            }
+        }
+    }
+
+    /// Calls `f(j, words[j])` for every word `j` whose bit is set in
+    /// `bitmap` (bit `j % 64` of `bitmap[j / 64]`), in order.
+    #[inline(always)]
+    fn each_nonzero_word(bitmap: &[u64; 8], words: &[u64], mut f: impl FnMut(usize, u64)) {
+        for (b, &bits) in bitmap.iter().enumerate().take(words.len().div_ceil(64)) {
+            let mut m = bits;
+            while m != 0 {
+                let j = b * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                f(j, words[j]);
             }
         }
     }
@@ -467,13 +468,13 @@ mod x86 {
         for (name, ex) in [
             ("popcount only (floor)", Extract::Popcount),
             ("branch per word and bit (before)", Extract::BranchPerWord),
-            ("bitmap of non-zero words, 4 writes per word (after)", Extract::Bitmap4),
+            ("bitmap of non-zero words, 4 writes per word, then owners (2026-11-25)", Extract::Bitmap4),
             ("bitmap, vpcompressw (VBMI2)", Extract::CompressVbmi2),
             ("bitmap, owners written directly, 4 writes per word", Extract::Fused { unroll: 4 }),
-            ("bitmap, owners written directly, 2 writes per word", Extract::Fused { unroll: 2 }),
+            ("bitmap, owners written directly, 2 writes per word (now)", Extract::Fused { unroll: 2 }),
             ("bitmap, owners written directly, 1 write per word", Extract::Fused { unroll: 1 }),
             ("bitmap, owners written directly, 3 writes per word", Extract::Fused { unroll: 3 }),
-            ("bitmap, 4 writes per word (after), again", Extract::Bitmap4),
+            ("bitmap, 4 writes per word, then owners, again", Extract::Bitmap4),
         ] {
             if ex == Extract::CompressVbmi2 && !vbmi2 {
                 println!("{name:<72} (no VBMI2)");

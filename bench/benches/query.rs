@@ -150,7 +150,7 @@ fn kernels(c: &mut Criterion) {
     let live = [!0u64];
     let mut want = vec![0u64; 7 * words];
     for key in &keys {
-        bloomslice::kernels::arch::all::count_runs(&rows, words, key, 1, words, &live, &mut want);
+        bloomslice::kernels::arch::all::count_runs(&rows, words, key, 1, words, &live, &mut want, &[]);
     }
     group.throughput(Throughput::Bytes((keys.len() * 7 * words * 8) as u64));
     for k in Kernels::available() {
@@ -159,7 +159,7 @@ fn kernels(c: &mut Criterion) {
             planes.fill(0);
             // Eight keys per call, as the engine scores.
             for group in keys.chunks(8) {
-                k.count_runs(black_box(&rows), words, group.as_flattened(), group.len(), words, &live, planes);
+                k.count_runs(black_box(&rows), words, group.as_flattened(), group.len(), words, &live, planes, &[]);
             }
         };
         pass(&mut planes);

@@ -68,6 +68,9 @@ pub struct ThreadArgs {
     /// `PoolConfig::caller_help_work` (keys x filters) [default: the pool's].
     #[arg(long)]
     pub caller_help_work: Option<usize>,
+    /// `PoolConfig::tasks_per_worker` [default: the pool's].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub tasks_per_worker: Option<u32>,
 }
 
 /// Everything the threads run needs.
@@ -131,6 +134,7 @@ pub fn run_threads(opts: &ThreadOptions, log: &mut dyn FnMut(&str)) -> Result<St
         idle_spin: opts.args.idle_spin_us.map_or(defaults.idle_spin, Duration::from_micros),
         wait_spin: opts.args.wait_spin_us.map_or(defaults.wait_spin, Duration::from_micros),
         caller_help_work: opts.args.caller_help_work.unwrap_or(defaults.caller_help_work),
+        tasks_per_worker: opts.args.tasks_per_worker.map_or(defaults.tasks_per_worker, |t| t as usize),
         ..defaults.clone()
     };
     let pinned =

@@ -162,6 +162,7 @@ fn main() {
                     width,
                     &live,
                     &mut planes,
+                    &[],
                 ));
             })
         }),

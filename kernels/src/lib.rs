@@ -44,7 +44,7 @@ macro_rules! with_kernel_signatures {
             and_popcount(a: &[u64], b: &[u64]) -> u64;
             or_popcount(a: &[u64], b: &[u64]) -> u64;
             xor_popcount(a: &[u64], b: &[u64]) -> u64;
-            count_runs(rows: &[u64], stride: usize, positions: &[u32], keys: usize, width: usize, live: &[u64], planes: &mut [u64]) -> bool;
+            count_runs(rows: &[u64], stride: usize, positions: &[u32], keys: usize, width: usize, live: &[u64], planes: &mut [u64], ahead: &[u32]) -> bool;
             count_at_least(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool;
         }
     };

@@ -234,9 +234,12 @@ fn check_count_runs(k: &Kernels) {
                             width,
                             &live,
                             planes.words_mut(),
+                            // A hint only: in-range, past-the-end and
+                            // wrapping positions must leave the result alone.
+                            &[0, rows as u32, u32::MAX],
                         );
                         for key in keys {
-                            want_any |= all::count_runs(arena.words(), stride, key, 1, width, &live, &mut want);
+                            want_any |= all::count_runs(arena.words(), stride, key, 1, width, &live, &mut want, &[]);
                         }
                     }
                     assert_eq!(got_any, want_any, "{} count_runs any rows={rows} set={s} width={width}", k.backend());
@@ -349,11 +352,11 @@ fn length_mismatches_panic() {
         assert!(run(&|| _ = k.xor_popcount(&a, &b)), "{}", k.backend());
         assert!(run(&|| _ = k.or_into(&mut a.clone(), &b)), "{}", k.backend());
         assert!(run(&|| _ = k.and_rows(&[&a], &mut [0; 10])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 1, 2, &[!0], &mut [0; 3])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(&a, 8, &[1], 1, 2, &[!0], &mut [0; 4])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 1, 9 * 64, &[!0], &mut [0; 9 * 64])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 0, 2, &[!0], &mut [0; 2])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(&a, 1, &[0, 1, 2], 2, 2, &[!0], &mut [0; 2])), "{}", k.backend());
+        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 1, 2, &[!0], &mut [0; 3], &[])), "{}", k.backend());
+        assert!(run(&|| _ = k.count_runs(&a, 8, &[1], 1, 2, &[!0], &mut [0; 4], &[])), "{}", k.backend());
+        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 1, 9 * 64, &[!0], &mut [0; 9 * 64], &[])), "{}", k.backend());
+        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 0, 2, &[!0], &mut [0; 2], &[])), "{}", k.backend());
+        assert!(run(&|| _ = k.count_runs(&a, 1, &[0, 1, 2], 2, 2, &[!0], &mut [0; 2], &[])), "{}", k.backend());
         assert!(run(&|| _ = k.count_at_least(&[0; 5], 1, &mut [0; 2])), "{}", k.backend());
     }
 }

@@ -2,7 +2,7 @@
 //! threshold tests across the planes, and chunk pruning. The algorithm and
 //! its guarantees are described in [`crate::score`].
 
-use bloomslice_kernels::{Backend, WORDS_PER_LINE};
+use bloomslice_kernels::WORDS_PER_LINE;
 
 use super::{Reach, Shard, SlicedIndex};
 use crate::hash::Key;
@@ -32,11 +32,6 @@ const SCREEN_MIN_CHUNKS: usize = 8;
 /// kernel sums them in registers with carry-save adders and adds the sum to
 /// the planes once.
 const SCORE_GROUP: usize = 8;
-
-/// Counter planes from which an unpruned pass over long runs also scores
-/// [`SCORE_GROUP`] keys per kernel call with the AVX-512 kernels (see
-/// `count_pass`).
-const GROUPED_UNPRUNED_PLANES: usize = 9;
 
 /// The densest AND of a screen's rows (`p^r` for bit density `p`). With
 /// keys summed by carry-save adders ([`SCORE_GROUP`]), a dense sum no
@@ -240,28 +235,28 @@ impl SlicedIndex {
         let mut last = live_chunks(live);
         let live_words = |s: &Shard| (s.wpr / WORDS_PER_LINE).div_ceil(64);
         let key_runs = |i: usize| &positions[i * k..][..rows];
-        // A screening pass (`rows < k`) over long runs scores SCORE_GROUP
-        // keys per kernel call: its ANDs are dense, and the kernel sums a
-        // group in registers before touching the planes; the far (L2)
-        // prefetch then runs at least a group ahead and the near one covers
-        // the next group. So does an unpruned pass with 9 planes or more
-        // (queries of 256 keys or more): its counts reach several planes,
-        // so a key's carry ripples through about four of them per chunk
-        // (1 000-key queries at N = 10 000: 4% faster grouped). Exact
-        // passes and shorter unpruned ones (sparse ANDs, whose carries die
-        // within a plane or two) and short runs score a key at a time:
-        // there, groups measured slower (`bench/RESULTS.md`), as they did
-        // for unpruned passes with the AVX2 kernels (1 000-key queries at
-        // N = 10 000: 793-895 ns per key grouped, 781-841 a key at a time).
+        // Unpruned and screening passes over long runs score SCORE_GROUP
+        // keys per kernel call: the kernel sums a group in registers with
+        // carry-save adders before touching the planes, and the group's
+        // look-ahead (the next group) streams in over its walk. Exact
+        // pruned passes score a key at a time, so that chunks die as soon
+        // as a check allows (grouped, they measured no faster); so do
+        // short runs, which are prefetched whole into the first-level
+        // cache instead (`bench/RESULTS.md`).
         let d = self.config.prefetch_distance;
-        let grouped = (rows < k
-            || (prune == Prune::No
-                && n_planes >= GROUPED_UNPRUNED_PLANES
-                && self.kernels.backend() == Backend::Avx512))
-            && !self.shards.iter().all(|s| s.short_runs());
+        let grouped = (rows < k || prune == Prune::No) && !self.shards.iter().all(|s| s.short_runs());
         let group_keys = if grouped { SCORE_GROUP } else { 1 };
-        let far_ahead = if grouped { d.max(SCORE_GROUP) } else { d };
-        let mut far_next = 0;
+        // Far (L2) prefetch: the first keys (a group, or `d` keys) in one
+        // burst here; after that each kernel call is handed the runs of the
+        // keys up to `lead` keys past its own (the next group, or the key
+        // `d` ahead) and prefetches them chunk by chunk as it walks (see
+        // `count_runs`): spread over the walk, not issued in a burst before
+        // it, they arrive while the call computes.
+        let lead = if grouped { SCORE_GROUP } else { d };
+        let mut far_next = if d > 0 { lead.min(q) } else { 0 };
+        for j in 0..far_next {
+            self.prefetch_scoring(key_runs(j), prefetch_rows, prefetch_from, Reach::Far);
+        }
         // The first check is due once a column can fail (after
         // `q - min_count + 1` keys, when the bound below is 1), then every
         // `PRUNE_INTERVAL` keys; groups end at the checks.
@@ -276,13 +271,15 @@ impl SlicedIndex {
             }
         };
         let mut group_positions = [0u32; SCORE_GROUP * crate::MAX_HASHES as usize];
+        let mut ahead_positions = [0u32; SCORE_GROUP * crate::MAX_HASHES as usize];
         let mut i = 0;
         while i < q {
             let end = if grouped { (i + group_keys).min(q).min(next_check(i + 1)) } else { i + 1 };
-            while d > 0 && far_next < (end + far_ahead).min(q) {
-                self.prefetch_scoring(key_runs(far_next), prefetch_rows, prefetch_from, Reach::Far);
-                far_next += 1;
-            }
+            // Keys `far_next..ahead_end` go to this call's look-ahead: at
+            // most a group (`end - i`) or one key.
+            let ahead_end = if d > 0 { (end + lead).min(q).max(far_next) } else { far_next };
+            let ahead_keys = far_next..ahead_end;
+            far_next = ahead_end;
             if d > 0 && end < q {
                 for j in end..(end + group_keys).min(q) {
                     self.prefetch_scoring(key_runs(j), prefetch_rows, prefetch_from, Reach::Near);
@@ -299,10 +296,23 @@ impl SlicedIndex {
                 &group_positions[..(end - i) * rows]
             };
             let (mut plane_at, mut live_at) = (0, 0);
-            for s in &self.shards {
+            for (s, &ahead_rows) in self.shards.iter().zip(prefetch_rows.iter()) {
                 let (lw, pw) = (live_words(s), s.wpr * n_planes);
                 let shard_live = &live[live_at..live_at + lw];
                 if shard_live.iter().any(|&w| w != 0) {
+                    // The look-ahead keys' first `ahead_rows` runs here:
+                    // short ones prefetched whole into the first-level
+                    // cache now, long ones by the kernel as it walks.
+                    let per_key = ahead_rows.min(rows);
+                    let mut n_ahead = 0;
+                    for j in ahead_keys.clone() {
+                        if s.short_runs() {
+                            s.prefetch(key_runs(j), per_key, 0, Reach::Far);
+                        } else {
+                            ahead_positions[n_ahead..n_ahead + per_key].copy_from_slice(&key_runs(j)[..per_key]);
+                            n_ahead += per_key;
+                        }
+                    }
                     self.kernels.count_runs(
                         &s.rows,
                         s.wpr,
@@ -311,6 +321,7 @@ impl SlicedIndex {
                         s.wpr,
                         shard_live,
                         &mut planes[plane_at..plane_at + pw],
+                        &ahead_positions[..n_ahead],
                     );
                 }
                 plane_at += pw;

@@ -759,6 +759,7 @@ pub(crate) unsafe fn xor_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
 ///
 /// `L`'s CPU features must be available.
 #[inline(always)]
+#[expect(clippy::too_many_arguments, reason = "the kernel's signature, shared by every backend")]
 pub(crate) unsafe fn count_runs<L: Line>(
     rows: &[u64],
     stride: usize,
@@ -767,6 +768,7 @@ pub(crate) unsafe fn count_runs<L: Line>(
     width: usize,
     live: &[u64],
     planes: &mut [u64],
+    ahead: &[u32],
 ) -> bool {
     all::check_count_args(rows.len(), stride, positions, keys, width, live, planes.len());
     if width == 0 {
@@ -775,7 +777,7 @@ pub(crate) unsafe fn count_runs<L: Line>(
     if keys == 1 {
         // SAFETY: forwarded from this function's contract; the arguments
         // are checked.
-        return unsafe { count_one_key::<L>(rows, stride, positions, width, live, planes) };
+        return unsafe { count_one_key::<L>(rows, stride, positions, width, live, planes, ahead) };
     }
     let per_key = positions.len() / keys;
     let n_planes = planes.len() / width;
@@ -790,15 +792,19 @@ pub(crate) unsafe fn count_runs<L: Line>(
             let at = (first + g) * per_key;
             *r = (per_key > 0).then(|| Runs::new(rows, stride, &positions[at..at + per_key]));
         }
+        // The look-ahead is spread over the first group's walk.
+        let ahead = if first == 0 { ahead } else { &[] };
         // SAFETY: every run fits in `rows` (checked above); the planes
         // pointer covers `n_planes * width` words; `L`'s features are
-        // available (this function's contract).
-        any |= unsafe { count_group::<L>(&runs[..group], full, width, n_planes, live, planes_ptr) };
+        // available (this function's contract). `ahead` is only prefetched.
+        any |=
+            unsafe { count_group::<L>(&runs[..group], full, width, n_planes, live, planes_ptr, (rows, stride, ahead)) };
         first += group;
     }
     if full < width {
         let chunk = full / WORDS_PER_LINE;
         if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
+            all::prefetch_chunk(rows.as_ptr(), stride, ahead, full);
             for key in 0..keys {
                 let at = key * per_key;
                 any |= all::count_chunk(rows, stride, &positions[at..at + per_key], width, full..width, planes);
@@ -822,10 +828,12 @@ unsafe fn count_one_key<L: Line>(
     width: usize,
     live: &[u64],
     planes: &mut [u64],
+    ahead: &[u32],
 ) -> bool {
     let n_planes = planes.len() / width;
     let full = width - width % WORDS_PER_LINE;
     let runs = (!positions.is_empty()).then(|| Runs::new(rows, stride, positions));
+    let base = rows.as_ptr();
     let planes_ptr = planes.as_mut_ptr();
     let mut hit = false;
     let mut start = 0;
@@ -835,6 +843,7 @@ unsafe fn count_one_key<L: Line>(
             start += WORDS_PER_LINE;
             continue;
         }
+        all::prefetch_chunk(base, stride, ahead, start);
         // SAFETY: for every position `p`, `p * stride + width <= rows.len()`
         // (checked by the caller) and `start + 8 <= full <= width`, so each
         // row load is in bounds; plane `j` spans words
@@ -869,6 +878,7 @@ unsafe fn count_one_key<L: Line>(
     if full < width {
         let chunk = full / WORDS_PER_LINE;
         if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
+            all::prefetch_chunk(base, stride, ahead, full);
             hit |= all::count_chunk(rows, stride, positions, width, full..width, planes);
         }
     }
@@ -881,7 +891,9 @@ const COUNT_GROUP: usize = 8;
 
 /// [`count_runs`] for one group of at most [`COUNT_GROUP`] keys (`None`: a
 /// key of no runs, whose AND is all ones) on the live full chunks below
-/// `full`; returns whether any key's AND had a set bit.
+/// `full`; returns whether any key's AND had a set bit. At each live chunk
+/// it first prefetches that chunk of the runs at `ahead` (positions in
+/// `rows`, `stride` words apart; addresses only, never read).
 ///
 /// # Safety
 ///
@@ -896,6 +908,7 @@ unsafe fn count_group<L: Line>(
     n_planes: usize,
     live: &[u64],
     planes: *mut u64,
+    (rows, stride, ahead): (&[u64], usize, &[u32]),
 ) -> bool {
     // SAFETY: as in the function's contract; every load and store below is
     // of a chunk `start..start + 8` with `start + 8 <= full <= width`.
@@ -912,6 +925,7 @@ unsafe fn count_group<L: Line>(
                 start += WORDS_PER_LINE;
                 continue;
             }
+            all::prefetch_chunk(rows.as_ptr(), stride, ahead, start);
             // The group's sum, digit `i` of weight `2^i`, by carry-save
             // adders: each pair of keys goes into digit 0 with a full
             // adder, whose carry ripples up the digits in registers.

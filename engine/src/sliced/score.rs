@@ -28,9 +28,10 @@ type ScratchParts<'a> = (&'a [u32], &'a mut [u64], &'a mut [u64], &'a mut Vec<u6
 /// N = 1 000, two chunks: `bench/RESULTS.md`).
 const SCREEN_MIN_CHUNKS: usize = 8;
 
-/// Keys per `count_runs` call in a screening pass over long runs: the
-/// kernel sums them in registers with carry-save adders and adds the sum to
-/// the planes once.
+/// Keys per `count_runs` call in an unpruned or screening pass over long
+/// runs: the kernel sums them in registers with carry-save adders and adds
+/// the sum to the planes once, and prefetches the next group's runs as it
+/// walks.
 const SCORE_GROUP: usize = 8;
 
 /// The densest AND of a screen's rows (`p^r` for bit density `p`). With

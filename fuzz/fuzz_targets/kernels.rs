@@ -167,16 +167,8 @@ fn check(k: &Kernels, input: &Input, pool: &[u64]) {
         // The look-ahead (the next keys' runs, any positions) is only a
         // prefetch hint: it must not change the counts.
         let ahead = keys[end..].concat();
-        got_any |= k.count_runs(
-            &flat,
-            stride,
-            &flat_keys,
-            end - first,
-            len,
-            &live,
-            &mut got[lo..lo + n_planes * len],
-            &ahead,
-        );
+        got_any |=
+            k.count_runs(&flat, stride, &flat_keys, end - first, len, &live, &mut got[lo..lo + n_planes * len], &ahead);
         for key in &keys[first..end] {
             want_any |= all::count_runs(&flat, stride, key, 1, len, &live, &mut want[lo..lo + n_planes * len], &[]);
         }

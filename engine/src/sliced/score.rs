@@ -286,16 +286,7 @@ impl SlicedIndex {
                     self.prefetch_scoring(key_runs(j), prefetch_rows, prefetch_from, Reach::Near);
                 }
             }
-            let group: &[u32] = if end == i + 1 {
-                key_runs(i)
-            } else if rows == k {
-                &positions[i * k..end * k]
-            } else {
-                for (j, chunk) in (i..end).zip(group_positions.chunks_exact_mut(rows)) {
-                    chunk.copy_from_slice(key_runs(j));
-                }
-                &group_positions[..(end - i) * rows]
-            };
+            let group = leading_runs(positions, k, i..end, rows, &mut group_positions);
             let (mut plane_at, mut live_at) = (0, 0);
             for (s, &ahead_rows) in self.shards.iter().zip(prefetch_rows.iter()) {
                 let (lw, pw) = (live_words(s), s.wpr * n_planes);
@@ -305,15 +296,14 @@ impl SlicedIndex {
                     // short ones prefetched whole into the first-level
                     // cache now, long ones by the kernel as it walks.
                     let per_key = ahead_rows.min(rows);
-                    let mut n_ahead = 0;
-                    for j in ahead_keys.clone() {
-                        if s.short_runs() {
+                    let ahead = if s.short_runs() {
+                        for j in ahead_keys.clone() {
                             s.prefetch(key_runs(j), per_key, 0, Reach::Far);
-                        } else {
-                            ahead_positions[n_ahead..n_ahead + per_key].copy_from_slice(&key_runs(j)[..per_key]);
-                            n_ahead += per_key;
                         }
-                    }
+                        &[][..]
+                    } else {
+                        leading_runs(positions, k, ahead_keys.clone(), per_key, &mut ahead_positions)
+                    };
                     self.kernels.count_runs(
                         &s.rows,
                         s.wpr,
@@ -322,7 +312,7 @@ impl SlicedIndex {
                         s.wpr,
                         shard_live,
                         &mut planes[plane_at..plane_at + pw],
-                        &ahead_positions[..n_ahead],
+                        ahead,
                     );
                 }
                 plane_at += pw;
@@ -454,6 +444,29 @@ impl SlicedIndex {
             shard.prefetch(positions, n, from, reach);
         }
     }
+}
+
+/// The first `per_key` of the `k` positions of each key of `keys`, back to
+/// back: a slice of `positions` where they already lie so (one key, or
+/// whole keys), else gathered into `buf` (`keys.len() * per_key` long at
+/// least).
+fn leading_runs<'a>(
+    positions: &'a [u32],
+    k: usize,
+    keys: core::ops::Range<usize>,
+    per_key: usize,
+    buf: &'a mut [u32],
+) -> &'a [u32] {
+    if keys.is_empty() || per_key == 0 {
+        return &[];
+    }
+    if keys.len() == 1 || per_key == k {
+        return &positions[keys.start * k..(keys.end - 1) * k + per_key];
+    }
+    for (j, chunk) in keys.clone().zip(buf.chunks_exact_mut(per_key)) {
+        chunk.copy_from_slice(&positions[j * k..][..per_key]);
+    }
+    &buf[..keys.len() * per_key]
 }
 
 /// Appends `(owner, count)` for every used column of `s` whose bit is set

@@ -196,7 +196,8 @@ fn check_append_mapped_bits(k: &Kernels) {
 
 /// `count_runs` against the scalar reference: every width up to
 /// `MAX_WORDS`, every offset of rows and planes, every row set, keys added
-/// in groups of 1 to 9 against one at a time, one to three planes (so
+/// in calls of 1 to 20 (up to three groups of the carry-save path, each
+/// prefetching the next) against one at a time, one to three planes (so
 /// carries ripple out of the top plane and wrap), and
 /// live masks that skip no chunk, every other chunk, or all of them. The
 /// same planes are then compared with `count_at_least` at every threshold
@@ -210,7 +211,7 @@ fn check_count_runs(k: &Kernels) {
             // Keys: different subsets of the rows, repeated so counters
             // climb past the planes' range.
             let keys: Vec<Vec<u32>> =
-                (0..9).map(|q| (0..rows).map(|r| ((r * 7 + q * 3 + 1) % (2 * set.len())) as u32).collect()).collect();
+                (0..20).map(|q| (0..rows).map(|r| ((r * 7 + q * 3 + 1) % (2 * set.len())) as u32).collect()).collect();
             let offset = s % OFFSETS;
             let arena = Arena::new(&flat, offset);
             for n_planes in 1..=3 {
@@ -220,9 +221,9 @@ fn check_count_runs(k: &Kernels) {
                     let init: Vec<u64> = (0..width * n_planes).map(|_| rng.next_u64()).collect();
                     let mut planes = Arena::new(&init, (offset + width) % OFFSETS);
                     let mut want = init.clone();
-                    // The backend adds the keys in groups of 1 to 9 (its
+                    // The backend adds the keys in calls of 1 to 20 (its
                     // carry-save path), the reference one key at a time.
-                    let group = 1 + (width + n_planes) % 9;
+                    let group = 1 + (width + n_planes) % 20;
                     let (mut got_any, mut want_any) = (false, false);
                     for keys in keys.chunks(group) {
                         let flat_keys: Vec<u32> = keys.concat();

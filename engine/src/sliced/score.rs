@@ -240,13 +240,20 @@ impl SlicedIndex {
         // keys per kernel call: the kernel sums a group in registers with
         // carry-save adders before touching the planes, and the group's
         // look-ahead (the next group) streams in over its walk. Exact
-        // pruned passes score a key at a time, so that chunks die as soon
-        // as a check allows (grouped, they measured no faster); so do
-        // short runs, which are prefetched whole into the first-level
-        // cache instead (`bench/RESULTS.md`).
+        // pruned passes over long runs score a key at a time, so that
+        // chunks die as soon as a check allows (grouped, they measured no
+        // faster). Over short runs a key is a few lines and the call's own
+        // cost dominates, so a call takes every key up to the next check
+        // (the kernel prefetches each group's successor as it walks); the
+        // first group of the next call is prefetched whole into the
+        // first-level cache by `Shard::prefetch` (`bench/RESULTS.md`).
         let d = self.config.prefetch_distance;
-        let grouped = (rows < k || prune == Prune::No) && !self.shards.iter().all(|s| s.short_runs());
+        let short = self.shards.iter().all(|s| s.short_runs());
+        let grouped = rows < k || prune == Prune::No || short;
         let group_keys = if grouped { SCORE_GROUP } else { 1 };
+        // Keys per call: a group, or (short runs, positions back to back so
+        // that no copy is needed) every key up to the next check.
+        let span = if short && rows == k { q } else { group_keys };
         // Far (L2) prefetch: the first keys (a group, or `d` keys) in one
         // burst here; after that each kernel call is handed the runs of the
         // keys up to `lead` keys past its own (the next group, or the key
@@ -275,13 +282,13 @@ impl SlicedIndex {
         let mut ahead_positions = [0u32; SCORE_GROUP * crate::MAX_HASHES as usize];
         let mut i = 0;
         while i < q {
-            let end = if grouped { (i + group_keys).min(q).min(next_check(i + 1)) } else { i + 1 };
+            let end = (i + span).min(q).min(next_check(i + 1));
             // Keys `far_next..ahead_end` go to this call's look-ahead: at
             // most a group (`end - i`) or one key.
             let ahead_end = if d > 0 { (end + lead).min(q).max(far_next) } else { far_next };
             let ahead_keys = far_next..ahead_end;
             far_next = ahead_end;
-            if d > 0 && end < q {
+            if d > 0 && end < q && !short {
                 for j in end..(end + group_keys).min(q) {
                     self.prefetch_scoring(key_runs(j), prefetch_rows, prefetch_from, Reach::Near);
                 }

@@ -415,17 +415,29 @@ struct Runs<'a> {
 }
 
 impl<'a> Runs<'a> {
-    /// The runs at `positions` (not empty) of `rows`, `stride` words apart;
-    /// the caller has checked that each run fits in `rows`.
+    /// No runs of `rows`, `stride` words apart, yet: [`Runs::set`] names
+    /// them. Kernels build a `Runs` once and set it in place, never moving
+    /// one after `set`: a copy of a table just written pointer by pointer
+    /// is read back as vectors, and each such read stalls on store
+    /// forwarding (40% of the scoring kernel's time on short runs, measured
+    /// in `bench/RESULTS.md`).
     #[inline(always)]
-    fn new(rows: &[u64], stride: usize, positions: &'a [u32]) -> Self {
+    fn empty(rows: &[u64], stride: usize) -> Self {
         let base = rows.as_ptr();
-        let mut ptrs = [base; HOISTED_RUNS];
+        Runs { base, stride, ptrs: [base; HOISTED_RUNS], hoisted: 0, extra: &[] }
+    }
+
+    /// Makes these the runs at `positions` (not empty, for
+    /// [`Runs::and_chunk`]); the caller has checked that each run fits in
+    /// the rows.
+    #[inline(always)]
+    fn set(&mut self, positions: &'a [u32]) {
         let hoisted = positions.len().min(HOISTED_RUNS);
-        for (ptr, &p) in ptrs.iter_mut().zip(&positions[..hoisted]) {
-            *ptr = base.wrapping_add(p as usize * stride);
+        for (ptr, &p) in self.ptrs.iter_mut().zip(&positions[..hoisted]) {
+            *ptr = self.base.wrapping_add(p as usize * self.stride);
         }
-        Runs { base, stride, ptrs, hoisted, extra: &positions[hoisted..] }
+        self.hoisted = hoisted;
+        self.extra = &positions[hoisted..];
     }
 
     /// The AND of the 512-bit chunk at word `start` of every run, or zero
@@ -523,7 +535,8 @@ pub(crate) unsafe fn and_runs<L: Line>(rows: &[u64], stride: usize, positions: &
             start += WORDS_PER_LINE;
         }
     } else {
-        let runs = Runs::new(rows, stride, positions);
+        let mut runs = Runs::empty(rows, stride);
+        runs.set(positions);
         while start < full {
             // SAFETY: every run holds `n` words (asserted above) and
             // `start + 8 <= full <= n`, so the chunk lies inside every run
@@ -753,7 +766,10 @@ pub(crate) unsafe fn xor_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
 /// keys, two `vpternlogq` on AVX-512), and that four-digit sum added to the
 /// planes in one pass of full adders: a dense sum, whose carry never dies
 /// within a line, then costs one pass over the planes per group instead of
-/// one per key. The last, partial chunk goes through the scalar reference.
+/// one per key. Each group's walk prefetches the next group's runs, a
+/// chunk of each per live chunk it scores; the last group's walk, the
+/// caller's `ahead`. The last, partial chunk goes through the scalar
+/// reference.
 ///
 /// # Safety
 ///
@@ -785,20 +801,32 @@ pub(crate) unsafe fn count_runs<L: Line>(
     let planes_ptr = planes.as_mut_ptr();
     let mut any = false;
     let mut first = 0;
+    let mut runs: [Runs<'_>; COUNT_GROUP] = core::array::from_fn(|_| Runs::empty(rows, stride));
     while first < keys {
         let group = (keys - first).min(COUNT_GROUP);
-        let mut runs: [Option<Runs<'_>>; COUNT_GROUP] = Default::default();
-        for (g, r) in runs.iter_mut().enumerate().take(group) {
-            let at = (first + g) * per_key;
-            *r = (per_key > 0).then(|| Runs::new(rows, stride, &positions[at..at + per_key]));
+        if per_key > 0 {
+            for (g, r) in runs.iter_mut().enumerate().take(group) {
+                let at = (first + g) * per_key;
+                r.set(&positions[at..at + per_key]);
+            }
         }
-        // The look-ahead is spread over the first group's walk.
-        let ahead = if first == 0 { ahead } else { &[] };
+        // Each group's walk prefetches the next group's runs; the last
+        // group's, the caller's look-ahead.
+        let next = (first + group)..(first + group + COUNT_GROUP).min(keys);
+        let ahead = if next.is_empty() { ahead } else { &positions[next.start * per_key..next.end * per_key] };
         // SAFETY: every run fits in `rows` (checked above); the planes
         // pointer covers `n_planes * width` words; `L`'s features are
         // available (this function's contract). `ahead` is only prefetched.
-        any |=
-            unsafe { count_group::<L>(&runs[..group], full, width, n_planes, live, planes_ptr, (rows, stride, ahead)) };
+        any |= unsafe {
+            count_group::<L>(
+                &runs[..group],
+                per_key == 0,
+                (full, width, n_planes),
+                live,
+                planes_ptr,
+                (rows, stride, ahead),
+            )
+        };
         first += group;
     }
     if full < width {
@@ -832,7 +860,10 @@ unsafe fn count_one_key<L: Line>(
 ) -> bool {
     let n_planes = planes.len() / width;
     let full = width - width % WORDS_PER_LINE;
-    let runs = (!positions.is_empty()).then(|| Runs::new(rows, stride, positions));
+    let mut runs = Runs::empty(rows, stride);
+    if !positions.is_empty() {
+        runs.set(positions);
+    }
     let base = rows.as_ptr();
     let planes_ptr = planes.as_mut_ptr();
     let mut hit = false;
@@ -850,10 +881,7 @@ unsafe fn count_one_key<L: Line>(
         // `j * width..(j + 1) * width` of `planes` for `j < n_planes`; `L`'s
         // features are available (this function's contract).
         unsafe {
-            let mut acc = match &runs {
-                None => L::load(ONES.as_ptr()),
-                Some(runs) => runs.and_chunk(start),
-            };
+            let mut acc = if positions.is_empty() { L::load(ONES.as_ptr()) } else { runs.and_chunk(start) };
             if !acc.is_zero() {
                 hit = true;
                 // The carry dies after a plane or two, but where varies
@@ -889,8 +917,8 @@ unsafe fn count_one_key<L: Line>(
 /// most 8, so the sum fits the four digits of [`count_group`].
 const COUNT_GROUP: usize = 8;
 
-/// [`count_runs`] for one group of at most [`COUNT_GROUP`] keys (`None`: a
-/// key of no runs, whose AND is all ones) on the live full chunks below
+/// [`count_runs`] for one group of at most [`COUNT_GROUP`] keys (`no_runs`:
+/// keys of no runs, whose AND is all ones) on the live full chunks below
 /// `full`; returns whether any key's AND had a set bit. At each live chunk
 /// it first prefetches that chunk of the runs at `ahead` (positions in
 /// `rows`, `stride` words apart; addresses only, never read).
@@ -902,10 +930,9 @@ const COUNT_GROUP: usize = 8;
 /// for every chunk below `full`; `L`'s features are available.
 #[inline(always)]
 unsafe fn count_group<L: Line>(
-    runs: &[Option<Runs<'_>>],
-    full: usize,
-    width: usize,
-    n_planes: usize,
+    runs: &[Runs<'_>],
+    no_runs: bool,
+    (full, width, n_planes): (usize, usize, usize),
     live: &[u64],
     planes: *mut u64,
     (rows, stride, ahead): (&[u64], usize, &[u32]),
@@ -913,10 +940,7 @@ unsafe fn count_group<L: Line>(
     // SAFETY: as in the function's contract; every load and store below is
     // of a chunk `start..start + 8` with `start + 8 <= full <= width`.
     unsafe {
-        let and = |r: &Option<Runs<'_>>, start: usize| match r {
-            None => L::load(ONES.as_ptr()),
-            Some(runs) => runs.and_chunk::<L>(start),
-        };
+        let and = |r: &Runs<'_>, start: usize| if no_runs { L::load(ONES.as_ptr()) } else { r.and_chunk::<L>(start) };
         let mut any = L::zero();
         let mut start = 0;
         while start < full {

@@ -5,10 +5,12 @@
 //! indexes (with deletes, so columns are reused and ids leave column order),
 //! random multisets of keys, every threshold and every kernel backend.
 
+use std::cell::Cell;
+
 use bloomslice::kernels::Kernels;
 use bloomslice::{
-    BloomFilter, BloomParams, ConcurrentIndex, Error, PoolConfig, PoolError, PoolResults, QueryPool, Scores,
-    SlicedConfig, SlicedIndex, Threshold, ThresholdResults, Workers,
+    BloomFilter, BloomParams, ConcurrentIndex, Error, Key, KeyHash, PoolConfig, PoolError, PoolResults, QueryPool,
+    Scores, SlicedConfig, SlicedIndex, Threshold, ThresholdResults, Workers,
 };
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
@@ -342,4 +344,47 @@ fn a_batch_sees_one_state_of_the_index() {
             batches += 1;
         }
     });
+}
+
+/// A key that counts how often it is hashed.
+struct Counted<'a> {
+    key: [u8; 8],
+    hashes: &'a Cell<usize>,
+}
+
+impl Key for Counted<'_> {
+    fn key_hash(&self, seed: u64) -> KeyHash {
+        self.hashes.set(self.hashes.get() + 1);
+        self.key.key_hash(seed)
+    }
+}
+
+/// Keys are hashed as the scoring passes reach them, each at most once: an
+/// unpruned query hashes every key once; a pruned query whose filters all
+/// fail early (keys no filter holds, threshold 0.8) stops hashing soon
+/// after its chunks die, and still answers exactly.
+#[test]
+fn pruned_queries_hash_only_the_keys_they_read() {
+    for shard in [1024, 16_384] {
+        let (mut index, filters) = build(1500, 3, 1000, 100, 0, shard);
+        let keys: Vec<u64> = (0..1000).map(|i| 10_000 + i * 13).collect();
+        let hashes = Cell::new(0);
+        let counted: Vec<Counted<'_>> =
+            keys.iter().map(|k| Counted { key: k.to_le_bytes(), hashes: &hashes }).collect();
+        let naive = naive_counts(&filters, &keys);
+        for kernels in Kernels::available() {
+            index.set_kernels(kernels);
+            let t = Threshold::fraction(0.8).unwrap();
+            let want: Vec<(u64, u32)> = naive.iter().copied().filter(|&(_, c)| c >= t.min_count(1000)).collect();
+            hashes.set(0);
+            assert_eq!(index.query_threshold(&counted, t.unpruned()), want);
+            assert_eq!(hashes.get(), 1000, "unpruned: every key once");
+            hashes.set(0);
+            assert_eq!(index.query_threshold(&counted, t), want);
+            let hashed = hashes.get();
+            // A column can fail after 201 keys; the chunks die within a few
+            // checks of that.
+            assert!((201..=300).contains(&hashed), "pruned: {hashed} keys hashed ({})", kernels.backend());
+        }
+    }
 }

@@ -189,13 +189,7 @@ impl SlicedIndex {
         prefetch_from.resize(self.shards.len(), 0);
         macro_rules! scratch_parts {
             () => {
-                (
-                    &mut planes[..],
-                    &mut live[..],
-                    &mut *mask,
-                    &mut prefetch_rows[..],
-                    &mut prefetch_from[..],
-                )
+                (&mut planes[..], &mut live[..], &mut *mask, &mut prefetch_rows[..], &mut prefetch_from[..])
             };
         }
         let (min_count, prune) = match report {
@@ -210,7 +204,8 @@ impl SlicedIndex {
                 for (rows, s) in prefetch_rows.iter_mut().zip(&self.shards) {
                     *rows = s.rows_worth_prefetching(m, r);
                 }
-                let any = self.count_pass(&mut probes, r, min_count, Prune::Screen { stop }, n_planes, scratch_parts!());
+                let any =
+                    self.count_pass(&mut probes, r, min_count, Prune::Screen { stop }, n_planes, scratch_parts!());
                 planes.fill(0);
                 if any {
                     for (rows, s) in prefetch_rows.iter_mut().zip(&self.shards) {

@@ -24,7 +24,7 @@
 //! of Muła and Lemire: `B = ceil(log2(Q + 1))` bit-planes with one bit per
 //! filter column, plane `j` holding bit `j` of every column's counter. Keys
 //! are taken eight at a time (kernel `count_runs`; one at a time in exact
-//! pruned passes and on short rows): for each 512-column
+//! pruned passes over long rows): for each 512-column
 //! chunk, each key's `k` row runs are ANDed (with the early exit of a plain
 //! query), the eight results are summed in registers by carry-save adders
 //! (Harley-Seal), and the four-digit sum is added to the planes in one pass
@@ -43,7 +43,14 @@
 //! computes. Issued as one burst before each group, as they were at first,
 //! the same prefetches left scoring 10-25% slower than a plain batched
 //! query of the same keys; spread, it runs 30-40% faster than that query
-//! at `N = 10 000` (`bench/RESULTS.md`).
+//! at `N = 10 000` (`bench/RESULTS.md`). Where a row run is a few lines
+//! (`N = 1 000`: two), a key costs less than the call that scores it, so
+//! one `count_runs` call takes every key up to the next pruning check,
+//! each group of eight prefetching the next as it walks.
+//!
+//! **Hashing.** A key's probe positions are computed when a pass first
+//! reaches it (in blocks of 16 keys), not for the whole query up front: a
+//! pruned query whose chunks all die early never hashes the rest.
 //!
 //! **Pruning.** A threshold query tracks which 512-column chunks can still
 //! pass: after `i` keys a column needs at least `min_count - (Q - i)` hits

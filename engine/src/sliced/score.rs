@@ -328,9 +328,10 @@ impl SlicedIndex {
         while i < q {
             let end = (i + span).min(q).min(next_check(i + 1));
             // Keys `far_next..ahead_end` go to this call's look-ahead: at
-            // most a group (`end - i`) or one key.
+            // most a group or one key, never the call's own keys (a call of
+            // several groups prefetches its own later groups as it walks).
             let ahead_end = if d > 0 { (end + lead).min(q).max(far_next) } else { far_next };
-            let ahead_keys = far_next..ahead_end;
+            let ahead_keys = far_next.max(end).min(ahead_end)..ahead_end;
             far_next = ahead_end;
             let positions = probes.upto(ahead_end.max(end));
             if d > 0 && end < q && !short {

@@ -287,9 +287,8 @@ impl SlicedIndex {
         // chunks die as soon as a check allows (grouped, they measured no
         // faster). Over short runs a key is a few lines and the call's own
         // cost dominates, so a call takes every key up to the next check
-        // (the kernel prefetches each group's successor as it walks); the
-        // first group of the next call is prefetched whole into the
-        // first-level cache by `Shard::prefetch` (`bench/RESULTS.md`).
+        // (the kernel prefetches each group's successor as it walks, and
+        // during its last group the next call's first) (`bench/RESULTS.md`).
         let d = self.config.prefetch_distance;
         let short = self.shards.iter().all(|s| s.short_runs());
         let grouped = rows < k || prune == Prune::No || short;
@@ -345,18 +344,12 @@ impl SlicedIndex {
                 let (lw, pw) = (live_words(s), s.wpr * n_planes);
                 let shard_live = &live[live_at..live_at + lw];
                 if shard_live.iter().any(|&w| w != 0) {
-                    // The look-ahead keys' first `ahead_rows` runs here:
-                    // short ones prefetched whole into the first-level
-                    // cache now, long ones by the kernel as it walks.
+                    // The look-ahead keys' first `ahead_rows` runs here,
+                    // prefetched by the kernel as it walks: short runs too
+                    // (measured faster than prefetching them whole into
+                    // the first-level cache before the call).
                     let per_key = ahead_rows.min(rows);
-                    let ahead = if s.short_runs() {
-                        for j in ahead_keys.clone() {
-                            s.prefetch(key_runs(positions, k, rows, j), per_key, 0, Reach::Far);
-                        }
-                        &[][..]
-                    } else {
-                        leading_runs(positions, k, ahead_keys.clone(), per_key, &mut ahead_positions)
-                    };
+                    let ahead = leading_runs(positions, k, ahead_keys.clone(), per_key, &mut ahead_positions);
                     self.kernels.count_runs(
                         &s.rows,
                         s.wpr,

@@ -786,7 +786,8 @@ pub(crate) unsafe fn count_runs<L: Line>(
     planes: &mut [u64],
     ahead: &[u32],
 ) -> bool {
-    all::check_count_args(rows.len(), stride, positions, keys, width, live, planes.len());
+    let last = all::max_position(positions);
+    all::check_count_args(rows.len(), stride, (positions.len(), last), keys, width, live, planes.len());
     if width == 0 {
         return false;
     }

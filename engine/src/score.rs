@@ -49,7 +49,7 @@
 //! each group of eight prefetching the next as it walks.
 //!
 //! **Hashing.** A key's probe positions are computed when a pass first
-//! reaches it (in blocks of 16 keys), not for the whole query up front: a
+//! reaches it (in blocks of eight keys), not for the whole query up front: a
 //! pruned query whose chunks all die early never hashes the rest.
 //!
 //! **Pruning.** A threshold query tracks which 512-column chunks can still

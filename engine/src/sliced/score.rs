@@ -23,8 +23,10 @@ enum Report {
 type ScratchParts<'a> = (&'a mut [u64], &'a mut [u64], &'a mut Vec<u64>, &'a mut [usize], &'a mut [usize]);
 
 /// Keys whose probe positions [`Probes`] computes at once (at least): a
-/// call of the hashing closure per block, not per key.
-const PROBE_BLOCK: usize = 16;
+/// call of the hashing closure per block, not per key. Eight hashed 5%
+/// fewer instructions than 16 for a 100-key query that dies after about 29
+/// keys (`scoreprobe` under callgrind, `bench/RESULTS.md`).
+const PROBE_BLOCK: usize = 8;
 
 /// The probe positions of a query's keys (`k` per key), computed as the
 /// scoring passes reach them: a pruned query whose filters all fail early

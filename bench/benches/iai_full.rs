@@ -35,8 +35,8 @@
 use std::hint::black_box;
 
 use bloomslice::kernels::{Backend, Kernels};
-use bloomslice::{BatchResults, BloomFilter, SlicedConfig, SlicedIndex};
-use bloomslice_bench::workload::{params, random_full_filters};
+use bloomslice::{BatchResults, SlicedConfig, SlicedIndex};
+use bloomslice_bench::workload::{params, random_full_index};
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 
 /// Keys per measured call.
@@ -53,12 +53,7 @@ type Input = (SlicedIndex, Vec<[u8; 8]>, Vec<u64>, BatchResults);
 /// the measured calls allocate nothing). Not measured.
 fn setup(filters: usize, backend: Option<Backend>) -> Input {
     let p = params();
-    let (built, queries, keys) = random_full_filters(filters, KEYS, SEED);
-    let mut index = SlicedIndex::with_config(p, SlicedConfig::default());
-    index.reserve(filters).expect("memory");
-    let refs: Vec<(u64, &BloomFilter)> = built.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
-    index.insert_filters(&refs).expect("insert");
-    drop(refs);
+    let (mut index, built, queries, keys) = random_full_index(filters, KEYS, SEED, SlicedConfig::default());
     let density = index.count_ones() as f64 / (p.m() as f64 * filters as f64);
     assert!((density - 0.5).abs() < 0.001, "density {density}");
     let kernels = backend.map_or_else(Kernels::detect, |b| Kernels::for_backend(b).expect("backend available"));

@@ -16,8 +16,8 @@
 use std::hint::black_box;
 
 use bloomslice::kernels::{Backend, Kernels};
-use bloomslice::{BatchResults, BloomFilter, SlicedConfig, SlicedIndex};
-use bloomslice_bench::workload::{params, random_full_filters};
+use bloomslice::{BatchResults, SlicedConfig, SlicedIndex};
+use bloomslice_bench::workload::{params, random_full_index};
 
 const KEYS: usize = 1000;
 
@@ -65,10 +65,7 @@ fn main() {
         None => SlicedConfig::default(),
     };
     let p = params();
-    let (built, _, keys) = random_full_filters(filters, KEYS, 11);
-    let mut index = SlicedIndex::with_config(p, config);
-    let refs: Vec<(u64, &BloomFilter)> = built.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
-    index.insert_filters(&refs).expect("insert");
+    let (mut index, built, _, keys) = random_full_index(filters, KEYS, 11, config);
     if backend != "auto" {
         index.set_kernels(Kernels::for_backend(Backend::from_name(backend).expect("backend")).expect("available"));
     }

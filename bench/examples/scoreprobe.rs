@@ -19,8 +19,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bloomslice::kernels::{Backend, Kernels};
-use bloomslice::{BloomFilter, Scores, SlicedConfig, SlicedIndex, Threshold};
-use bloomslice_bench::workload::{params, random_full_filters};
+use bloomslice::{Scores, SlicedConfig, SlicedIndex, Threshold};
+use bloomslice_bench::workload::random_full_index;
 
 /// Query keys, cut into queries of the chosen length.
 const KEYS: usize = 10_000;
@@ -58,11 +58,7 @@ fn main() {
     if let Some(d) = args.get(6) {
         config.prefetch_distance = d.parse().expect("prefetch distance");
     }
-    let p = params();
-    let (built, _, keys) = random_full_filters(filters, KEYS, 11);
-    let mut index = SlicedIndex::with_config(p, config);
-    let refs: Vec<(u64, &BloomFilter)> = built.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
-    index.insert_filters(&refs).expect("insert");
+    let (mut index, _, _, keys) = random_full_index(filters, KEYS, 11, config);
     if backend != "auto" {
         index.set_kernels(Kernels::for_backend(Backend::from_name(&backend).expect("backend")).expect("available"));
     }

@@ -10,7 +10,7 @@
 //! set, so an "absent" query is outside every inserted range by
 //! construction, not merely with high probability.
 
-use bloomslice::{BloomFilter, BloomParams, KeyHash};
+use bloomslice::{BloomFilter, BloomParams, KeyHash, SlicedConfig, SlicedIndex};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -177,7 +177,8 @@ pub fn key_hash(params: &BloomParams, key: u64) -> KeyHash {
 }
 
 /// The random stand-in for `full` filters of `benches/iai_full.rs` and
-/// `examples/perkey.rs`: `filters` filters of random words (every bit set
+/// the `perkey` and `scoreprobe` examples (through [`random_full_index`]):
+/// `filters` filters of random words (every bit set
 /// with probability 1/2, the density of a `full` filter) from a
 /// [`SmallRng`] seeded with `seed`, plus the owners' bits of the present
 /// keys among the `queries` query keys of the `full` workload with that
@@ -201,6 +202,24 @@ pub fn random_full_filters(filters: usize, queries: usize, seed: u64) -> (Vec<Bl
         }
     }
     (built, queries, keys)
+}
+
+/// [`random_full_filters`] indexed in a [`SlicedIndex`] with `config`
+/// (filter `i` has id `i`; kernels detected). Returns the index, the
+/// filters, the queries and their keys. Not timed by its callers.
+pub fn random_full_index(
+    filters: usize,
+    queries: usize,
+    seed: u64,
+    config: SlicedConfig,
+) -> (SlicedIndex, Vec<BloomFilter>, Vec<Query>, Vec<[u8; 8]>) {
+    let (built, queries, keys) = random_full_filters(filters, queries, seed);
+    let mut index = SlicedIndex::with_config(params(), config);
+    index.reserve(filters).expect("memory");
+    let refs: Vec<(u64, &BloomFilter)> = built.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
+    index.insert_filters(&refs).expect("insert");
+    drop(refs);
+    (index, built, queries, keys)
 }
 
 /// SplitMix64's output function: a bijection of `u64` with full avalanche.

@@ -278,9 +278,6 @@ impl SlicedIndex {
         let live_chunks = |live: &[u64]| live.iter().map(|w| w.count_ones()).sum::<u32>();
         let mut last = live_chunks(live);
         let live_words = |s: &Shard| (s.wpr / WORDS_PER_LINE).div_ceil(64);
-        fn key_runs(positions: &[u32], k: usize, rows: usize, i: usize) -> &[u32] {
-            &positions[i * k..][..rows]
-        }
         // Unpruned and screening passes over long runs score SCORE_GROUP
         // keys per kernel call: the kernel sums a group in registers with
         // carry-save adders before touching the planes, and the group's
@@ -335,7 +332,7 @@ impl SlicedIndex {
             let ahead_keys = far_next.max(end).min(ahead_end)..ahead_end;
             far_next = ahead_end;
             let positions = probes.upto(ahead_end.max(end));
-            if d > 0 && end < q && !short {
+            if d > 0 && end < q {
                 for j in end..(end + group_keys).min(q) {
                     self.prefetch_scoring(key_runs(positions, k, rows, j), prefetch_rows, prefetch_from, Reach::Near);
                 }
@@ -492,6 +489,11 @@ impl SlicedIndex {
             shard.prefetch(positions, n, from, reach);
         }
     }
+}
+
+/// The first `rows` of the `k` positions of key `i`.
+fn key_runs(positions: &[u32], k: usize, rows: usize, i: usize) -> &[u32] {
+    &positions[i * k..][..rows]
 }
 
 /// The first `per_key` of the `k` positions of each key of `keys`, back to

@@ -500,7 +500,7 @@ pub(crate) unsafe fn and_runs<L: Line>(rows: &[u64], stride: usize, positions: &
     let n = out.len();
     // Runs start at `p * stride`, so every run fits when the last one does:
     // one check instead of one per position.
-    if let Some(&last) = positions.iter().max() {
+    if let Some(last) = all::max_position(positions) {
         assert!(all::run_fits(rows.len(), stride, last, n), "row run past the end of the rows");
     }
     if positions.is_empty() {

@@ -441,11 +441,7 @@ impl<'a> Runs<'a> {
     }
 
     /// The AND of the 512-bit chunk at word `start` of every run, or zero
-    /// as soon as it is known to be zero. After the first two runs, runs
-    /// are combined two at a time ([`Line::and3`], one `vpternlogq` on
-    /// AVX-512) and the early exit is tested before each pair: on long runs (1 280 bytes at N = 10 000)
-    /// a test and loop step per run cost more than the rare run it spares
-    /// (measured in `bench/RESULTS.md`).
+    /// as soon as it is known to be zero ([`and_lines`]).
     ///
     /// # Safety
     ///
@@ -458,24 +454,7 @@ impl<'a> Runs<'a> {
         // `start..start + 8` (this function's contract); `L`'s features
         // are available.
         unsafe {
-            let mut acc = L::load(runs[0].add(start));
-            if runs.len() < 2 {
-                return acc;
-            }
-            // The first two runs unconditionally: in a sparse index most
-            // chunks still have a bit after one run and none after two.
-            acc = acc.and(L::load(runs[1].add(start)));
-            let mut i = 2;
-            while i + 1 < runs.len() {
-                if acc.is_zero() {
-                    return acc;
-                }
-                acc = acc.and3(L::load(runs[i].add(start)), L::load(runs[i + 1].add(start)));
-                i += 2;
-            }
-            if i + 1 == runs.len() && !acc.is_zero() {
-                acc = acc.and(L::load(runs[i].add(start)));
-            }
+            let mut acc = and_lines::<L>(runs.len(), |i| runs[i].add(start));
             for &p in self.extra {
                 if acc.is_zero() {
                     break;
@@ -484,6 +463,44 @@ impl<'a> Runs<'a> {
             }
             acc
         }
+    }
+}
+
+/// The AND of the lines at `line(0)..line(n)` (`n` at least 1), or zero as
+/// soon as it is known to be zero. After the first two lines, lines are
+/// combined two at a time ([`Line::and3`], one `vpternlogq` on AVX-512)
+/// and the early exit is tested before each pair: on long runs (1 280
+/// bytes at N = 10 000) a test and loop step per run cost more than the
+/// rare run it spares (measured in `bench/RESULTS.md`).
+///
+/// # Safety
+///
+/// `line(i)` must be valid for reading eight words for every `i < n`, and
+/// `L`'s features must be available.
+#[inline(always)]
+unsafe fn and_lines<L: Line>(n: usize, line: impl Fn(usize) -> *const u64) -> L {
+    // SAFETY: every line read is one of `line(0)..line(n)` (this
+    // function's contract); `L`'s features are available.
+    unsafe {
+        let mut acc = L::load(line(0));
+        if n < 2 {
+            return acc;
+        }
+        // The first two lines unconditionally: in a sparse index most
+        // chunks still have a bit after one run and none after two.
+        acc = acc.and(L::load(line(1)));
+        let mut i = 2;
+        while i + 1 < n {
+            if acc.is_zero() {
+                return acc;
+            }
+            acc = acc.and3(L::load(line(i)), L::load(line(i + 1)));
+            i += 2;
+        }
+        if i + 1 == n && !acc.is_zero() {
+            acc = acc.and(L::load(line(i)));
+        }
+        acc
     }
 }
 
@@ -802,15 +819,8 @@ pub(crate) unsafe fn count_runs<L: Line>(
     let planes_ptr = planes.as_mut_ptr();
     let mut any = false;
     let mut first = 0;
-    let mut runs: [Runs<'_>; COUNT_GROUP] = core::array::from_fn(|_| Runs::empty(rows, stride));
     while first < keys {
         let group = (keys - first).min(COUNT_GROUP);
-        if per_key > 0 {
-            for (g, r) in runs.iter_mut().enumerate().take(group) {
-                let at = (first + g) * per_key;
-                r.set(&positions[at..at + per_key]);
-            }
-        }
         // Each group's walk prefetches the next group's runs; the last
         // group's, the caller's look-ahead.
         let next = (first + group)..(first + group + COUNT_GROUP).min(keys);
@@ -820,8 +830,7 @@ pub(crate) unsafe fn count_runs<L: Line>(
         // available (this function's contract). `ahead` is only prefetched.
         any |= unsafe {
             count_group::<L>(
-                &runs[..group],
-                per_key == 0,
+                (&positions[first * per_key..(first + group) * per_key], per_key, group),
                 (full, width, n_planes),
                 live,
                 planes_ptr,
@@ -918,11 +927,19 @@ unsafe fn count_one_key<L: Line>(
 /// most 8, so the sum fits the four digits of [`count_group`].
 const COUNT_GROUP: usize = 8;
 
-/// [`count_runs`] for one group of at most [`COUNT_GROUP`] keys (`no_runs`:
-/// keys of no runs, whose AND is all ones) on the live full chunks below
-/// `full`; returns whether any key's AND had a set bit. At each live chunk
-/// it first prefetches that chunk of the runs at `ahead` (positions in
-/// `rows`, `stride` words apart; addresses only, never read).
+/// [`count_runs`] for one group of `keys` keys (at most [`COUNT_GROUP`]),
+/// `k` positions each in `positions` (keys of no positions AND to all
+/// ones),
+/// on the live full chunks below `full`; returns whether any key's AND had
+/// a set bit. At each live chunk it first prefetches that chunk of the runs
+/// at `ahead` (positions in `rows`, `stride` words apart; addresses only,
+/// never read).
+///
+/// Each run's address is computed from its position at every chunk rather
+/// than read from a table of pointers built per group: at `N = 1 000` (two
+/// chunks a run) the table's stores and the copies the compiler made of it
+/// cost a third of the kernel's time, and on long runs the multiply is
+/// hidden under the loads (`bench/examples/kprobe.rs`, `bench/RESULTS.md`).
 ///
 /// # Safety
 ///
@@ -931,17 +948,16 @@ const COUNT_GROUP: usize = 8;
 /// for every chunk below `full`; `L`'s features are available.
 #[inline(always)]
 unsafe fn count_group<L: Line>(
-    runs: &[Runs<'_>],
-    no_runs: bool,
+    (positions, k, keys): (&[u32], usize, usize),
     (full, width, n_planes): (usize, usize, usize),
     live: &[u64],
     planes: *mut u64,
     (rows, stride, ahead): (&[u64], usize, &[u32]),
 ) -> bool {
+    let base = rows.as_ptr();
     // SAFETY: as in the function's contract; every load and store below is
     // of a chunk `start..start + 8` with `start + 8 <= full <= width`.
     unsafe {
-        let and = |r: &Runs<'_>, start: usize| if no_runs { L::load(ONES.as_ptr()) } else { r.and_chunk::<L>(start) };
         let mut any = L::zero();
         let mut start = 0;
         while start < full {
@@ -950,7 +966,7 @@ unsafe fn count_group<L: Line>(
                 start += WORDS_PER_LINE;
                 continue;
             }
-            all::prefetch_chunk(rows.as_ptr(), stride, ahead, start);
+            all::prefetch_chunk(base, stride, ahead, start);
             // The group's sum, digit `i` of weight `2^i`, by carry-save
             // adders: each pair of keys goes into digit 0 with a full
             // adder, whose carry ripples up the digits in registers.
@@ -958,9 +974,9 @@ unsafe fn count_group<L: Line>(
             let mut d = [zero; 4];
             let mut seen = zero;
             let mut g = 0;
-            while g < runs.len() {
-                let x = and(&runs[g], start);
-                let y = if g + 1 < runs.len() { and(&runs[g + 1], start) } else { zero };
+            while g < keys {
+                let x = key_and::<L>(base, stride, (positions, k, g), start);
+                let y = if g + 1 < keys { key_and::<L>(base, stride, (positions, k, g + 1), start) } else { zero };
                 seen = seen.or(x).or(y);
                 let carry = d[0].maj(x, y);
                 d[0] = d[0].xor3(x, y);
@@ -998,6 +1014,32 @@ unsafe fn count_group<L: Line>(
             start += WORDS_PER_LINE;
         }
         !any.is_zero()
+    }
+}
+
+/// The AND of the runs of key `key` (`k` positions each in `positions`;
+/// all ones when `k` is 0) at word `start` of rows at `base`, `stride`
+/// words apart ([`and_lines`]).
+///
+/// # Safety
+///
+/// `positions` holds more than `key * k` positions; each run holds words
+/// `start..start + 8`; `L`'s features are available.
+#[inline(always)]
+unsafe fn key_and<L: Line>(
+    base: *const u64,
+    stride: usize,
+    (positions, k, key): (&[u32], usize, usize),
+    start: usize,
+) -> L {
+    // SAFETY: this function's contract.
+    unsafe {
+        if k == 0 {
+            L::load(ONES.as_ptr())
+        } else {
+            let runs = positions.get_unchecked(key * k..(key + 1) * k);
+            and_lines::<L>(k, |i| base.add(*runs.get_unchecked(i) as usize * stride + start))
+        }
     }
 }
 

@@ -54,10 +54,17 @@
 //!
 //! **Pruning.** A threshold query tracks which 512-column chunks can still
 //! pass: after `i` keys a column needs at least `min_count - (Q - i)` hits
-//! to reach `min_count`. From the first key where that bound is positive,
-//! and then every [`PRUNE_INTERVAL`] keys, the planes are compared with it;
-//! a chunk where no column meets it is dead, and later keys do not read
-//! that chunk of their rows at all. A column that
+//! to reach `min_count`. From a first check on, and then every
+//! [`PRUNE_INTERVAL`] keys, the planes are compared with it; a chunk where
+//! no column meets it is dead, and later keys do not read that chunk of
+//! their rows at all. The first check is not at the first key where the
+//! bound is positive (`Q - min_count + 1`: there a chunk dies only if all
+//! of its 512 columns missed every key, which almost never happens in a
+//! dense index) but where, from the index's bit density, a chunk of
+//! filters that hold none of the keys is dead with probability 0.95: with
+//! `k` = 7 at density 0.5 and threshold 0.8, after key 24 of a 100-key
+//! query (checks after keys 21 and 29 found its chunks dead only at 29).
+//! A column that
 //! passes in the end met every bound on the way, so its chunk was never
 //! dead and its count is exact: pruning never changes the answer. With a
 //! threshold of 0.8 and filters that hold few of the keys, everything dies

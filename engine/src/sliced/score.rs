@@ -308,9 +308,15 @@ impl SlicedIndex {
             self.prefetch_scoring(key_runs(positions, k, rows, j), prefetch_rows, prefetch_from, Reach::Far);
         }
         // The first check is due once a column can fail (after
-        // `q - min_count + 1` keys, when the bound below is 1), then every
-        // `PRUNE_INTERVAL` keys; groups end at the checks.
-        let first_check = q + 1 - (min_count as usize).min(q);
+        // `q - min_count + 1` keys, when the bound below is 1) or, in an
+        // exact pass, once a chunk of columns that hold none of the keys is
+        // likely dead ([`first_exact_check`]); then every `PRUNE_INTERVAL`
+        // keys. Groups end at the checks.
+        let can_fail = q + 1 - (min_count as usize).min(q);
+        let first_check = match prune {
+            Prune::Exact => first_exact_check(q, can_fail, self.density().powi(rows as i32)),
+            _ => can_fail,
+        };
         let next_check = |done: usize| {
             if prune == Prune::No {
                 q
@@ -416,9 +422,7 @@ impl SlicedIndex {
         if min_count == 0 || k < 2 || chunks < SCREEN_MIN_CHUNKS {
             return None;
         }
-        let bits = self.params.m() as f64 * self.shards.iter().map(|s| s.columns() as f64).sum::<f64>();
-        let ones = self.shards.iter().map(|s| s.ones as f64).sum::<f64>();
-        let density = if bits > 0.0 { ones / bits } else { 0.0 };
+        let density = self.density();
         let misses = (q - min_count as usize + 1) as f64;
         let chunk_dies = |rows: usize| {
             let h = density.powi(rows as i32).min(0.999);
@@ -431,6 +435,13 @@ impl SlicedIndex {
             .filter(|&(r, keys)| keys <= q as f64 / 2.0 && r as f64 * keys <= 0.7 * exact)
             .min_by(|a, b| (a.0 as f64 * a.1).total_cmp(&(b.0 as f64 * b.1)))
             .map(|(r, keys)| (r, keys.ceil() as usize))
+    }
+
+    /// The share of set bits in the index's rows (0 when it is empty).
+    fn density(&self) -> f64 {
+        let bits = self.params.m() as f64 * self.shards.iter().map(|s| s.columns() as f64).sum::<f64>();
+        let ones = self.shards.iter().map(|s| s.ones as f64).sum::<f64>();
+        if bits > 0.0 { ones / bits } else { 0.0 }
     }
 
     /// Clears the live bit of every chunk where no column has `need` hits
@@ -491,6 +502,44 @@ impl SlicedIndex {
     }
 }
 
+/// Chance, at most, that a 512-column chunk of columns that hold none of
+/// the keys is still live at [`first_exact_check`].
+const CHUNK_SURVIVAL: f64 = 0.05;
+
+/// The first key count after which an exact pruned pass checks its
+/// chunks: the least `n` from `can_fail` (`q - min_count + 1`, where a
+/// column first can fail) up at which a chunk of 512 columns that hold
+/// none of the query's keys, each hit by a key with probability `hit`
+/// (the AND of `k` rows of density `p`: `p^k`), is dead with probability
+/// at least `1 -` [`CHUNK_SURVIVAL`]; `can_fail` when no `n <= q` is.
+///
+/// Such a column is live after `n` keys while it has at least
+/// `x = n - can_fail + 1` hits, with probability at most
+/// `C(n, x) hit^x` (a union bound, close for small `hit`); a chunk, while
+/// any of its columns is. At `can_fail` itself a chunk is live unless all
+/// of its 512 columns missed every key: with threshold 0.8 and `k` = 7 at
+/// density 0.5 (`hit` 1/128), a 100-key query's chunks live on past
+/// `can_fail` = 21 but are dead by 25 (`bench/RESULTS.md`). Checking first
+/// there instead of at 21 then 29 scores four keys fewer before they die.
+fn first_exact_check(q: usize, can_fail: usize, hit: f64) -> usize {
+    let columns = (WORDS_PER_LINE * 64) as f64;
+    if !(hit > 0.0 && hit < 1.0) || can_fail == 0 {
+        return can_fail;
+    }
+    // `live`: C(n, x) hit^x for `x = n - can_fail + 1`, from n = can_fail
+    // (x = 1) up, each step multiplying by (n + 1) / (x + 1) * hit.
+    let (mut n, mut x, mut live) = (can_fail, 1usize, can_fail as f64 * hit);
+    while n < q {
+        if columns * live <= CHUNK_SURVIVAL {
+            return n;
+        }
+        live *= (n + 1) as f64 / (x + 1) as f64 * hit;
+        n += 1;
+        x += 1;
+    }
+    can_fail
+}
+
 /// The first `rows` of the `k` positions of key `i`.
 fn key_runs(positions: &[u32], k: usize, rows: usize, i: usize) -> &[u32] {
     &positions[i * k..][..rows]
@@ -549,6 +598,34 @@ mod tests {
         assert_eq!(planes_for(1000), 10);
         assert_eq!(planes_for(1023), 10);
         assert_eq!(planes_for(1024), 11);
+    }
+
+    /// The union bound of a 512-column chunk living on, `C(n, x) hit^x`
+    /// with `x = n - can_fail + 1`, computed directly.
+    fn chunk_live_bound(n: usize, can_fail: usize, hit: f64) -> f64 {
+        let x = n - can_fail + 1;
+        let choose = (0..x).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64);
+        512.0 * choose * hit.powi(x as i32)
+    }
+
+    #[test]
+    fn first_exact_check_is_where_chunks_of_non_members_die() {
+        // k = 7 at density 0.5, threshold 0.8 of 100 keys.
+        assert_eq!(first_exact_check(100, 21, 1.0 / 128.0), 24);
+        for (q, can_fail, hit) in [(100, 21, 1.0 / 128.0), (1000, 201, 1.0 / 128.0), (100, 91, 0.01), (50, 3, 0.001)] {
+            let n = first_exact_check(q, can_fail, hit);
+            assert!((can_fail..q).contains(&n), "{q} {can_fail} {hit}: {n}");
+            assert!(chunk_live_bound(n, can_fail, hit) <= CHUNK_SURVIVAL, "{q} {can_fail} {hit}: {n}");
+            if n > can_fail {
+                assert!(chunk_live_bound(n - 1, can_fail, hit) > CHUNK_SURVIVAL, "{q} {can_fail} {hit}: {n}");
+            }
+        }
+        // No estimate (empty, full or dense index, or no key to spare):
+        // the first key a column can fail at.
+        assert_eq!(first_exact_check(100, 21, 0.0), 21);
+        assert_eq!(first_exact_check(100, 21, 1.0), 21);
+        assert_eq!(first_exact_check(30, 21, 0.25), 21);
+        assert_eq!(first_exact_check(21, 21, 1.0 / 128.0), 21);
     }
 
     /// Several shards (512 columns each), ids out of column order, and

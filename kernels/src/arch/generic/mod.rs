@@ -398,9 +398,11 @@ pub(crate) unsafe fn and_rows<L: Line>(rows: &[&[u64]], out: &mut [u64]) -> bool
 /// position by position, with an exit test per run.
 const SHORT_RUN_WORDS: usize = 4 * WORDS_PER_LINE;
 
-/// Row runs whose start pointers [`and_runs`] and [`count_runs`] keep on
-/// the stack; longer position lists (more hashes than any real filter
-/// uses) take a position-indexed loop for the rest.
+/// Row runs whose start pointers [`and_runs`] and [`count_runs`]'s single
+/// key path keep on the stack; longer position lists (more hashes than
+/// any real filter uses) take a position-indexed loop for the rest. (Its
+/// groups of keys compute run addresses from positions: see
+/// [`count_group`].)
 const HOISTED_RUNS: usize = 32;
 
 /// The row runs of one query key: start pointers for the first

@@ -502,6 +502,12 @@ impl SlicedIndex {
     }
 }
 
+/// Keys past the first key a column can fail at that [`first_exact_check`]
+/// looks for the first check; a later estimate falls back to that first
+/// key (checks every [`PRUNE_INTERVAL`] keys from there find the chunks
+/// dead soon enough).
+const FIRST_CHECK_REACH: usize = 1024;
+
 /// Chance, at most, that a 512-column chunk of columns that hold none of
 /// the keys is still live at [`first_exact_check`].
 const CHUNK_SURVIVAL: f64 = 0.05;
@@ -511,7 +517,9 @@ const CHUNK_SURVIVAL: f64 = 0.05;
 /// column first can fail) up at which a chunk of 512 columns that hold
 /// none of the query's keys, each hit by a key with probability `hit`
 /// (the AND of `k` rows of density `p`: `p^k`), is dead with probability
-/// at least `1 -` [`CHUNK_SURVIVAL`]; `can_fail` when no `n <= q` is.
+/// at least `1 -` [`CHUNK_SURVIVAL`]; `can_fail` when no `n < q` is within
+/// [`FIRST_CHECK_REACH`] keys of `can_fail` (so the estimate costs at most
+/// that many steps per pass, whatever the query's length).
 ///
 /// Such a column is live after `n` keys while it has at least
 /// `x = n - can_fail + 1` hits, with probability at most
@@ -529,7 +537,7 @@ fn first_exact_check(q: usize, can_fail: usize, hit: f64) -> usize {
     // `live`: C(n, x) hit^x for `x = n - can_fail + 1`, from n = can_fail
     // (x = 1) up, each step multiplying by (n + 1) / (x + 1) * hit.
     let (mut n, mut x, mut live) = (can_fail, 1usize, can_fail as f64 * hit);
-    while n < q {
+    while n < q.min(can_fail + FIRST_CHECK_REACH) {
         if columns * live <= CHUNK_SURVIVAL {
             return n;
         }
@@ -626,6 +634,8 @@ mod tests {
         assert_eq!(first_exact_check(100, 21, 1.0), 21);
         assert_eq!(first_exact_check(30, 21, 0.25), 21);
         assert_eq!(first_exact_check(21, 21, 1.0 / 128.0), 21);
+        // A dense index and a long query: no estimate within reach.
+        assert_eq!(first_exact_check(1_000_000, 200_001, 0.5), 200_001);
     }
 
     /// Several shards (512 columns each), ids out of column order, and

@@ -939,13 +939,15 @@ const COUNT_GROUP: usize = 8;
 ///
 /// Each run's address is computed from its position at every chunk rather
 /// than read from a table of pointers built per group: at `N = 1 000` (two
-/// chunks a run) the table's stores and the copies the compiler made of it
-/// cost a third of the kernel's time, and on long runs the multiply is
-/// hidden under the loads (`bench/examples/kprobe.rs`, `bench/RESULTS.md`).
+/// chunks a run) the table's stores, and the copies the compiler made of
+/// it, stalled on store forwarding; without them the kernel takes a third
+/// less time, and on long runs the multiply is hidden under the loads
+/// (`bench/examples/kprobe.rs`, `bench/RESULTS.md`).
 ///
 /// # Safety
 ///
-/// Every run holds at least `full` words; `planes` is valid for reading
+/// `positions` holds `keys * k` positions (`k` per key); every run holds
+/// at least `full` words; `planes` is valid for reading
 /// and writing `n_planes * width` words, `full <= width`; `live` has a bit
 /// for every chunk below `full`; `L`'s features are available.
 #[inline(always)]
@@ -956,9 +958,11 @@ unsafe fn count_group<L: Line>(
     planes: *mut u64,
     (rows, stride, ahead): (&[u64], usize, &[u32]),
 ) -> bool {
+    debug_assert_eq!(positions.len(), keys * k);
     let base = rows.as_ptr();
     // SAFETY: as in the function's contract; every load and store below is
-    // of a chunk `start..start + 8` with `start + 8 <= full <= width`.
+    // of a chunk `start..start + 8` with `start + 8 <= full <= width`, and
+    // `key_and` is called with keys `g, g + 1 < keys`.
     unsafe {
         let mut any = L::zero();
         let mut start = 0;
@@ -1025,8 +1029,8 @@ unsafe fn count_group<L: Line>(
 ///
 /// # Safety
 ///
-/// `positions` holds more than `key * k` positions; each run holds words
-/// `start..start + 8`; `L`'s features are available.
+/// `positions` holds at least `(key + 1) * k` positions; each run holds
+/// words `start..start + 8`; `L`'s features are available.
 #[inline(always)]
 unsafe fn key_and<L: Line>(
     base: *const u64,
@@ -1034,7 +1038,9 @@ unsafe fn key_and<L: Line>(
     (positions, k, key): (&[u32], usize, usize),
     start: usize,
 ) -> L {
-    // SAFETY: this function's contract.
+    // SAFETY: positions `key * k..(key + 1) * k` exist (this function's
+    // contract), so `runs` has `k` entries and `i < k`; each names a run
+    // holding words `start..start + 8`; `L`'s features are available.
     unsafe {
         if k == 0 {
             L::load(ONES.as_ptr())

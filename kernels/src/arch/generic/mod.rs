@@ -931,11 +931,10 @@ const COUNT_GROUP: usize = 8;
 
 /// [`count_runs`] for one group of `keys` keys (at most [`COUNT_GROUP`]),
 /// `k` positions each in `positions` (keys of no positions AND to all
-/// ones),
-/// on the live full chunks below `full`; returns whether any key's AND had
-/// a set bit. At each live chunk it first prefetches that chunk of the runs
-/// at `ahead` (positions in `rows`, `stride` words apart; addresses only,
-/// never read).
+/// ones), on the live full chunks below `full`; returns whether any key's
+/// AND had a set bit. At each live chunk it first prefetches that chunk of
+/// the runs at `ahead` (positions in `rows`, `stride` words apart;
+/// addresses only, never read).
 ///
 /// Each run's address is computed from its position at every chunk rather
 /// than read from a table of pointers built per group: at `N = 1 000` (two
@@ -947,9 +946,9 @@ const COUNT_GROUP: usize = 8;
 /// # Safety
 ///
 /// `positions` holds `keys * k` positions (`k` per key); every run holds
-/// at least `full` words; `planes` is valid for reading
-/// and writing `n_planes * width` words, `full <= width`; `live` has a bit
-/// for every chunk below `full`; `L`'s features are available.
+/// at least `full` words; `planes` is valid for reading and writing
+/// `n_planes * width` words, `full <= width`; `live` has a bit for every
+/// chunk below `full`; `L`'s features are available.
 #[inline(always)]
 unsafe fn count_group<L: Line>(
     (positions, k, keys): (&[u32], usize, usize),

@@ -5,7 +5,7 @@
 //! indexes (with deletes, so columns are reused and ids leave column order),
 //! random multisets of keys, every threshold and every kernel backend.
 
-use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bloomslice::kernels::Kernels;
 use bloomslice::{
@@ -346,15 +346,15 @@ fn a_batch_sees_one_state_of_the_index() {
     });
 }
 
-/// A key that counts how often it is hashed.
+/// A key that counts how often it is hashed (on any thread).
 struct Counted<'a> {
     key: [u8; 8],
-    hashes: &'a Cell<usize>,
+    hashes: &'a AtomicUsize,
 }
 
 impl Key for Counted<'_> {
     fn key_hash(&self, seed: u64) -> KeyHash {
-        self.hashes.set(self.hashes.get() + 1);
+        self.hashes.fetch_add(1, Ordering::Relaxed);
         self.key.key_hash(seed)
     }
 }
@@ -368,7 +368,7 @@ fn pruned_queries_hash_only_the_keys_they_read() {
     for shard in [1024, 16_384] {
         let (mut index, filters) = build(1500, 3, 1000, 100, 0, shard);
         let keys: Vec<u64> = (0..1000).map(|i| 10_000 + i * 13).collect();
-        let hashes = Cell::new(0);
+        let hashes = AtomicUsize::new(0);
         let counted: Vec<Counted<'_>> =
             keys.iter().map(|k| Counted { key: k.to_le_bytes(), hashes: &hashes }).collect();
         let naive = naive_counts(&filters, &keys);
@@ -376,15 +376,47 @@ fn pruned_queries_hash_only_the_keys_they_read() {
             index.set_kernels(kernels);
             let t = Threshold::fraction(0.8).unwrap();
             let want: Vec<(u64, u32)> = naive.iter().copied().filter(|&(_, c)| c >= t.min_count(1000)).collect();
-            hashes.set(0);
+            hashes.store(0, Ordering::Relaxed);
             assert_eq!(index.query_threshold(&counted, t.unpruned()), want);
-            assert_eq!(hashes.get(), 1000, "unpruned: every key once");
-            hashes.set(0);
+            assert_eq!(hashes.load(Ordering::Relaxed), 1000, "unpruned: every key once");
+            hashes.store(0, Ordering::Relaxed);
             assert_eq!(index.query_threshold(&counted, t), want);
-            let hashed = hashes.get();
+            let hashed = hashes.load(Ordering::Relaxed);
             // A column can fail after 201 keys; the chunks die within a few
             // checks of that.
             assert!((201..=300).contains(&hashed), "pruned: {hashed} keys hashed ({})", kernels.backend());
         }
     }
+}
+
+/// The pool's threshold batches read the caller's queries in place, so
+/// there too a pruned query hashes only the keys its scoring reaches (each
+/// at most once), on whichever worker scores it; and its key batches hash
+/// every key exactly once.
+#[test]
+fn pool_batches_hash_keys_where_they_are_read() {
+    let (index, filters) = build(1500, 3, 1000, 100, 0, 16_384);
+    let concurrent = ConcurrentIndex::new(index);
+    let keys: Vec<u64> = (0..1000).map(|i| 10_000 + i * 13).collect();
+    let hashes = AtomicUsize::new(0);
+    let counted: Vec<Counted<'_>> = keys.iter().map(|k| Counted { key: k.to_le_bytes(), hashes: &hashes }).collect();
+    let t = Threshold::fraction(0.8).unwrap();
+    let want: Vec<(u64, u32)> =
+        naive_counts(&filters, &keys).into_iter().filter(|&(_, c)| c >= t.min_count(1000)).collect();
+    let queries: Vec<&[Counted<'_>]> = vec![&counted[..]; 6];
+    let pool = QueryPool::new(PoolConfig { workers: Workers::Count(2), ..PoolConfig::default() }).unwrap();
+    let mut results = ThresholdResults::new();
+    pool.query_threshold_batch(&concurrent, &queries, t.unpruned(), &mut results).unwrap();
+    assert!(results.iter().all(|got| got == want));
+    assert_eq!(hashes.swap(0, Ordering::Relaxed), 6 * 1000, "unpruned: every key of every query once");
+    pool.query_threshold_batch(&concurrent, &queries, t, &mut results).unwrap();
+    assert!(results.iter().all(|got| got == want));
+    let hashed = hashes.swap(0, Ordering::Relaxed);
+    assert!((6 * 201..=6 * 300).contains(&hashed), "pruned: {hashed} keys hashed for 6 queries");
+    let mut by_key = PoolResults::new();
+    pool.query_batch(&concurrent, &counted, &mut by_key).unwrap();
+    assert_eq!(hashes.load(Ordering::Relaxed), 1000, "a key batch hashes each key once");
+    let mut direct = bloomslice::BatchResults::new();
+    concurrent.snapshot().query_batch(&keys.iter().map(|k| k.to_le_bytes()).collect::<Vec<_>>(), &mut direct);
+    assert!(by_key.iter().eq(direct.iter()));
 }

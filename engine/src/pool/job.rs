@@ -34,6 +34,18 @@
 //!    After that store a worker touches only the atomics and the parking
 //!    mutex and condvar, which outlive it through its `Arc<Job>`.
 //!
+//! **Borrowed keys.** A blocking batch ([`super::QueryPool::query_batch`],
+//! [`super::QueryPool::query_threshold_batch`]) does not copy the caller's
+//! keys: the job keeps a type-erased pointer to the caller's slice
+//! ([`Borrowed`]) and each task hashes its own range as it queries it, so
+//! hashing runs on every worker instead of serially on the caller before
+//! any worker starts, and a pruned threshold query hashes only the keys it
+//! reads. This is sound because the blocking caller does not return (nor
+//! unwind: [`WaitOnDrop`]) before `done`, after which no task touches the
+//! slice; a stale entry's claim fails until the next batch replaces the
+//! pointer. [`super::QueryPool::submit`] returns at once, so it still
+//! hashes the keys into the job's own `hashes`.
+//!
 //! **Stale entries.** A queue entry may outlive its batch (the owner ran
 //! the tasks, or another worker did) and even be popped while the owner
 //! refills the job for its next batch. Its claim then fails: until the
@@ -70,17 +82,17 @@ enum Kind {
     Threshold,
 }
 
-/// The batch data of a threshold batch (see [`Kind::Threshold`]); the keys
-/// of every query, hashed, are the job's `hashes`, one query after the
-/// other.
+/// The batch data of a threshold batch (see [`Kind::Threshold`]); the
+/// queries themselves are the caller's, [`Borrowed`].
 struct ThresholdData {
     threshold: Threshold,
-    /// End of each query's keys in `hashes`.
+    /// Cumulative key counts of the queries (what the split balances).
     query_ends: Vec<usize>,
     /// First query of each task, then the query count (`tasks + 1` entries).
     bounds: Vec<usize>,
-    /// One output per task, written by that task alone.
-    scored: Vec<UnsafeCell<Scored>>,
+    /// One output per task, written by that task alone (cache-padded, as
+    /// `Job::chunks`).
+    scored: Vec<CachePadded<UnsafeCell<Scored>>>,
 }
 
 /// The answers of one threshold task: its queries' passing `(id, count)`,
@@ -97,6 +109,83 @@ struct Scored {
 pub(crate) struct ScoreBufs {
     pub(crate) scores: Scores,
     pub(crate) out: Vec<(u64, u32)>,
+}
+
+/// A blocking caller's keys (or threshold queries), read in place by the
+/// tasks: see "Borrowed keys" in the module's design note.
+#[derive(Clone, Copy)]
+struct Borrowed {
+    /// The caller's slice (`[K]` or `[Q]`), type-erased.
+    items: *const (),
+    /// Its length.
+    len: usize,
+    /// Runs one task over the erased slice: [`query_range`] or
+    /// [`score_range`] for the slice's element type.
+    run: unsafe fn(*const (), usize, &TaskInput<'_>, TaskOutput<'_>),
+}
+
+/// What a task over borrowed items reads besides them.
+struct TaskInput<'a> {
+    index: &'a SlicedIndex,
+    /// Items of the task.
+    range: core::ops::Range<usize>,
+    /// The threshold of a threshold batch.
+    threshold: Threshold,
+}
+
+/// Where a task over borrowed items writes.
+enum TaskOutput<'a> {
+    /// A key batch's chunk.
+    Keys(&'a mut BatchResults),
+    /// A threshold batch's output and the thread's scratch.
+    Threshold(&'a mut Scored, &'a mut ScoreBufs),
+}
+
+/// [`Borrowed::run`] for a key batch of `K`: queries keys `input.range`.
+///
+/// # Safety
+///
+/// `items` and `len` are a live `[K]` (see "Borrowed keys").
+unsafe fn query_range<K: Key + Sync>(items: *const (), len: usize, input: &TaskInput<'_>, sink: TaskOutput<'_>) {
+    // SAFETY: the caller's contract; `K: Sync`, so reading it here is fine.
+    let keys = unsafe { core::slice::from_raw_parts(items.cast::<K>(), len) };
+    if let TaskOutput::Keys(out) = sink {
+        input.index.query_batch(&keys[input.range.clone()], out);
+    }
+}
+
+/// [`Borrowed::run`] for a threshold batch of `Q`: scores the queries
+/// `input.range` one after the other.
+///
+/// # Safety
+///
+/// `items` and `len` are a live `[Q]` (see "Borrowed keys").
+unsafe fn score_range<Q: AsRef<[K]> + Sync, K: Key + Sync>(
+    items: *const (),
+    len: usize,
+    input: &TaskInput<'_>,
+    sink: TaskOutput<'_>,
+) {
+    // SAFETY: the caller's contract; `Q` and `K` are `Sync`.
+    let queries = unsafe { core::slice::from_raw_parts(items.cast::<Q>(), len) };
+    if let TaskOutput::Threshold(Scored { hits, ends }, ScoreBufs { scores, out }) = sink {
+        for query in &queries[input.range.clone()] {
+            input.index.query_threshold_into(query.as_ref(), input.threshold, scores, out);
+            hits.extend_from_slice(out);
+            ends.push(hits.len());
+        }
+    }
+}
+
+/// Waits on drop until a job's batch is done: a blocking caller whose
+/// tasks read its keys in place ([`Borrowed`]) cannot leave (or unwind)
+/// while a task may still read them.
+pub(crate) struct WaitOnDrop(pub(crate) Arc<Job>);
+
+impl Drop for WaitOnDrop {
+    fn drop(&mut self) {
+        self.0.wait(Duration::ZERO);
+    }
 }
 
 /// Shared state of one in-flight batch; see the module's design note.
@@ -124,21 +213,35 @@ pub(crate) struct Job {
     keys: AtomicUsize,
     /// Whether the batch is a [`Kind::Threshold`] one.
     threshold_kind: AtomicBool,
-    /// Protocol state: see the module's design note.
+    /// Protocol state: see the module's design note. A submitted key
+    /// batch reads `borrowed` if set, else `hashes`.
     hashes: UnsafeCell<Vec<KeyHash>>,
+    borrowed: UnsafeCell<Option<Borrowed>>,
     index: UnsafeCell<Option<Arc<SlicedIndex>>>,
-    chunks: Box<[UnsafeCell<BatchResults>]>,
+    /// One result buffer per task, each on cache lines of its own: two
+    /// workers run neighbouring tasks at once, and a buffer's `Vec` headers
+    /// change with every id pushed. Unpadded, that false sharing cost the
+    /// pool a tenth of its throughput against rayon's two threads on
+    /// `full` N = 1 000 (`bench/RESULTS.md`).
+    chunks: Box<[CachePadded<UnsafeCell<BatchResults>>]>,
     /// Read by threshold tasks, `scored[c]` written by task `c` alone.
     threshold: UnsafeCell<ThresholdData>,
 }
 
 // SAFETY: the `UnsafeCell` fields are accessed under the hand-over protocol
 // of the module's design note: exclusively by the owner while idle, and
-// while submitted only read (hashes, snapshot, threshold data) or written by
-// exactly one task each (chunk `c` and scored output `c` by task `c`), with the hand-overs ordered by the
-// queue's Release/Acquire and by `pending` (AcqRel) and `done` (SeqCst).
+// while submitted only read (hashes, borrowed keys, snapshot, threshold
+// data) or written by exactly one task each (chunk `c` and scored output
+// `c` by task `c`), with the hand-overs ordered by the queue's
+// Release/Acquire and by `pending` (AcqRel) and `done` (SeqCst).
 // Every other field is Sync. `SlicedIndex` is Send + Sync.
 unsafe impl Sync for Job {}
+
+// SAFETY: the one field that is not `Send` is the raw pointer of
+// `borrowed`: it points to a `Sync` slice (the bounds of `query_range` and
+// `score_range`) that outlives every use of it on any thread ("Borrowed
+// keys" in the module's design note).
+unsafe impl Send for Job {}
 
 impl Job {
     fn new() -> Job {
@@ -154,8 +257,9 @@ impl Job {
             keys: AtomicUsize::new(0),
             threshold_kind: AtomicBool::new(false),
             hashes: UnsafeCell::new(Vec::new()),
+            borrowed: UnsafeCell::new(None),
             index: UnsafeCell::new(None),
-            chunks: (0..MAX_TASKS_PER_BATCH).map(|_| UnsafeCell::new(BatchResults::new())).collect(),
+            chunks: (0..MAX_TASKS_PER_BATCH).map(|_| CachePadded::new(UnsafeCell::new(BatchResults::new()))).collect(),
             threshold: UnsafeCell::new(ThresholdData {
                 threshold: Threshold::count(0),
                 query_ends: Vec::new(),
@@ -192,14 +296,18 @@ impl Job {
         self.claims.store((tasks as u64) << 32, Ordering::Release);
     }
 
-    /// Fills an idle job with the threshold queries `queries` (hashed
-    /// here, on the caller), split into at most `max_tasks` ranges of about
-    /// equal key counts, and arms it. Returns the task count and the keys
-    /// of the batch; `None` for an empty batch (nothing armed).
+    /// Fills an idle job with the threshold queries `queries` (borrowed:
+    /// the tasks hash them as they score them), split into at most
+    /// `max_tasks` ranges of about equal key counts, and arms it. Returns
+    /// the task count and the keys of the batch; `None` for an empty batch
+    /// (nothing armed).
     ///
-    /// Only for a job popped from the pool's free list (or never shared):
-    /// see [`Job::arm`].
-    pub(crate) fn prepare_threshold<Q: AsRef<[K]>, K: Key>(
+    /// # Safety
+    ///
+    /// The job is popped from the pool's free list (or never shared): see
+    /// [`Job::arm`]. The caller does not return before the batch is done,
+    /// nor unwind ([`WaitOnDrop`]): the tasks read `queries` in place.
+    pub(crate) unsafe fn prepare_threshold<Q: AsRef<[K]> + Sync, K: Key + Sync>(
         self: &Arc<Job>,
         index: Arc<SlicedIndex>,
         queries: &[Q],
@@ -213,21 +321,20 @@ impl Job {
         // SAFETY: idle and ours: popped from the free list, so its other
         // `Arc`s are stale queue entries, whose claims fail until `arm`'s
         // Release store (see "Stale entries").
-        let (hashes, data) = unsafe { (&mut *self.hashes.get(), &mut *self.threshold.get()) };
-        let params = index.params();
-        hashes.clear();
+        let (borrowed, data) = unsafe { (&mut *self.borrowed.get(), &mut *self.threshold.get()) };
+        *borrowed = Some(Borrowed { items: queries.as_ptr().cast(), len: queries.len(), run: score_range::<Q, K> });
         data.query_ends.clear();
+        let mut keys = 0;
         for query in queries {
-            hashes.extend(query.as_ref().iter().map(|k| params.hash(k)));
-            data.query_ends.push(hashes.len());
+            keys += query.as_ref().len();
+            data.query_ends.push(keys);
         }
         data.threshold = threshold;
         let tasks = max_tasks.clamp(1, MAX_TASKS_PER_BATCH).min(queries.len());
         split_by_keys(&data.query_ends, tasks, &mut data.bounds);
         if data.scored.len() < tasks {
-            data.scored.resize_with(tasks, || UnsafeCell::new(Scored::default()));
+            data.scored.resize_with(tasks, || CachePadded::new(UnsafeCell::new(Scored::default())));
         }
-        let keys = hashes.len();
         // SAFETY: idle and ours, as above.
         unsafe { self.arm(index, Kind::Threshold, tasks) };
         Some((tasks, keys))
@@ -317,41 +424,52 @@ impl Job {
             return;
         }
         let range = self.range(task);
-        // SAFETY: submitted state: the hashes and the snapshot are only
-        // read until `done`, and chunk `task` is written by this task alone
-        // (`claim` hands each task index out once per batch).
-        let (hashes, index, out) = unsafe { (&*self.hashes.get(), &*self.index.get(), &mut *self.chunks[task].get()) };
-        if let Some(index) = index {
-            index.query_batch_hashes(&hashes[range], out);
+        // SAFETY: submitted state: the keys (borrowed or hashed) and the
+        // snapshot are only read until `done`, and chunk `task` is written
+        // by this task alone (`claim` hands each task index out once per
+        // batch).
+        let (borrowed, hashes, index, out) =
+            unsafe { (&*self.borrowed.get(), &*self.hashes.get(), &*self.index.get(), &mut *self.chunks[task].get()) };
+        let Some(index) = index else { return };
+        match borrowed {
+            // SAFETY: a borrowed batch's caller waits until `done` ("Borrowed
+            // keys"), so the slice is live.
+            Some(b) => unsafe {
+                (b.run)(
+                    b.items,
+                    b.len,
+                    &TaskInput { index, range, threshold: Threshold::count(0) },
+                    TaskOutput::Keys(out),
+                )
+            },
+            None => index.query_batch_hashes(&hashes[range], out),
         }
     }
 
     /// Runs threshold task `task`: scores its queries one after the other.
     #[cold]
     fn run_threshold_task(&self, task: usize, bufs: Option<&mut ScoreBufs>) {
-        // SAFETY: submitted state: the hashes, the snapshot and the
-        // threshold data are only read until `done`, and scored output
+        // SAFETY: submitted state: the borrowed queries, the snapshot and
+        // the threshold data are only read until `done`, and scored output
         // `task` is written by this task alone (`claim` hands each task
         // index out once per batch).
-        let (hashes, index, data) = unsafe { (&*self.hashes.get(), &*self.index.get(), &*self.threshold.get()) };
+        let (borrowed, index, data) = unsafe { (&*self.borrowed.get(), &*self.index.get(), &*self.threshold.get()) };
         // SAFETY: as above, task `task` alone touches `scored[task]`.
-        let Scored { hits, ends } = unsafe { &mut *data.scored[task].get() };
-        hits.clear();
-        ends.clear();
-        let Some(index) = index else { return };
+        let scored = unsafe { &mut *data.scored[task].get() };
+        scored.hits.clear();
+        scored.ends.clear();
+        let (Some(index), Some(b)) = (index, borrowed) else { return };
         // Workers and helping callers always lend scratch; a fresh one (which
         // allocates) only if a caller without any claimed this task.
         let mut own = None;
-        let ScoreBufs { scores, out } = match bufs {
+        let bufs = match bufs {
             Some(bufs) => bufs,
             None => own.insert(ScoreBufs::default()),
         };
-        for q in data.bounds[task]..data.bounds[task + 1] {
-            let start = if q == 0 { 0 } else { data.query_ends[q - 1] };
-            index.query_threshold_into(&hashes[start..data.query_ends[q]], data.threshold, scores, out);
-            hits.extend_from_slice(out);
-            ends.push(hits.len());
-        }
+        let input = TaskInput { index, range: data.bounds[task]..data.bounds[task + 1], threshold: data.threshold };
+        // SAFETY: the threshold batch's caller waits until `done` ("Borrowed
+        // keys"), so the slice is live.
+        unsafe { (b.run)(b.items, b.len, &input, TaskOutput::Threshold(scored, bufs)) };
     }
 
     /// Marks a task panicked; the batch will report [`PoolError::TaskPanicked`].
@@ -491,21 +609,56 @@ impl PoolResults {
         (0..self.len.div_ceil(self.chunk_len)).map(|t| self.chunk(t).total_matches()).sum()
     }
 
-    /// Fills the batch data and arms the job for `tasks` tasks. Returns
-    /// whether there is anything to queue (a zero-key batch is done at once).
-    pub(crate) fn prepare(
+    /// Fills the batch data with `keys` hashed into the job (for a batch
+    /// whose caller returns before it is done) and arms the job. Returns
+    /// the job and its task count, or `None` when there is nothing to queue
+    /// (a zero-key batch is done at once).
+    pub(crate) fn prepare_copied<K: Key>(
         &mut self,
         index: Arc<SlicedIndex>,
-        fill: impl FnOnce(&SlicedIndex, &mut Vec<KeyHash>),
+        keys: &[K],
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
         let job = &*self.job;
         debug_assert!(job.is_done(), "a PoolResults is only reachable while idle");
         // SAFETY: idle (we hold `&mut self`; see the module's design note).
-        let hashes = unsafe { &mut *job.hashes.get() };
+        let (hashes, borrowed) = unsafe { (&mut *job.hashes.get(), &mut *job.borrowed.get()) };
+        *borrowed = None;
         hashes.clear();
-        fill(&index, hashes);
-        let keys = hashes.len();
+        let params = index.params();
+        hashes.extend(keys.iter().map(|k| params.hash(k)));
+        self.arm_keys(index, keys.len(), tasks_for)
+    }
+
+    /// Fills the batch data with a pointer to `keys`, which the tasks hash
+    /// and query in place, and arms the job; returns as
+    /// [`PoolResults::prepare_copied`].
+    ///
+    /// # Safety
+    ///
+    /// The caller does not return before the batch is done, nor unwind
+    /// ([`WaitOnDrop`]): see "Borrowed keys" in the module's design note.
+    pub(crate) unsafe fn prepare_borrowed<K: Key + Sync>(
+        &mut self,
+        index: Arc<SlicedIndex>,
+        keys: &[K],
+        tasks_for: impl FnOnce(usize) -> usize,
+    ) -> Option<(Arc<Job>, usize)> {
+        debug_assert!(self.job.is_done(), "a PoolResults is only reachable while idle");
+        // SAFETY: idle (we hold `&mut self`; see the module's design note).
+        let borrowed = unsafe { &mut *self.job.borrowed.get() };
+        *borrowed = Some(Borrowed { items: keys.as_ptr().cast(), len: keys.len(), run: query_range::<K> });
+        self.arm_keys(index, keys.len(), tasks_for)
+    }
+
+    /// Splits a filled key batch of `keys` keys into tasks and arms the job.
+    fn arm_keys(
+        &mut self,
+        index: Arc<SlicedIndex>,
+        keys: usize,
+        tasks_for: impl FnOnce(usize) -> usize,
+    ) -> Option<(Arc<Job>, usize)> {
+        let job = &*self.job;
         let tasks = tasks_for(keys).clamp(1, MAX_TASKS_PER_BATCH);
         let chunk_len = keys.div_ceil(tasks).max(1);
         let tasks = keys.div_ceil(chunk_len);

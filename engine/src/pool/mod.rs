@@ -47,13 +47,19 @@
 //!
 //! # Design note: scheduling
 //!
-//! - **Submission.** The caller hashes its keys into the buffer's own
-//!   storage (so nothing borrows the caller's slice once `submit` returns),
-//!   loads a snapshot of the index (one atomic load), and pushes *one* entry
+//! - **Submission.** The caller loads a snapshot of the index (one atomic
+//!   load), arms the job and pushes *one* entry
 //!   for the whole batch onto the bounded lock-free injector
 //!   (`crossbeam_queue::ArrayQueue`: no allocation per push, unlike the
 //!   unbounded `crossbeam_deque::Injector`, which allocates a block every 63
 //!   pushes). When the injector is full the submitter backs off and retries.
+//!   The blocking [`QueryPool::query_batch`] does not copy its keys: the
+//!   tasks hash and query their ranges of the caller's slice in place, which
+//!   the caller cannot leave before the batch is done (`job.rs`, "Borrowed
+//!   keys"). [`QueryPool::submit`] returns at once, so it hashes the keys
+//!   into the buffer's own storage first; on `full` N = 1 000 that serial
+//!   copy of 100 000 hashes took 0.2 ms of a 4 ms batch
+//!   (`bench/RESULTS.md`).
 //! - **Splitting.** A batch is split by *keys* into
 //!   `min(64, workers x tasks_per_worker, ceil(keys / min_keys_per_task))`
 //!   equal ranges (tasks), handed out by the claim counter below. Keys
@@ -107,9 +113,11 @@
 //!     Measured: see `bench/RESULTS.md` ("pool v2" and "Figures moved from
 //!     doc comments").
 //! - **Threshold batches.** [`QueryPool::query_threshold_batch`] runs on
-//!   the same machinery: the caller hashes every query's keys into a job
-//!   popped from the pool's lock-free free list (so a warm batch allocates
-//!   nothing), splits the queries into ranges of about equal key counts,
+//!   the same machinery: the caller arms a job popped from the pool's
+//!   lock-free free list (so a warm batch allocates nothing) with its
+//!   queries, borrowed like `query_batch`'s keys (a task hashes a query's
+//!   keys as scoring reaches them, so pruned queries hash only the keys they
+//!   read), splits the queries into ranges of about equal key counts,
 //!   and hands the job over like a key batch (same inline and help rules).
 //!   A task scores its range query by query with scratch its worker keeps
 //!   for its lifetime (a helping caller lends its own, kept in the
@@ -136,7 +144,7 @@ pub use job::{Failed, PoolResults, Ticket};
 use crate::concurrent::ConcurrentIndex;
 use crate::error::Result;
 use crate::hash::Key;
-use job::{Job, ScoreBufs};
+use job::{Job, ScoreBufs, WaitOnDrop};
 
 /// Most tasks one batch is split into. Bounds the per-buffer task results
 /// (allocated once per [`PoolResults`]) and keeps a worker's local deque
@@ -455,16 +463,39 @@ impl QueryPool {
 
     /// Queries `keys` on the current state of `index` with every worker and
     /// waits for the answers, which replace the contents of `results`
-    /// (equal to [`crate::SlicedIndex::query_batch`]'s, key by key). Once
-    /// `results` is warm, allocates nothing.
+    /// (equal to [`crate::SlicedIndex::query_batch`]'s, key by key). The
+    /// keys are not copied: each task hashes and queries its own range of
+    /// `keys` in place. Once `results` is warm, allocates nothing.
     ///
     /// # Errors
     ///
     /// [`PoolError::TaskPanicked`] if a task panicked; `results` is then
     /// empty and reusable.
-    pub fn query_batch<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], results: &mut PoolResults) -> Result<()> {
-        let help = self.enqueue(index, keys, results, true);
-        results.finish(&self.shared, self.wait_spin, help)
+    pub fn query_batch<K: Key + Sync>(
+        &self,
+        index: &ConcurrentIndex,
+        keys: &[K],
+        results: &mut PoolResults,
+    ) -> Result<()> {
+        let snapshot = index.snapshot();
+        let work = keys.len().saturating_mul(snapshot.len().max(1));
+        // SAFETY: this call returns only once the batch is done (`finish`
+        // waits for it), and if anything unwinds first the guard waits: the
+        // tasks' reads of `keys` end before `keys` can go.
+        let prepared = unsafe { results.prepare_borrowed(snapshot, keys, |n| self.tasks_for(n)) };
+        let Some((job, _tasks)) = prepared else { return Ok(()) };
+        let guard = WaitOnDrop(job);
+        let help = if self.runs_inline(keys.len()) {
+            // The caller's `finish` claims every task; nobody else hears
+            // of the batch.
+            true
+        } else {
+            self.push_entry(Arc::clone(&guard.0));
+            work <= self.caller_help_work
+        };
+        let outcome = results.finish(&self.shared, self.wait_spin, help);
+        drop(guard);
+        outcome
     }
 
     /// Submits `keys` without waiting: the keys are hashed into `results`
@@ -472,7 +503,15 @@ impl QueryPool {
     /// `results` until the batch is done. Blocks only while the injector is
     /// full ([`PoolConfig::queue_capacity`] batches).
     pub fn submit<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], mut results: PoolResults) -> Ticket {
-        let help = self.enqueue(index, keys, &mut results, false);
+        let snapshot = index.snapshot();
+        let work = keys.len().saturating_mul(snapshot.len().max(1));
+        let help = match results.prepare_copied(snapshot, keys, |n| self.tasks_for(n)) {
+            Some((job, _tasks)) => {
+                self.push_entry(job);
+                work <= self.caller_help_work
+            }
+            None => false,
+        };
         Ticket::new(results, Arc::clone(&self.shared), self.wait_spin, help)
     }
 
@@ -480,30 +519,6 @@ impl QueryPool {
     /// without a queue entry or a wake-up (see the module's design note).
     pub fn runs_inline(&self, keys: usize) -> bool {
         keys < INLINE_TASKS * self.min_keys_per_task
-    }
-
-    /// Prepares the batch and, unless `blocking` and small enough to run
-    /// inline, queues its entry. Returns whether the waiting caller should
-    /// help (always for an inline batch: nobody else will run it).
-    fn enqueue<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], results: &mut PoolResults, blocking: bool) -> bool {
-        let snapshot = index.snapshot();
-        let work = keys.len().saturating_mul(snapshot.len().max(1));
-        let prepared = results.prepare(
-            snapshot,
-            |index, hashes| {
-                let params = index.params();
-                hashes.extend(keys.iter().map(|k| params.hash(k)));
-            },
-            |n| self.tasks_for(n),
-        );
-        let Some((job, _tasks)) = prepared else { return false };
-        if blocking && self.runs_inline(keys.len()) {
-            // The caller's `finish` claims every task; nobody else hears
-            // of the batch.
-            return true;
-        }
-        self.push_entry(job);
-        work <= self.caller_help_work
     }
 
     /// Pushes a prepared job's only injector entry (backing off while the

@@ -9,7 +9,7 @@ use crate::concurrent::ConcurrentIndex;
 use crate::hash::Key;
 use crate::score::{Threshold, ThresholdPart, ThresholdResults};
 
-use super::job::{Job, ScoreBufs};
+use super::job::{Job, ScoreBufs, WaitOnDrop};
 
 impl QueryPool {
     /// Runs the threshold query [`SlicedIndex::query_threshold_into`] for
@@ -21,9 +21,10 @@ impl QueryPool {
     /// [`SlicedIndex::query_threshold_into`] called query by query on one
     /// snapshot of `index`.
     ///
-    /// Scheduled like [`QueryPool::query_batch`]: the caller hashes every
-    /// key into a job the pool keeps for reuse and loads one snapshot of the
-    /// index; the queries are split into contiguous ranges of about equal
+    /// Scheduled like [`QueryPool::query_batch`]: the caller loads one
+    /// snapshot of the index and arms a job the pool keeps for reuse with a
+    /// pointer to `queries` (not a copy: each task hashes its queries' keys
+    /// as scoring reaches them); the queries are split into contiguous ranges of about equal
     /// key counts (`min(queries, workers x tasks_per_worker, 64)` ranges),
     /// which the pool's pinned workers claim and score, each with scratch
     /// it keeps for its lifetime. The waiting caller behaves as in
@@ -52,19 +53,25 @@ impl QueryPool {
         results: &mut ThresholdResults,
     ) -> crate::Result<()>
     where
-        Q: AsRef<[K]>,
-        K: Key,
+        Q: AsRef<[K]> + Sync,
+        K: Key + Sync,
     {
         results.clear();
         let snapshot = index.snapshot();
         let filters = snapshot.len().max(1);
         let job = self.shared.threshold_jobs.pop().unwrap_or_else(Job::new_shared);
         let max_tasks = (self.workers * self.tasks_per_worker).min(MAX_TASKS_PER_BATCH);
-        let Some((tasks, keys)) = job.prepare_threshold(snapshot, queries, threshold, max_tasks) else {
+        // SAFETY: popped from the free list (or new), so idle and ours; this
+        // call returns only once the batch is done (`wait` below), and if
+        // anything unwinds first the guard waits: the tasks' reads of
+        // `queries` end before `queries` can go.
+        let prepared = unsafe { job.prepare_threshold(snapshot, queries, threshold, max_tasks) };
+        let Some((tasks, keys)) = prepared else {
             // Empty batch: nothing armed, the job is still idle.
             let _ = self.shared.threshold_jobs.push(job);
             return Ok(());
         };
+        let guard = WaitOnDrop(Arc::clone(&job));
         let inline = tasks == 1 || self.runs_inline(keys);
         if !inline {
             self.push_entry(Arc::clone(&job));
@@ -82,6 +89,7 @@ impl QueryPool {
             (part.scratch, part.out) = (bufs.scores, bufs.out);
         }
         job.wait(self.wait_spin);
+        drop(guard);
         let outcome = job.take_threshold(results);
         // A full free list (more batches in flight than it holds) frees it.
         let _ = self.shared.threshold_jobs.push(job);

@@ -190,6 +190,9 @@ pub(crate) struct Scratch {
     /// Word of each shard's rows where prefetching starts (its first live
     /// chunk).
     pub(crate) prefetch_from: Vec<usize>,
+    /// Leading positions of a group of keys and of its look-ahead, gathered
+    /// back to back where they do not lie so in `positions`.
+    pub(crate) gathered: Vec<u32>,
 }
 
 impl Scores {

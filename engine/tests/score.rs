@@ -30,8 +30,20 @@ fn naive_counts(filters: &[(u64, BloomFilter)], keys: &[u64]) -> Vec<(u64, u32)>
 /// from a small universe, after deleting every `delete_every`-th filter
 /// and inserting replacements (columns reused, ids out of column order).
 fn build(m: u64, k: u32, n: u64, fill: u64, delete_every: u64, shard: usize) -> (SlicedIndex, Vec<(u64, BloomFilter)>) {
+    build_with(m, k, n, fill, delete_every, SlicedConfig { max_shard_columns: shard, ..SlicedConfig::default() })
+}
+
+/// [`build`] with any index configuration.
+fn build_with(
+    m: u64,
+    k: u32,
+    n: u64,
+    fill: u64,
+    delete_every: u64,
+    config: SlicedConfig,
+) -> (SlicedIndex, Vec<(u64, BloomFilter)>) {
     let p = BloomParams::new(m, k).unwrap();
-    let mut index = SlicedIndex::with_config(p, SlicedConfig { max_shard_columns: shard, ..SlicedConfig::default() });
+    let mut index = SlicedIndex::with_config(p, config);
     let mut filters = Vec::new();
     let make = |seed: u64| {
         let mut f = BloomFilter::new(p).unwrap();
@@ -419,4 +431,24 @@ fn pool_batches_hash_keys_where_they_are_read() {
     let mut direct = bloomslice::BatchResults::new();
     concurrent.snapshot().query_batch(&keys.iter().map(|k| k.to_le_bytes()).collect::<Vec<_>>(), &mut direct);
     assert!(by_key.iter().eq(direct.iter()));
+}
+
+/// Every prefetch distance scores exactly: the look-ahead of an exact
+/// pruned pass over long runs is `prefetch_distance` keys, gathered into
+/// scratch sized for it (here up to five times a scoring group).
+#[test]
+fn every_prefetch_distance_scores_exactly() {
+    let keys: Vec<u64> = (0..120).map(|i| (i * 11) % 400).collect();
+    let hashed: Vec<[u8; 8]> = keys.iter().map(|k| k.to_le_bytes()).collect();
+    for d in [0, 1, 3, 8, 9, 40] {
+        let config = SlicedConfig { prefetch_distance: d, ..SlicedConfig::default() };
+        let (index, filters) = build_with(1 << 12, 5, 3000, 60, 0, config);
+        let naive = naive_counts(&filters, &keys);
+        for fraction in [0.05, 0.3, 0.8] {
+            let t = Threshold::fraction(fraction).unwrap();
+            let want: Vec<(u64, u32)> = naive.iter().copied().filter(|&(_, c)| c >= t.min_count(keys.len())).collect();
+            assert_eq!(index.query_threshold(&hashed, t), want, "distance {d}, fraction {fraction}");
+            assert_eq!(index.query_threshold(&hashed, t.unpruned()), want, "distance {d}, fraction {fraction}");
+        }
+    }
 }

@@ -19,8 +19,9 @@ enum Report {
 }
 
 /// The scratch buffers a scoring pass borrows apart: planes, live-chunk
-/// bitmap, comparison mask, rows to prefetch and where.
-type ScratchParts<'a> = (&'a mut [u64], &'a mut [u64], &'a mut Vec<u64>, &'a mut [usize], &'a mut [usize]);
+/// bitmap, comparison mask, rows to prefetch and where, gathered positions.
+type ScratchParts<'a> =
+    (&'a mut [u64], &'a mut [u64], &'a mut Vec<u64>, &'a mut [usize], &'a mut [usize], &'a mut [u32]);
 
 /// Keys whose probe positions [`Probes`] computes at once (at least): a
 /// call of the hashing closure per block, not per key. Eight hashed 5%
@@ -169,7 +170,7 @@ impl SlicedIndex {
         let Scores { keys, entries, scratch } = scores;
         *keys = q;
         entries.clear();
-        let Scratch { positions, planes, live, mask, prefetch_rows, prefetch_from } = scratch;
+        let Scratch { positions, planes, live, mask, prefetch_rows, prefetch_from, gathered } = scratch;
         positions.resize(q * k, 0);
         let mut probes = Probes { k, q, buf: &mut positions[..q * k], done: 0, fill };
         let n_planes = planes_for(q);
@@ -189,9 +190,17 @@ impl SlicedIndex {
         prefetch_rows.extend(self.shards.iter().map(|s| s.rows_worth_prefetching(m, k)));
         prefetch_from.clear();
         prefetch_from.resize(self.shards.len(), 0);
+        gathered.resize(2 * gathered_len(k, self.config.prefetch_distance), 0);
         macro_rules! scratch_parts {
             () => {
-                (&mut planes[..], &mut live[..], &mut *mask, &mut prefetch_rows[..], &mut prefetch_from[..])
+                (
+                    &mut planes[..],
+                    &mut live[..],
+                    &mut *mask,
+                    &mut prefetch_rows[..],
+                    &mut prefetch_from[..],
+                    &mut gathered[..],
+                )
             };
         }
         let (min_count, prune) = match report {
@@ -272,7 +281,7 @@ impl SlicedIndex {
         min_count: u32,
         prune: Prune,
         n_planes: usize,
-        (planes, live, mask, prefetch_rows, prefetch_from): ScratchParts<'_>,
+        (planes, live, mask, prefetch_rows, prefetch_from, gathered): ScratchParts<'_>,
     ) -> bool {
         let (k, q) = (probes.k, probes.q);
         let live_chunks = |live: &[u64]| live.iter().map(|w| w.count_ones()).sum::<u32>();
@@ -326,8 +335,11 @@ impl SlicedIndex {
                 first_check + (done - first_check).div_ceil(PRUNE_INTERVAL) * PRUNE_INTERVAL
             }
         };
-        let mut group_positions = [0u32; SCORE_GROUP * crate::MAX_HASHES as usize];
-        let mut ahead_positions = [0u32; SCORE_GROUP * crate::MAX_HASHES as usize];
+        // Room for a group's and a look-ahead's leading positions
+        // (`gathered_len`), warm after the first query: a pair of arrays
+        // for the largest `k` here cost a 4 KiB memset per pass, 6% of a
+        // pruned 100-key query at `N = 1 000`.
+        let (group_positions, ahead_positions) = gathered.split_at_mut(gathered.len() / 2);
         let mut i = 0;
         while i < q {
             let end = (i + span).min(q).min(next_check(i + 1));
@@ -343,7 +355,7 @@ impl SlicedIndex {
                     self.prefetch_scoring(key_runs(positions, k, rows, j), prefetch_rows, prefetch_from, Reach::Near);
                 }
             }
-            let group = leading_runs(positions, k, i..end, rows, &mut group_positions);
+            let group = leading_runs(positions, k, i..end, rows, group_positions);
             let (mut plane_at, mut live_at) = (0, 0);
             for (s, &ahead_rows) in self.shards.iter().zip(prefetch_rows.iter()) {
                 let (lw, pw) = (live_words(s), s.wpr * n_planes);
@@ -354,7 +366,7 @@ impl SlicedIndex {
                     // (measured faster than prefetching them whole into
                     // the first-level cache before the call).
                     let per_key = ahead_rows.min(rows);
-                    let ahead = leading_runs(positions, k, ahead_keys.clone(), per_key, &mut ahead_positions);
+                    let ahead = leading_runs(positions, k, ahead_keys.clone(), per_key, ahead_positions);
                     self.kernels.count_runs(
                         &s.rows,
                         s.wpr,
@@ -547,6 +559,12 @@ fn first_exact_check(q: usize, can_fail: usize, hit: f64) -> usize {
         x += 1;
     }
     can_fail
+}
+
+/// Positions [`leading_runs`] may gather for a group of keys or for a
+/// look-ahead (at most [`SCORE_GROUP`] or `prefetch_distance` keys of `k`).
+fn gathered_len(k: usize, prefetch_distance: usize) -> usize {
+    SCORE_GROUP.max(prefetch_distance) * k
 }
 
 /// The first `rows` of the `k` positions of key `i`.

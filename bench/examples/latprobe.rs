@@ -1,0 +1,60 @@
+//! Exploration helper for single-key latency: how much of a `query_into`
+//! is the code and how much the memory round trip of its `k` row runs. On
+//! the index of `benches/iai_full.rs` (random half-full filters, `full`
+//! shape) it times, per key: distinct keys one after the other (what
+//! `paper query` reports as "single key"); one of four keys repeated (its
+//! rows stay in the first-level cache: the code alone); and distinct keys
+//! where each key depends on the previous answer (no overlap between
+//! queries at all). Answers are checked against `query_batch` first.
+//!
+//! ```text
+//! cargo run --release -p bloomslice-bench --example latprobe -- 1000
+//! ```
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use bloomslice::{BatchResults, SlicedConfig};
+use bloomslice_bench::workload::random_full_index;
+
+fn main() {
+    let filters: usize = match std::env::args().nth(1).map_or(Ok(1000), |s| s.parse()) {
+        Ok(n) if n > 0 => n,
+        _ => {
+            eprintln!("latprobe: the argument is a filter count (a positive integer)");
+            std::process::exit(2);
+        }
+    };
+    let (index, _, _, keys) = random_full_index(filters, 100_000, 11, SlicedConfig::default());
+    let mut out = Vec::new();
+    let mut batch = BatchResults::new();
+    index.query_batch(&keys, &mut batch);
+    for (i, key) in keys.iter().enumerate() {
+        index.query_into(key, &mut out);
+        assert_eq!(Some(&out[..]), batch.get(i), "key {i}: query_into and query_batch disagree");
+    }
+    let per_key = |start: Instant| start.elapsed().as_nanos() as f64 / keys.len() as f64;
+    println!("{filters} filters, {} kernels, ns per key:", index.kernels().backend());
+    for round in 0..3 {
+        let start = Instant::now();
+        for key in &keys {
+            index.query_into(black_box(key), &mut out);
+            black_box(&out);
+        }
+        let distinct = per_key(start);
+        let start = Instant::now();
+        for i in 0..keys.len() {
+            index.query_into(black_box(&keys[i % 4]), &mut out);
+            black_box(&out);
+        }
+        let same = per_key(start);
+        let start = Instant::now();
+        let mut j = 0;
+        for _ in 0..keys.len() {
+            index.query_into(&keys[j], &mut out);
+            j = (j + 1 + out.len() % 2) % keys.len();
+        }
+        let chain = per_key(start);
+        println!("round {round}: distinct keys {distinct:.1}, one of four keys repeated {same:.1}, each key chosen by the last answer {chain:.1}");
+    }
+}

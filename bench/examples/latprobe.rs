@@ -55,6 +55,8 @@ fn main() {
             j = (j + 1 + out.len() % 2) % keys.len();
         }
         let chain = per_key(start);
-        println!("round {round}: distinct keys {distinct:.1}, one of four keys repeated {same:.1}, each key chosen by the last answer {chain:.1}");
+        println!(
+            "round {round}: distinct keys {distinct:.1}, one of four keys repeated {same:.1}, each key chosen by the last answer {chain:.1}"
+        );
     }
 }

@@ -2,14 +2,20 @@
 //! the shared harness (`bloomslice::testing`, also used by the property
 //! tests in `engine/tests/filter_index.rs`): the input's first bytes pick
 //! the parameters, the pair, the kernel backend and the tree's shape; the
-//! rest decodes to an op sequence compared after every step.
+//! rest decodes to an op sequence compared after every step. For the
+//! sliced index, multi-key scoring is then checked on the final state (after
+//! the deletes and column reuse of the ops): every query op's keys, scored
+//! pruned and unpruned at three thresholds, against counts from the naive
+//! index's answers.
 #![no_main]
 
+use std::collections::BTreeMap;
+
 use bloomslice::kernels::Kernels;
-use bloomslice::testing::{maintain_bloofi, ops_from_bytes, run_differential, run_differential_with};
+use bloomslice::testing::{Op, maintain_bloofi, ops_from_bytes, run_differential, run_differential_with};
 use bloomslice::{
-    BloofiConfig, BloofiTree, BloomParams, CountingSlicedIndex, FlatBloofiPaper, Metric, NaiveIndex, SlicedConfig,
-    SlicedIndex,
+    BloofiConfig, BloofiTree, BloomParams, CountingSlicedIndex, FlatBloofiPaper, KeyHash, Metric, NaiveIndex, Scores,
+    SlicedConfig, SlicedIndex, Threshold,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -28,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
             let backends = Kernels::available();
             sliced.set_kernels(backends[usize::from(which / 4) % backends.len()]);
             run_differential(&mut sliced, &mut naive, &ops);
+            check_scoring(&sliced, &naive, &ops, *shape);
         }
         1 => run_differential(&mut FlatBloofiPaper::new(params), &mut naive, &ops),
         2 => {
@@ -40,3 +47,43 @@ fuzz_target!(|data: &[u8]| {
         _ => run_differential(&mut CountingSlicedIndex::new(params), &mut naive, &ops),
     }
 });
+
+/// Scores the keys of every query op of `ops` on `sliced` and checks the
+/// counts and threshold answers against counts of the naive index's
+/// per-key answers.
+fn check_scoring(sliced: &SlicedIndex, naive: &NaiveIndex, ops: &[Op], shape: u8) {
+    let params = *sliced.params();
+    let mut out = Vec::new();
+    let mut scores = Scores::new();
+    for op in ops {
+        let (Op::Query { keys } | Op::Batch { keys }) = op else { continue };
+        let hashes: Vec<KeyHash> = keys.0.iter().take(256).map(|k| params.hash(&k.to_le_bytes())).collect();
+        let mut counts: BTreeMap<u64, u32> = BTreeMap::new();
+        for &h in &hashes {
+            naive.query_hash_into(h, &mut out);
+            for &id in &out {
+                *counts.entry(id).or_default() += 1;
+            }
+        }
+        sliced.score_into(&hashes, &mut scores);
+        let got: Vec<(u64, u32)> = scores.iter().collect();
+        let want: Vec<(u64, u32)> = counts.iter().map(|(&id, &c)| (id, c)).collect();
+        assert_eq!(got, want, "{op:?}: score_into");
+        for threshold in [
+            Threshold::fraction(f64::from(shape % 11) / 10.0).unwrap(),
+            Threshold::fraction(0.8).unwrap(),
+            Threshold::count(1),
+        ] {
+            let min_count = threshold.min_count(hashes.len());
+            let want: Vec<(u64, u32)> = if min_count == 0 {
+                naive.filters().iter().map(|&(id, _)| (id, counts.get(&id).copied().unwrap_or(0))).collect()
+            } else {
+                counts.iter().filter(|&(_, &c)| c >= min_count).map(|(&id, &c)| (id, c)).collect()
+            };
+            let mut want = want;
+            want.sort_unstable();
+            assert_eq!(sliced.query_threshold(&hashes, threshold), want, "{op:?}: {threshold:?} pruned");
+            assert_eq!(sliced.query_threshold(&hashes, threshold.unpruned()), want, "{op:?}: {threshold:?} unpruned");
+        }
+    }
+}

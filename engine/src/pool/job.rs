@@ -119,43 +119,41 @@ struct Borrowed {
     items: *const (),
     /// Its length.
     len: usize,
-    /// Runs one task over the erased slice: [`query_range`] or
-    /// [`score_range`] for the slice's element type.
-    run: unsafe fn(*const (), usize, &TaskInput<'_>, TaskOutput<'_>),
+    /// What a task does with its range of the slice.
+    run: Run,
 }
 
-/// What a task over borrowed items reads besides them.
-struct TaskInput<'a> {
-    index: &'a SlicedIndex,
-    /// Items of the task.
-    range: core::ops::Range<usize>,
-    /// The threshold of a threshold batch.
-    threshold: Threshold,
+/// A task over a range of a [`Borrowed`] slice, monomorphised for the
+/// slice's element type.
+#[derive(Clone, Copy)]
+enum Run {
+    /// [`query_range`]: a key batch.
+    Keys(unsafe fn(*const (), usize, core::ops::Range<usize>, &SlicedIndex, &mut BatchResults)),
+    /// [`score_range`]: a threshold batch.
+    Threshold(
+        unsafe fn(*const (), usize, core::ops::Range<usize>, &SlicedIndex, Threshold, &mut Scored, &mut ScoreBufs),
+    ),
 }
 
-/// Where a task over borrowed items writes.
-enum TaskOutput<'a> {
-    /// A key batch's chunk.
-    Keys(&'a mut BatchResults),
-    /// A threshold batch's output and the thread's scratch.
-    Threshold(&'a mut Scored, &'a mut ScoreBufs),
-}
-
-/// [`Borrowed::run`] for a key batch of `K`: queries keys `input.range`.
+/// [`Run::Keys`] for keys of type `K`: queries keys `range` of the slice.
 ///
 /// # Safety
 ///
 /// `items` and `len` are a live `[K]` (see "Borrowed keys").
-unsafe fn query_range<K: Key + Sync>(items: *const (), len: usize, input: &TaskInput<'_>, sink: TaskOutput<'_>) {
+unsafe fn query_range<K: Key + Sync>(
+    items: *const (),
+    len: usize,
+    range: core::ops::Range<usize>,
+    index: &SlicedIndex,
+    out: &mut BatchResults,
+) {
     // SAFETY: the caller's contract; `K: Sync`, so reading it here is fine.
     let keys = unsafe { core::slice::from_raw_parts(items.cast::<K>(), len) };
-    if let TaskOutput::Keys(out) = sink {
-        input.index.query_batch(&keys[input.range.clone()], out);
-    }
+    index.query_batch(&keys[range], out);
 }
 
-/// [`Borrowed::run`] for a threshold batch of `Q`: scores the queries
-/// `input.range` one after the other.
+/// [`Run::Threshold`] for queries of type `Q`: scores the queries `range`
+/// of the slice one after the other.
 ///
 /// # Safety
 ///
@@ -163,17 +161,18 @@ unsafe fn query_range<K: Key + Sync>(items: *const (), len: usize, input: &TaskI
 unsafe fn score_range<Q: AsRef<[K]> + Sync, K: Key + Sync>(
     items: *const (),
     len: usize,
-    input: &TaskInput<'_>,
-    sink: TaskOutput<'_>,
+    range: core::ops::Range<usize>,
+    index: &SlicedIndex,
+    threshold: Threshold,
+    Scored { hits, ends }: &mut Scored,
+    ScoreBufs { scores, out }: &mut ScoreBufs,
 ) {
     // SAFETY: the caller's contract; `Q` and `K` are `Sync`.
     let queries = unsafe { core::slice::from_raw_parts(items.cast::<Q>(), len) };
-    if let TaskOutput::Threshold(Scored { hits, ends }, ScoreBufs { scores, out }) = sink {
-        for query in &queries[input.range.clone()] {
-            input.index.query_threshold_into(query.as_ref(), input.threshold, scores, out);
-            hits.extend_from_slice(out);
-            ends.push(hits.len());
-        }
+    for query in &queries[range] {
+        index.query_threshold_into(query.as_ref(), threshold, scores, out);
+        hits.extend_from_slice(out);
+        ends.push(hits.len());
     }
 }
 
@@ -322,7 +321,11 @@ impl Job {
         // `Arc`s are stale queue entries, whose claims fail until `arm`'s
         // Release store (see "Stale entries").
         let (borrowed, data) = unsafe { (&mut *self.borrowed.get(), &mut *self.threshold.get()) };
-        *borrowed = Some(Borrowed { items: queries.as_ptr().cast(), len: queries.len(), run: score_range::<Q, K> });
+        *borrowed = Some(Borrowed {
+            items: queries.as_ptr().cast(),
+            len: queries.len(),
+            run: Run::Threshold(score_range::<Q, K>),
+        });
         data.query_ends.clear();
         let mut keys = 0;
         for query in queries {
@@ -434,14 +437,8 @@ impl Job {
         match borrowed {
             // SAFETY: a borrowed batch's caller waits until `done` ("Borrowed
             // keys"), so the slice is live.
-            Some(b) => unsafe {
-                (b.run)(
-                    b.items,
-                    b.len,
-                    &TaskInput { index, range, threshold: Threshold::count(0) },
-                    TaskOutput::Keys(out),
-                )
-            },
+            Some(Borrowed { items, len, run: Run::Keys(run) }) => unsafe { run(*items, *len, range, index, out) },
+            Some(Borrowed { run: Run::Threshold(_), .. }) => unreachable!("a key batch borrows keys"),
             None => index.query_batch_hashes(&hashes[range], out),
         }
     }
@@ -458,7 +455,9 @@ impl Job {
         let scored = unsafe { &mut *data.scored[task].get() };
         scored.hits.clear();
         scored.ends.clear();
-        let (Some(index), Some(b)) = (index, borrowed) else { return };
+        let (Some(index), Some(Borrowed { items, len, run: Run::Threshold(run) })) = (index, borrowed) else {
+            return;
+        };
         // Workers and helping callers always lend scratch; a fresh one (which
         // allocates) only if a caller without any claimed this task.
         let mut own = None;
@@ -466,10 +465,10 @@ impl Job {
             Some(bufs) => bufs,
             None => own.insert(ScoreBufs::default()),
         };
-        let input = TaskInput { index, range: data.bounds[task]..data.bounds[task + 1], threshold: data.threshold };
+        let range = data.bounds[task]..data.bounds[task + 1];
         // SAFETY: the threshold batch's caller waits until `done` ("Borrowed
         // keys"), so the slice is live.
-        unsafe { (b.run)(b.items, b.len, &input, TaskOutput::Threshold(scored, bufs)) };
+        unsafe { run(*items, *len, range, index, data.threshold, scored, bufs) };
     }
 
     /// Marks a task panicked; the batch will report [`PoolError::TaskPanicked`].
@@ -647,7 +646,7 @@ impl PoolResults {
         debug_assert!(self.job.is_done(), "a PoolResults is only reachable while idle");
         // SAFETY: idle (we hold `&mut self`; see the module's design note).
         let borrowed = unsafe { &mut *self.job.borrowed.get() };
-        *borrowed = Some(Borrowed { items: keys.as_ptr().cast(), len: keys.len(), run: query_range::<K> });
+        *borrowed = Some(Borrowed { items: keys.as_ptr().cast(), len: keys.len(), run: Run::Keys(query_range::<K>) });
         self.arm_keys(index, keys.len(), tasks_for)
     }
 

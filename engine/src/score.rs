@@ -23,10 +23,11 @@
 //! The counts are kept *vertically*, as in the positional population count
 //! of Muła and Lemire: `B = ceil(log2(Q + 1))` bit-planes with one bit per
 //! filter column, plane `j` holding bit `j` of every column's counter. Keys
-//! are taken eight at a time (kernel `count_runs`; one at a time in exact
-//! pruned passes over long rows): for each 512-column
+//! are taken a few at a time (kernel `count_runs`: about 21 row runs, so 3
+//! keys of `k` = 7, at most 8 keys; one at a time in exact pruned passes
+//! over long rows): for each 512-column
 //! chunk, each key's `k` row runs are ANDed (with the early exit of a plain
-//! query), the eight results are summed in registers by carry-save adders
+//! query), the group's results are summed in registers by carry-save adders
 //! (Harley-Seal), and the four-digit sum is added to the planes in one pass
 //! of full adders, continuing up the planes only while a carry is left. A
 //! chunk where every key's AND is zero adds nothing. For `Q = 1000` and
@@ -37,7 +38,7 @@
 //!
 //! **Prefetch.** Rows are read from memory, so what a key costs is set by
 //! how well the next keys' rows stream in. Each `count_runs` call is handed
-//! the row runs of the keys that follow it (the next group of eight, or the
+//! the row runs of the keys that follow it (the next group, or the
 //! key a prefetch distance ahead) and prefetches them into L2 one chunk per
 //! chunk it scores: spread over the call's own walk, they arrive while it
 //! computes. Issued as one burst before each group, as they were at first,
@@ -46,7 +47,10 @@
 //! at `N = 10 000` (`bench/RESULTS.md`). Where a row run is a few lines
 //! (`N = 1 000`: two), a key costs less than the call that scores it, so
 //! one `count_runs` call takes every key up to the next pruning check,
-//! each group of eight prefetching the next as it walks.
+//! each group prefetching the next as it walks. Groups are small because
+//! every run a walk reads side by side is a stream the memory system must
+//! keep in flight: on an Intel Xeon with AVX-512, groups of eight keys (56
+//! runs) scored 1.6-1.9x slower at `N = 10 000` than groups of three.
 //!
 //! **Hashing.** A key's probe positions are computed when a pass first
 //! reaches it (in blocks of eight keys), not for the whole query up front: a

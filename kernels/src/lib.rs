@@ -58,6 +58,36 @@ pub use dispatch::{Backend, Kernels};
 /// Number of `u64` words in one 64-byte cache line (and one 512-bit chunk).
 pub const WORDS_PER_LINE: usize = 8;
 
+/// Row runs a grouped scoring walk ([`arch::all::count_runs`]) reads side
+/// by side, at most, when it sums keys in registers: each key's `k` runs
+/// are one stream of lines, and past about 21 streams (3 keys of 7 runs)
+/// the walk outruns what the memory system keeps in flight. On an Intel
+/// Xeon (family 6, model 207, AVX-512) at `multi` N = 10 000, groups of 8
+/// keys (56 streams) scored 1.6-1.9x slower than groups of 3 or 4, with
+/// either backend; on 128-byte runs (N = 1 000) 3 was 20-25% faster than 8
+/// with AVX-512 and no slower with AVX2 (`bench/RESULTS.md`).
+pub const SCORE_STREAMS: usize = 21;
+
+/// Most keys a grouped scoring walk sums in registers: the four digits of
+/// its carry-save sum hold at most 15.
+pub const SCORE_GROUP_MAX: usize = 8;
+
+/// Keys a grouped scoring walk sums at once when each key reads
+/// `runs_per_key` runs: [`SCORE_STREAMS`] runs, at least 2 keys (one
+/// carry-save pair) and at most [`SCORE_GROUP_MAX`]. Seven runs a key
+/// gives 3; a screen of two runs a key, 8.
+#[must_use]
+pub const fn score_group_keys(runs_per_key: usize) -> usize {
+    let keys = SCORE_STREAMS / if runs_per_key == 0 { 1 } else { runs_per_key };
+    if keys < 2 {
+        2
+    } else if keys > SCORE_GROUP_MAX {
+        SCORE_GROUP_MAX
+    } else {
+        keys
+    }
+}
+
 /// Issues a read prefetch for every cache line covered by `words`.
 ///
 /// A prefetch is a hint: it never faults and has no visible effect, so this
@@ -112,4 +142,24 @@ fn prefetch_hint<const HINT: i32>(ptr: *const u64) {
     // SAFETY: `_mm_prefetch` needs only SSE, which is part of the x86-64
     // baseline, and a prefetch never faults whatever the address.
     unsafe { core::arch::x86_64::_mm_prefetch::<HINT>(ptr.cast::<i8>()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn score_groups_keep_within_the_stream_budget() {
+        assert_eq!(score_group_keys(7), 3);
+        assert_eq!(score_group_keys(2), 8);
+        assert_eq!(score_group_keys(0), SCORE_GROUP_MAX);
+        for runs in 0..64 {
+            let keys = score_group_keys(runs);
+            assert!((2..=SCORE_GROUP_MAX).contains(&keys), "{runs} runs: {keys} keys");
+            // Within the budget, unless one carry-save pair already
+            // exceeds it; and as many keys as the budget and cap allow.
+            assert!(keys == 2 || keys * runs <= SCORE_STREAMS, "{runs} runs: {keys} keys");
+            assert!(keys == SCORE_GROUP_MAX || (keys + 1) * runs.max(1) > SCORE_STREAMS, "{runs} runs: {keys} keys");
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! threshold tests across the planes, and chunk pruning. The algorithm and
 //! its guarantees are described in [`crate::score`].
 
-use bloomslice_kernels::WORDS_PER_LINE;
+use bloomslice_kernels::{SCORE_GROUP_MAX, WORDS_PER_LINE, score_group_keys};
 
 use super::{Reach, Shard, SlicedIndex};
 use crate::hash::Key;
@@ -66,14 +66,8 @@ impl Probes<'_> {
 /// N = 1 000, two chunks: `bench/RESULTS.md`).
 const SCREEN_MIN_CHUNKS: usize = 8;
 
-/// Keys per `count_runs` call in an unpruned or screening pass over long
-/// runs: the kernel sums them in registers with carry-save adders and adds
-/// the sum to the planes once, and prefetches the next group's runs as it
-/// walks.
-const SCORE_GROUP: usize = 8;
-
 /// The densest AND of a screen's rows (`p^r` for bit density `p`). With
-/// keys summed by carry-save adders ([`SCORE_GROUP`]), a dense sum no
+/// keys summed by carry-save adders ([`score_group_keys`]), a dense sum no
 /// longer costs a pass over the planes per key: on `multi` N = 10 000
 /// (`p` = 0.5) `r` = 2 (cap 0.25) screens 10-25% faster than `r` = 3 (cap
 /// 0.125), and `r` = 1 (cap 0.5) about as fast as `r` = 2
@@ -287,10 +281,11 @@ impl SlicedIndex {
         let live_chunks = |live: &[u64]| live.iter().map(|w| w.count_ones()).sum::<u32>();
         let mut last = live_chunks(live);
         let live_words = |s: &Shard| (s.wpr / WORDS_PER_LINE).div_ceil(64);
-        // Unpruned and screening passes over long runs score SCORE_GROUP
-        // keys per kernel call: the kernel sums a group in registers with
-        // carry-save adders before touching the planes, and the group's
-        // look-ahead (the next group) streams in over its walk. Exact
+        // Unpruned and screening passes over long runs score a group of
+        // keys per kernel call (`score_group_keys`: 3 keys of 7 runs, 8 of
+        // 2): the kernel sums a group in registers with carry-save adders
+        // before touching the planes, and the group's look-ahead (the next
+        // group) streams in over its walk. Exact
         // pruned passes over long runs score a key at a time, so that
         // chunks die as soon as a check allows (grouped, they measured no
         // faster). Over short runs a key is a few lines and the call's own
@@ -300,7 +295,7 @@ impl SlicedIndex {
         let d = self.config.prefetch_distance;
         let short = self.shards.iter().all(|s| s.short_runs());
         let grouped = rows < k || prune == Prune::No || short;
-        let group_keys = if grouped { SCORE_GROUP } else { 1 };
+        let group_keys = if grouped { score_group_keys(rows) } else { 1 };
         // Keys per call: a group, or (short runs, positions back to back so
         // that no copy is needed) every key up to the next check.
         let span = if short && rows == k { q } else { group_keys };
@@ -310,7 +305,7 @@ impl SlicedIndex {
         // `d` ahead) and prefetches them chunk by chunk as it walks (see
         // `count_runs`): spread over the walk, not issued in a burst before
         // it, they arrive while the call computes.
-        let lead = if grouped { SCORE_GROUP } else { d };
+        let lead = if grouped { group_keys } else { d };
         let mut far_next = if d > 0 { lead.min(q) } else { 0 };
         let positions = probes.upto(far_next);
         for j in 0..far_next {
@@ -562,9 +557,10 @@ fn first_exact_check(q: usize, can_fail: usize, hit: f64) -> usize {
 }
 
 /// Positions [`leading_runs`] may gather for a group of keys or for a
-/// look-ahead (at most [`SCORE_GROUP`] or `prefetch_distance` keys of `k`).
+/// look-ahead (at most [`SCORE_GROUP_MAX`] or `prefetch_distance` keys of
+/// `k`).
 fn gathered_len(k: usize, prefetch_distance: usize) -> usize {
-    SCORE_GROUP.max(prefetch_distance) * k
+    SCORE_GROUP_MAX.max(prefetch_distance) * k
 }
 
 /// The first `rows` of the `k` positions of key `i`.

@@ -779,7 +779,8 @@ pub(crate) unsafe fn xor_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
 /// See [`all::count_runs`]. One key ([`count_one_key`]) adds its AND to the
 /// planes by ripple carry (one load, two bit operations and a store per
 /// plane, until the carry line is zero). More keys are taken
-/// [`COUNT_GROUP`] at a time: for each live full line, each key's runs are
+/// [`crate::score_group_keys`] at a time (3 of 7 runs each; at most
+/// [`crate::SCORE_GROUP_MAX`]): for each live full line, each key's runs are
 /// ANDed in registers with the early exit of `and_runs`, the ANDs summed in
 /// registers with carry-save adders (Harley-Seal: a full adder per pair of
 /// keys, two `vpternlogq` on AVX-512), and that four-digit sum added to the
@@ -821,11 +822,12 @@ pub(crate) unsafe fn count_runs<L: Line>(
     let planes_ptr = planes.as_mut_ptr();
     let mut any = false;
     let mut first = 0;
+    let group_keys = crate::score_group_keys(per_key);
     while first < keys {
-        let group = (keys - first).min(COUNT_GROUP);
+        let group = (keys - first).min(group_keys);
         // Each group's walk prefetches the next group's runs; the last
         // group's, the caller's look-ahead.
-        let next = (first + group)..(first + group + COUNT_GROUP).min(keys);
+        let next = (first + group)..(first + group + group_keys).min(keys);
         let ahead = if next.is_empty() { ahead } else { &positions[next.start * per_key..next.end * per_key] };
         // SAFETY: every run fits in `rows` (checked above); the planes
         // pointer covers `n_planes * width` words; `L`'s features are
@@ -925,11 +927,8 @@ unsafe fn count_one_key<L: Line>(
     hit
 }
 
-/// Keys [`count_runs`] sums in registers before adding to the planes: at
-/// most 8, so the sum fits the four digits of [`count_group`].
-const COUNT_GROUP: usize = 8;
-
-/// [`count_runs`] for one group of `keys` keys (at most [`COUNT_GROUP`]),
+/// [`count_runs`] for one group of `keys` keys (at most
+/// [`crate::SCORE_GROUP_MAX`], so the sum fits four digits),
 /// `k` positions each in `positions` (keys of no positions AND to all
 /// ones), on the live full chunks below `full`; returns whether any key's
 /// AND had a set bit. At each live chunk it first prefetches that chunk of

@@ -39,9 +39,10 @@
 //! **Prefetch.** Rows are read from memory, so what a key costs is set by
 //! how well the next keys' rows stream in. Each `count_runs` call is handed
 //! the row runs of the keys that follow it (the next group, or the
-//! key a prefetch distance ahead) and prefetches them into L2 one chunk per
-//! chunk it scores: spread over the call's own walk, they arrive while it
-//! computes. Issued as one burst before each group, as they were at first,
+//! key a prefetch distance ahead) and prefetches them one chunk per chunk
+//! it scores (into L2, or into L1 on Intel CPUs, where that measured
+//! faster: [`crate::kernels::LookAhead`]): spread over the call's own
+//! walk, they arrive while it computes. Issued as one burst before each group, as they were at first,
 //! the same prefetches left scoring 10-25% slower than a plain batched
 //! query of the same keys; spread, it runs 30-40% faster than that query
 //! at `N = 10 000` (`bench/RESULTS.md`). Where a row run is a few lines

@@ -88,6 +88,84 @@ pub const fn score_group_keys(runs_per_key: usize) -> usize {
     }
 }
 
+/// The cache that a scoring walk's look-ahead prefetches fill: the row
+/// runs the next kernel call will read ([`arch::all::count_runs`]'s
+/// `ahead`), a chunk of each per chunk scored.
+///
+/// Which is faster depends on the CPU, so it is chosen per process
+/// ([`LookAhead::detect`]). On an AMD EPYC Zen 4, L2 scored 128-byte runs
+/// about 10% faster than L1 (L1 filled with lines not needed yet). On an
+/// Intel Xeon (family 6, model 207), L1 scored them 6-25% faster (AVX-512,
+/// AVX2), and L2 was no faster on 1 280-byte runs: there an L2 prefetch
+/// holds a first-level miss buffer all the same, so it saves nothing and
+/// the demand load still misses L1 (`bench/RESULTS.md`, sessions of
+/// 2026-11-25 and 2026-11-27).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LookAhead {
+    /// `prefetcht0`: into every cache level, the first included.
+    L1,
+    /// `prefetcht1`: into the second level (and beyond), not the first.
+    L2,
+}
+
+impl LookAhead {
+    /// The lowercase name `BLOOMSLICE_LOOKAHEAD` accepts.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            LookAhead::L1 => "l1",
+            LookAhead::L2 => "l2",
+        }
+    }
+
+    /// Parses `l1` or `l2` (any case, surrounding spaces ignored).
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<LookAhead> {
+        [LookAhead::L1, LookAhead::L2].into_iter().find(|c| c.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// The choice measured faster for this CPU's vendor: [`LookAhead::L1`]
+    /// on Intel (`GenuineIntel`), [`LookAhead::L2`] on any other CPU.
+    #[must_use]
+    pub fn for_this_cpu() -> LookAhead {
+        if cpu_vendor_is_intel() { LookAhead::L1 } else { LookAhead::L2 }
+    }
+
+    /// The process's choice, decided at the first call: the environment
+    /// variable `BLOOMSLICE_LOOKAHEAD` (`l1` or `l2`) if it names one,
+    /// else [`LookAhead::for_this_cpu`]. It changes only where prefetched
+    /// lines land, never a result.
+    pub fn detect() -> LookAhead {
+        static CHOSEN: std::sync::OnceLock<LookAhead> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| {
+            std::env::var("BLOOMSLICE_LOOKAHEAD")
+                .ok()
+                .and_then(|v| LookAhead::from_name(&v))
+                .unwrap_or_else(LookAhead::for_this_cpu)
+        })
+    }
+}
+
+/// Whether CPUID names the vendor `GenuineIntel`.
+#[cfg(target_arch = "x86_64")]
+fn cpu_vendor_is_intel() -> bool {
+    // SAFETY: CPUID leaf 0 exists on every x86-64 CPU and only reads
+    // identification registers.
+    #[allow(unused_unsafe)]
+    let id = unsafe { core::arch::x86_64::__cpuid(0) };
+    let mut vendor = [0u8; 12];
+    vendor[..4].copy_from_slice(&id.ebx.to_le_bytes());
+    vendor[4..8].copy_from_slice(&id.edx.to_le_bytes());
+    vendor[8..].copy_from_slice(&id.ecx.to_le_bytes());
+    &vendor == b"GenuineIntel"
+}
+
+/// Whether CPUID names the vendor `GenuineIntel` (never, off x86-64).
+#[cfg(not(target_arch = "x86_64"))]
+fn cpu_vendor_is_intel() -> bool {
+    false
+}
+
 /// Issues a read prefetch for every cache line covered by `words`.
 ///
 /// A prefetch is a hint: it never faults and has no visible effect, so this
@@ -147,6 +225,28 @@ fn prefetch_hint<const HINT: i32>(ptr: *const u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn look_ahead_names_round_trip_and_detection_is_stable() {
+        for c in [LookAhead::L1, LookAhead::L2] {
+            assert_eq!(LookAhead::from_name(c.name()), Some(c));
+            assert_eq!(LookAhead::from_name(&format!(" {} ", c.name().to_uppercase())), Some(c));
+        }
+        assert_eq!(LookAhead::from_name("l3"), None);
+        assert_eq!(LookAhead::from_name(""), None);
+        let first = LookAhead::detect();
+        assert_eq!(LookAhead::detect(), first);
+        if std::env::var("BLOOMSLICE_LOOKAHEAD").ok().and_then(|v| LookAhead::from_name(&v)).is_none() {
+            assert_eq!(first, LookAhead::for_this_cpu());
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let intel = std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.contains("GenuineIntel"));
+            if std::path::Path::new("/proc/cpuinfo").exists() {
+                assert_eq!(LookAhead::for_this_cpu() == LookAhead::L1, intel);
+            }
+        }
+    }
 
     #[test]
     fn score_groups_keep_within_the_stream_budget() {

@@ -4,7 +4,7 @@
 //! early-exit rules the SIMD backends follow. Every other backend is tested
 //! bit for bit against them.
 
-use crate::WORDS_PER_LINE;
+use crate::{LookAhead, WORDS_PER_LINE};
 
 /// ANDs the row runs in `rows` word by word into `out` and reports whether
 /// any bit of `out` is set.
@@ -204,7 +204,8 @@ pub fn xor_popcount(a: &[u64], b: &[u64]) -> u64 {
 ///
 /// `ahead` names runs a later call will read (positions into the same
 /// `rows` and `stride`, any number of keys): their live chunks are
-/// prefetched into the second-level cache, a hint with no visible effect.
+/// prefetched into the cache [`LookAhead::detect`] chooses (L1 on Intel,
+/// L2 elsewhere), a hint with no visible effect.
 /// The SIMD backends spread these prefetches over the chunk walk, a chunk
 /// of every `ahead` run per live chunk scored, so that the next call's runs
 /// stream in while this call computes instead of in a burst before it
@@ -235,11 +236,12 @@ pub fn count_runs(
     ahead: &[u32],
 ) -> bool {
     check_count_args(rows.len(), stride, (positions.len(), max_position(positions)), keys, width, live, planes.len());
+    let into = LookAhead::detect();
     let mut start = 0;
     while start < width {
         let chunk = start / WORDS_PER_LINE;
         if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
-            prefetch_chunk(rows.as_ptr(), stride, ahead, start);
+            prefetch_chunk(rows.as_ptr(), stride, ahead, start, into);
         }
         start += WORDS_PER_LINE;
     }
@@ -260,13 +262,15 @@ pub fn count_runs(
     any
 }
 
-/// Prefetches into the second-level cache the line at word `start` of the
+/// Prefetches into the cache `into` names the line at word `start` of the
 /// run at every position of `ahead` (`rows` words apart from `base`): the
 /// look-ahead of [`count_runs`]. Addresses only, so any position is safe.
 #[inline(always)]
-pub(crate) fn prefetch_chunk(base: *const u64, stride: usize, ahead: &[u32], start: usize) {
-    for &p in ahead {
-        crate::prefetch_line_l2(base.wrapping_add((p as usize).wrapping_mul(stride).wrapping_add(start)));
+pub(crate) fn prefetch_chunk(base: *const u64, stride: usize, ahead: &[u32], start: usize, into: LookAhead) {
+    let line = |p: u32| base.wrapping_add((p as usize).wrapping_mul(stride).wrapping_add(start));
+    match into {
+        LookAhead::L1 => ahead.iter().for_each(|&p| crate::prefetch_line(line(p))),
+        LookAhead::L2 => ahead.iter().for_each(|&p| crate::prefetch_line_l2(line(p))),
     }
 }
 

@@ -14,8 +14,8 @@
 //! last full line (fewer than eight) are handled with scalar code that
 //! follows the reference exactly.
 
-use crate::WORDS_PER_LINE;
 use crate::arch::all;
+use crate::{LookAhead, WORDS_PER_LINE};
 
 /// Eight `u64` words held in SIMD registers.
 ///
@@ -811,10 +811,11 @@ pub(crate) unsafe fn count_runs<L: Line>(
     if width == 0 {
         return false;
     }
+    let into = LookAhead::detect();
     if keys == 1 {
         // SAFETY: forwarded from this function's contract; the arguments
         // are checked.
-        return unsafe { count_one_key::<L>(rows, stride, positions, width, live, planes, ahead) };
+        return unsafe { count_one_key::<L>(rows, stride, positions, width, live, planes, (ahead, into)) };
     }
     let per_key = positions.len() / keys;
     let n_planes = planes.len() / width;
@@ -838,7 +839,7 @@ pub(crate) unsafe fn count_runs<L: Line>(
                 (full, width, n_planes),
                 live,
                 planes_ptr,
-                (rows, stride, ahead),
+                (rows, stride, ahead, into),
             )
         };
         first += group;
@@ -846,7 +847,7 @@ pub(crate) unsafe fn count_runs<L: Line>(
     if full < width {
         let chunk = full / WORDS_PER_LINE;
         if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
-            all::prefetch_chunk(rows.as_ptr(), stride, ahead, full);
+            all::prefetch_chunk(rows.as_ptr(), stride, ahead, full, into);
             for key in 0..keys {
                 let at = key * per_key;
                 any |= all::count_chunk(rows, stride, &positions[at..at + per_key], width, full..width, planes);
@@ -870,7 +871,7 @@ unsafe fn count_one_key<L: Line>(
     width: usize,
     live: &[u64],
     planes: &mut [u64],
-    ahead: &[u32],
+    (ahead, into): (&[u32], LookAhead),
 ) -> bool {
     let n_planes = planes.len() / width;
     let full = width - width % WORDS_PER_LINE;
@@ -888,7 +889,7 @@ unsafe fn count_one_key<L: Line>(
             start += WORDS_PER_LINE;
             continue;
         }
-        all::prefetch_chunk(base, stride, ahead, start);
+        all::prefetch_chunk(base, stride, ahead, start, into);
         // SAFETY: for every position `p`, `p * stride + width <= rows.len()`
         // (checked by the caller) and `start + 8 <= full <= width`, so each
         // row load is in bounds; plane `j` spans words
@@ -920,7 +921,7 @@ unsafe fn count_one_key<L: Line>(
     if full < width {
         let chunk = full / WORDS_PER_LINE;
         if (live[chunk / 64] >> (chunk % 64)) & 1 == 1 {
-            all::prefetch_chunk(base, stride, ahead, full);
+            all::prefetch_chunk(base, stride, ahead, full, into);
             hit |= all::count_chunk(rows, stride, positions, width, full..width, planes);
         }
     }
@@ -954,7 +955,7 @@ unsafe fn count_group<L: Line>(
     (full, width, n_planes): (usize, usize, usize),
     live: &[u64],
     planes: *mut u64,
-    (rows, stride, ahead): (&[u64], usize, &[u32]),
+    (rows, stride, ahead, into): (&[u64], usize, &[u32], LookAhead),
 ) -> bool {
     debug_assert_eq!(positions.len(), keys * k);
     let base = rows.as_ptr();
@@ -970,7 +971,7 @@ unsafe fn count_group<L: Line>(
                 start += WORDS_PER_LINE;
                 continue;
             }
-            all::prefetch_chunk(base, stride, ahead, start);
+            all::prefetch_chunk(base, stride, ahead, start, into);
             // The group's sum, digit `i` of weight `2^i`, by carry-save
             // adders: each pair of keys goes into digit 0 with a full
             // adder, whose carry ripples up the digits in registers.

@@ -42,10 +42,11 @@
 //! key a prefetch distance ahead) and prefetches them one chunk per chunk
 //! it scores (into L2, or into L1 on Intel CPUs, where that measured
 //! faster: [`crate::kernels::LookAhead`]): spread over the call's own
-//! walk, they arrive while it computes. Issued as one burst before each group, as they were at first,
-//! the same prefetches left scoring 10-25% slower than a plain batched
-//! query of the same keys; spread, it runs 30-40% faster than that query
-//! at `N = 10 000` (`bench/RESULTS.md`). Where a row run is a few lines
+//! walk, they arrive while it computes. Issued as one burst before each
+//! group, as they were at first, the same prefetches left scoring 10-25%
+//! slower than a plain batched query of the same keys; spread, it runs
+//! 30-40% faster than that query at `N = 10 000` on Zen 4
+//! (`bench/RESULTS.md`). Where a row run is a few lines
 //! (`N = 1 000`: two), a key costs less than the call that scores it, so
 //! one `count_runs` call takes every key up to the next pruning check,
 //! each group prefetching the next as it walks. Groups are small because

@@ -98,8 +98,8 @@ pub const fn score_group_keys(runs_per_key: usize) -> usize {
 /// Intel Xeon (family 6, model 207), L1 scored them 6-25% faster (AVX-512,
 /// AVX2), and L2 was no faster on 1 280-byte runs: there an L2 prefetch
 /// holds a first-level miss buffer all the same, so it saves nothing and
-/// the demand load still misses L1 (`bench/RESULTS.md`, sessions of
-/// 2026-11-25 and 2026-11-27).
+/// the demand load still misses L1 (`bench/RESULTS.md`, sessions
+/// "(sixth)" and "(ninth)").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LookAhead {
     /// `prefetcht0`: into every cache level, the first included.

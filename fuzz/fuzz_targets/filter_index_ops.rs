@@ -75,12 +75,11 @@ fn check_scoring(sliced: &SlicedIndex, naive: &NaiveIndex, ops: &[Op], shape: u8
             Threshold::count(1),
         ] {
             let min_count = threshold.min_count(hashes.len());
-            let want: Vec<(u64, u32)> = if min_count == 0 {
+            let mut want: Vec<(u64, u32)> = if min_count == 0 {
                 naive.filters().iter().map(|&(id, _)| (id, counts.get(&id).copied().unwrap_or(0))).collect()
             } else {
                 counts.iter().filter(|&(_, &c)| c >= min_count).map(|(&id, &c)| (id, c)).collect()
             };
-            let mut want = want;
             want.sort_unstable();
             assert_eq!(sliced.query_threshold(&hashes, threshold), want, "{op:?}: {threshold:?} pruned");
             assert_eq!(sliced.query_threshold(&hashes, threshold.unpruned()), want, "{op:?}: {threshold:?} unpruned");

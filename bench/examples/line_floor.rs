@@ -1,0 +1,88 @@
+//! Exploration helper: what this machine's memory gives one core for the
+//! access that scoring makes, with no engine at all. For a buffer of the
+//! chosen size (huge pages asked for, as the index's rows are) it times:
+//!
+//! - a pointer chase through every line in random order (one load in
+//!   flight: the latency of a line);
+//! - independent loads of random lines (as many in flight as the core
+//!   allows: the floor per line of a random row run of one line);
+//! - independent loads of random pairs of adjacent lines (a run of two
+//!   lines, as `multi` N = 1 000 reads).
+//!
+//! Scoring at `N = 1 000` reads 14 lines a key (7 runs of 2); divided by
+//! the pair figure x 7 this gives the least time a key can take here.
+//!
+//! ```text
+//! cargo run --release -p bloomslice-bench --example line_floor -- [MIB]
+//! ```
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use bloomslice::storage::Words;
+
+/// Random line indexes per timed pass.
+const LOADS: usize = 1 << 22;
+
+/// xorshift64: the order of the lines, fixed so runs compare.
+fn next(s: &mut u64) -> u64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    *s
+}
+
+fn main() {
+    let mib: usize = match std::env::args().nth(1).map_or(Ok(12), |s| s.parse()) {
+        Ok(n) if n > 0 => n,
+        _ => {
+            eprintln!("line_floor: the argument is a buffer size in MiB (a positive integer)");
+            std::process::exit(2);
+        }
+    };
+    let lines = (mib << 20) / 64;
+    let mut buf = Words::zeroed(lines * 8).expect("memory for the buffer");
+    // A random cyclic order of all lines; each line's first word names the
+    // next line of the chase.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut order: Vec<usize> = (0..lines).collect();
+    for i in (1..lines).rev() {
+        order.swap(i, next(&mut seed) as usize % (i + 1));
+    }
+    for (i, &line) in order.iter().enumerate() {
+        buf[line * 8] = order[(i + 1) % lines] as u64;
+        buf[line * 8 + 1] = line as u64;
+    }
+    let picks: Vec<usize> = (0..LOADS).map(|_| next(&mut seed) as usize % (lines - 1)).collect();
+    let words: &[u64] = &buf;
+    for round in 0..3 {
+        let chase_steps = 1_000_000.min(lines);
+        let start = Instant::now();
+        let mut at = order[0];
+        for _ in 0..chase_steps {
+            at = words[at * 8] as usize;
+        }
+        let chase = start.elapsed().as_nanos() as f64 / chase_steps as f64;
+        black_box(at);
+
+        let start = Instant::now();
+        let mut acc = 0u64;
+        for &line in &picks {
+            acc ^= words[line * 8 + 1];
+        }
+        let single = start.elapsed().as_nanos() as f64 / LOADS as f64;
+        black_box(acc);
+
+        let start = Instant::now();
+        let mut acc = 0u64;
+        for &line in &picks {
+            acc ^= words[line * 8 + 1] ^ words[line * 8 + 9];
+        }
+        let pair = start.elapsed().as_nanos() as f64 / LOADS as f64;
+        black_box(acc);
+        println!(
+            "{mib} MiB, round {round}: chase {chase:.1} ns per line; independent loads {single:.2} ns per line, {pair:.2} ns per 2-line run ({:.1} ns per 7 runs)",
+            7.0 * pair
+        );
+    }
+}

@@ -28,8 +28,9 @@
 //! over long rows): for each 512-column
 //! chunk, each key's `k` row runs are ANDed (with the early exit of a plain
 //! query), the group's results are summed in registers by carry-save adders
-//! (Harley-Seal), and the four-digit sum is added to the planes in one pass
-//! of full adders, continuing up the planes only while a carry is left. A
+//! (Harley-Seal), and the sum (two digits for 3 keys, at most four) is
+//! added to the planes in one pass of full adders, continuing up the planes
+//! only while a carry is left. A
 //! chunk where every key's AND is zero adds nothing. For `Q = 1000` and
 //! `N = 10 000` filters the
 //! planes are 10 x 1280 bytes and stay in L1. The threshold test runs across

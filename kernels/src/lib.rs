@@ -68,8 +68,9 @@ pub const WORDS_PER_LINE: usize = 8;
 /// with AVX-512 and no slower with AVX2 (`bench/RESULTS.md`).
 pub const SCORE_STREAMS: usize = 21;
 
-/// Most keys a grouped scoring walk sums in registers: the four digits of
-/// its carry-save sum hold at most 15.
+/// Most keys a grouped scoring walk sums in registers: its carry-save sum
+/// has at most four digits (it keeps only as many as the group can reach:
+/// two for up to 3 keys, three for up to 7).
 pub const SCORE_GROUP_MAX: usize = 8;
 
 /// Keys a grouped scoring walk sums at once when each key reads

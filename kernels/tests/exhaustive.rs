@@ -196,15 +196,17 @@ fn check_append_mapped_bits(k: &Kernels) {
 
 /// `count_runs` against the scalar reference: every width up to
 /// `MAX_WORDS`, every offset of rows and planes, every row set, keys added
-/// in calls of 1 to 20 (up to three groups of the carry-save path, each
-/// prefetching the next) against one at a time, one to three planes (so
+/// in calls of 1 to 20 (groups of the carry-save path, each prefetching
+/// the next: with 0 to 7 runs a key, groups of 8, 8, 8, 4 and 3 keys, so
+/// sums of four, three and two digits, and shorter last groups) against
+/// one at a time, one to three planes (so
 /// carries ripple out of the top plane and wrap), and
 /// live masks that skip no chunk, every other chunk, or all of them. The
 /// same planes are then compared with `count_at_least` at every threshold
 /// they can hold and one beyond.
 fn check_count_runs(k: &Kernels) {
     let mut rng = Rng::new(5);
-    for rows in [0, 1, 2, 5] {
+    for rows in [0, 1, 2, 5, 7] {
         for (s, set) in row_sets(rows.max(1), &mut rng).into_iter().enumerate() {
             let stride = MAX_WORDS + 2;
             let flat: Vec<u64> = set.iter().chain(set.iter()).flatten().copied().collect();

@@ -783,8 +783,9 @@ pub(crate) unsafe fn xor_popcount<L: Line>(a: &[u64], b: &[u64]) -> u64 {
 /// [`crate::SCORE_GROUP_MAX`]): for each live full line, each key's runs are
 /// ANDed in registers with the early exit of `and_runs`, the ANDs summed in
 /// registers with carry-save adders (Harley-Seal: a full adder per pair of
-/// keys, two `vpternlogq` on AVX-512), and that four-digit sum added to the
-/// planes in one pass of full adders: a dense sum, whose carry never dies
+/// keys, two `vpternlogq` on AVX-512), and that sum (in as many digits as
+/// the group can reach: two for 3 keys, four for 8) added to the planes in
+/// one pass of full adders: a dense sum, whose carry never dies
 /// within a line, then costs one pass over the planes per group instead of
 /// one per key. Each group's walk prefetches the next group's runs, a
 /// chunk of each per live chunk it scores; the last group's walk, the
@@ -929,12 +930,39 @@ unsafe fn count_one_key<L: Line>(
 }
 
 /// [`count_runs`] for one group of `keys` keys (at most
-/// [`crate::SCORE_GROUP_MAX`], so the sum fits four digits),
-/// `k` positions each in `positions` (keys of no positions AND to all
-/// ones), on the live full chunks below `full`; returns whether any key's
-/// AND had a set bit. At each live chunk it first prefetches that chunk of
-/// the runs at `ahead` (positions in `rows`, `stride` words apart;
-/// addresses only, never read).
+/// [`crate::SCORE_GROUP_MAX`]), `k` positions each in `positions` (keys of
+/// no positions AND to all ones), on the live full chunks below `full`;
+/// returns whether any key's AND had a set bit. The group's sum is kept in
+/// as many digits as it can need ([`count_group_digits`]: 2 for up to 3
+/// keys, 3 for up to 7, 4 for 8), so a group of 3 (7 runs a key) adds two
+/// digits to the planes with full adders, not four.
+///
+/// # Safety
+///
+/// As [`count_group_digits`].
+#[inline(always)]
+unsafe fn count_group<L: Line>(
+    group: (&[u32], usize, usize),
+    shape: (usize, usize, usize),
+    live: &[u64],
+    planes: *mut u64,
+    source: (&[u64], usize, &[u32], LookAhead),
+) -> bool {
+    // SAFETY: forwarded from this function's contract; each instance's sum
+    // of `keys` ones fits its digits (`keys < 2^D`).
+    unsafe {
+        match group.2 {
+            0..=3 => count_group_digits::<L, 2>(group, shape, live, planes, source),
+            4..=7 => count_group_digits::<L, 3>(group, shape, live, planes, source),
+            _ => count_group_digits::<L, 4>(group, shape, live, planes, source),
+        }
+    }
+}
+
+/// [`count_group`] with the group's sum in `D` digits (`keys < 2^D`, at
+/// most [`crate::SCORE_GROUP_MAX`]). At each live chunk it first
+/// prefetches that chunk of the runs at `ahead` (positions in `rows`,
+/// `stride` words apart; addresses only, never read).
 ///
 /// Each run's address is computed from its position at every chunk rather
 /// than read from a table of pointers built per group: at `N = 1 000` (two
@@ -945,12 +973,12 @@ unsafe fn count_one_key<L: Line>(
 ///
 /// # Safety
 ///
-/// `positions` holds `keys * k` positions (`k` per key); every run holds
-/// at least `full` words; `planes` is valid for reading and writing
-/// `n_planes * width` words, `full <= width`; `live` has a bit for every
-/// chunk below `full`; `L`'s features are available.
+/// `keys < 2^D`; `positions` holds `keys * k` positions (`k` per key);
+/// every run holds at least `full` words; `planes` is valid for reading
+/// and writing `n_planes * width` words, `full <= width`; `live` has a bit
+/// for every chunk below `full`; `L`'s features are available.
 #[inline(always)]
-unsafe fn count_group<L: Line>(
+unsafe fn count_group_digits<L: Line, const D: usize>(
     (positions, k, keys): (&[u32], usize, usize),
     (full, width, n_planes): (usize, usize, usize),
     live: &[u64],
@@ -958,12 +986,14 @@ unsafe fn count_group<L: Line>(
     (rows, stride, ahead, into): (&[u64], usize, &[u32], LookAhead),
 ) -> bool {
     debug_assert_eq!(positions.len(), keys * k);
+    debug_assert!(keys < 1 << D);
     let base = rows.as_ptr();
     // SAFETY: as in the function's contract; every load and store below is
     // of a chunk `start..start + 8` with `start + 8 <= full <= width`, and
     // `key_and` is called with keys `g, g + 1 < keys`.
     unsafe {
-        let mut any = L::zero();
+        let zero = L::zero();
+        let mut any = zero;
         let mut start = 0;
         while start < full {
             let chunk = start / WORDS_PER_LINE;
@@ -973,45 +1003,65 @@ unsafe fn count_group<L: Line>(
             }
             all::prefetch_chunk(base, stride, ahead, start, into);
             // The group's sum, digit `i` of weight `2^i`, by carry-save
-            // adders: each pair of keys goes into digit 0 with a full
-            // adder, whose carry ripples up the digits in registers.
-            let zero = L::zero();
-            let mut d = [zero; 4];
-            let mut seen = zero;
-            let mut g = 0;
+            // adders: the first pair with a half adder into empty digits,
+            // each later pair into digit 0 with a full adder (a lone last
+            // key with a half adder), whose carry ripples up the digits in
+            // registers.
+            let mut d = [zero; D];
+            let x = key_and::<L>(base, stride, (positions, k, 0), start);
+            let y = if keys > 1 { key_and::<L>(base, stride, (positions, k, 1), start) } else { zero };
+            let mut seen = x.or(y);
+            d[0] = x.xor(y);
+            d[1] = x.and(y);
+            let mut g = 2;
             while g < keys {
                 let x = key_and::<L>(base, stride, (positions, k, g), start);
-                let y = if g + 1 < keys { key_and::<L>(base, stride, (positions, k, g + 1), start) } else { zero };
-                seen = seen.or(x).or(y);
-                let carry = d[0].maj(x, y);
-                d[0] = d[0].xor3(x, y);
-                let c2 = d[1].and(carry);
-                d[1] = d[1].xor(carry);
-                let c3 = d[2].and(c2);
-                d[2] = d[2].xor(c2);
-                d[3] = d[3].xor(c3);
+                let mut carry = if g + 1 < keys {
+                    let y = key_and::<L>(base, stride, (positions, k, g + 1), start);
+                    seen = seen.or(x).or(y);
+                    let carry = d[0].maj(x, y);
+                    d[0] = d[0].xor3(x, y);
+                    carry
+                } else {
+                    seen = seen.or(x);
+                    let carry = d[0].and(x);
+                    d[0] = d[0].xor(x);
+                    carry
+                };
+                for digit in &mut d[1..D - 1] {
+                    let next = digit.and(carry);
+                    *digit = digit.xor(carry);
+                    carry = next;
+                }
+                d[D - 1] = d[D - 1].xor(carry);
                 g += 2;
             }
             if !seen.is_zero() {
                 any = any.or(seen);
-                // Add the four digits to the planes with full adders, then
-                // the carry alone until it dies (digits beyond the planes
-                // drop out: counters are modulo 2^n_planes, as the
-                // reference's ripple).
+                // Add the digits to the planes (plane 0 with a half adder,
+                // the others with full adders), then the carry alone until
+                // it dies (digits beyond the planes drop out: counters are
+                // modulo 2^n_planes, as the reference's ripple).
                 let mut carry = zero;
-                let mut j = 0;
+                for (j, &digit) in d.iter().enumerate().take(n_planes) {
+                    let at = planes.add(j * width + start);
+                    let plane = L::load(at);
+                    if j == 0 {
+                        plane.xor(digit).store(at);
+                        carry = plane.and(digit);
+                    } else {
+                        plane.xor3(digit, carry).store(at);
+                        carry = plane.maj(digit, carry);
+                    }
+                }
+                let mut j = D;
                 while j < n_planes {
                     let at = planes.add(j * width + start);
                     let plane = L::load(at);
-                    if j < 4 {
-                        plane.xor3(d[j], carry).store(at);
-                        carry = plane.maj(d[j], carry);
-                    } else {
-                        plane.xor(carry).store(at);
-                        carry = carry.and(plane);
-                        if j % 2 == 1 && carry.is_zero() {
-                            break;
-                        }
+                    plane.xor(carry).store(at);
+                    carry = carry.and(plane);
+                    if (j - D) % 2 == 1 && carry.is_zero() {
+                        break;
                     }
                     j += 1;
                 }

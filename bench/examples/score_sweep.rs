@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use bloomslice::{BatchResults, BloomFilter, BloomParams, KeyHash, Scores, SlicedIndex, Threshold};
+use bloomslice_bench::multi::per_key_count;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -71,16 +72,7 @@ fn main() {
     let (mut results, mut counts, mut out, mut scores) =
         (BatchResults::new(), HashMap::<u64, u32>::new(), Vec::new(), Scores::new());
     let mut per_key = |hashes: &[KeyHash], results: &mut BatchResults, out: &mut Vec<(u64, u32)>| {
-        index.query_batch_hashes(hashes, results);
-        counts.clear();
-        for ids in results.iter() {
-            for &id in ids {
-                *counts.entry(id).or_insert(0) += 1;
-            }
-        }
-        out.clear();
-        out.extend(counts.iter().filter(|&(_, &c)| c >= min_count).map(|(&id, &c)| (id, c)));
-        out.sort_unstable();
+        per_key_count(&index, hashes, min_count, results, &mut counts, out);
         out.len()
     };
     for hashes in &queries {

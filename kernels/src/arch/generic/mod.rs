@@ -929,7 +929,7 @@ unsafe fn count_one_key<L: Line>(
     hit
 }
 
-/// [`count_runs`] for one group of `keys` keys (at most
+/// [`count_runs`] for one group of `keys` keys (1 to
 /// [`crate::SCORE_GROUP_MAX`]), `k` positions each in `positions` (keys of
 /// no positions AND to all ones), on the live full chunks below `full`;
 /// returns whether any key's AND had a set bit. The group's sum is kept in
@@ -948,7 +948,8 @@ unsafe fn count_group<L: Line>(
     planes: *mut u64,
     source: (&[u64], usize, &[u32], LookAhead),
 ) -> bool {
-    // SAFETY: forwarded from this function's contract; each instance's sum
+    // SAFETY: forwarded from this function's contract (`count_runs` calls
+    // it with groups of 1 to `SCORE_GROUP_MAX` keys); each instance's sum
     // of `keys` ones fits its digits (`keys < 2^D`).
     unsafe {
         match group.2 {
@@ -973,7 +974,7 @@ unsafe fn count_group<L: Line>(
 ///
 /// # Safety
 ///
-/// `keys < 2^D`; `positions` holds `keys * k` positions (`k` per key);
+/// `1 <= keys < 2^D`; `positions` holds `keys * k` positions (`k` per key);
 /// every run holds at least `full` words; `planes` is valid for reading
 /// and writing `n_planes * width` words, `full <= width`; `live` has a bit
 /// for every chunk below `full`; `L`'s features are available.
@@ -986,7 +987,7 @@ unsafe fn count_group_digits<L: Line, const D: usize>(
     (rows, stride, ahead, into): (&[u64], usize, &[u32], LookAhead),
 ) -> bool {
     debug_assert_eq!(positions.len(), keys * k);
-    debug_assert!(keys < 1 << D);
+    debug_assert!(keys >= 1 && keys < 1 << D);
     let base = rows.as_ptr();
     // SAFETY: as in the function's contract; every load and store below is
     // of a chunk `start..start + 8` with `start + 8 <= full <= width`, and

@@ -897,24 +897,10 @@ unsafe fn count_one_key<L: Line>(
         // `j * width..(j + 1) * width` of `planes` for `j < n_planes`; `L`'s
         // features are available (this function's contract).
         unsafe {
-            let mut acc = if positions.is_empty() { L::load(ONES.as_ptr()) } else { runs.and_chunk(start) };
+            let acc = if positions.is_empty() { L::load(ONES.as_ptr()) } else { runs.and_chunk(start) };
             if !acc.is_zero() {
                 hit = true;
-                // The carry dies after a plane or two, but where varies
-                // chunk by chunk, so a test per plane mispredicts often;
-                // testing every second plane keeps the branch mostly
-                // not-taken.
-                let mut j = 0;
-                while j < n_planes {
-                    let at = planes_ptr.add(j * width + start);
-                    let plane = L::load(at);
-                    plane.xor(acc).store(at);
-                    acc = acc.and(plane);
-                    j += 1;
-                    if j % 2 == 0 && acc.is_zero() {
-                        break;
-                    }
-                }
+                ripple::<L>(planes_ptr, (width, start), 0..n_planes, acc);
             }
         }
         start += WORDS_PER_LINE;
@@ -1055,21 +1041,47 @@ unsafe fn count_group_digits<L: Line, const D: usize>(
                         carry = plane.maj(digit, carry);
                     }
                 }
-                let mut j = D;
-                while j < n_planes {
-                    let at = planes.add(j * width + start);
-                    let plane = L::load(at);
-                    plane.xor(carry).store(at);
-                    carry = carry.and(plane);
-                    if (j - D) % 2 == 1 && carry.is_zero() {
-                        break;
-                    }
-                    j += 1;
-                }
+                ripple::<L>(planes, (width, start), D..n_planes, carry);
             }
             start += WORDS_PER_LINE;
         }
         !any.is_zero()
+    }
+}
+
+/// Adds the line `carry` at word `start` of the planes `from.start`,
+/// `from.start + 1`, ... below `from.end` (each `width` words after the
+/// one before, from `planes`) by ripple carry, until the carry is zero.
+/// The carry dies after a plane or two, but where varies chunk by chunk,
+/// so a test per plane mispredicts often; testing after every second
+/// plane keeps the branch mostly not-taken.
+///
+/// # Safety
+///
+/// Words `start..start + 8` of every plane `j` in `from` (at
+/// `planes + j * width`) are valid for reading and writing; `L`'s
+/// features are available.
+#[inline(always)]
+unsafe fn ripple<L: Line>(
+    planes: *mut u64,
+    (width, start): (usize, usize),
+    from: core::ops::Range<usize>,
+    mut carry: L,
+) {
+    // SAFETY: every line read and written is word `start` of a plane in
+    // `from` (this function's contract).
+    unsafe {
+        let mut j = from.start;
+        while j < from.end {
+            let at = planes.add(j * width + start);
+            let plane = L::load(at);
+            plane.xor(carry).store(at);
+            carry = carry.and(plane);
+            j += 1;
+            if (j - from.start).is_multiple_of(2) && carry.is_zero() {
+                break;
+            }
+        }
     }
 }
 

@@ -315,21 +315,15 @@ impl SlicedIndex {
         // `q - min_count + 1` keys, when the bound below is 1) or, in an
         // exact pass, once a chunk of columns that hold none of the keys is
         // likely dead ([`first_exact_check`]); then every `PRUNE_INTERVAL`
-        // keys. Groups end at the checks.
+        // keys where a chunk can die ([`next_check_after`]). Groups end at
+        // the checks.
         let can_fail = q + 1 - (min_count as usize).min(q);
         let first_check = match prune {
+            Prune::No => q,
             Prune::Exact => first_exact_check(q, can_fail, self.density().powi(rows as i32)),
-            _ => can_fail,
+            Prune::Screen { .. } => can_fail,
         };
-        let next_check = |done: usize| {
-            if prune == Prune::No {
-                q
-            } else if done < first_check {
-                first_check
-            } else {
-                first_check + (done - first_check).div_ceil(PRUNE_INTERVAL) * PRUNE_INTERVAL
-            }
-        };
+        let mut check_at = first_check;
         // Room for a group's and a look-ahead's leading positions
         // (`gathered_len`), warm after the first query: a pair of arrays
         // for the largest `k` here cost a 4 KiB memset per pass, 6% of a
@@ -337,7 +331,7 @@ impl SlicedIndex {
         let (group_positions, ahead_positions) = gathered.split_at_mut(gathered.len() / 2);
         let mut i = 0;
         while i < q {
-            let end = (i + span).min(q).min(next_check(i + 1));
+            let end = (i + span).min(q).min(check_at.max(i + 1));
             // Keys `far_next..ahead_end` go to this call's look-ahead: at
             // most a group or one key, never the call's own keys (a call of
             // several groups prefetches its own later groups as it walks).
@@ -378,17 +372,16 @@ impl SlicedIndex {
             }
             i = end;
             let remaining = q - i;
-            if prune != Prune::No
-                && i >= first_check
-                && (i - first_check).is_multiple_of(PRUNE_INTERVAL)
-                && remaining > 0
-            {
+            if prune != Prune::No && i >= check_at && remaining > 0 {
                 // A column can still pass only with `min_count - remaining`
                 // hits already.
                 let need = min_count - remaining as u32;
-                if !self.prune_chunks(need, n_planes, planes, live, mask, prefetch_rows, prefetch_from) {
+                let Some(least_best) =
+                    self.prune_chunks(need, n_planes, planes, live, mask, prefetch_rows, prefetch_from)
+                else {
                     return false;
-                }
+                };
+                check_at = next_check_after(first_check, i, need, least_best);
                 if let Prune::Screen { stop } = prune {
                     let now = live_chunks(live);
                     if i >= stop && now == last {
@@ -453,8 +446,12 @@ impl SlicedIndex {
 
     /// Clears the live bit of every chunk where no column has `need` hits
     /// yet, stops prefetching shards that died and moves the prefetch of the
-    /// others to their first live chunk; returns whether any chunk of any
-    /// shard is still live.
+    /// others to their first live chunk. Returns `None` when no chunk of any
+    /// shard is live, else a lower bound of the least, over the live chunks,
+    /// of a chunk's best count (the highest count of its used columns): the
+    /// exact least when at most [`BEST_COUNT_CHUNKS`] chunks are live, else
+    /// `need` (every live chunk has a column at `need`). The counts can be
+    /// upper bounds (a screen's): the same holds of them.
     #[expect(clippy::too_many_arguments, reason = "the scratch buffers of one scoring pass, borrowed apart")]
     fn prune_chunks(
         &self,
@@ -465,9 +462,9 @@ impl SlicedIndex {
         mask: &mut Vec<u64>,
         prefetch_rows: &mut [usize],
         prefetch_from: &mut [usize],
-    ) -> bool {
+    ) -> Option<u32> {
         let (mut plane_at, mut live_at) = (0, 0);
-        let mut any_live = false;
+        let mut live_chunks = 0;
         for ((s, rows), from) in self.shards.iter().zip(prefetch_rows.iter_mut()).zip(prefetch_from.iter_mut()) {
             let chunks = s.wpr / WORDS_PER_LINE;
             let (lw, pw) = (chunks.div_ceil(64), s.wpr * n_planes);
@@ -489,14 +486,34 @@ impl SlicedIndex {
             match shard_live.iter().position(|&w| w != 0) {
                 None => *rows = 0,
                 Some(w) => {
-                    any_live = true;
+                    live_chunks += shard_live.iter().map(|w| w.count_ones() as usize).sum::<usize>();
                     *from = (64 * w + shard_live[w].trailing_zeros() as usize) * WORDS_PER_LINE;
                 }
             }
             plane_at += pw;
             live_at += lw;
         }
-        any_live
+        if live_chunks == 0 {
+            return None;
+        }
+        if live_chunks > BEST_COUNT_CHUNKS {
+            return Some(need);
+        }
+        let (mut plane_at, mut live_at) = (0, 0);
+        let mut least_best = u32::MAX;
+        for s in &self.shards {
+            let chunks = s.wpr / WORDS_PER_LINE;
+            let (lw, pw) = (chunks.div_ceil(64), s.wpr * n_planes);
+            for c in (0..chunks).filter(|c| (live[live_at + c / 64] >> (c % 64)) & 1 == 1) {
+                let start = c * WORDS_PER_LINE;
+                let mut used = [0u64; WORDS_PER_LINE];
+                used.copy_from_slice(&s.used[start..start + WORDS_PER_LINE]);
+                least_best = least_best.min(best_count(&planes[plane_at..plane_at + pw], s.wpr, n_planes, start, used));
+            }
+            plane_at += pw;
+            live_at += lw;
+        }
+        Some(least_best)
     }
 
     /// The plain query's prefetch (`Shard::prefetch`) of every shard, from
@@ -554,6 +571,58 @@ fn first_exact_check(q: usize, can_fail: usize, hit: f64) -> usize {
         x += 1;
     }
     can_fail
+}
+
+/// The key count at which a pruned pass checks its chunks next, after a
+/// check at `done` keys that left live only chunks whose best column has at
+/// least `least_best >= need` hits (`need`: what a column needed at this
+/// check). Checks fall every [`PRUNE_INTERVAL`] keys from the first
+/// (`first`); this skips those where no chunk can die yet. A chunk dies
+/// once its best column can no longer reach `min_count`: one more key
+/// raises `need` by one and a best count by at most one, so no chunk can
+/// die before `least_best - need + 1` more keys (all misses for its best
+/// column). A skipped check would have cost a pass over the planes and a
+/// split kernel call, and killed nothing: the rows read stay the same. A
+/// query one filter holds most of (its chunk far above the bound) is
+/// checked a few times instead of every [`PRUNE_INTERVAL`] keys.
+fn next_check_after(first: usize, done: usize, need: u32, least_best: u32) -> usize {
+    debug_assert!(least_best >= need && done >= first, "a live chunk has a column at the bound");
+    let earliest = done + (least_best - need) as usize + 1;
+    first + (earliest - first).div_ceil(PRUNE_INTERVAL) * PRUNE_INTERVAL
+}
+
+/// Live chunks up to which a pruning check finds the least best count of
+/// the live chunks exactly (to skip the checks that cannot kill a chunk,
+/// [`next_check_after`]). The search costs about a pass over a chunk's
+/// planes per chunk: worth it when few chunks are left (those of the
+/// filters that hold many of the keys), not when most of a large index is
+/// still live (a random query before its chunks die).
+const BEST_COUNT_CHUNKS: usize = 8;
+
+/// The highest count among the columns `candidates` marks in the chunk of
+/// words `start..start + 8` of each of the `n_planes` planes (`width`
+/// words apart): bit by bit from the top plane, keeping the candidates
+/// that have the bit whenever any does. 0 when no column is marked.
+fn best_count(
+    planes: &[u64],
+    width: usize,
+    n_planes: usize,
+    start: usize,
+    mut candidates: [u64; WORDS_PER_LINE],
+) -> u32 {
+    let mut best = 0;
+    for j in (0..n_planes).rev() {
+        let plane = &planes[j * width + start..j * width + start + WORDS_PER_LINE];
+        let mut with = [0u64; WORDS_PER_LINE];
+        for ((w, &c), &p) in with.iter_mut().zip(&candidates).zip(plane) {
+            *w = c & p;
+        }
+        if with.iter().any(|&w| w != 0) {
+            best |= 1 << j;
+            candidates = with;
+        }
+    }
+    best
 }
 
 /// Positions [`leading_runs`] may gather for a group of keys or for a
@@ -651,6 +720,63 @@ mod tests {
         assert_eq!(first_exact_check(21, 21, 1.0 / 128.0), 21);
         // A dense index and a long query: no estimate within reach.
         assert_eq!(first_exact_check(1_000_000, 200_001, 0.5), 200_001);
+    }
+
+    #[test]
+    fn best_count_is_the_highest_marked_count() {
+        // Planes of 3 chunks (24 words) with counters of up to 6 bits;
+        // column c of the middle chunk counts (c * 37 + 11) % 64.
+        let (width, n_planes, start) = (24, 6, 8);
+        let count = |c: usize| ((c * 37 + 11) % 64) as u32;
+        let mut planes = vec![0u64; width * n_planes];
+        for c in 0..512 {
+            for j in 0..n_planes {
+                if (count(c) >> j) & 1 == 1 {
+                    planes[j * width + start + c / 64] |= 1 << (c % 64);
+                }
+            }
+        }
+        // Noise outside the chunk must not matter.
+        for j in 0..n_planes {
+            planes[j * width] = !0;
+            planes[j * width + 23] = !0;
+        }
+        let marked = |pick: &dyn Fn(usize) -> bool| {
+            let mut m = [0u64; WORDS_PER_LINE];
+            for c in (0..512).filter(|&c| pick(c)) {
+                m[c / 64] |= 1 << (c % 64);
+            }
+            m
+        };
+        let picks: [&dyn Fn(usize) -> bool; 5] = [&|_| true, &|c| c % 3 == 0, &|c| c < 5, &|c| c == 300, &|_| false];
+        for pick in picks {
+            let want = (0..512).filter(|&c| pick(c)).map(count).max().unwrap_or(0);
+            assert_eq!(best_count(&planes, width, n_planes, start, marked(pick)), want);
+        }
+    }
+
+    #[test]
+    fn checks_skip_only_grid_points_where_no_chunk_can_die() {
+        for first in [1usize, 21, 24, 205] {
+            for done in (first..first + 80).step_by(PRUNE_INTERVAL) {
+                for need in [1u32, 5, 80] {
+                    for slack in 0..40u32 {
+                        let next = next_check_after(first, done, need, need + slack);
+                        // On the grid, past `done`, not before a chunk can
+                        // die, and the first such grid point.
+                        assert_eq!((next - first) % PRUNE_INTERVAL, 0);
+                        assert!(next > done);
+                        let earliest = done + slack as usize + 1;
+                        assert!(next >= earliest);
+                        assert!(next < earliest + PRUNE_INTERVAL);
+                    }
+                }
+            }
+        }
+        // A chunk at the bound: the next grid point, as without skipping.
+        assert_eq!(next_check_after(24, 24, 5, 5), 32);
+        // One filter far above it: seven grid points skipped.
+        assert_eq!(next_check_after(24, 24, 5, 60), 80);
     }
 
     /// Several shards (512 columns each), ids out of column order, and

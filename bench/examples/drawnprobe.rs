@@ -1,0 +1,141 @@
+//! Exploration helper for pruned scoring on *drawn* queries: queries most of
+//! whose keys one filter holds (95% of them, the rest random), as a read
+//! from a sample in the index is. Such a query keeps its filter's chunk live
+//! to the end, so pruning saves only the other chunks' rows and the checks
+//! cost what they cost. The index is that of `scoreprobe` (random
+//! half-full filters, `full` shape). Every query is scored unpruned and
+//! pruned at threshold 0.8; both must give the same answers, then both are
+//! timed (best of the repeats), or counted under callgrind:
+//!
+//! ```text
+//! cargo build --release -p bloomslice-bench --example drawnprobe
+//! target/release/examples/drawnprobe 1000 100 50 200
+//! BLOOMSLICE_KERNELS=avx2 valgrind --tool=callgrind \
+//!     --toggle-collect='*drawnprobe::measure_pruned*' \
+//!     target/release/examples/drawnprobe 1000 1000 1 20
+//! ```
+//!
+//! Arguments: filters, keys per query, repeats, queries (default 200).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use bloomslice::{BloomFilter, KeyHash, Scores, SlicedConfig, SlicedIndex, Threshold};
+use bloomslice_bench::workload::{params, random_full_filters};
+
+/// Scores every query; returns the number of (id, count) pairs reported.
+fn measure(
+    index: &SlicedIndex,
+    queries: &[Vec<KeyHash>],
+    threshold: Threshold,
+    scores: &mut Scores,
+    out: &mut Vec<(u64, u32)>,
+) -> usize {
+    let mut reported = 0;
+    for query in queries {
+        index.query_threshold_into(query, threshold, scores, out);
+        reported += out.len();
+    }
+    reported
+}
+
+/// [`measure`] unpruned (its own symbol, for callgrind's toggle).
+#[inline(never)]
+fn measure_unpruned(
+    index: &SlicedIndex,
+    queries: &[Vec<KeyHash>],
+    threshold: Threshold,
+    scores: &mut Scores,
+    out: &mut Vec<(u64, u32)>,
+) -> usize {
+    measure(index, queries, threshold.unpruned(), scores, out)
+}
+
+/// [`measure`] pruned (its own symbol, for callgrind's toggle).
+#[inline(never)]
+fn measure_pruned(
+    index: &SlicedIndex,
+    queries: &[Vec<KeyHash>],
+    threshold: Threshold,
+    scores: &mut Scores,
+    out: &mut Vec<(u64, u32)>,
+) -> usize {
+    measure(index, queries, threshold, scores, out)
+}
+
+/// The positive integer argument `i` (or `default`), or a one-line error.
+fn arg(args: &[String], i: usize, name: &str, default: Option<usize>) -> usize {
+    match (args.get(i), default) {
+        (None, Some(d)) => d,
+        (Some(s), _) => match s.parse() {
+            Ok(n) if n > 0 => n,
+            _ => fail(&format!("{name} must be a positive integer, not {s:?}")),
+        },
+        (None, None) => fail(&format!("missing {name}; usage: drawnprobe FILTERS KEYS REPEATS [QUERIES]")),
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("drawnprobe: {message}");
+    std::process::exit(2);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let filters = arg(&args, 1, "FILTERS", None);
+    let per_query = arg(&args, 2, "KEYS", None);
+    let repeats = arg(&args, 3, "REPEATS", None);
+    let n_queries = arg(&args, 4, "QUERIES", Some(200));
+    let p = params();
+    let (built, _, _) = random_full_filters(filters, 10, 11);
+    let mut index = SlicedIndex::with_config(p, SlicedConfig::default());
+    index.reserve(built.len()).expect("memory for the index");
+    let refs: Vec<(u64, &BloomFilter)> = built.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
+    index.insert_filters(&refs).expect("filters of the index's parameters");
+    // xorshift64: fixed, so that runs compare.
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let held = per_query * 95 / 100;
+    let queries: Vec<Vec<KeyHash>> = (0..n_queries)
+        .map(|_| {
+            let filter = &built[(next() % filters as u64) as usize];
+            let mut keys = Vec::with_capacity(per_query);
+            while keys.len() < held {
+                let key = next().to_le_bytes();
+                if filter.contains(&key) {
+                    keys.push(p.hash(&key));
+                }
+            }
+            keys.extend((held..per_query).map(|_| p.hash(&next().to_le_bytes())));
+            keys
+        })
+        .collect();
+    let threshold = Threshold::fraction(0.8).expect("a valid fraction");
+    let (mut scores, mut out) = (Scores::new(), Vec::new());
+    let unpruned = measure_unpruned(&index, &queries, threshold, &mut scores, &mut out);
+    let pruned = measure_pruned(&index, &queries, threshold, &mut scores, &mut out);
+    assert_eq!(unpruned, pruned, "pruning changed the answers");
+    let keys = (n_queries * per_query) as f64;
+    let (mut best_unpruned, mut best_pruned) = (f64::MAX, f64::MAX);
+    for _ in 0..repeats {
+        let start = Instant::now();
+        let got = measure_unpruned(black_box(&index), black_box(&queries), threshold, &mut scores, &mut out);
+        best_unpruned = best_unpruned.min(start.elapsed().as_secs_f64() * 1e9 / keys);
+        assert_eq!(got, unpruned, "a repeat gave another answer");
+        let start = Instant::now();
+        let got = measure_pruned(black_box(&index), black_box(&queries), threshold, &mut scores, &mut out);
+        best_pruned = best_pruned.min(start.elapsed().as_secs_f64() * 1e9 / keys);
+        assert_eq!(got, pruned, "a repeat gave another answer");
+    }
+    println!(
+        "{filters} filters, {} kernels, {n_queries} drawn {per_query}-key queries: {unpruned} reported; \
+         unpruned {best_unpruned:.1}, pruned {best_pruned:.1} ns per key (pruned / unpruned {:.2})",
+        index.kernels().backend(),
+        best_pruned / best_unpruned
+    );
+}

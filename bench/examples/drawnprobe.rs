@@ -15,7 +15,9 @@
 //!     target/release/examples/drawnprobe 1000 1000 1 20
 //! ```
 //!
-//! Arguments: filters, keys per query, repeats, queries (default 200).
+//! Arguments: filters, keys per query, repeats, queries (default 200), and
+//! the percentage of a query's keys its filter holds (default 95; near 80,
+//! the threshold, a query's filter stays close to the pruning bound).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -71,7 +73,7 @@ fn arg(args: &[String], i: usize, name: &str, default: Option<usize>) -> usize {
             Ok(n) if n > 0 => n,
             _ => fail(&format!("{name} must be a positive integer, not {s:?}")),
         },
-        (None, None) => fail(&format!("missing {name}; usage: drawnprobe FILTERS KEYS REPEATS [QUERIES]")),
+        (None, None) => fail(&format!("missing {name}; usage: drawnprobe FILTERS KEYS REPEATS [QUERIES] [HELD]")),
     }
 }
 
@@ -86,6 +88,10 @@ fn main() {
     let per_query = arg(&args, 2, "KEYS", None);
     let repeats = arg(&args, 3, "REPEATS", None);
     let n_queries = arg(&args, 4, "QUERIES", Some(200));
+    let held_percent = arg(&args, 5, "HELD", Some(95));
+    if held_percent > 100 {
+        fail(&format!("HELD is a percentage, not {held_percent}"));
+    }
     let p = params();
     let (built, _, _) = random_full_filters(filters, 10, 11);
     let mut index = SlicedIndex::with_config(p, SlicedConfig::default());
@@ -100,19 +106,27 @@ fn main() {
         seed ^= seed << 17;
         seed
     };
-    let held = per_query * 95 / 100;
+    let held = per_query * held_percent / 100;
     let queries: Vec<Vec<KeyHash>> = (0..n_queries)
         .map(|_| {
             let filter = &built[(next() % filters as u64) as usize];
-            let mut keys = Vec::with_capacity(per_query);
-            while keys.len() < held {
-                let key = next().to_le_bytes();
-                if filter.contains(&key) {
-                    keys.push(p.hash(&key));
-                }
-            }
-            keys.extend((held..per_query).map(|_| p.hash(&next().to_le_bytes())));
-            keys
+            // Key `i` is one the filter holds while `held * (i + 1) /
+            // per_query` grows: the random keys spread evenly through the
+            // query, as `multi`'s replaced keys are.
+            (0..per_query)
+                .map(|i| {
+                    if held * (i + 1) / per_query > held * i / per_query {
+                        loop {
+                            let key = next().to_le_bytes();
+                            if filter.contains(&key) {
+                                break p.hash(&key);
+                            }
+                        }
+                    } else {
+                        p.hash(&next().to_le_bytes())
+                    }
+                })
+                .collect()
         })
         .collect();
     let threshold = Threshold::fraction(0.8).expect("a valid fraction");
@@ -133,7 +147,7 @@ fn main() {
         assert_eq!(got, pruned, "a repeat gave another answer");
     }
     println!(
-        "{filters} filters, {} kernels, {n_queries} drawn {per_query}-key queries: {unpruned} reported; \
+        "{filters} filters, {} kernels, {n_queries} drawn {per_query}-key queries ({held_percent}% held): {unpruned} reported; \
          unpruned {best_unpruned:.1}, pruned {best_pruned:.1} ns per key (pruned / unpruned {:.2})",
         index.kernels().backend(),
         best_pruned / best_unpruned

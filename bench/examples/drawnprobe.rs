@@ -23,25 +23,11 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bloomslice::{BloomFilter, KeyHash, Scores, SlicedConfig, SlicedIndex, Threshold};
+use bloomslice_bench::multi::score_queries;
 use bloomslice_bench::workload::{params, random_full_filters};
 
-/// Scores every query; returns the number of (id, count) pairs reported.
-fn measure(
-    index: &SlicedIndex,
-    queries: &[Vec<KeyHash>],
-    threshold: Threshold,
-    scores: &mut Scores,
-    out: &mut Vec<(u64, u32)>,
-) -> usize {
-    let mut reported = 0;
-    for query in queries {
-        index.query_threshold_into(query, threshold, scores, out);
-        reported += out.len();
-    }
-    reported
-}
-
-/// [`measure`] unpruned (its own symbol, for callgrind's toggle).
+/// [`score_queries`] unpruned (a symbol of its own, for callgrind's
+/// toggle; the pruned twin below has the same signature).
 #[inline(never)]
 fn measure_unpruned(
     index: &SlicedIndex,
@@ -50,10 +36,10 @@ fn measure_unpruned(
     scores: &mut Scores,
     out: &mut Vec<(u64, u32)>,
 ) -> usize {
-    measure(index, queries, threshold.unpruned(), scores, out)
+    score_queries(index, queries, threshold.unpruned(), scores, out)
 }
 
-/// [`measure`] pruned (its own symbol, for callgrind's toggle).
+/// [`score_queries`] pruned (a symbol of its own, for callgrind's toggle).
 #[inline(never)]
 fn measure_pruned(
     index: &SlicedIndex,
@@ -62,7 +48,7 @@ fn measure_pruned(
     scores: &mut Scores,
     out: &mut Vec<(u64, u32)>,
 ) -> usize {
-    measure(index, queries, threshold, scores, out)
+    score_queries(index, queries, threshold, scores, out)
 }
 
 /// The positive integer argument `i` (or `default`), or a one-line error.

@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use bloomslice::kernels::{Backend, Kernels};
 use bloomslice::{Scores, SlicedConfig, SlicedIndex, Threshold};
+use bloomslice_bench::multi::score_queries;
 use bloomslice_bench::workload::random_full_index;
 
 /// Query keys, cut into queries of the chosen length.
@@ -34,12 +35,7 @@ fn measure(
     scores: &mut Scores,
     out: &mut Vec<(u64, u32)>,
 ) -> usize {
-    let mut reported = 0;
-    for query in queries {
-        index.query_threshold_into(query, threshold, scores, out);
-        reported += out.len();
-    }
-    reported
+    score_queries(index, queries, threshold, scores, out)
 }
 
 fn main() {

@@ -430,6 +430,24 @@ pub fn per_key_count(
     out.sort_unstable();
 }
 
+/// Runs `query_threshold_into` on every query of `queries` in turn; returns
+/// the number of `(id, count)` pairs reported. The timed loop of the
+/// scoring probes (`examples/scoreprobe.rs`, `examples/drawnprobe.rs`).
+pub fn score_queries<Q: AsRef<[K]>, K: bloomslice::Key>(
+    index: &SlicedIndex,
+    queries: &[Q],
+    threshold: Threshold,
+    scores: &mut Scores,
+    out: &mut Vec<(u64, u32)>,
+) -> usize {
+    let mut reported = 0;
+    for query in queries {
+        index.query_threshold_into(query.as_ref(), threshold, scores, out);
+        reported += out.len();
+    }
+    reported
+}
+
 fn check(engine: &str, query: usize, got: &[(u64, u32)], want: &[(u64, u32)]) -> Result<(), BenchError> {
     if got == want {
         Ok(())

@@ -77,7 +77,7 @@
 //! eight chunks are live (a query one filter holds most of, after the
 //! others died) the check finds their best counts and the next check is
 //! the first where one of them could fail: a 1 000-key query drawn from
-//! one filter (95% of its keys; `examples/drawnprobe.rs`, `N = 1 000`) is
+//! one filter (95% of its keys; `bench/examples/drawnprobe.rs`, `N = 1 000`) is
 //! checked 5 times instead of 99, each check a pass over the planes and a
 //! split kernel call (31% fewer instructions, `bench/RESULTS.md`). A column that
 //! passes in the end met every bound on the way, so its chunk was never

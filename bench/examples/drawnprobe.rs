@@ -17,7 +17,17 @@
 //!
 //! Arguments: filters, keys per query, repeats, queries (default 200), and
 //! the percentage of a query's keys its filter holds (default 95; near 80,
-//! the threshold, a query's filter stays close to the pruning bound).
+//! the threshold, a query's filter stays close to the pruning bound; 0
+//! gives `multi`'s *random* queries, of keys no filter was built with).
+//!
+//! Each pruned pass follows an unpruned one, which reads every key's rows
+//! and so leaves few of the pruned pass's rows in the second-level cache:
+//! its timings are taken cold, as `multi`'s are (its engines run in turn).
+//! `scoreprobe` repeats pruned passes back to back, and at `N = 1 000` its
+//! 100 random queries read 2.1 MB of rows (24 keys each), about what a
+//! 2 MiB second-level cache holds: on the Intel Xeon of `bench/RESULTS.md`
+//! it timed 10.7-10.9 ns per key where this example (`HELD` 0) timed
+//! 11.9-12.3 and `multi` 12.5-13.4.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -51,12 +61,14 @@ fn measure_pruned(
     score_queries(index, queries, threshold, scores, out)
 }
 
-/// The positive integer argument `i` (or `default`), or a one-line error.
-fn arg(args: &[String], i: usize, name: &str, default: Option<usize>) -> usize {
+/// The integer argument `i`, at least `least` (or `default`), or a
+/// one-line error.
+fn arg(args: &[String], i: usize, name: &str, least: usize, default: Option<usize>) -> usize {
     match (args.get(i), default) {
         (None, Some(d)) => d,
         (Some(s), _) => match s.parse() {
-            Ok(n) if n > 0 => n,
+            Ok(n) if n >= least => n,
+            _ if least == 0 => fail(&format!("{name} must be a non-negative integer, not {s:?}")),
             _ => fail(&format!("{name} must be a positive integer, not {s:?}")),
         },
         (None, None) => fail(&format!("missing {name}; usage: drawnprobe FILTERS KEYS REPEATS [QUERIES] [HELD]")),
@@ -70,11 +82,11 @@ fn fail(message: &str) -> ! {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let filters = arg(&args, 1, "FILTERS", None);
-    let per_query = arg(&args, 2, "KEYS", None);
-    let repeats = arg(&args, 3, "REPEATS", None);
-    let n_queries = arg(&args, 4, "QUERIES", Some(200));
-    let held_percent = arg(&args, 5, "HELD", Some(95));
+    let filters = arg(&args, 1, "FILTERS", 1, None);
+    let per_query = arg(&args, 2, "KEYS", 1, None);
+    let repeats = arg(&args, 3, "REPEATS", 1, None);
+    let n_queries = arg(&args, 4, "QUERIES", 1, Some(200));
+    let held_percent = arg(&args, 5, "HELD", 0, Some(95));
     if held_percent > 100 {
         fail(&format!("HELD is a percentage, not {held_percent}"));
     }

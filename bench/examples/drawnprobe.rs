@@ -26,8 +26,8 @@
 //! `scoreprobe` repeats pruned passes back to back, and at `N = 1 000` its
 //! 100 random queries read 2.1 MB of rows (24 keys each), about what a
 //! 2 MiB second-level cache holds: on the Intel Xeon of `bench/RESULTS.md`
-//! it timed 10.7-10.9 ns per key where this example (`HELD` 0) timed
-//! 11.9-12.3 and `multi` 12.5-13.4.
+//! it timed 10.7-10.9 ns per key (AVX-512) where this example (`HELD` 0)
+//! timed 11.9-14.2 and `multi` 12.7-13.5.
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -1,6 +1,6 @@
 //! Differential fuzzing of every index type against `NaiveIndex` through
 //! the shared harness (`bloomslice::testing`, also used by the property
-//! tests in `engine/tests/filter_index.rs`): the input's first bytes pick
+//! tests in `engine/core/tests/filter_index.rs`): the input's first bytes pick
 //! the parameters, the pair, the kernel backend and the tree's shape; the
 //! rest decodes to an op sequence compared after every step. For the
 //! sliced index, multi-key scoring is then checked on the final state (after

@@ -126,5 +126,5 @@ pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;

@@ -25,9 +25,9 @@
 //! its timings are taken cold, as `multi`'s are (its engines run in turn).
 //! `scoreprobe` repeats pruned passes back to back, and at `N = 1 000` its
 //! 100 random queries read 2.1 MB of rows (24 keys each), about what a
-//! 2 MiB second-level cache holds: on the Intel Xeon of `bench/RESULTS.md`
-//! it timed 10.7-10.9 ns per key (AVX-512) where this example (`HELD` 0)
-//! timed 11.9-14.2 and `multi` 12.7-13.5.
+//! 2 MiB second-level cache holds, so its pruned figures there are warm and
+//! lower than this example's (`HELD` 0) or `multi`'s (`bench/RESULTS.md`,
+//! section "Scoring").
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -6,7 +6,8 @@
 //! iai-callgrind (`benches/iai.rs`) benches. The library part is what the
 //! binary and the benches share:
 //!
-//! - [`workload`]: the named workloads of `DESIGN.md` and their query sets;
+//! - [`workload`]: the named workloads (`paper`, `full`, `large`, `multi`)
+//!   and their query sets;
 //! - [`engines`]: the compared engines, their construction, query loops and
 //!   timing helpers;
 //! - [`reference`](mod@reference): reference answers and the checks every engine passes

@@ -1,7 +1,7 @@
 //! What the machine is: CPU model, available memory, and whether a buffer
 //! got transparent huge pages. Linux `/proc` files; `None` elsewhere.
 
-/// The CPU model, e.g. `AMD EPYC (family 25, model 1, stepping 1)`, from
+/// The CPU model, as `<model name> (family F, model M, stepping S)`, from
 /// `/proc/cpuinfo`; `"unknown"` when it cannot be read.
 pub fn cpu_model() -> String {
     let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {

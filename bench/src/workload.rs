@@ -1,5 +1,17 @@
-//! The named workloads of `DESIGN.md` ("Workloads"): which keys each filter
-//! holds and which keys are queried.
+//! The named workloads: which keys each filter holds and which keys are
+//! queried. All share `n_exp = 10 000`, `p = 0.01` (`m = 100 992`, `k = 7`):
+//!
+//! - `paper`: `N` = 1 000 by default; filter `i` holds keys
+//!   `[i * 100, (i + 1) * 100)` (sparse rows, the Bloofi paper's default);
+//!   100 000 queries, half present.
+//! - `full`: `N` = 1 000 or 10 000; every filter holds 10 000 random keys
+//!   (filters at capacity, rows about half ones); 100 000 queries, half
+//!   present.
+//! - `large`: `N` = 100 000 filters of 100 keys each, laid out like `paper`;
+//!   100 000 queries, half present.
+//! - `multi`: the filters of `full`, asked 1 000 queries of 100 keys and 100
+//!   of 1 000 keys at threshold 0.8; half are drawn from one filter's keys
+//!   (5% replaced by absent keys), half are random absent keys.
 //!
 //! Everything here is a pure function of the [`WorkloadSpec`] (including its
 //! seed), so two runs with the same arguments build the same filters and ask
@@ -30,7 +42,7 @@ pub fn params() -> BloomParams {
     BloomParams::for_capacity(CAPACITY, FALSE_POSITIVE_RATE).expect("the workload parameters are valid")
 }
 
-/// The workloads of `DESIGN.md`.
+/// The named workloads (described in the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WorkloadKind {

@@ -69,7 +69,9 @@ enum Format {
 
 #[derive(clap::Args, Debug)]
 struct QueryArgs {
-    /// Workload (see DESIGN.md, "Workloads").
+    /// Workload: paper (filter i holds keys [i*100, (i+1)*100)), full (10 000
+    /// random keys per filter), large (100 000 filters laid out like paper) or
+    /// multi (full filters, multi-key threshold queries).
     #[arg(long, value_enum, default_value_t = WorkloadKind::Paper)]
     workload: WorkloadKind,
     /// Number of filters [default: paper 1000, full 1000, large 100000, multi 1000].

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the `paper query` experiments recorded in bench/RESULTS.md.
+# Runs the `paper query` experiments of bench/RESULTS.md, section "Query".
 # Usage: bench/scripts/paper-all.sh [main|tuned|sweep|extra|all] [run-label]
 # Outputs go to bench/results/<label>/ (table .txt and .json per run).
 set -euo pipefail

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Persistence speed figures of issue 5, all in one run on one disk:
+# The persistence speed figures (bench/RESULTS.md, section "Files"), all in
+# one run on one disk:
 #   - dd sequential write (with fdatasync) and read of 1 GiB, for reference;
 #   - save / load / mmap-open of a ~1 GiB index (persist-speed);
 #   - `bloomslice build` from a TSV of 10 million lines against inserting

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarises bench/results/<label>/*.json into compact tables (markdown).
 
-Usage: bench/scripts/summarize.py bench/results/run1 [bench/results/run2 ...]
+Usage: bench/scripts/summarize.py bench/results/LABEL [bench/results/LABEL2 ...]
 """
 import json
 import pathlib

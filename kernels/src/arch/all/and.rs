@@ -92,8 +92,9 @@ pub(crate) fn run_fits(rows_len: usize, stride: usize, position: u32, len: usize
 
 /// The largest of `positions`, `None` if there are none. Inlined into each
 /// caller so that the SIMD backends compute it with their vector maximum
-/// (compiled here, for the baseline target, it was a branchy scalar loop:
-/// 5% of pruned scoring's time at `N = 1 000`, `bench/RESULTS.md`).
+/// (compiled here, for the baseline target, it was a branchy scalar loop
+/// that showed in pruned scoring's profile at `N = 1 000`:
+/// `bench/RESULTS.md`, section "Scoring").
 #[inline(always)]
 pub(crate) fn max_position(positions: &[u32]) -> Option<u32> {
     (!positions.is_empty()).then(|| positions.iter().fold(0, |m, &p| m.max(p)))

@@ -15,7 +15,7 @@ use crate::{LookAhead, WORDS_PER_LINE};
 /// `positions` holds `keys` keys' runs, `positions.len() / keys` each, key
 /// after key. For every 512-bit chunk `c` of the width (eight words; the
 /// last chunk may be shorter) whose bit `c` of `live` is set, each key's
-/// runs are ANDed exactly as [`and_runs`] does (run `i` is
+/// runs are ANDed exactly as [`and_runs`](super::and_runs) does (run `i` is
 /// `rows[positions[i] * stride..]`, early exit once the chunk is zero), and
 /// the result is added, one per set bit, to the counters of the chunk's
 /// columns: a ripple carry from plane 0 upwards that stops as soon as the
@@ -32,8 +32,7 @@ use crate::{LookAhead, WORDS_PER_LINE};
 /// The SIMD backends spread these prefetches over the chunk walk, a chunk
 /// of every `ahead` run per live chunk scored, so that the next call's runs
 /// stream in while this call computes instead of in a burst before it
-/// (measured in `bench/RESULTS.md`: grouped scoring of 1 000-key queries
-/// on 1 250-byte runs became 1.6-1.9x faster); a call of more keys than
+/// (`bench/RESULTS.md`, section "Scoring"); a call of more keys than
 /// they sum at once spreads `ahead` over its last group's walk and
 /// prefetches each later group of its own keys during the walk of the
 /// group before. This reference issues them all first. A position

@@ -9,9 +9,9 @@
 //!
 //! - `and`: [`and_rows`] and [`and_runs`], the AND of row runs with an
 //!   early exit.
-//! - `popcount`: [`popcount`], [`and_popcount`], [`or_popcount`],
+//! - `popcount`: [`popcount()`], [`and_popcount`], [`or_popcount`],
 //!   [`xor_popcount`].
-//! - `or_into`: [`or_into`], OR with a count of the new bits.
+//! - `or_into`: [`or_into()`], OR with a count of the new bits.
 //! - `extract`: [`append_mapped_bits`] and [`for_each_set_bit`], the set
 //!   bits of a slice.
 //! - `count`: [`count_runs`], keys' ANDs added to bit-sliced counters.

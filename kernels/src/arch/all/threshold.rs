@@ -5,7 +5,7 @@
 /// exactly when column `c`'s counter is at least `threshold`, and returns
 /// whether any bit of `out` is set.
 ///
-/// The counters are the planes of [`count_runs`], `out.len()` words per
+/// The counters are the planes of [`count_runs`](super::count_runs), `out.len()` words per
 /// plane (`planes.len() / out.len()` planes). The comparison runs from the
 /// top plane down with a "greater" and an "equal so far" mask, so it costs
 /// one pass over the planes whatever the threshold. A threshold of 0 sets

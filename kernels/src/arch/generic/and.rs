@@ -67,11 +67,11 @@ pub(crate) unsafe fn and_rows<L: Line>(rows: &[&[u64]], out: &mut [u64]) -> bool
 /// position by position, with an exit test per run.
 const SHORT_RUN_WORDS: usize = 4 * WORDS_PER_LINE;
 
-/// Row runs whose start pointers [`and_runs`] and [`count_runs`]'s single
-/// key path keep on the stack; longer position lists (more hashes than
-/// any real filter uses) take a position-indexed loop for the rest. (Its
-/// groups of keys compute run addresses from positions: see
-/// [`count_group`].)
+/// Row runs whose start pointers [`and_runs`] and the single-key path of
+/// [`count_runs`](super::count::count_runs) keep on the stack; longer
+/// position lists (more hashes than any real filter uses) take a
+/// position-indexed loop for the rest. (Its groups of keys compute run
+/// addresses from positions: see `count_group_digits` in `count`.)
 const HOISTED_RUNS: usize = 32;
 
 /// The row runs of one query key: start pointers for the first
@@ -90,8 +90,8 @@ impl<'a> Runs<'a> {
     /// them. Kernels build a `Runs` once and set it in place, never moving
     /// one after `set`: a copy of a table just written pointer by pointer
     /// is read back as vectors, and each such read stalls on store
-    /// forwarding (40% of the scoring kernel's time on short runs, measured
-    /// in `bench/RESULTS.md`).
+    /// forwarding, a large share of the scoring kernel's time on short runs
+    /// (`bench/RESULTS.md`, section "Scoring").
     #[inline(always)]
     pub(super) fn empty(rows: &[u64], stride: usize) -> Self {
         let base = rows.as_ptr();
@@ -142,7 +142,7 @@ impl<'a> Runs<'a> {
 /// combined two at a time ([`Line::and3`], one `vpternlogq` on AVX-512)
 /// and the early exit is tested before each pair: on long runs (1 280
 /// bytes at N = 10 000) a test and loop step per run cost more than the
-/// rare run it spares (measured in `bench/RESULTS.md`).
+/// rare run it spares (`bench/RESULTS.md`, section "Kernels").
 ///
 /// # Safety
 ///

@@ -189,9 +189,9 @@ unsafe fn count_group<L: Line>(
 /// Each run's address is computed from its position at every chunk rather
 /// than read from a table of pointers built per group: at `N = 1 000` (two
 /// chunks a run) the table's stores, and the copies the compiler made of
-/// it, stalled on store forwarding; without them the kernel takes a third
-/// less time, and on long runs the multiply is hidden under the loads
-/// (`bench/examples/kprobe.rs`, `bench/RESULTS.md`).
+/// it, stalled on store forwarding, which cost more than the multiplies
+/// that replace them; on long runs the multiply is hidden under the loads
+/// (`bench/examples/kprobe.rs`; `bench/RESULTS.md`, section "Scoring").
 ///
 /// # Safety
 ///

@@ -9,15 +9,15 @@ use crate::arch::all;
 /// Set bits written per non-zero word by [`append_mapped_bits`] without a
 /// loop. A query's answer in a full index has about one set bit in every
 /// two words, so most non-zero words hold one or two; two unconditional
-/// writes beat four by 5-10% (`bench/examples/row_variants.rs`,
-/// `bench/RESULTS.md`).
+/// writes were faster than four (`bench/examples/row_variants.rs`;
+/// `bench/RESULTS.md`, section "Kernels").
 const UNROLLED_BITS: usize = 2;
 
 /// See [`all::append_mapped_bits`]. Built to branch on counts, not on the
 /// data: a query's answer has about one set bit in every few words, and a
 /// branch per word (or per bit) mispredicts about once per non-zero word,
 /// each miss also discarding the out-of-order work that was overlapping
-/// the next query's row loads (measured: `bench/RESULTS.md`).
+/// the next query's row loads (`bench/RESULTS.md`, section "Kernels").
 ///
 /// Per group of up to 64 words: one pass over its lines (`words AND mask`)
 /// counts the bits and builds a bitmap of the non-zero words

@@ -20,9 +20,9 @@
 //! - `line`: the [`Line`] trait and the line of all ones.
 //! - `and`: the AND of row runs with an early exit ([`and_rows`],
 //!   [`and_runs`]), and the per-key run walk that scoring reuses.
-//! - `popcount`: [`popcount`], [`and_popcount`], [`or_popcount`],
+//! - `popcount`: [`popcount()`], [`and_popcount`], [`or_popcount`],
 //!   [`xor_popcount`], over one Harley-Seal loop.
-//! - `or_into`: [`or_into`], OR with a count of the new bits.
+//! - `or_into`: [`or_into()`], OR with a count of the new bits.
 //! - `extract`: [`append_mapped_bits`], the ids of the set bits.
 //! - `count`: [`count_runs`], keys' ANDs added to bit-sliced counters.
 //! - `threshold`: [`count_at_least`], the counters compared with a

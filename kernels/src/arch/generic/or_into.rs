@@ -32,8 +32,8 @@ impl<L: Line> LineSource<L> for OrIntoSource {
 }
 
 /// See [`all::or_into`]. The newly set bits of each line (`src & !dst`) are
-/// counted through the same Harley-Seal tree as the popcounts, fed by a
-/// closure that also stores `dst | src`.
+/// counted through the same loop as the popcounts ([`popcount_lines`]),
+/// fed by an [`OrIntoSource`], which also stores `dst | src`.
 ///
 /// # Safety
 ///

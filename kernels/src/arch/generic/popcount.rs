@@ -32,7 +32,8 @@ unsafe fn carry_save_add<L: Line>(a: L, b: L, c: L) -> (L, L) {
 /// features, one call per vector operation.
 pub(super) trait LineSource<L: Line> {
     /// Line `i` of the stream. Called exactly once per index, in increasing
-    /// order, so it may have side effects (as [`OrIntoSource`] does).
+    /// order, so it may have side effects (as `or_into`'s
+    /// `OrIntoSource` does).
     ///
     /// # Safety
     ///

@@ -29,7 +29,7 @@ pub enum Backend {
     /// AVX2 `core::arch` kernels, chosen only when the CPU reports AVX2.
     Avx2,
     /// AVX-512 kernels (F + BW + VPOPCNTDQ), chosen only when the CPU reports
-    /// them (verified on AMD Zen 4; see the backend's module docs).
+    /// them.
     Avx512,
 }
 

@@ -9,8 +9,7 @@
 //! 512-bit line type that each backend implements with its own registers.
 //! The x86-64 backends are reached through capability tokens
 //! (`arch::x86_64::avx2::Avx2`, `arch::x86_64::avx512::Avx512`) that exist
-//! only on a CPU with the features (the AVX-512 backend's module docs say
-//! on which CPUs it was verified).
+//! only on a CPU with the features.
 //!
 //! Each kernel's signature is written once, in the private macro
 //! `with_kernel_signatures`, from which the dispatch table, the portable
@@ -61,11 +60,10 @@ pub const WORDS_PER_LINE: usize = 8;
 /// Row runs a grouped scoring walk ([`arch::all::count_runs`]) reads side
 /// by side, at most, when it sums keys in registers: each key's `k` runs
 /// are one stream of lines, and past about 21 streams (3 keys of 7 runs)
-/// the walk outruns what the memory system keeps in flight. On an Intel
-/// Xeon (family 6, model 207, AVX-512) at `multi` N = 10 000, groups of 8
-/// keys (56 streams) scored 1.6-1.9x slower than groups of 3 or 4, with
-/// either backend; on 128-byte runs (N = 1 000) 3 was 20-25% faster than 8
-/// with AVX-512 and no slower with AVX2 (`bench/RESULTS.md`).
+/// the walk outruns what the memory system keeps in flight: on long runs
+/// groups of 8 keys (56 streams) scored markedly slower than groups of 3
+/// or 4 with either backend, and on short runs 3 was no slower than 8
+/// (`bench/RESULTS.md`, section "Scoring").
 pub const SCORE_STREAMS: usize = 21;
 
 /// Most keys a grouped scoring walk sums in registers: its carry-save sum
@@ -94,13 +92,12 @@ pub const fn score_group_keys(runs_per_key: usize) -> usize {
 /// `ahead`), a chunk of each per chunk scored.
 ///
 /// Which is faster depends on the CPU, so it is chosen per process
-/// ([`LookAhead::detect`]). On an AMD EPYC Zen 4, L2 scored 128-byte runs
-/// about 10% faster than L1 (L1 filled with lines not needed yet). On an
-/// Intel Xeon (family 6, model 207), L1 scored them 6-25% faster (AVX-512,
-/// AVX2), and L2 was no faster on 1 280-byte runs: there an L2 prefetch
-/// holds a first-level miss buffer all the same, so it saves nothing and
-/// the demand load still misses L1 (`bench/RESULTS.md`, sessions
-/// "(sixth)" and "(ninth)").
+/// ([`LookAhead::detect`]), by vendor. On the AMD CPU measured, L2 scored
+/// short runs faster than L1 (L1 filled with lines not needed yet). On the
+/// Intel CPU measured, L1 scored them faster with either SIMD backend, and
+/// L2 was no faster on long runs: there an L2 prefetch holds a first-level
+/// miss buffer all the same, so it saves nothing and the demand load still
+/// misses L1 (`bench/RESULTS.md`, section "Scoring").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LookAhead {
     /// `prefetcht0`: into every cache level, the first included.

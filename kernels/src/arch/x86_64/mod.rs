@@ -1,8 +1,7 @@
 //! x86-64 backends behind runtime feature detection: [`avx2`] and
-//! [`avx512`] (verified on AMD Zen 4: see its module docs). Each is reached only
-//! through its capability token ([`avx2::Avx2`], [`avx512::Avx512`]) or
-//! its `kernels()` table, both of which exist only on a CPU with the
-//! features.
+//! [`avx512`]. Each is reached only through its capability token
+//! ([`avx2::Avx2`], [`avx512::Avx512`]) or its `kernels()` table, both of
+//! which exist only on a CPU with the features.
 
 /// Generates the parts of an x86-64 backend that differ only in names: the
 /// token's kernel methods, the safe `#[target_feature]` entry points that

@@ -1,11 +1,11 @@
 //! AVX-512 kernels (`core::arch`, AVX-512 F + BW + VPOPCNTDQ).
 //!
-//! Verified on AMD EPYC Zen 4 (family 25, model 17) on 2026-11-23: every
-//! backend test, property test and exhaustive test ran against the scalar
-//! reference there with no skip (CI fails rather than skips on such a CPU,
-//! see [`crate::dispatch::backend_required`]). Dispatch selects it
-//! only on a CPU that reports all three features; `BLOOMSLICE_KERNELS=avx2`
-//! rules it out (to measure the AVX2 tier on the same machine).
+//! Every backend test, property test and exhaustive test runs it against
+//! the scalar reference on a CPU that has the features; CI requires it
+//! there, so such a CPU fails rather than skips those tests (see
+//! [`crate::dispatch::backend_required`]). Dispatch selects it only on a
+//! CPU that reports all three features; `BLOOMSLICE_KERNELS=avx2` rules it
+//! out (to measure the AVX2 tier on the same machine).
 //!
 //! The shape is the AVX2 one: [`Avx512`] is the capability token, each
 //! method enters a `#[target_feature]` function that instantiates
@@ -29,8 +29,7 @@ use crate::dispatch::{Backend, Kernels};
 /// POPCNT and BMI1, used by the scalar tails and the set-bit walk).
 ///
 /// Obtained from [`Avx512::new`]; every method is a kernel with the contract
-/// of the function of the same name in [`crate::arch::all`]. Where it was
-/// verified: see the [module documentation](self).
+/// of the function of the same name in [`crate::arch::all`].
 #[derive(Clone, Copy, Debug)]
 pub struct Avx512 {
     _private: (),

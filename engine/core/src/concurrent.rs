@@ -254,6 +254,18 @@ impl ConcurrentIndex {
         self.read(|ix| ix.query_threshold(keys, threshold))
     }
 
+    /// [`SlicedIndex::filter_cloned`] on the current state: a copy of the
+    /// filter `id`, rebuilt from its column.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`](crate::Error::UnknownId), or
+    /// [`Error::CapacityOverflow`](crate::Error::CapacityOverflow) if the
+    /// filter cannot be allocated.
+    pub fn filter_cloned(&self, id: u64) -> Result<BloomFilter> {
+        self.read(|ix| ix.filter_cloned(id))
+    }
+
     /// Number of filters in the current state.
     pub fn len(&self) -> usize {
         self.read(SlicedIndex::len)

@@ -83,34 +83,24 @@ mod macros;
 mod error;
 #[macro_use]
 mod index;
-pub mod bloofi;
 mod concurrent;
-pub mod counting;
-pub mod dynamic;
 mod filter;
-pub mod flat_paper;
 mod hash;
 pub mod kmer;
 mod naive;
-mod params;
+pub mod params;
 pub mod persist;
 pub mod pool;
-pub mod popularity;
 pub mod score;
 mod sliced;
-pub mod stable;
 pub mod storage;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MaintenanceStats, Metric};
 pub use bloomslice_kernels as kernels;
 pub use concurrent::{ConcurrentIndex, DRAIN_PATIENCE, WriteOp};
-pub use counting::{CountingBloomFilter, CountingError, CountingSlicedIndex};
-pub use dynamic::{DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError, DynamicSlicedIndex};
 pub use error::{Error, Result, SharedIoError};
 pub use filter::BloomFilter;
-pub use flat_paper::FlatBloofiPaper;
 pub use hash::{Key, KeyHash, Prehashed};
 pub use index::{FilterIndex, IndexedFilter};
 pub use naive::NaiveIndex;
@@ -118,10 +108,8 @@ pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
 pub use persist::manifest::Manifest;
 pub use persist::{LoadedIndex, SetNames, Verify};
 pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
-pub use popularity::{PopularityError, PopularityScheme};
 pub use score::{Scores, Threshold, ThresholdResults};
 pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
-pub use stable::{Policy, StableBloomFilter, StableError, StableParams};
 pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};
 
 /// The README's examples, compiled and run as doctests.

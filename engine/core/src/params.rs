@@ -119,7 +119,11 @@ impl BloomParams {
     /// `Ok` if `found` equals these parameters, else
     /// [`Error::ParamsMismatch`] (what every structure checks before it
     /// accepts a filter made elsewhere).
-    pub(crate) fn check_same(&self, found: &BloomParams) -> Result<()> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ParamsMismatch`] with these parameters as `expected`.
+    pub fn check_same(&self, found: &BloomParams) -> Result<()> {
         if self == found { Ok(()) } else { Err(Error::ParamsMismatch { expected: *self, found: *found }) }
     }
 
@@ -293,10 +297,12 @@ impl BloomParams {
         self.probes_n(hash, self.k as usize)
     }
 
-    /// The first `count` positions of `hash`'s probe sequence (see
-    /// [`BloomParams::probe_sequence`]), `count` clamped to `1..=MAX_HASHES`.
+    /// The first `count` positions of `hash`'s probe sequence, `count`
+    /// clamped to `1..=MAX_HASHES`: [`BloomParams::probes`] for a key with
+    /// its own number of hash functions (the first `k` of them are the
+    /// same positions whatever `count` is).
     #[inline]
-    pub(crate) fn probes_n(&self, hash: KeyHash, count: usize) -> Probes {
+    pub fn probes_n(&self, hash: KeyHash, count: usize) -> Probes {
         let len = count.clamp(1, MAX_HASHES as usize);
         let mut probes = Probes { positions: [MaybeUninit::uninit(); MAX_HASHES as usize], len };
         let slots = &mut probes.positions[..len];

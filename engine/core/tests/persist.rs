@@ -374,7 +374,7 @@ proptest! {
         same(&index, &mapped.index, 0..600);
         prop_assert_eq!(&mapped.names, &names);
         for id in index.ids() {
-            prop_assert_eq!(mapped.index.get_filter(id).unwrap(), index.get_filter(id).unwrap());
+            prop_assert_eq!(mapped.index.filter_cloned(id).unwrap(), index.filter_cloned(id).unwrap());
         }
     }
 }

@@ -139,6 +139,7 @@ use crossbeam_deque::{Steal, Stealer, Worker};
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 
+pub use crate::error::PoolError;
 pub use job::{Failed, PoolResults, Ticket};
 
 use crate::concurrent::ConcurrentIndex;
@@ -165,23 +166,6 @@ pub const CALLER_HELP_WORK: usize = 256 * 1024;
 /// Idle threshold-batch jobs a pool keeps for reuse: as many threshold
 /// batches in flight at once allocate nothing once warm.
 const THRESHOLD_JOBS: usize = 64;
-
-/// The errors of the query pool, nested in
-/// [`Error::Pool`](crate::Error::Pool).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PoolError {
-    /// A task of the batch panicked; the batch has no results. The pool
-    /// keeps serving later batches.
-    #[error("a task of this batch panicked; the batch has no results")]
-    TaskPanicked,
-    /// A worker thread could not be started.
-    #[error("cannot start a worker thread: {0}")]
-    Spawn(String),
-    /// A configuration value out of range.
-    #[error("invalid pool configuration: {0}")]
-    Config(&'static str),
-}
 
 /// How many workers, and where.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]

@@ -47,7 +47,7 @@ use crate::storage::Words;
 mod persist;
 pub(crate) use persist::{ColumnEntry, ShardParts};
 mod score;
-mod variants;
+mod hooks;
 
 /// Shards grow in steps of this many columns: one 512-bit chunk (a cache
 /// line) per row, the unit the kernels and the early exit work in.
@@ -394,31 +394,6 @@ impl BatchResults {
         (&self.ids, &self.ends)
     }
 
-    /// Replaces every id by `map(id)`, then sorts each key's list
-    /// ascending and removes duplicates (in place, no allocation): turns
-    /// column ids into owner ids for [`crate::DynamicSlicedIndex`].
-    pub(crate) fn map_sort_dedup(&mut self, mut map: impl FnMut(u64) -> u64) {
-        for id in &mut self.ids {
-            *id = map(*id);
-        }
-        let (mut write, mut start) = (0, 0);
-        for e in 0..self.ends.len() {
-            let end = self.ends[e];
-            self.ids[start..end].sort_unstable();
-            let begin = write;
-            for r in start..end {
-                let v = self.ids[r];
-                if write == begin || self.ids[write - 1] != v {
-                    self.ids[write] = v;
-                    write += 1;
-                }
-            }
-            self.ends[e] = write;
-            start = end;
-        }
-        self.ids.truncate(write);
-    }
-
     /// Total matches over all keys of the last batch.
     pub fn total_matches(&self) -> usize {
         self.ids.len()
@@ -467,7 +442,7 @@ pub struct SlicedIndex {
 }
 
 id_verbs!(SlicedIndex, slots, ids);
-key_verbs!(SlicedIndex, query);
+key_verbs!(SlicedIndex: crate::Error, query);
 
 impl SlicedIndex {
     /// An empty index with the default configuration and the detected kernels.
@@ -760,12 +735,12 @@ impl SlicedIndex {
     ///
     /// [`Error::UnknownId`], or [`Error::CapacityOverflow`] if the filter
     /// cannot be allocated.
-    pub fn get_filter(&self, id: u64) -> Result<BloomFilter> {
+    pub fn filter_cloned(&self, id: u64) -> Result<BloomFilter> {
         let slot = self.slot(id)?;
         let s = &self.shards[slot.shard as usize];
         let (word, shift) = (slot.col as usize / 64, slot.col % 64);
         let mut filter = BloomFilter::new(self.params)?;
-        let out = filter.padded_words_mut();
+        let out = filter.words_mut();
         for r in 0..self.params.m() as usize {
             out[r / 64] |= ((s.rows[r * s.wpr + word] >> shift) & 1) << (r % 64);
         }
@@ -1057,14 +1032,14 @@ mod tests {
     fn errors_leave_the_index_unchanged() {
         let mut index = SlicedIndex::new(params());
         index.insert_filter(1, &filter([1])).unwrap();
-        let before = index.get_filter(1).unwrap();
+        let before = index.filter_cloned(1).unwrap();
         crate::index::assert_write_errors(&mut index, 1, 2);
         let seeded = BloomFilter::new(params().with_seed(9)).unwrap();
         assert!(matches!(index.insert_filter(3, &seeded), Err(Error::ParamsMismatch { .. })));
         assert_eq!(index.insert_filters(&[(5, &filter([5])), (5, &filter([6]))]), Err(Error::DuplicateId(5)));
         assert!(matches!(index.insert_words(4, &params(), &[0; 3]), Err(Error::WordCountMismatch { .. })));
         assert_eq!(index.len(), 1);
-        assert_eq!(index.get_filter(1).unwrap(), before);
+        assert_eq!(index.filter_cloned(1).unwrap(), before);
         index.validate().unwrap();
     }
 
@@ -1073,15 +1048,15 @@ mod tests {
         let mut index = SlicedIndex::new(params());
         let f = filter(0..50);
         index.insert_filter(9, &f).unwrap();
-        assert_eq!(index.get_filter(9).unwrap(), f);
+        assert_eq!(index.filter_cloned(9).unwrap(), f);
         let g = filter(50..80);
         index.update_filter(9, &g).unwrap();
         let mut fg = f.clone();
         fg.union_with(&g).unwrap();
-        assert_eq!(index.get_filter(9).unwrap(), fg);
+        assert_eq!(index.filter_cloned(9).unwrap(), fg);
         index.insert_key(9, "late").unwrap();
         fg.insert("late");
-        assert_eq!(index.get_filter(9).unwrap(), fg);
+        assert_eq!(index.filter_cloned(9).unwrap(), fg);
         assert_eq!(index.count_ones(), fg.count_ones());
         index.validate().unwrap();
     }
@@ -1155,7 +1130,7 @@ mod tests {
         bulk.insert_filters(&items).unwrap();
         bulk.validate().unwrap();
         for (i, f) in filters.iter().enumerate() {
-            assert_eq!(&bulk.get_filter(i as u64).unwrap(), f);
+            assert_eq!(&bulk.filter_cloned(i as u64).unwrap(), f);
         }
         assert_eq!(one.count_ones(), bulk.count_ones());
     }

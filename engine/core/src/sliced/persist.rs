@@ -44,7 +44,7 @@ impl SlicedIndex {
     }
 
     /// `(id, set bits)` of every filter, in `(shard, column)` order: one
-    /// pass over the set bits of the rows, where [`SlicedIndex::get_filter`]
+    /// pass over the set bits of the rows, where [`SlicedIndex::filter_cloned`]
     /// per filter would read every row once per filter (tools use this for
     /// fill ratios and false-positive estimates).
     pub fn ones_per_filter(&self) -> Vec<(u64, u64)> {
@@ -193,7 +193,7 @@ mod tests {
         let ones = index.ones_per_filter();
         assert_eq!(ones.len(), index.len());
         for (id, n) in ones {
-            assert_eq!(n, index.get_filter(id).unwrap().count_ones(), "{id}");
+            assert_eq!(n, index.filter_cloned(id).unwrap().count_ones(), "{id}");
         }
     }
 

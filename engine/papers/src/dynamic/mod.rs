@@ -82,9 +82,9 @@ pub use formulas::{DynamicDesign, OPTIMAL_BASE, false_positive_rate, optimal_des
 pub use index::DynamicSlicedIndex;
 
 use crate::counting::{CountingBloomFilter, CountingError};
-use crate::error::{Error, Result};
-use crate::hash::{Key, KeyHash};
-use crate::params::BloomParams;
+use bloomslice::BloomParams;
+use bloomslice::Error;
+use bloomslice::{Key, KeyHash};
 
 /// The errors of dynamic Bloom filters themselves, nested in
 /// [`Error::Dynamic`] (ids, parameters and sizes are plain [`Error`]s).
@@ -120,6 +120,24 @@ pub enum DynamicError {
     /// Invalid input to the Section 4.2 optimiser or to the formulas.
     #[error("invalid design input: {0}")]
     InvalidDesign(&'static str),
+    /// An error the core names (an unknown id, mismatched parameters,
+    /// memory, a broken invariant).
+    #[error(transparent)]
+    Core(#[from] bloomslice::Error),
+    /// An error of a member's counting filter.
+    #[error(transparent)]
+    Counting(#[from] CountingError),
+}
+
+/// `Result` with [`DynamicError`].
+pub type Result<T, E = DynamicError> = core::result::Result<T, E>;
+
+impl bloomslice::IndexedFilter for DynamicBloomFilter {
+    type Error = DynamicError;
+
+    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<()> {
+        self.try_insert_hash(hash).map(drop)
+    }
 }
 
 /// What [`DynamicBloomFilter::remove`] did with a key some member reports.
@@ -319,8 +337,8 @@ impl DynamicBloomFilter {
         // All counters are non-zero; with repeated probe positions the
         // counting filter may still refuse (the key cannot be in it).
         member.filter.remove_positions(pos).map_err(|e| match e {
-            Error::Counting(CountingError::NotPresent { .. }) => DynamicError::NotPresent.into(),
-            other => other,
+            CountingError::NotPresent { .. } => DynamicError::NotPresent,
+            other => other.into(),
         })?;
         member.items = member.items.saturating_sub(1);
         let merged = self.merge();
@@ -374,8 +392,8 @@ impl DynamicBloomFilter {
     /// # Errors
     ///
     /// An allocation failure.
-    pub fn bit_views(&self) -> Result<Vec<crate::BloomFilter>> {
-        self.members.iter().map(|m| m.filter.to_bloom_filter()).collect()
+    pub fn bit_views(&self) -> Result<Vec<bloomslice::BloomFilter>> {
+        self.members.iter().map(|m| m.filter.to_bloom_filter().map_err(Into::into)).collect()
     }
 
     /// Eq. (3) at this DBF's parameters and current item count.
@@ -389,7 +407,7 @@ impl DynamicBloomFilter {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> bloomslice::Result<()> {
         if self.members.is_empty() {
             return Err(invalid!("no member filter"));
         }

@@ -39,7 +39,7 @@
 //!   estimates its cheaper engine under two minutes, the MinHash chain
 //!   otherwise (seconds at `N = 100 000`; measured: see `bench/RESULTS.md`).
 
-use bloomslice_kernels::{Kernels, prefetch_line};
+use bloomslice::kernels::{Kernels, prefetch_line};
 
 use super::Metric;
 
@@ -495,7 +495,7 @@ fn minhash_chain(filters: &[&[u64]], metric: Metric, kernels: &Kernels) -> Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BloomFilter, BloomParams};
+    use bloomslice::{BloomFilter, BloomParams};
 
     fn is_permutation(p: &[usize], n: usize) -> bool {
         let mut seen = vec![false; n];

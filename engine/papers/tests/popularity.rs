@@ -6,11 +6,12 @@
 //! table is printed by
 //! `cargo run --release -p bloomslice-bench --bin paper -- popularity`.
 
-use bloomslice::popularity::optimize::{
+use bloomslice::{BloomFilter, BloomParams, Error, SlicedIndex};
+use bloomslice_papers::popularity::optimize::{
     brute_force_ordered, dp_memory_plan, half_fill_fpr, integer_solution, integer_solution_with_block,
     limited_integer_solution, optimal_plus, real_solution, rounded_solution,
 };
-use bloomslice::{BloomFilter, BloomParams, Error, PopularityError, PopularityScheme, SlicedIndex};
+use bloomslice_papers::{PopularityError, PopularityScheme};
 use proptest::prelude::*;
 use std::ops::Range;
 

@@ -7,10 +7,9 @@
 
 use std::collections::HashMap;
 
-use bloomslice::counting::COUNTER_MAX;
-use bloomslice::{
-    BloomFilter, BloomParams, CountingBloomFilter, CountingError, CountingSlicedIndex, Error, NaiveIndex,
-};
+use bloomslice::{BloomFilter, BloomParams, Error, NaiveIndex};
+use bloomslice_papers::counting::COUNTER_MAX;
+use bloomslice_papers::{CountingBloomFilter, CountingError, CountingSlicedIndex};
 use proptest::prelude::*;
 
 #[path = "common/set_model.rs"]

@@ -5,7 +5,8 @@
 
 use std::time::Instant;
 
-use bloomslice::{BloomFilter, BloomParams, CountingBloomFilter, CountingSlicedIndex};
+use bloomslice::{BloomFilter, BloomParams};
+use bloomslice_papers::{CountingBloomFilter, CountingSlicedIndex};
 
 /// Throughput of counting insert/remove against a plain Bloom filter insert,
 /// and of the counting index's remove (counters + column rewrite).

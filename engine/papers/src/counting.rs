@@ -43,11 +43,11 @@
 
 use hashbrown::HashMap;
 
-use crate::error::{Error, Result};
-use crate::filter::BloomFilter;
-use crate::hash::{Key, KeyHash};
-use crate::params::BloomParams;
-use crate::sliced::SlicedIndex;
+use bloomslice::BloomFilter;
+use bloomslice::BloomParams;
+use bloomslice::Error;
+use bloomslice::SlicedIndex;
+use bloomslice::{Key, KeyHash};
 
 /// The largest counter value; a counter that reaches it is saturated and is
 /// never decremented again (4-bit counters, as the summary-cache paper
@@ -73,7 +73,14 @@ pub enum CountingError {
         /// The filter length in counters.
         m: u64,
     },
+    /// An error the core names (an unknown id, mismatched parameters,
+    /// memory, a broken invariant).
+    #[error(transparent)]
+    Core(#[from] bloomslice::Error),
 }
+
+/// `Result` with [`CountingError`].
+pub type Result<T, E = CountingError> = core::result::Result<T, E>;
 
 /// A counting Bloom filter: `m` saturating 4-bit counters, `k` hash
 /// functions.
@@ -126,7 +133,7 @@ impl CountingBloomFilter {
     pub fn from_counter_bytes(params: BloomParams, bytes: &[u8]) -> Result<Self> {
         let mut f = CountingBloomFilter::new(params)?;
         if bytes.len() != f.counters.len() {
-            return Err(Error::WordCountMismatch { expected: f.counters.len(), found: bytes.len() });
+            return Err(Error::WordCountMismatch { expected: f.counters.len(), found: bytes.len() }.into());
         }
         if params.m() % 2 == 1 && bytes[bytes.len() - 1] >> 4 != 0 {
             return Err(CountingError::PaddingNibbleSet { m: params.m() }.into());
@@ -267,7 +274,7 @@ impl CountingBloomFilter {
     /// [`Error::CapacityOverflow`] if the filter cannot be allocated.
     pub fn to_bloom_filter(&self) -> Result<BloomFilter> {
         let mut f = BloomFilter::new(self.params)?;
-        let words = f.padded_words_mut();
+        let words = f.words_mut();
         for (j, &b) in self.counters.iter().enumerate() {
             let bits = u64::from(b & 0x0f != 0) | (u64::from(b & 0xf0 != 0) << 1);
             let i = 2 * j;
@@ -324,7 +331,7 @@ impl CountingBloomFilter {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> bloomslice::Result<()> {
         if self.counters.len() as u64 != self.params.m().div_ceil(2) {
             return Err(invalid!("{} counter bytes for m = {}", self.counters.len(), self.params.m()));
         }
@@ -349,7 +356,7 @@ impl CountingBloomFilter {
     /// [`CountingError::PaddingNibbleSet`]; the filter is unchanged.
     pub(crate) fn apply_xor(&mut self, delta: &[u8]) -> Result<()> {
         if delta.len() != self.counters.len() {
-            return Err(Error::WordCountMismatch { expected: self.counters.len(), found: delta.len() });
+            return Err(Error::WordCountMismatch { expected: self.counters.len(), found: delta.len() }.into());
         }
         if self.params.m() % 2 == 1 && delta[delta.len() - 1] >> 4 != 0 {
             return Err(CountingError::PaddingNibbleSet { m: self.params.m() }.into());
@@ -383,7 +390,23 @@ pub struct CountingSlicedIndex {
 }
 
 id_verbs!(CountingSlicedIndex, filters);
-key_verbs!(CountingSlicedIndex);
+key_verbs!(CountingSlicedIndex: CountingError);
+delegate_filter_index!(
+    CountingSlicedIndex,
+    CountingBloomFilter,
+    CountingError,
+    new_filter: |s| CountingBloomFilter::new(*s.params()),
+    batched
+);
+
+impl bloomslice::IndexedFilter for CountingBloomFilter {
+    type Error = CountingError;
+
+    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<()> {
+        self.insert_hash(hash);
+        Ok(())
+    }
+}
 
 impl CountingSlicedIndex {
     /// An empty index.
@@ -402,7 +425,7 @@ impl CountingSlicedIndex {
     }
 
     /// The counting filter of set `id`.
-    pub fn get(&self, id: u64) -> Option<&CountingBloomFilter> {
+    pub fn filter(&self, id: u64) -> Option<&CountingBloomFilter> {
         self.filters.get(&id)
     }
 
@@ -423,10 +446,10 @@ impl CountingSlicedIndex {
     /// [`Error::CapacityOverflow`]; unchanged after an error.
     pub fn insert_filter(&mut self, id: u64, filter: &CountingBloomFilter) -> Result<()> {
         if filter.params() != self.params() {
-            return Err(Error::ParamsMismatch { expected: *self.params(), found: *filter.params() });
+            return Err(Error::ParamsMismatch { expected: *self.params(), found: *filter.params() }.into());
         }
         if self.filters.contains_key(&id) {
-            return Err(Error::DuplicateId(id));
+            return Err(Error::DuplicateId(id).into());
         }
         self.filters.try_reserve(1).map_err(|_| Error::CapacityOverflow("id map"))?;
         self.index.insert_filter(id, &filter.to_bloom_filter()?)?;
@@ -450,7 +473,7 @@ impl CountingSlicedIndex {
     /// [`Error::UnknownId`]; unchanged.
     pub fn take_filter(&mut self, id: u64) -> Result<CountingBloomFilter> {
         self.index.delete_filter(id)?;
-        self.filters.remove(&id).ok_or(Error::UnknownId(id))
+        self.filters.remove(&id).ok_or(Error::UnknownId(id).into())
     }
 
     /// Adds `filter`'s counters to set `id` (saturating, as
@@ -472,8 +495,8 @@ impl CountingSlicedIndex {
     /// # Errors
     ///
     /// [`Error::UnknownId`].
-    pub fn get_filter(&self, id: u64) -> Result<CountingBloomFilter> {
-        self.filters.get(&id).cloned().ok_or(Error::UnknownId(id))
+    pub fn filter_cloned(&self, id: u64) -> Result<CountingBloomFilter> {
+        self.filters.get(&id).cloned().ok_or(Error::UnknownId(id).into())
     }
 
     /// Bytes held: the bit-sliced index plus every set's counters.
@@ -482,7 +505,7 @@ impl CountingSlicedIndex {
     }
 
     /// [`SlicedIndex::query_batch_hashes`] over the sets' bit views.
-    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut crate::BatchResults) {
+    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut bloomslice::BatchResults) {
         self.index.query_batch_hashes(hashes, results);
     }
 
@@ -495,7 +518,7 @@ impl CountingSlicedIndex {
         let f = self.filters.get_mut(&id).ok_or(Error::UnknownId(id))?;
         let pos = f.params.probes(hash);
         f.insert_positions(&pos);
-        self.index.set_column_bits(id, &pos, |_| true)
+        Ok(self.index.set_column_bits(id, &pos, |_| true)?)
     }
 
     /// Removes a key from set `id` and rewrites the key's bits of the set's
@@ -539,14 +562,14 @@ impl CountingSlicedIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> bloomslice::Result<()> {
         self.index.validate()?;
         if self.index.len() != self.filters.len() {
             return Err(invalid!("{} columns for {} sets", self.index.len(), self.filters.len()));
         }
         for (&id, f) in &self.filters {
             f.validate()?;
-            let column = self.index.get_filter(id).map_err(|e| invalid!("{e}"))?;
+            let column = self.index.filter_cloned(id).map_err(|e| invalid!("{e}"))?;
             if column != f.to_bloom_filter().map_err(|e| invalid!("{e}"))? {
                 return Err(invalid!("set {id}: column differs from the counters' bit view"));
             }

@@ -9,8 +9,9 @@
 
 use std::collections::HashMap;
 
-use bloomslice::dynamic::{false_positive_rate, optimal_design, standard_false_positive_rate};
-use bloomslice::{BloomParams, DeleteOutcome, DynamicBloomFilter, DynamicError, DynamicSlicedIndex, Error};
+use bloomslice::{BloomParams, Error};
+use bloomslice_papers::dynamic::{false_positive_rate, optimal_design, standard_false_positive_rate};
+use bloomslice_papers::{DeleteOutcome, DynamicBloomFilter, DynamicError, DynamicSlicedIndex};
 use proptest::prelude::*;
 
 #[path = "common/set_model.rs"]
@@ -147,11 +148,11 @@ proptest! {
         }
         let delta = sender.delta_since(&base).unwrap();
         let wire = delta.to_bytes();
-        let parsed = bloomslice::DynamicDelta::from_bytes(&wire).unwrap();
+        let parsed = bloomslice_papers::DynamicDelta::from_bytes(&wire).unwrap();
         prop_assert_eq!(&parsed, &delta);
         for cut in [0, wire.len() / 2, wire.len().saturating_sub(1)] {
             if cut < wire.len() {
-                prop_assert!(matches!(bloomslice::DynamicDelta::from_bytes(&wire[..cut]), Err(Error::Dynamic(DynamicError::MalformedDelta(_)))));
+                prop_assert!(matches!(bloomslice_papers::DynamicDelta::from_bytes(&wire[..cut]), Err(Error::Dynamic(DynamicError::MalformedDelta(_)))));
             }
         }
         let mut receiver = base.clone();

@@ -8,7 +8,7 @@
 //! `i` is key `x_i`); they need not be normalised (they are scaled to sum 1).
 
 use super::PopularityError;
-use crate::error::Result;
+use super::Result;
 
 /// Hard cap on the dynamic program's working memory, in bytes: 768 MiB.
 /// Larger problems are refused with [`PopularityError::ProblemTooLarge`]
@@ -96,7 +96,7 @@ fn check_common(bits_per_key: f64, k_max: u32) -> Result<()> {
     if !(bits_per_key.is_finite() && bits_per_key > 0.0) {
         return Err(PopularityError::InvalidPopularity("bits per key m/n must be positive and finite").into());
     }
-    if k_max == 0 || k_max > crate::MAX_HASHES {
+    if k_max == 0 || k_max > bloomslice::MAX_HASHES {
         return Err(PopularityError::InvalidMaxHashes(k_max).into());
     }
     Ok(())

@@ -4,10 +4,8 @@
 //! included): bulk builds against iterative inserts, typed errors, the
 //! paper workload's pruning and costs, and the all-ones heuristic.
 
-use bloomslice::{
-    BloofiConfig, BloofiError, BloofiTree, BloomFilter, BloomParams, BulkOrder, Error, FlatBloofiPaper, Metric,
-    NaiveIndex,
-};
+use bloomslice::{BloomFilter, BloomParams, Error, NaiveIndex};
+use bloomslice_papers::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, FlatBloofiPaper, Metric};
 use proptest::prelude::*;
 
 fn bulk_order(which: u8) -> BulkOrder {

@@ -60,9 +60,8 @@ pub mod theory;
 
 use classes::ValueClasses;
 
-use crate::error::Result;
-use crate::params::Probes;
-use crate::{BloomParams, Key, KeyHash};
+use bloomslice::params::Probes;
+use bloomslice::{BloomParams, Key, KeyHash};
 
 /// The largest cell value: cells are stored as `u8`.
 pub const MAX_CELL_VALUE: u32 = u8::MAX as u32;
@@ -118,7 +117,14 @@ pub enum StableError {
     /// reported by [`StableBloomFilter::validate`]; it indicates a bug).
     #[error("IBF-H's cells-by-value lists disagree with the cells")]
     ValueListsCorrupt,
+    /// An error the core names (an unknown id, mismatched parameters,
+    /// memory, a broken invariant).
+    #[error(transparent)]
+    Core(#[from] bloomslice::Error),
 }
+
+/// `Result` with [`StableError`].
+pub type Result<T, E = StableError> = core::result::Result<T, E>;
 
 /// The parameters of a stable filter: m cells, K hashes, P decrements per
 /// item, cell maximum M and the importance range `1..=max_importance`.
@@ -203,7 +209,7 @@ impl StableParams {
         self.max_importance
     }
 
-    /// The hashing parameters (m, K, seed) shared with [`crate::BloomFilter`].
+    /// The hashing parameters (m, K, seed) shared with [`bloomslice::BloomFilter`].
     pub fn bloom(&self) -> &BloomParams {
         &self.bloom
     }
@@ -553,7 +559,7 @@ mod tests {
         let params = StableParams::new(8, 2, 8, 2).unwrap().with_max_importance(50).unwrap();
         let mut f = StableBloomFilter::new(params, Policy::IbfH, 11);
         for round in 0..200u64 {
-            f.observe_hash(crate::KeyHash { h1: round, h2: round * 2 + 1 }, 1 + (round % 50) as u32).unwrap();
+            f.observe_hash(bloomslice::KeyHash { h1: round, h2: round * 2 + 1 }, 1 + (round % 50) as u32).unwrap();
             f.validate().unwrap();
         }
         // With P = m = 8 decrements per item and M = 2, cells keep emptying.

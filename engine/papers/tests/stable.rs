@@ -7,8 +7,9 @@
 
 use std::collections::HashSet;
 
-use bloomslice::stable::theory;
-use bloomslice::{Error, Policy, StableBloomFilter, StableError, StableParams};
+use bloomslice::Error;
+use bloomslice_papers::stable::theory;
+use bloomslice_papers::{Policy, StableBloomFilter, StableError, StableParams};
 use proptest::prelude::*;
 
 const STABLE_POLICIES: [Policy; 4] = [Policy::Sbf, Policy::Ibf2c, Policy::IbfMc, Policy::IbfH];

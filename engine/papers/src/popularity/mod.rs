@@ -51,11 +51,11 @@ pub mod optimize;
 
 use hashbrown::HashMap;
 
-use crate::error::{Error, Result};
-use crate::filter::BloomFilter;
-use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES};
-use crate::sliced::SlicedIndex;
+use bloomslice::BloomFilter;
+use bloomslice::Error;
+use bloomslice::SlicedIndex;
+use bloomslice::{BloomParams, MAX_HASHES};
+use bloomslice::{Key, KeyHash};
 
 /// The errors of the popularity-conscious optimisers and schemes, nested
 /// in [`Error::Popularity`].
@@ -98,7 +98,14 @@ pub enum PopularityError {
     /// A broken internal invariant (a bug; never expected).
     #[error("internal error: {0}")]
     Internal(&'static str),
+    /// An error the core names (an unknown id, mismatched parameters,
+    /// memory, a broken invariant).
+    #[error(transparent)]
+    Core(#[from] bloomslice::Error),
 }
+
+/// `Result` with [`PopularityError`].
+pub type Result<T, E = PopularityError> = core::result::Result<T, E>;
 
 /// A popularity-conscious hash scheme: a table key -> `k_i` with the
 /// parameters' `k` as default. It plugs into [`BloomFilter`] and
@@ -195,7 +202,7 @@ impl PopularityScheme {
     }
 
     fn check(&self, params: &BloomParams) -> Result<()> {
-        self.params.check_same(params)
+        Ok(self.params.check_same(params)?)
     }
 
     /// Inserts `key` into `filter` with its own hash count.

@@ -3,8 +3,8 @@
 //! design.
 
 use super::DynamicError;
-use crate::error::Result;
-use crate::params::MAX_HASHES;
+use super::Result;
+use bloomslice::MAX_HASHES;
 
 /// The constant of the paper's optimal sizing `m = n log(f) / log(0.6185)`
 /// (`0.6185 ~ (1/2)^(ln 2)`), as Section 4.2 prints it.

@@ -7,7 +7,8 @@
 
 use std::time::Instant;
 
-use bloomslice::{BloomParams, DynamicBloomFilter, DynamicSlicedIndex};
+use bloomslice::BloomParams;
+use bloomslice_papers::{DynamicBloomFilter, DynamicSlicedIndex};
 
 #[path = "../tests/common/dynamic_plain.rs"]
 mod dynamic_plain;

@@ -3,10 +3,9 @@
 //! its little-endian wire format (read with the bounded reader of the index
 //! file format, [`crate::persist`]).
 
+use super::Result;
 use super::{DynamicBloomFilter, DynamicError, Member};
 use crate::counting::CountingBloomFilter;
-use crate::error::{Error, Result};
-use crate::persist::format::LeReader;
 
 impl DynamicBloomFilter {
     /// A 64-bit fingerprint of the whole state (parameters, capacity, every
@@ -171,7 +170,7 @@ impl DynamicDelta {
     ///
     /// [`DynamicError::MalformedDelta`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let truncated = || Error::from(DynamicError::MalformedDelta("truncated"));
+        let truncated = || DynamicError::MalformedDelta("truncated");
         let mut r = LeReader(bytes);
         if r.take(4).ok_or_else(truncated)? != DELTA_MAGIC {
             return Err(DynamicError::MalformedDelta("bad magic").into());
@@ -204,5 +203,33 @@ impl DynamicDelta {
             return Err(DynamicError::MalformedDelta("trailing bytes").into());
         }
         Ok(DynamicDelta { base, result, filter_count, changes })
+    }
+}
+
+/// A bounded little-endian reader over the bytes of a delta: every read
+/// checks the length first, so short input is `None`, never a panic.
+struct LeReader<'a>(&'a [u8]);
+
+impl<'a> LeReader<'a> {
+    /// The next `n` bytes, or `None` if fewer are left.
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let head = self.0.get(..n)?;
+        self.0 = &self.0[n..];
+        Some(head)
+    }
+
+    /// The next little-endian `u32`.
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes)
+    }
+
+    /// The next little-endian `u64`.
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes)
+    }
+
+    /// Whether every byte has been read.
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }

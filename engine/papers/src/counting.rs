@@ -623,10 +623,10 @@ mod tests {
             CountingBloomFilter::from_counter_bytes(p, &[0, 0, 0, 0x10]),
             Err(CountingError::PaddingNibbleSet { m: 7 }.into())
         );
-        assert!(matches!(
+        assert_eq!(
             CountingBloomFilter::from_counter_bytes(p, &[0; 3]),
-            Err(Error::WordCountMismatch { expected: 4, found: 3 })
-        ));
+            Err(Error::WordCountMismatch { expected: 4, found: 3 }.into())
+        );
         assert_eq!(f.to_bloom_filter().unwrap().count_ones(), f.count_nonzero());
     }
 }

@@ -76,7 +76,7 @@ fn errors_are_typed_and_change_nothing() {
     for order in [0, 1] {
         assert_eq!(
             BloofiTree::new(params, BloofiConfig::with_order(order)).unwrap_err(),
-            Error::Bloofi(BloofiError::OrderTooSmall { order })
+            BloofiError::OrderTooSmall { order }
         );
     }
     struct World {
@@ -97,16 +97,16 @@ fn errors_are_typed_and_change_nothing() {
     };
     let before = snapshot(&world);
     let wrong = filter(other, [1]);
-    assert_eq!(world.tree.insert_filter(3, &filter(params, [9])), Err(Error::DuplicateId(3)));
-    assert!(matches!(world.tree.insert_filter(99, &wrong), Err(Error::ParamsMismatch { .. })));
-    assert!(matches!(world.tree.update_filter(3, &wrong), Err(Error::ParamsMismatch { .. })));
-    assert_eq!(world.tree.update_filter(99, &filter(params, [9])), Err(Error::UnknownId(99)));
-    assert_eq!(world.tree.delete_filter(99), Err(Error::UnknownId(99)));
-    assert_eq!(world.tree.insert_key(99, "k"), Err(Error::UnknownId(99)));
-    assert_eq!(world.flat.insert_filter(3, &filter(params, [9])), Err(Error::DuplicateId(3)));
+    assert_eq!(world.tree.insert_filter(3, &filter(params, [9])), Err(Error::DuplicateId(3).into()));
+    assert!(matches!(world.tree.insert_filter(99, &wrong), Err(BloofiError::Core(Error::ParamsMismatch { .. }))));
+    assert!(matches!(world.tree.update_filter(3, &wrong), Err(BloofiError::Core(Error::ParamsMismatch { .. }))));
+    assert_eq!(world.tree.update_filter(99, &filter(params, [9])), Err(Error::UnknownId(99).into()));
+    assert_eq!(world.tree.delete_filter(99), Err(Error::UnknownId(99).into()));
+    assert_eq!(world.tree.insert_key(99, "k"), Err(Error::UnknownId(99).into()));
+    assert_eq!(world.flat.insert_filter(3, &filter(params, [9])), Err(Error::DuplicateId(3).into()));
     assert!(matches!(world.flat.insert_filter(99, &wrong), Err(Error::ParamsMismatch { .. })));
     assert!(matches!(world.flat.update_filter(3, &wrong), Err(Error::ParamsMismatch { .. })));
-    assert_eq!(world.flat.delete_filter(99), Err(Error::UnknownId(99)));
+    assert_eq!(world.flat.delete_filter(99), Err(Error::UnknownId(99).into()));
     assert_eq!(snapshot(&world), before);
     world.tree.validate().unwrap();
     world.flat.validate().unwrap();
@@ -115,15 +115,15 @@ fn errors_are_typed_and_change_nothing() {
     let g = filter(other, [1]);
     assert_eq!(
         BloofiTree::bulk_build(params, BloofiConfig::default(), &[(5, &f), (5, &f)], BulkOrder::Auto).unwrap_err(),
-        Error::DuplicateId(5)
+        Error::DuplicateId(5).into()
     );
     assert!(matches!(
         BloofiTree::bulk_build(params, BloofiConfig::default(), &[(5, &g)], BulkOrder::Auto),
-        Err(Error::ParamsMismatch { .. })
+        Err(BloofiError::Core(Error::ParamsMismatch { .. }))
     ));
     assert_eq!(
         BloofiTree::bulk_build(params, BloofiConfig::with_order(1), &[], BulkOrder::Auto).unwrap_err(),
-        Error::Bloofi(BloofiError::OrderTooSmall { order: 1 })
+        BloofiError::OrderTooSmall { order: 1 }
     );
 }
 

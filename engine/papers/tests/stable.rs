@@ -20,18 +20,18 @@ fn small_params(cells: u64, hashes: u32, decrements: u32, max: u32) -> StablePar
 
 #[test]
 fn bad_parameters_are_typed_errors() {
-    assert_eq!(StableParams::new(100, 3, 1, 0), Err(Error::Stable(StableError::ZeroMax)));
-    assert_eq!(StableParams::new(100, 3, 1, 256), Err(Error::Stable(StableError::MaxTooLarge { max: 256 })));
-    assert_eq!(StableParams::new(100, 0, 1, 7), Err(Error::Stable(StableError::ZeroHashes)));
+    assert_eq!(StableParams::new(100, 3, 1, 0), Err(StableError::ZeroMax));
+    assert_eq!(StableParams::new(100, 3, 1, 256), Err(StableError::MaxTooLarge { max: 256 }));
+    assert_eq!(StableParams::new(100, 0, 1, 7), Err(StableError::ZeroHashes));
     assert_eq!(
         StableParams::new(100, 3, 101, 7),
-        Err(Error::Stable(StableError::DecrementsExceedCells { decrements: 101, cells: 100 }))
+        Err(StableError::DecrementsExceedCells { decrements: 101, cells: 100 })
     );
-    assert_eq!(StableParams::new(0, 3, 0, 7), Err(Error::ZeroBits));
-    assert!(matches!(StableParams::new(100, 65, 1, 7), Err(Error::TooManyHashes { .. })));
+    assert_eq!(StableParams::new(0, 3, 0, 7), Err(Error::ZeroBits.into()));
+    assert!(matches!(StableParams::new(100, 65, 1, 7), Err(StableError::Core(Error::TooManyHashes { .. }))));
     assert_eq!(
         StableParams::new(100, 3, 1, 7).unwrap().with_max_importance(0),
-        Err(Error::Stable(StableError::ZeroMaxImportance))
+        Err(StableError::ZeroMaxImportance)
     );
     // P = m and P = 0 are allowed.
     assert!(StableParams::new(100, 3, 100, 255).is_ok());
@@ -45,15 +45,15 @@ fn importance_out_of_range_is_refused_without_change() {
     let before = filter.cells().to_vec();
     assert_eq!(
         filter.observe(b"b", 0),
-        Err(Error::Stable(StableError::ImportanceOutOfRange { importance: 0, max: 50 }))
+        Err(StableError::ImportanceOutOfRange { importance: 0, max: 50 })
     );
     assert_eq!(
         filter.observe(b"b", 51),
-        Err(Error::Stable(StableError::ImportanceOutOfRange { importance: 51, max: 50 }))
+        Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 })
     );
     assert_eq!(
         filter.insert(b"b", 51),
-        Err(Error::Stable(StableError::ImportanceOutOfRange { importance: 51, max: 50 }))
+        Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 })
     );
     assert_eq!(filter.cells(), &before[..]);
 }

@@ -1388,9 +1388,9 @@ mod tests {
         assert_eq!(before, after);
         let f = filter([1]);
         let dup = BloofiTree::bulk_build(params(), BloofiConfig::default(), &[(1, &f), (1, &f)], BulkOrder::Auto);
-        assert_eq!(dup.unwrap_err(), Error::DuplicateId(1));
+        assert_eq!(dup.unwrap_err(), Error::DuplicateId(1).into());
         let mixed = BloofiTree::bulk_build(params(), BloofiConfig::default(), &[(1, &f), (2, &other)], BulkOrder::Auto);
-        assert!(matches!(mixed.unwrap_err(), Error::ParamsMismatch { .. }));
+        assert!(matches!(mixed.unwrap_err(), BloofiError::Core(Error::ParamsMismatch { .. })));
     }
 
     #[test]

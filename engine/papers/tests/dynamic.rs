@@ -345,10 +345,10 @@ fn index_applies_deltas() {
     let other = DynamicBloomFilter::new(BloomParams::new(600, 3).unwrap(), 8).unwrap();
     assert!(matches!(receiver.insert_filter(2, &other), Err(DynamicError::Core(Error::ParamsMismatch { .. }))));
     let other = DynamicBloomFilter::new(params(), 9).unwrap();
-    assert_eq!(
-        receiver.insert_filter(2, &other),
-        Err(DynamicError::CapacityMismatch { expected: 8, found: 9 })
-    );
-    assert!(matches!(receiver.apply_delta(7, &sender.delta_since(&base).unwrap()), Err(DynamicError::Core(Error::UnknownId(7)))));
+    assert_eq!(receiver.insert_filter(2, &other), Err(DynamicError::CapacityMismatch { expected: 8, found: 9 }));
+    assert!(matches!(
+        receiver.apply_delta(7, &sender.delta_since(&base).unwrap()),
+        Err(DynamicError::Core(Error::UnknownId(7)))
+    ));
     receiver.validate().unwrap();
 }

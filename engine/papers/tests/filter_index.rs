@@ -5,9 +5,9 @@
 //! target runs the same harness on the same pairs.
 
 use bloomslice::testing::{Op, ops_from_bytes, run_differential, run_differential_with};
-use bloomslice::{BloomParams, NaiveIndex};
+use bloomslice::{BloomFilter, BloomParams, Error, HashScheme, NaiveIndex};
 use bloomslice_papers::testing::maintain_bloofi;
-use bloomslice_papers::{BloofiConfig, BloofiTree, CountingSlicedIndex, FlatBloofiPaper, Metric};
+use bloomslice_papers::{BloofiConfig, BloofiTree, CountingBloomFilter, CountingSlicedIndex, FlatBloofiPaper, Metric};
 use proptest::prelude::*;
 
 fn params(m: u64, k: u32) -> BloomParams {
@@ -45,4 +45,21 @@ proptest! {
         let p = params(m, k);
         run_differential(&mut CountingSlicedIndex::new(p), &mut NaiveIndex::new(p), &ops);
     }
+}
+
+/// A filter of the other hash scheme is refused with
+/// `Error::ParamsMismatch`, as one of a different `m` or `k`.
+#[test]
+fn a_different_scheme_is_a_params_mismatch() {
+    let params = BloomParams::new(1024, 5).unwrap();
+    let old = params.with_scheme(HashScheme::Xxh3Double);
+    let other = BloomFilter::new(old).unwrap();
+    let mismatch = Error::ParamsMismatch { expected: params, found: old };
+    assert_eq!(FlatBloofiPaper::new(params).insert_filter(1, &other), Err(mismatch.clone()));
+    let mut tree = BloofiTree::new(params, BloofiConfig::default()).unwrap();
+    assert_eq!(tree.insert_filter(1, &other), Err(mismatch.clone().into()));
+    tree.insert_filter(1, &BloomFilter::new(params).unwrap()).unwrap();
+    assert_eq!(tree.update_filter(1, &other), Err(mismatch.clone().into()));
+    let mut counting = CountingBloomFilter::new(params).unwrap();
+    assert_eq!(counting.union_with(&CountingBloomFilter::new(old).unwrap()), Err(mismatch.into()));
 }

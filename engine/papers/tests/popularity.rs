@@ -148,34 +148,13 @@ fn errors_are_typed() {
         integer_solution(&[1.0], &[1.0, 2.0], 8.0, 10, 0.1),
         Err(PopularityError::LengthMismatch { p: 1, q: 2 })
     );
-    assert!(matches!(
-        integer_solution(&[], &[], 8.0, 10, 0.1),
-        Err(PopularityError::InvalidPopularity(_))
-    ));
-    assert!(matches!(
-        integer_solution(&[-1.0], &[1.0], 8.0, 10, 0.1),
-        Err(PopularityError::InvalidPopularity(_))
-    ));
-    assert!(matches!(
-        integer_solution(&[f64::NAN], &[1.0], 8.0, 10, 0.1),
-        Err(PopularityError::InvalidPopularity(_))
-    ));
-    assert_eq!(
-        integer_solution(&[1.0], &[1.0], 8.0, 0, 0.1),
-        Err(PopularityError::InvalidMaxHashes(0))
-    );
-    assert_eq!(
-        integer_solution(&[1.0], &[1.0], 8.0, 65, 0.1),
-        Err(PopularityError::InvalidMaxHashes(65))
-    );
-    assert_eq!(
-        integer_solution(&[1.0], &[1.0], 8.0, 10, 0.0),
-        Err(PopularityError::InvalidEpsilon(0.0))
-    );
-    assert!(matches!(
-        integer_solution(&[1.0], &[1.0], 1.0, 10, 0.1),
-        Err(PopularityError::InfeasibleBudget { .. })
-    ));
+    assert!(matches!(integer_solution(&[], &[], 8.0, 10, 0.1), Err(PopularityError::InvalidPopularity(_))));
+    assert!(matches!(integer_solution(&[-1.0], &[1.0], 8.0, 10, 0.1), Err(PopularityError::InvalidPopularity(_))));
+    assert!(matches!(integer_solution(&[f64::NAN], &[1.0], 8.0, 10, 0.1), Err(PopularityError::InvalidPopularity(_))));
+    assert_eq!(integer_solution(&[1.0], &[1.0], 8.0, 0, 0.1), Err(PopularityError::InvalidMaxHashes(0)));
+    assert_eq!(integer_solution(&[1.0], &[1.0], 8.0, 65, 0.1), Err(PopularityError::InvalidMaxHashes(65)));
+    assert_eq!(integer_solution(&[1.0], &[1.0], 8.0, 10, 0.0), Err(PopularityError::InvalidEpsilon(0.0)));
+    assert!(matches!(integer_solution(&[1.0], &[1.0], 1.0, 10, 0.1), Err(PopularityError::InfeasibleBudget { .. })));
     assert!(matches!(
         integer_solution(&vec![1.0; 100_000], &vec![1.0; 100_000], 8.0, 20, 0.01),
         Err(PopularityError::ProblemTooLarge { .. })

@@ -29,10 +29,7 @@ fn bad_parameters_are_typed_errors() {
     );
     assert_eq!(StableParams::new(0, 3, 0, 7), Err(Error::ZeroBits.into()));
     assert!(matches!(StableParams::new(100, 65, 1, 7), Err(StableError::Core(Error::TooManyHashes { .. }))));
-    assert_eq!(
-        StableParams::new(100, 3, 1, 7).unwrap().with_max_importance(0),
-        Err(StableError::ZeroMaxImportance)
-    );
+    assert_eq!(StableParams::new(100, 3, 1, 7).unwrap().with_max_importance(0), Err(StableError::ZeroMaxImportance));
     // P = m and P = 0 are allowed.
     assert!(StableParams::new(100, 3, 100, 255).is_ok());
     assert!(StableParams::new(100, 3, 0, 1).is_ok());
@@ -43,18 +40,9 @@ fn importance_out_of_range_is_refused_without_change() {
     let mut filter = StableBloomFilter::new(StableParams::paper(), Policy::IbfMc, 1);
     filter.observe(b"a", 10).unwrap();
     let before = filter.cells().to_vec();
-    assert_eq!(
-        filter.observe(b"b", 0),
-        Err(StableError::ImportanceOutOfRange { importance: 0, max: 50 })
-    );
-    assert_eq!(
-        filter.observe(b"b", 51),
-        Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 })
-    );
-    assert_eq!(
-        filter.insert(b"b", 51),
-        Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 })
-    );
+    assert_eq!(filter.observe(b"b", 0), Err(StableError::ImportanceOutOfRange { importance: 0, max: 50 }));
+    assert_eq!(filter.observe(b"b", 51), Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 }));
+    assert_eq!(filter.insert(b"b", 51), Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 }));
     assert_eq!(filter.cells(), &before[..]);
 }
 

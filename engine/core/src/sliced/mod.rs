@@ -46,8 +46,8 @@ use crate::storage::Words;
 
 mod persist;
 pub(crate) use persist::{ColumnEntry, ShardParts};
-mod score;
 mod hooks;
+mod score;
 
 /// Shards grow in steps of this many columns: one 512-bit chunk (a cache
 /// line) per row, the unit the kernels and the early exit work in.
@@ -1033,7 +1033,7 @@ mod tests {
         let mut index = SlicedIndex::new(params());
         index.insert_filter(1, &filter([1])).unwrap();
         let before = index.filter_cloned(1).unwrap();
-        crate::index::assert_write_errors(&mut index, 1, 2);
+        crate::testing::assert_write_errors(&mut index, 1, 2);
         let seeded = BloomFilter::new(params().with_seed(9)).unwrap();
         assert!(matches!(index.insert_filter(3, &seeded), Err(Error::ParamsMismatch { .. })));
         assert_eq!(index.insert_filters(&[(5, &filter([5])), (5, &filter([6]))]), Err(Error::DuplicateId(5)));

@@ -10,8 +10,9 @@
 use std::collections::BTreeMap;
 
 use arbitrary::Arbitrary;
-use bloomslice::counting::COUNTER_MAX;
-use bloomslice::{BloomParams, CountingError, CountingSlicedIndex, Error};
+use bloomslice_papers::counting::COUNTER_MAX;
+use bloomslice::{BloomParams, Error};
+use bloomslice_papers::{CountingError, CountingSlicedIndex};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]

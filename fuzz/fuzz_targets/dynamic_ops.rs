@@ -10,9 +10,8 @@
 use std::collections::BTreeMap;
 
 use arbitrary::Arbitrary;
-use bloomslice::{
-    BloomParams, DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError, DynamicSlicedIndex, Error,
-};
+use bloomslice::{BloomParams, Error};
+use bloomslice_papers::{DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError, DynamicSlicedIndex};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]

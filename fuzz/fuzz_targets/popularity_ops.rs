@@ -9,8 +9,9 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use bloomslice::popularity::optimize::{brute_force_ordered, half_fill_fpr, integer_solution};
-use bloomslice::{BloomFilter, BloomParams, Error, PopularityError, PopularityScheme, SlicedIndex};
+use bloomslice_papers::popularity::optimize::{brute_force_ordered, half_fill_fpr, integer_solution};
+use bloomslice::{BloomFilter, BloomParams, Error, SlicedIndex};
+use bloomslice_papers::{PopularityError, PopularityScheme};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]

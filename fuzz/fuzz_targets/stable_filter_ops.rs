@@ -10,7 +10,8 @@
 use std::collections::HashSet;
 
 use arbitrary::Arbitrary;
-use bloomslice::{Error, Policy, StableBloomFilter, StableError, StableParams};
+use bloomslice::Error;
+use bloomslice_papers::{Policy, StableBloomFilter, StableError, StableParams};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]

@@ -17,7 +17,7 @@ pub enum Error {
     /// A filter needs at least one hash function.
     #[error("a Bloom filter needs at least one hash function (k = 0)")]
     ZeroHashes,
-    /// More hash functions than [`crate::MAX_HASHES`].
+    /// More hash functions than [`crate::params::MAX_HASHES`].
     #[error("k = {k} hash functions is more than the supported maximum of {max}")]
     TooManyHashes {
         /// The requested k.
@@ -25,7 +25,7 @@ pub enum Error {
         /// The largest supported k.
         max: u32,
     },
-    /// More bits than [`crate::MAX_BITS`].
+    /// More bits than [`crate::params::MAX_BITS`].
     #[error("m = {m} bits is more than the supported maximum of {max}")]
     TooManyBits {
         /// The requested m.

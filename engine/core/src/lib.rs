@@ -80,37 +80,36 @@
 #[macro_use]
 mod macros;
 #[macro_use]
-mod error;
+pub mod error;
 #[macro_use]
-mod index;
-mod concurrent;
+pub mod index;
+pub mod concurrent;
 mod filter;
-mod hash;
+pub mod hash;
 pub mod kmer;
 mod naive;
 pub mod params;
 pub mod persist;
 pub mod pool;
 pub mod score;
-mod sliced;
+pub mod sliced;
 pub mod storage;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use bloomslice_kernels as kernels;
-pub use concurrent::{ConcurrentIndex, DRAIN_PATIENCE, WriteOp};
-pub use error::{Error, Result, SharedIoError};
+pub use concurrent::{ConcurrentIndex, WriteOp};
+pub use error::{Error, Result};
 pub use filter::BloomFilter;
 pub use hash::{Key, KeyHash, Prehashed};
-pub use index::{FilterIndex, IndexedFilter};
+pub use index::FilterIndex;
 pub use naive::NaiveIndex;
-pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
+pub use params::{BloomParams, HashScheme};
 pub use persist::manifest::Manifest;
-pub use persist::{LoadedIndex, SetNames, Verify};
+pub use persist::{LoadedIndex, SetNames};
 pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
 pub use score::{Scores, Threshold, ThresholdResults};
-pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
-pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};
+pub use sliced::{BatchResults, SlicedConfig, SlicedIndex};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

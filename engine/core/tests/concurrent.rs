@@ -6,7 +6,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
-use bloomslice::{BatchResults, BloomFilter, BloomParams, ConcurrentIndex, DRAIN_PATIENCE, SlicedIndex, WriteOp};
+use bloomslice::concurrent::DRAIN_PATIENCE;
+use bloomslice::{BatchResults, BloomFilter, BloomParams, ConcurrentIndex, SlicedIndex, WriteOp};
 
 fn params() -> BloomParams {
     BloomParams::new(4096, 4).unwrap()

@@ -6,8 +6,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use bloomslice::kmer::KmerLength;
+use bloomslice::persist::Verify;
 use bloomslice::persist::{self, FORMAT_MAJOR, FORMAT_MINOR, HEADER_BYTES, MAGIC};
-use bloomslice::{BloomFilter, BloomParams, Error, HashScheme, SetNames, SlicedConfig, SlicedIndex, Verify};
+use bloomslice::{BloomFilter, BloomParams, Error, HashScheme, SetNames, SlicedConfig, SlicedIndex};
 use proptest::prelude::*;
 
 /// [`persist::open_mmap`] for these tests.

@@ -399,7 +399,7 @@ delegate_filter_index!(
     batched
 );
 
-impl bloomslice::IndexedFilter for CountingBloomFilter {
+impl bloomslice::index::IndexedFilter for CountingBloomFilter {
     type Error = CountingError;
 
     fn insert_key_hash(&mut self, hash: KeyHash) -> Result<()> {

@@ -436,7 +436,7 @@ pub fn estimated_rows_bytes(params: &crate::BloomParams, config: &crate::SlicedC
 }
 
 fn estimated_layout(params: &crate::BloomParams, config: &crate::SlicedConfig, n_sets: u64) -> Option<(u64, u64)> {
-    let step = crate::SHARD_COLUMN_STEP as u64;
+    let step = crate::sliced::SHARD_COLUMN_STEP as u64;
     let max = (config.max_shard_columns as u64).max(step);
     let full = n_sets / max;
     let rest = (n_sets % max).checked_next_multiple_of(step)?;

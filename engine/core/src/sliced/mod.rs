@@ -46,7 +46,7 @@ use crate::storage::Words;
 
 mod persist;
 pub(crate) use persist::{ColumnEntry, ShardParts};
-mod hooks;
+pub mod hooks;
 mod score;
 
 /// Shards grow in steps of this many columns: one 512-bit chunk (a cache
@@ -756,7 +756,7 @@ impl SlicedIndex {
     /// [`SlicedIndex::query_into`] by the key's hash.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
-        let mut buf = [MaybeUninit::uninit(); crate::MAX_HASHES as usize];
+        let mut buf = [MaybeUninit::uninit(); crate::params::MAX_HASHES as usize];
         let pos = self.params.probes_in(hash, &mut buf);
         self.query_positions(pos, out);
     }

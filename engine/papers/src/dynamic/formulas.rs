@@ -4,7 +4,7 @@
 
 use super::DynamicError;
 use super::Result;
-use bloomslice::MAX_HASHES;
+use bloomslice::params::MAX_HASHES;
 
 /// The constant of the paper's optimal sizing `m = n log(f) / log(0.6185)`
 /// (`0.6185 ~ (1/2)^(ln 2)`), as Section 4.2 prints it.

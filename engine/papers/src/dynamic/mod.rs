@@ -132,7 +132,7 @@ pub enum DynamicError {
 /// `Result` with [`DynamicError`].
 pub type Result<T, E = DynamicError> = core::result::Result<T, E>;
 
-impl bloomslice::IndexedFilter for DynamicBloomFilter {
+impl bloomslice::index::IndexedFilter for DynamicBloomFilter {
     type Error = DynamicError;
 
     fn insert_key_hash(&mut self, hash: KeyHash) -> Result<()> {

@@ -52,9 +52,10 @@ pub mod optimize;
 use hashbrown::HashMap;
 
 use bloomslice::BloomFilter;
+use bloomslice::BloomParams;
 use bloomslice::Error;
 use bloomslice::SlicedIndex;
-use bloomslice::{BloomParams, MAX_HASHES};
+use bloomslice::params::MAX_HASHES;
 use bloomslice::{Key, KeyHash};
 
 /// The errors of the popularity-conscious optimisers and schemes, nested

@@ -96,7 +96,7 @@ fn check_common(bits_per_key: f64, k_max: u32) -> Result<()> {
     if !(bits_per_key.is_finite() && bits_per_key > 0.0) {
         return Err(PopularityError::InvalidPopularity("bits per key m/n must be positive and finite").into());
     }
-    if k_max == 0 || k_max > bloomslice::MAX_HASHES {
+    if k_max == 0 || k_max > bloomslice::params::MAX_HASHES {
         return Err(PopularityError::InvalidMaxHashes(k_max).into());
     }
     Ok(())

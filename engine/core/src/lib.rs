@@ -64,12 +64,25 @@
 //! # Ok::<(), bloomslice::Error>(())
 //! ```
 //!
-//! Bloom filter variants, each with its paper's formulas and the choices
-//! the paper leaves open in the module docs: [`counting`] (4-bit counting
-//! filters and a counting sliced index), [`dynamic`] (dynamic Bloom
-//! filters, a sliced index of dynamic sets, XOR-delta sync), [`popularity`]
-//! (per-key hash counts from key popularity) and [`stable`] (stable and
-//! importance-aware filters for streams).
+//! # Where things are
+//!
+//! The crate root holds what a user of the index needs: [`BloomParams`]
+//! and [`HashScheme`], [`BloomFilter`], [`SlicedIndex`] (with
+//! [`SlicedConfig`] and [`BatchResults`]), the scoring types [`Scores`],
+//! [`Threshold`] and [`ThresholdResults`], [`ConcurrentIndex`] and
+//! [`WriteOp`], [`QueryPool`] and its configuration and results,
+//! [`NaiveIndex`], the [`FilterIndex`] trait, [`Error`] and [`Result`],
+//! keys ([`Key`], [`KeyHash`], [`Prehashed`]) and index files
+//! ([`LoadedIndex`], [`SetNames`], [`Manifest`]). Everything else is reached
+//! through its module: [`params`] (limits, probe positions), [`hash`],
+//! [`sliced`] (shard constants, and [`sliced::hooks`], the hooks for
+//! filter variants), [`score`], [`concurrent`], [`pool`], [`persist`]
+//! (files, manifests), [`kmer`], [`storage`], [`index`] and [`error`].
+//!
+//! The structures of the papers this crate builds on (Bloofi trees, the
+//! Flat-Bloofi paper layout, counting, dynamic, popularity-conscious,
+//! stable and importance-aware filters) are in the `bloomslice-papers`
+//! crate, built on this one through [`sliced::hooks`].
 //!
 //! Sequence search: [`kmer`] turns DNA into canonical k-mer keys, and an
 //! index records its k-mer length ([`SlicedIndex::kmer_length`]).

@@ -54,8 +54,9 @@ use bloomslice::{Key, KeyHash};
 /// recommends).
 pub const COUNTER_MAX: u8 = 15;
 
-/// The errors of the counting filters themselves, nested in
-/// [`Error::Counting`] (ids, parameters and sizes are plain [`Error`]s).
+/// What the counting filters and index fail with: their own errors, and
+/// the core's [`Error`]s (ids, parameters, sizes, memory) wrapped in
+/// [`CountingError::Core`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CountingError {
@@ -86,7 +87,8 @@ pub type Result<T, E = CountingError> = core::result::Result<T, E>;
 /// functions.
 ///
 /// ```
-/// use bloomslice::{BloomParams, CountingBloomFilter};
+/// use bloomslice::BloomParams;
+/// use bloomslice_papers::CountingBloomFilter;
 ///
 /// let mut f = CountingBloomFilter::new(BloomParams::new(1024, 4)?)?;
 /// f.insert("apple");
@@ -372,7 +374,8 @@ impl CountingBloomFilter {
 /// set lives beside the index, whose column for the set holds its bit view.
 ///
 /// ```
-/// use bloomslice::{BloomParams, CountingSlicedIndex};
+/// use bloomslice::BloomParams;
+/// use bloomslice_papers::CountingSlicedIndex;
 ///
 /// let mut index = CountingSlicedIndex::new(BloomParams::new(4096, 5)?);
 /// index.insert_set(1)?;

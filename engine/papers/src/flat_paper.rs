@@ -1,6 +1,6 @@
 //! [`FlatBloofiPaper`]: Flat-Bloofi exactly as Section 6 of the Bloofi paper
 //! lays it out, kept as the baseline the benchmarks measure
-//! [`crate::SlicedIndex`] against.
+//! [`bloomslice::SlicedIndex`] against.
 //!
 //! The paper's structures, one for one:
 //!
@@ -20,7 +20,7 @@
 //!
 //! The layout is the paper's on purpose, slow parts included (a separate
 //! allocation per group, `k` scattered reads per group); the design notes
-//! explain why [`crate::SlicedIndex`] stores rows contiguously instead.
+//! explain why [`bloomslice::SlicedIndex`] stores rows contiguously instead.
 
 use hashbrown::HashMap;
 
@@ -36,7 +36,8 @@ pub const FLAT_GROUP: usize = 64;
 /// the module docs).
 ///
 /// ```
-/// use bloomslice::{BloomFilter, BloomParams, FlatBloofiPaper};
+/// use bloomslice::{BloomFilter, BloomParams};
+/// use bloomslice_papers::FlatBloofiPaper;
 ///
 /// let params = BloomParams::for_capacity(1_000, 0.01)?;
 /// let mut flat = FlatBloofiPaper::new(params);

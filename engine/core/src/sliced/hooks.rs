@@ -17,6 +17,8 @@
 
 use super::{BatchResults, SlicedIndex};
 use crate::error::Result;
+#[cfg(doc)]
+use crate::error::Error;
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
 

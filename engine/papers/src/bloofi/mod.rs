@@ -1,7 +1,7 @@
 //! [`BloofiTree`]: the hierarchical Bloom filter index of the Bloofi paper
 //! (Crainiceanu and Lemire, *Bloofi: Multidimensional Bloom Filters*,
 //! Sections 4 and 5), kept as the paper describes it so that it can be set
-//! beside [`crate::SlicedIndex`] and the naive index.
+//! beside [`bloomslice::SlicedIndex`] and the naive index.
 //!
 //! The leaves of the tree are the indexed filters (each under the caller's
 //! `u64` id); every inner node holds the bitwise OR of its children, so a key
@@ -198,8 +198,9 @@ impl BloofiConfig {
     }
 }
 
-/// The errors of the Bloofi tree's own configuration, nested in
-/// [`Error::Bloofi`]; index errors (ids, parameters) are plain [`Error`]s.
+/// What the Bloofi tree's operations fail with: its own configuration
+/// errors, and the core's [`Error`]s (ids, parameters, memory) wrapped in
+/// [`BloofiError::Core`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BloofiError {
@@ -335,7 +336,8 @@ struct Node {
 /// how it maps to the paper).
 ///
 /// ```
-/// use bloomslice::{BloofiConfig, BloofiTree, BloomFilter, BloomParams};
+/// use bloomslice::{BloomFilter, BloomParams};
+/// use bloomslice_papers::{BloofiConfig, BloofiTree};
 ///
 /// let params = BloomParams::for_capacity(1_000, 0.01)?;
 /// let mut tree = BloofiTree::new(params, BloofiConfig::default())?;

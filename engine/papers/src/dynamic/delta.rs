@@ -30,7 +30,8 @@ impl DynamicBloomFilter {
     ///
     /// # Errors
     ///
-    /// [`Error::ParamsMismatch`] or [`DynamicError::CapacityMismatch`].
+    /// [`Error::ParamsMismatch`](bloomslice::Error::ParamsMismatch) or
+    /// [`DynamicError::CapacityMismatch`].
     pub fn delta_since(&self, previous: &DynamicBloomFilter) -> Result<DynamicDelta> {
         self.params.check_same(&previous.params)?;
         if self.capacity != previous.capacity {

@@ -21,7 +21,8 @@ struct DynamicSet {
 /// filter (holding its bit view) and is reported once by a query.
 ///
 /// ```
-/// use bloomslice::{BloomParams, DynamicSlicedIndex};
+/// use bloomslice::BloomParams;
+/// use bloomslice_papers::DynamicSlicedIndex;
 ///
 /// let mut index = DynamicSlicedIndex::new(BloomParams::new(2048, 4)?, 16)?;
 /// index.insert_set(9)?;

@@ -1,6 +1,6 @@
 //! Dynamic Bloom filters (Guo, Wu, Chen and Luo, *The Dynamic Bloom
 //! Filters*, IEEE TKDE 22(1), 2010, `dynamic-bloom-filters.txt`), a
-//! [`SlicedIndex`](crate::SlicedIndex) of dynamic sets, and incremental XOR-delta sync.
+//! [`SlicedIndex`](bloomslice::SlicedIndex) of dynamic sets, and incremental XOR-delta sync.
 //!
 //! A [`DynamicBloomFilter`] (DBF) represents a set of changing cardinality by
 //! `s` homogeneous [`CountingBloomFilter`]s (the paper's SBFs, "counting
@@ -64,7 +64,7 @@
 //!   live), then sort and dedupe the few set ids of each answer;
 //!   [`DynamicSlicedIndex::query_batch`] does the same on the plain index's
 //!   prefetched batch, in place. Over the same member columns it answers
-//!   a little slower than a plain [`SlicedIndex`](crate::SlicedIndex) (measured: see
+//!   a little slower than a plain [`SlicedIndex`](bloomslice::SlicedIndex) (measured: see
 //!   `bench/RESULTS.md`); a seen-array would need interior mutability in
 //!   `&self` queries and was not needed.
 
@@ -86,8 +86,10 @@ use bloomslice::BloomParams;
 use bloomslice::Error;
 use bloomslice::{Key, KeyHash};
 
-/// The errors of dynamic Bloom filters themselves, nested in
-/// [`Error::Dynamic`] (ids, parameters and sizes are plain [`Error`]s).
+/// What the dynamic filters and index fail with: their own errors, a
+/// member's [`CountingError`] in [`DynamicError::Counting`], and the core's
+/// [`Error`]s (ids, parameters, sizes, memory) wrapped in
+/// [`DynamicError::Core`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DynamicError {
@@ -164,7 +166,8 @@ struct Member {
 /// A dynamic Bloom filter: `s >= 1` counting filters of capacity `c`.
 ///
 /// ```
-/// use bloomslice::{BloomParams, DeleteOutcome, DynamicBloomFilter};
+/// use bloomslice::BloomParams;
+/// use bloomslice_papers::{DeleteOutcome, DynamicBloomFilter};
 ///
 /// let mut dbf = DynamicBloomFilter::new(BloomParams::new(1024, 4)?, 50)?;
 /// for i in 0..120u32 {

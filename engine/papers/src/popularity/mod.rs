@@ -58,8 +58,9 @@ use bloomslice::SlicedIndex;
 use bloomslice::params::MAX_HASHES;
 use bloomslice::{Key, KeyHash};
 
-/// The errors of the popularity-conscious optimisers and schemes, nested
-/// in [`Error::Popularity`].
+/// What the popularity-conscious optimisers and schemes fail with: their
+/// own errors, and the core's [`Error`]s (parameters, ids, memory) wrapped
+/// in [`PopularityError::Core`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PopularityError {
@@ -113,7 +114,8 @@ pub type Result<T, E = PopularityError> = core::result::Result<T, E>;
 /// [`SlicedIndex`]: insert and query a key with its own hash count.
 ///
 /// ```
-/// use bloomslice::{BloomFilter, BloomParams, PopularityScheme, SlicedIndex};
+/// use bloomslice::{BloomFilter, BloomParams, SlicedIndex};
+/// use bloomslice_papers::PopularityScheme;
 ///
 /// let params = BloomParams::new(8192, 5)?;
 /// let mut scheme = PopularityScheme::new(params);

@@ -66,8 +66,9 @@ use bloomslice::{BloomParams, Key, KeyHash};
 /// The largest cell value: cells are stored as `u8`.
 pub const MAX_CELL_VALUE: u32 = u8::MAX as u32;
 
-/// The errors of the stable and importance-aware filters, nested in
-/// [`Error::Stable`](crate::Error::Stable).
+/// What the stable and importance-aware filters fail with: their own
+/// errors, and the core's [`Error`](bloomslice::Error)s (parameters,
+/// memory) wrapped in [`StableError::Core`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StableError {
@@ -281,7 +282,7 @@ impl Policy {
 /// documentation for the algorithm and the paper mapping).
 ///
 /// ```
-/// use bloomslice::{Policy, StableBloomFilter, StableParams};
+/// use bloomslice_papers::{Policy, StableBloomFilter, StableParams};
 ///
 /// let params = StableParams::paper();
 /// let mut filter = StableBloomFilter::new(params, Policy::IbfMc, 42);

@@ -35,7 +35,7 @@
 //! (and clones the id map). `paper query --threads` prints both costs (the
 //! `write cost` rows): a left-right write touches only the rows it changes,
 //! a copy-on-write one copies the whole shard, orders of magnitude more
-//! (measured: see `bench/RESULTS.md`).
+//! (measured: see `bench/RESULTS.md`, section "Threads").
 //!
 //! The left-right scheme costs each write twice (once per copy) plus the
 //! wait for readers of the standby, at the price of twice the memory once

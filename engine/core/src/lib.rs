@@ -73,7 +73,7 @@
 //! [`WriteOp`], [`QueryPool`] and its configuration and results,
 //! [`NaiveIndex`], the [`FilterIndex`] trait, [`Error`] and [`Result`],
 //! keys ([`Key`], [`KeyHash`], [`Prehashed`]) and index files
-//! ([`LoadedIndex`], [`SetNames`], [`Manifest`]). Everything else is reached
+//! ([`LoadedIndex`], [`SetNames`], [`Manifest`], [`Verify`]). Everything else is reached
 //! through its module: [`params`] (limits, probe positions), [`hash`],
 //! [`sliced`] (shard constants, and [`sliced::hooks`], the hooks for
 //! filter variants), [`score`], [`concurrent`], [`pool`], [`persist`]
@@ -119,7 +119,7 @@ pub use index::FilterIndex;
 pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme};
 pub use persist::manifest::Manifest;
-pub use persist::{LoadedIndex, SetNames};
+pub use persist::{LoadedIndex, SetNames, Verify};
 pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
 pub use score::{Scores, Threshold, ThresholdResults};
 pub use sliced::{BatchResults, SlicedConfig, SlicedIndex};

@@ -42,7 +42,9 @@ pub enum HashScheme {
     /// small but not otherwise: at `m/n = 8, k = 10` with `m = 400` the
     /// measured false-positive rate is well above the formula of
     /// [`BloomParams::expected_fpr`] (the figures are in `bench/RESULTS.md`,
-    /// section "Hash schemes"; `engine/core/tests/false_positives.rs` checks that the excess is there).
+    /// section "Approaches measured and not kept";
+    /// `engine/core/tests/false_positives.rs` checks that the excess is
+    /// there).
     Xxh3Double,
     /// Probe `i` is `fastrange(h1 + i * h2 + (i (i - 1) / 2) * h3, m)` with
     /// `h3 = h2` rotated by 32 bits, computed incrementally (`x += y`,

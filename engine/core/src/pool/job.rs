@@ -221,7 +221,7 @@ pub(crate) struct Job {
     /// workers run neighbouring tasks at once, and a buffer's `Vec` headers
     /// change with every id pushed. Unpadded, that false sharing cost the
     /// pool a tenth of its throughput against rayon's two threads on
-    /// `full` N = 1 000 (`bench/RESULTS.md`).
+    /// `full` N = 1 000 (`bench/RESULTS.md`, section "Threads").
     chunks: Box<[CachePadded<UnsafeCell<BatchResults>>]>,
     /// Read by threshold tasks, `scored[c]` written by task `c` alone.
     threshold: UnsafeCell<ThresholdData>,

@@ -59,7 +59,7 @@
 //!   keys"). [`QueryPool::submit`] returns at once, so it hashes the keys
 //!   into the buffer's own storage first; on `full` N = 1 000 that serial
 //!   copy of 100 000 hashes took 0.2 ms of a 4 ms batch
-//!   (`bench/RESULTS.md`).
+//!   (`bench/RESULTS.md`, section "Threads").
 //! - **Splitting.** A batch is split by *keys* into
 //!   `min(64, workers x tasks_per_worker, ceil(keys / min_keys_per_task))`
 //!   equal ranges (tasks), handed out by the claim counter below. Keys
@@ -70,7 +70,7 @@
 //!   `paper query --threads` compares the two (`split rule` rows: rayon, 2
 //!   threads, shard split emulated by one sub-index per thread, merge
 //!   included): keys won on small and large batches alike, so the rule is
-//!   keys at every index size (measured: see `bench/RESULTS.md`).
+//!   keys at every index size (measured: see `bench/RESULTS.md`, section "Threads").
 //! - **Finding work.** Local deque, then steal from the other workers
 //!   (starting at the next one, round robin), then the injector; as in
 //!   rayon-core.
@@ -110,8 +110,7 @@
 //!     large ones, and on a ten times larger index it lost at a batch size
 //!     where it had won: hence a limit on work, not keys. With the limit,
 //!     large batches behave as before (2 workers scale against 1).
-//!     Measured: see `bench/RESULTS.md` ("pool v2" and "Figures moved from
-//!     doc comments").
+//!     Measured: see `bench/RESULTS.md`, section "Threads".
 //! - **Threshold batches.** [`QueryPool::query_threshold_batch`] runs on
 //!   the same machinery: the caller arms a job popped from the pool's
 //!   lock-free free list (so a warm batch allocates nothing) with its
@@ -160,7 +159,7 @@ pub const INLINE_TASKS: usize = 2;
 
 /// Default [`PoolConfig::caller_help_work`]: 256 keys x 1024 filters, the
 /// largest batch on `full` that ran faster with the caller helping
-/// (measured: see `bench/RESULTS.md`).
+/// (measured: see `bench/RESULTS.md`, section "Threads").
 pub const CALLER_HELP_WORK: usize = 256 * 1024;
 
 /// Idle threshold-batch jobs a pool keeps for reuse: as many threshold
@@ -193,7 +192,7 @@ pub struct PoolConfig {
     pub queue_capacity: usize,
     /// Fewest keys worth a task of their own. Default 16: scheduling a task
     /// costs about as much as querying a few keys (measured: see
-    /// `bench/RESULTS.md`).
+    /// `bench/RESULTS.md`, section "Threads").
     pub min_keys_per_task: usize,
     /// Tasks per worker a large batch is split into, so a worker slowed by
     /// a neighbour is made up for by stealing. Default 8.
@@ -203,7 +202,7 @@ pub struct PoolConfig {
     /// How long a waiting caller spins before parking, once it has no task
     /// of its batch left to claim. Default 1 us: a helping caller waits at
     /// most for the tasks the workers hold, and spinning longer was no
-    /// better with the caller helping (measured: see `bench/RESULTS.md`),
+    /// better with the caller helping (measured: see `bench/RESULTS.md`, section "Threads"),
     /// while it slows the workers down where cores are shared (see `job.rs`,
     /// `Job::wait`).
     pub wait_spin: Duration,

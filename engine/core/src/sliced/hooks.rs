@@ -16,9 +16,9 @@
 //!   into the ids of the sets that own the columns.
 
 use super::{BatchResults, SlicedIndex};
-use crate::error::Result;
 #[cfg(doc)]
 use crate::error::Error;
+use crate::error::Result;
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
 

@@ -59,7 +59,7 @@ const PREFETCH_WHOLE_RUN_LINES: usize = 4;
 
 /// How many rows ahead `Shard::clear_column` prefetches its strided walk
 /// (with conditional writes); the fastest of 0, 4, 8, 16, 32 and 64 rows
-/// for a delete at N = 100 000 (measured: see `bench/RESULTS.md`).
+/// for a delete at N = 100 000 (measured: see `bench/RESULTS.md`, section "Query").
 const CLEAR_PREFETCH_ROWS: usize = 16;
 
 /// Upper bound on [`SlicedConfig::max_shard_columns`]: a query keeps one
@@ -69,7 +69,7 @@ pub const MAX_SHARD_COLUMNS: usize = 32_768;
 const MAX_SHARD_WORDS: usize = MAX_SHARD_COLUMNS / 64;
 
 /// Tuning knobs of a [`SlicedIndex`]. The defaults were chosen by
-/// measurement with the `paper` benchmark (see `bench/RESULTS.md`).
+/// measurement with the `paper` benchmark (see `bench/RESULTS.md`, section "Query").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlicedConfig {
     /// Widest shard, in columns; rounded up to a multiple of
@@ -77,7 +77,7 @@ pub struct SlicedConfig {
     /// shards mean fewer, longer row runs per query; narrower ones mean less
     /// copying when a shard is widened. Default 16 384: faster than 4096 on
     /// `full` N = 10 000, `paper` N = 10 000 and `large` (measured: see
-    /// `bench/RESULTS.md`).
+    /// `bench/RESULTS.md`, section "Query").
     pub max_shard_columns: usize,
     /// How far ahead queries prefetch whole row runs into the second-level
     /// cache: in [`SlicedIndex::query_batch`], work items (one key in one
@@ -238,7 +238,7 @@ impl Shard {
     /// line of each long run into the first-level cache. Short runs are
     /// prefetched whole into the first-level cache at the far distance only.
     ///
-    /// Measured on `full` N = 10 000 (1 280-byte runs; `bench/RESULTS.md`):
+    /// Measured on `full` N = 10 000 (1 280-byte runs; `bench/RESULTS.md`, section "Query"):
     /// whole runs into the first-level cache queue behind its few miss
     /// buffers and were slower than first lines alone, while whole runs
     /// into the second-level cache, far ahead, let all `k` runs stream.
@@ -302,7 +302,7 @@ impl Shard {
     /// extra lines are few and half of a typical workload's keys need them.
     /// On `paper` N = 1000 (2-line runs) prefetching all rows was faster
     /// than the density estimate alone; on `paper` N = 10 000 (20-line runs)
-    /// the estimate plus one row was best (measured: see `bench/RESULTS.md`).
+    /// the estimate plus one row was best (measured: see `bench/RESULTS.md`, section "Query").
     fn rows_worth_prefetching(&self, m: usize, k: usize) -> usize {
         if self.short_runs() {
             return k;
@@ -851,7 +851,7 @@ impl SlicedIndex {
     /// core has no demand loads of its own in flight; issued all before the
     /// AND, the prefetches queue behind the AND's misses and the memory
     /// idles during the extraction. Measured on `full` N = 1 000 and
-    /// 10 000 (`bench/RESULTS.md`): 5-7% faster with AVX-512, 2-5% slower
+    /// 10 000 (`bench/RESULTS.md`, section "Query"): 5-7% faster with AVX-512, 2-5% slower
     /// with AVX2, whose longer AND already spreads the prefetches out, so
     /// the other kernels issue it whole.
     fn run_batch(&self, results: &mut BatchResults) {

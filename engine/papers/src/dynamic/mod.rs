@@ -65,7 +65,7 @@
 //!   [`DynamicSlicedIndex::query_batch`] does the same on the plain index's
 //!   prefetched batch, in place. Over the same member columns it answers
 //!   a little slower than a plain [`SlicedIndex`](bloomslice::SlicedIndex) (measured: see
-//!   `bench/RESULTS.md`); a seen-array would need interior mutability in
+//!   `bench/RESULTS.md`, section "Papers: dynamic and counting"); a seen-array would need interior mutability in
 //!   `&self` queries and was not needed.
 
 //!

@@ -45,7 +45,7 @@
 //!   uniform member of it, from one random word. (An earlier version drew
 //!   uniformly random cells and accepted one of value `v` with probability
 //!   `1 / v`: the same distribution, but about ten draws per decrement at the
-//!   paper's parameters; see `bench/RESULTS.md`.) When every cell is zero
+//!   paper's parameters; see `bench/RESULTS.md`, section "Papers: stable and importance-aware".) When every cell is zero
 //!   there is nothing to decrement.
 //! * **P = 0** is allowed (a filter that never forgets; handy as a model in
 //!   tests); **P > m** is rejected because it cannot mean "P distinct cells".

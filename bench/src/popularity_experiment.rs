@@ -182,7 +182,7 @@ pub fn key(i: usize) -> [u8; 8] {
 pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, PopularityError> {
     let (n_keys, n) = (config.universe, config.set_size);
     if n == 0 || n >= n_keys || config.trials == 0 {
-        return Err(PopularityError::InvalidPopularity("need 0 < set_size < universe, trials > 0").into());
+        return Err(PopularityError::InvalidPopularity("need 0 < set_size < universe, trials > 0"));
     }
     let m = config.bits_per_key * n as u64;
     let params = BloomParams::new(m, config.k_standard)?.with_scheme(config.scheme).with_seed(config.seed);

@@ -138,7 +138,7 @@ impl CountingBloomFilter {
             return Err(Error::WordCountMismatch { expected: f.counters.len(), found: bytes.len() }.into());
         }
         if params.m() % 2 == 1 && bytes[bytes.len() - 1] >> 4 != 0 {
-            return Err(CountingError::PaddingNibbleSet { m: params.m() }.into());
+            return Err(CountingError::PaddingNibbleSet { m: params.m() });
         }
         f.counters.copy_from_slice(bytes);
         Ok(f)
@@ -231,7 +231,7 @@ impl CountingBloomFilter {
             }
             let mult = positions[i..].iter().filter(|&&q| q == p).count();
             if usize::from(c) < mult {
-                return Err(CountingError::NotPresent { position: p }.into());
+                return Err(CountingError::NotPresent { position: p });
             }
         }
         Ok(())
@@ -361,7 +361,7 @@ impl CountingBloomFilter {
             return Err(Error::WordCountMismatch { expected: self.counters.len(), found: delta.len() }.into());
         }
         if self.params.m() % 2 == 1 && delta[delta.len() - 1] >> 4 != 0 {
-            return Err(CountingError::PaddingNibbleSet { m: self.params.m() }.into());
+            return Err(CountingError::PaddingNibbleSet { m: self.params.m() });
         }
         for (a, d) in self.counters.iter_mut().zip(delta) {
             *a ^= d;
@@ -611,7 +611,7 @@ mod tests {
         f.remove("a").unwrap();
         assert_eq!(f.counter(0), 0);
         f.set_counter(0, 2);
-        assert_eq!(f.remove("a"), Err(CountingError::NotPresent { position: 0 }.into()));
+        assert_eq!(f.remove("a"), Err(CountingError::NotPresent { position: 0 }));
         assert_eq!(f.counter(0), 2);
     }
 
@@ -624,7 +624,7 @@ mod tests {
         assert_eq!(f, g);
         assert_eq!(
             CountingBloomFilter::from_counter_bytes(p, &[0, 0, 0, 0x10]),
-            Err(CountingError::PaddingNibbleSet { m: 7 }.into())
+            Err(CountingError::PaddingNibbleSet { m: 7 })
         );
         assert_eq!(
             CountingBloomFilter::from_counter_bytes(p, &[0; 3]),

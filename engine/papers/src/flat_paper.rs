@@ -128,7 +128,7 @@ impl FlatBloofiPaper {
     pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
         self.params.check_same(filter.params())?;
         if self.index_of.contains_key(&id) {
-            return Err(Error::DuplicateId(id).into());
+            return Err(Error::DuplicateId(id));
         }
         let index = match self.beta.iter().position(|&w| w != u64::MAX) {
             Some(g) => g * FLAT_GROUP + self.beta[g].trailing_ones() as usize,

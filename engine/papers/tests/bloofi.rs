@@ -103,10 +103,10 @@ fn errors_are_typed_and_change_nothing() {
     assert_eq!(world.tree.update_filter(99, &filter(params, [9])), Err(Error::UnknownId(99).into()));
     assert_eq!(world.tree.delete_filter(99), Err(Error::UnknownId(99).into()));
     assert_eq!(world.tree.insert_key(99, "k"), Err(Error::UnknownId(99).into()));
-    assert_eq!(world.flat.insert_filter(3, &filter(params, [9])), Err(Error::DuplicateId(3).into()));
+    assert_eq!(world.flat.insert_filter(3, &filter(params, [9])), Err(Error::DuplicateId(3)));
     assert!(matches!(world.flat.insert_filter(99, &wrong), Err(Error::ParamsMismatch { .. })));
     assert!(matches!(world.flat.update_filter(3, &wrong), Err(Error::ParamsMismatch { .. })));
-    assert_eq!(world.flat.delete_filter(99), Err(Error::UnknownId(99).into()));
+    assert_eq!(world.flat.delete_filter(99), Err(Error::UnknownId(99)));
     assert_eq!(snapshot(&world), before);
     world.tree.validate().unwrap();
     world.flat.validate().unwrap();

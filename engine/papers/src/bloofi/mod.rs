@@ -192,7 +192,7 @@ impl BloofiConfig {
 
     fn check(&self) -> Result<()> {
         if self.order < MIN_ORDER {
-            return Err(BloofiError::OrderTooSmall { order: self.order }.into());
+            return Err(BloofiError::OrderTooSmall { order: self.order });
         }
         Ok(())
     }
@@ -1278,11 +1278,11 @@ mod tests {
         for order in [0, 1] {
             assert_eq!(
                 BloofiTree::new(params(), BloofiConfig::with_order(order)).unwrap_err(),
-                BloofiError::OrderTooSmall { order }.into()
+                BloofiError::OrderTooSmall { order }
             );
             let f = filter([1]);
             let err = BloofiTree::bulk_build(params(), BloofiConfig::with_order(order), &[(1, &f)], BulkOrder::AsGiven);
-            assert_eq!(err.unwrap_err(), BloofiError::OrderTooSmall { order }.into());
+            assert_eq!(err.unwrap_err(), BloofiError::OrderTooSmall { order });
         }
         assert!(BloofiTree::new(params(), BloofiConfig::with_order(2)).is_ok());
     }

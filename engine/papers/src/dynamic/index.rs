@@ -68,7 +68,7 @@ impl DynamicSlicedIndex {
     /// [`DynamicError::ZeroCapacity`].
     pub fn new(params: BloomParams, capacity: u64) -> Result<Self> {
         if capacity == 0 {
-            return Err(DynamicError::ZeroCapacity.into());
+            return Err(DynamicError::ZeroCapacity);
         }
         Ok(DynamicSlicedIndex {
             index: SlicedIndex::new(params),
@@ -140,7 +140,7 @@ impl DynamicSlicedIndex {
             return Err(Error::ParamsMismatch { expected: *self.params(), found: filter.params }.into());
         }
         if filter.capacity != self.capacity {
-            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: filter.capacity }.into());
+            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: filter.capacity });
         }
         self.sets.insert(id, DynamicSet { filter: filter.clone(), columns: Vec::new() });
         if let Err(e) = self.resync(id) {

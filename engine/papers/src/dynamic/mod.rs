@@ -204,7 +204,7 @@ impl DynamicBloomFilter {
     /// [`DynamicError::ZeroCapacity`], or an allocation failure.
     pub fn new(params: BloomParams, capacity: u64) -> Result<Self> {
         if capacity == 0 {
-            return Err(DynamicError::ZeroCapacity.into());
+            return Err(DynamicError::ZeroCapacity);
         }
         let first = Member { filter: CountingBloomFilter::new(params)?, items: 0 };
         Ok(DynamicBloomFilter { params, capacity, members: vec![first] })
@@ -330,7 +330,7 @@ impl DynamicBloomFilter {
         let pos: &[u32] = &pos;
         let mut matching = self.members.iter().enumerate().filter(|(_, m)| m.filter.contains_positions(pos));
         let Some((index, _)) = matching.next() else {
-            return Err(DynamicError::NotPresent.into());
+            return Err(DynamicError::NotPresent);
         };
         let more = matching.count();
         if more > 0 {
@@ -382,7 +382,7 @@ impl DynamicBloomFilter {
     pub fn union_with(&mut self, other: &DynamicBloomFilter) -> Result<()> {
         self.params.check_same(&other.params)?;
         if self.capacity != other.capacity {
-            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: other.capacity }.into());
+            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: other.capacity });
         }
         self.members.try_reserve(other.members.len()).map_err(|_| Error::CapacityOverflow("member list"))?;
         self.members.extend(other.members.iter().cloned());

@@ -152,7 +152,7 @@ impl PopularityScheme {
     /// [`PopularityError::InvalidMaxHashes`] for a count outside `1..=64`.
     pub fn from_assignment<K: Key>(params: BloomParams, keys: &[K], ks: &[u32]) -> Result<Self> {
         if keys.len() != ks.len() {
-            return Err(PopularityError::LengthMismatch { p: keys.len(), q: ks.len() }.into());
+            return Err(PopularityError::LengthMismatch { p: keys.len(), q: ks.len() });
         }
         let mut scheme = PopularityScheme::new(params);
         scheme.table.try_reserve(keys.len()).map_err(|_| Error::CapacityOverflow("scheme table"))?;
@@ -187,7 +187,7 @@ impl PopularityScheme {
     /// [`PopularityError::InvalidMaxHashes`] unless `1 <= k <= 64`.
     pub fn set<K: Key + ?Sized>(&mut self, key: &K, k: u32) -> Result<()> {
         if k == 0 || k > MAX_HASHES {
-            return Err(PopularityError::InvalidMaxHashes(k).into());
+            return Err(PopularityError::InvalidMaxHashes(k));
         }
         self.table.insert(self.params.hash(key).h1, k as u8);
         Ok(())

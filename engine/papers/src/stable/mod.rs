@@ -146,17 +146,17 @@ impl StableParams {
     /// (m = 0, m or K too large).
     pub fn new(cells: u64, hashes: u32, decrements: u32, max_value: u32) -> Result<Self> {
         if max_value == 0 {
-            return Err(StableError::ZeroMax.into());
+            return Err(StableError::ZeroMax);
         }
         if max_value > MAX_CELL_VALUE {
-            return Err(StableError::MaxTooLarge { max: max_value }.into());
+            return Err(StableError::MaxTooLarge { max: max_value });
         }
         if hashes == 0 {
-            return Err(StableError::ZeroHashes.into());
+            return Err(StableError::ZeroHashes);
         }
         let bloom = BloomParams::new(cells, hashes)?;
         if u64::from(decrements) > cells {
-            return Err(StableError::DecrementsExceedCells { decrements, cells }.into());
+            return Err(StableError::DecrementsExceedCells { decrements, cells });
         }
         Ok(StableParams { bloom, decrements, max_value: max_value as u8, max_importance: 1 })
     }
@@ -172,7 +172,7 @@ impl StableParams {
     /// The same parameters with importance range `1..=max_importance`.
     pub fn with_max_importance(mut self, max_importance: u32) -> Result<Self> {
         if max_importance == 0 {
-            return Err(StableError::ZeroMaxImportance.into());
+            return Err(StableError::ZeroMaxImportance);
         }
         self.max_importance = max_importance;
         Ok(self)
@@ -343,10 +343,10 @@ impl StableBloomFilter {
     pub fn validate(&self) -> Result<()> {
         let max = if self.policy == Policy::Bf { 1 } else { self.params.max_value };
         if let Some(index) = self.cells.iter().position(|&c| c > max) {
-            return Err(StableError::CellOutOfRange { index, value: self.cells[index], max }.into());
+            return Err(StableError::CellOutOfRange { index, value: self.cells[index], max });
         }
         if self.classes.as_ref().is_some_and(|classes| !classes.agrees_with(&self.cells)) {
-            return Err(StableError::ValueListsCorrupt.into());
+            return Err(StableError::ValueListsCorrupt);
         }
         Ok(())
     }
@@ -401,7 +401,7 @@ impl StableBloomFilter {
     fn checked_insert_value(&self, importance: u32) -> Result<u8> {
         let max = self.params.max_importance;
         if importance == 0 || importance > max {
-            return Err(StableError::ImportanceOutOfRange { importance, max }.into());
+            return Err(StableError::ImportanceOutOfRange { importance, max });
         }
         Ok(self.policy.insert_value(&self.params, importance))
     }

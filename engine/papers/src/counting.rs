@@ -98,7 +98,7 @@ pub type Result<T, E = CountingError> = core::result::Result<T, E>;
 /// f.remove("apple")?;
 /// assert!(f.is_empty());
 /// assert!(f.remove("apple").is_err()); // refused: not present
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::CountingError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct CountingBloomFilter {
@@ -384,7 +384,7 @@ impl CountingBloomFilter {
 /// index.insert_key(2, "x")?;
 /// index.remove_key(1, "x")?;
 /// assert_eq!(index.query("x"), vec![2]);
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::CountingError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct CountingSlicedIndex {

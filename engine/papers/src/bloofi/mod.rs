@@ -352,7 +352,7 @@ struct Node {
 /// assert!(ids.contains(&7));
 /// assert!(cost >= 1 && cost <= tree.node_count());
 /// tree.validate().unwrap();
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::BloofiError>(())
 /// ```
 #[derive(Clone)]
 pub struct BloofiTree {

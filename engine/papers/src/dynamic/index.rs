@@ -31,7 +31,7 @@ struct DynamicSet {
 /// }
 /// assert!(index.columns() >= 7); // ceil(100 / 16) members
 /// assert_eq!(index.query(&5u32.to_le_bytes()), vec![9]);
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::DynamicError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct DynamicSlicedIndex {

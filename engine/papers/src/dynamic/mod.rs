@@ -176,7 +176,7 @@ struct Member {
 /// assert_eq!(dbf.filter_count(), 3); // ceil(120 / 50)
 /// assert!(dbf.contains(&7u32.to_le_bytes()));
 /// assert!(matches!(dbf.remove(&7u32.to_le_bytes())?, DeleteOutcome::Removed | DeleteOutcome::Ambiguous { .. }));
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::DynamicError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DynamicBloomFilter {

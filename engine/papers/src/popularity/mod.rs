@@ -129,7 +129,7 @@ pub type Result<T, E = PopularityError> = core::result::Result<T, E>;
 /// let mut out = Vec::new();
 /// scheme.query_index(&index, "stored-a-lot", &mut out)?;
 /// assert_eq!(out, vec![3]);
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::PopularityError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PopularityScheme {

@@ -288,7 +288,7 @@ impl Policy {
 /// let mut filter = StableBloomFilter::new(params, Policy::IbfMc, 42);
 /// assert!(!filter.observe(b"AAPL", 50)?); // first sighting
 /// assert!(filter.observe(b"AAPL", 50)?); // duplicate
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::StableError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct StableBloomFilter {

@@ -1,7 +1,7 @@
 //! Throughput of counting insert/remove against a plain Bloom filter
 //! insert, and of the counting index's remove (prints; not a test).
 //!
-//! `cargo run --release -p bloomslice --example counting_throughput`
+//! `cargo run --release -p bloomslice-papers --example counting_throughput`
 
 use std::time::Instant;
 

@@ -2,7 +2,7 @@
 //! model (sticky saturation at 15), laws checked with proptest (no false
 //! negatives, bit view == filter of the multiset, union laws), and the index
 //! differentially against a list of counting filters. Insert/remove
-//! throughput is printed by `cargo run --release -p bloomslice --example
+//! throughput is printed by `cargo run --release -p bloomslice-papers --example
 //! counting_throughput`.
 
 use std::collections::HashMap;

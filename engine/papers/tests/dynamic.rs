@@ -4,7 +4,7 @@
 //! dynamic filters, eq. (3) against measurement, and the Section 4.2
 //! optimiser, and the dynamic index against a plain index over the same
 //! member columns. Query cost (against a naive list and against the plain
-//! index) is timed by `cargo run --release -p bloomslice --example
+//! index) is timed by `cargo run --release -p bloomslice-papers --example
 //! dynamic_speed`.
 
 use std::collections::HashMap;

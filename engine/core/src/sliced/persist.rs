@@ -188,7 +188,7 @@ mod tests {
     }
 
     #[test]
-    fn ones_per_filter_matches_get_filter() {
+    fn ones_per_filter_matches_filter_cloned() {
         let index = sample();
         let ones = index.ones_per_filter();
         assert_eq!(ones.len(), index.len());

@@ -259,8 +259,8 @@ impl ConcurrentIndex {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownId`](crate::Error::UnknownId), or
-    /// [`Error::CapacityOverflow`](crate::Error::CapacityOverflow) if the
+    /// [`Error::UnknownId`](crate::error::Error::UnknownId), or
+    /// [`Error::CapacityOverflow`](crate::error::Error::CapacityOverflow) if the
     /// filter cannot be allocated.
     pub fn filter_cloned(&self, id: u64) -> Result<BloomFilter> {
         self.read(|ix| ix.filter_cloned(id))
@@ -316,7 +316,7 @@ impl ConcurrentIndex {
     fn replay(&self, standby: &mut Arc<SlicedIndex>, missed: Vec<WriteOp>) -> Result<()> {
         #[cfg(feature = "test-hooks")]
         if !missed.is_empty() && self.hooks.fail_next_replay.swap(false, core::sync::atomic::Ordering::Relaxed) {
-            return Err(crate::Error::CapacityOverflow("injected replay failure"));
+            return Err(crate::error::Error::CapacityOverflow("injected replay failure"));
         }
         if missed.is_empty() {
             return Ok(());

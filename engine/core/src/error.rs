@@ -46,9 +46,9 @@ pub enum Error {
     #[error("parameter mismatch: expected {expected}, found {found}")]
     ParamsMismatch {
         /// The parameters of the receiving structure.
-        expected: crate::BloomParams,
+        expected: crate::params::BloomParams,
         /// The parameters that were offered.
-        found: crate::BloomParams,
+        found: crate::params::BloomParams,
     },
     /// Raw words of the wrong length.
     #[error("expected {expected} words, found {found}")]
@@ -215,7 +215,7 @@ impl std::error::Error for SharedIoError {
 #[macro_export]
 macro_rules! invalid {
     ($($arg:tt)*) => {
-        $crate::Error::Invalid(format!($($arg)*))
+        $crate::error::Error::Invalid(format!($($arg)*))
     };
 }
 

@@ -218,7 +218,7 @@ macro_rules! key_verbs {
             /// # Errors
             ///
             /// As [`Self::insert_key_hash`]; the index is unchanged.
-            pub fn insert_key<K: $crate::Key + ?Sized>(&mut self, id: u64, key: &K) -> ::core::result::Result<(), $error> {
+            pub fn insert_key<K: $crate::hash::Key + ?Sized>(&mut self, id: u64, key: &K) -> ::core::result::Result<(), $error> {
                 let hash = self.params().hash(key);
                 self.insert_key_hash(id, hash)
             }
@@ -229,7 +229,7 @@ macro_rules! key_verbs {
         impl $index {
             /// Ids of the filters that may contain `key`, as
             /// [`Self::query_hash_into`] gives them.
-            pub fn query<K: $crate::Key + ?Sized>(&self, key: &K) -> Vec<u64> {
+            pub fn query<K: $crate::hash::Key + ?Sized>(&self, key: &K) -> Vec<u64> {
                 let mut out = Vec::new();
                 self.query_hash_into(self.params().hash(key), &mut out);
                 out
@@ -282,10 +282,10 @@ macro_rules! id_verbs {
 #[macro_export]
 macro_rules! delegate_filter_index {
     ($index:ty, $filter:ty, $error:ty, new_filter: |$s:ident| $new:expr $(, $batched:ident)?) => {
-        impl $crate::FilterIndex for $index {
+        impl $crate::index::FilterIndex for $index {
             type Filter = $filter;
             type Error = $error;
-            fn params(&self) -> &$crate::BloomParams {
+            fn params(&self) -> &$crate::params::BloomParams {
                 <$index>::params(self)
             }
             fn len(&self) -> usize {
@@ -310,38 +310,38 @@ macro_rules! delegate_filter_index {
             fn filter_cloned(&self, id: u64) -> ::core::result::Result<$filter, $error> {
                 <$index>::filter_cloned(self, id).map_err(::core::convert::Into::into)
             }
-            fn insert_key_hash(&mut self, id: u64, hash: $crate::KeyHash) -> ::core::result::Result<(), $error> {
+            fn insert_key_hash(&mut self, id: u64, hash: $crate::hash::KeyHash) -> ::core::result::Result<(), $error> {
                 <$index>::insert_key_hash(self, id, hash).map_err(::core::convert::Into::into)
             }
-            fn query_hash_into(&self, hash: $crate::KeyHash, out: &mut Vec<u64>) {
+            fn query_hash_into(&self, hash: $crate::hash::KeyHash, out: &mut Vec<u64>) {
                 <$index>::query_hash_into(self, hash, out)
             }
             $($crate::delegate_filter_index!(@$batched $index);)?
             fn memory_bytes(&self) -> usize {
                 <$index>::memory_bytes(self)
             }
-            fn validate(&self) -> ::core::result::Result<(), $crate::Error> {
+            fn validate(&self) -> ::core::result::Result<(), $crate::error::Error> {
                 <$index>::validate(self)
             }
         }
     };
     (@batched $index:ty) => {
-        fn query_batch_hashes(&self, hashes: &[$crate::KeyHash], results: &mut $crate::BatchResults) {
+        fn query_batch_hashes(&self, hashes: &[$crate::hash::KeyHash], results: &mut $crate::sliced::BatchResults) {
             <$index>::query_batch_hashes(self, hashes, results)
         }
     };
 }
 
-delegate_filter_index!(crate::SlicedIndex, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()), batched);
+delegate_filter_index!(crate::sliced::SlicedIndex, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()), batched);
 delegate_filter_index!(crate::NaiveIndex, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()));
 
 /// Every public index type can be shared across threads (checked at
 /// compile time, so a change that breaks it fails the build).
 const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<crate::SlicedIndex>();
+    assert_send_sync::<crate::sliced::SlicedIndex>();
     assert_send_sync::<crate::NaiveIndex>();
-    assert_send_sync::<crate::ConcurrentIndex>();
-    assert_send_sync::<crate::QueryPool>();
-    assert_send_sync::<crate::BatchResults>();
+    assert_send_sync::<crate::concurrent::ConcurrentIndex>();
+    assert_send_sync::<crate::pool::QueryPool>();
+    assert_send_sync::<crate::sliced::BatchResults>();
 };

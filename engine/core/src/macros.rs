@@ -45,8 +45,8 @@ macro_rules! index_test_module {
     ($m:expr, $k:expr) => {
         use super::*;
 
-        fn params() -> $crate::BloomParams {
-            $crate::BloomParams::new($m, $k).unwrap()
+        fn params() -> $crate::params::BloomParams {
+            $crate::params::BloomParams::new($m, $k).unwrap()
         }
 
         fn filter(keys: impl IntoIterator<Item = u64>) -> $crate::BloomFilter {

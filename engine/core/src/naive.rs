@@ -35,7 +35,7 @@ pub struct NaiveIndex {
     by_id: HashMap<u64, usize>,
 }
 
-key_verbs!(NaiveIndex: crate::Error, query);
+key_verbs!(NaiveIndex: crate::error::Error, query);
 
 impl NaiveIndex {
     /// An empty index.
@@ -150,7 +150,7 @@ impl NaiveIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> crate::error::Result<()> {
         let mut ids: Vec<u64> = self.filters.iter().map(|(id, _)| *id).collect();
         ids.sort_unstable();
         if ids.windows(2).any(|w| w[0] == w[1]) {

@@ -242,7 +242,7 @@ impl BloomParams {
 
     /// Hashes a key into the two words probe positions are derived from.
     #[inline]
-    pub fn hash<K: crate::Key + ?Sized>(&self, key: &K) -> KeyHash {
+    pub fn hash<K: crate::hash::Key + ?Sized>(&self, key: &K) -> KeyHash {
         key.key_hash(self.seed)
     }
 

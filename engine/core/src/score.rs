@@ -2,20 +2,20 @@
 //! *set* of keys (a DNA read's k-mers, a document's terms)?
 //!
 //! A query of `Q` keys is scored against every filter of a
-//! [`SlicedIndex`](crate::SlicedIndex): the *count* of a filter is how many
+//! [`SlicedIndex`](crate::sliced::SlicedIndex): the *count* of a filter is how many
 //! of the `Q` keys it may contain. A key repeated in the query counts once
 //! per occurrence (the keys are a multiset, as the k-mers of a read are).
 //! Counts are exact: they equal, for every filter, the number of keys whose
 //! `k` probe bits are all set in it, as a naive per-filter test would find.
 //!
-//! - [`SlicedIndex::score_into`](crate::SlicedIndex::score_into) fills a
+//! - [`SlicedIndex::score_into`](crate::sliced::SlicedIndex::score_into) fills a
 //!   reusable [`Scores`] with every non-zero count.
-//! - [`SlicedIndex::query_threshold`](crate::SlicedIndex::query_threshold)
+//! - [`SlicedIndex::query_threshold`](crate::sliced::SlicedIndex::query_threshold)
 //!   (and its allocation-free `_into` form) returns the filters whose count
 //!   reaches a [`Threshold`], with their counts.
-//! - [`ConcurrentIndex`](crate::ConcurrentIndex) offers the same on its
+//! - [`ConcurrentIndex`](crate::concurrent::ConcurrentIndex) offers the same on its
 //!   current state, and
-//!   [`QueryPool::query_threshold_batch`](crate::QueryPool::query_threshold_batch)
+//!   [`QueryPool::query_threshold_batch`](crate::pool::QueryPool::query_threshold_batch)
 //!   scores many queries at once, split across threads.
 //!
 //! # How it works
@@ -246,7 +246,7 @@ impl Scores {
 }
 
 /// The answers of a batch of threshold queries (see
-/// [`QueryPool::query_threshold_batch`](crate::QueryPool::query_threshold_batch)),
+/// [`QueryPool::query_threshold_batch`](crate::pool::QueryPool::query_threshold_batch)),
 /// in a reusable buffer: query `i`'s passing filters as `(id, count)`,
 /// ascending id.
 #[derive(Default, Clone, Debug)]

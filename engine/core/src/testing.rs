@@ -18,11 +18,16 @@ use arbitrary::{Arbitrary, Unstructured};
 
 pub use crate::filter::filter_of_u64_keys;
 
-/// A [`SlicedIndex`](crate::SlicedIndex) of `filters` filters with ids
+/// A [`SlicedIndex`](crate::sliced::SlicedIndex) of `filters` filters with ids
 /// `0..filters`: filter `id` holds the `u64` keys `id * step .. id * step +
 /// len` (see [`filter_of_u64_keys`]).
-pub fn index_of_u64_runs(params: crate::BloomParams, filters: u64, step: u64, len: u64) -> crate::SlicedIndex {
-    let mut index = crate::SlicedIndex::new(params);
+pub fn index_of_u64_runs(
+    params: crate::params::BloomParams,
+    filters: u64,
+    step: u64,
+    len: u64,
+) -> crate::sliced::SlicedIndex {
+    let mut index = crate::sliced::SlicedIndex::new(params);
     for id in 0..filters {
         index.insert_filter(id, &filter_of_u64_keys(params, id * step..id * step + len)).expect("a new id");
     }
@@ -295,7 +300,7 @@ where
 {
     let params = *index.params();
     let filter = filter_of_u64_keys(params, [held, absent]);
-    let found = crate::BloomParams::new(params.m(), params.k() + 1).expect("one more hash");
+    let found = crate::params::BloomParams::new(params.m(), params.k() + 1).expect("one more hash");
     let other = crate::BloomFilter::new(found).expect("a small filter");
     let mismatch = || Err(Error::ParamsMismatch { expected: params, found }.into());
     assert_eq!(index.insert_filter(held, &filter), Err(Error::DuplicateId(held).into()));

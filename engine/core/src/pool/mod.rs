@@ -64,7 +64,7 @@
 //!   `min(64, workers x tasks_per_worker, ceil(keys / min_keys_per_task))`
 //!   equal ranges (tasks), handed out by the claim counter below. Keys
 //!   rather than shards: a key range produces each key's ids in order in
-//!   its own [`BatchResults`](crate::BatchResults), so results need no merge, while a split by shards must merge every key's
+//!   its own [`BatchResults`](crate::sliced::BatchResults), so results need no merge, while a split by shards must merge every key's
 //!   ids across tasks; and the default index (16 384-column shards) has a
 //!   single shard up to 16 384 filters, so only keys give parallelism there.
 //!   `paper query --threads` compares the two (`split rule` rows: rayon, 2
@@ -120,7 +120,7 @@
 //!   and hands the job over like a key batch (same inline and help rules).
 //!   A task scores its range query by query with scratch its worker keeps
 //!   for its lifetime (a helping caller lends its own, kept in the
-//!   [`ThresholdResults`](crate::ThresholdResults)).
+//!   [`ThresholdResults`](crate::score::ThresholdResults)).
 //! - **Faults.** Each task runs under `catch_unwind`; a panic marks its
 //!   batch failed ([`PoolError::TaskPanicked`]) and the worker goes on.
 //! - **Shutdown.** Dropping the pool *finishes* every queued batch, then
@@ -446,7 +446,7 @@ impl QueryPool {
 
     /// Queries `keys` on the current state of `index` with every worker and
     /// waits for the answers, which replace the contents of `results`
-    /// (equal to [`crate::SlicedIndex::query_batch`]'s, key by key). The
+    /// (equal to [`crate::sliced::SlicedIndex::query_batch`]'s, key by key). The
     /// keys are not copied: each task hashes and queries its own range of
     /// `keys` in place. Once `results` is warm, allocates nothing.
     ///

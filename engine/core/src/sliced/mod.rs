@@ -442,7 +442,7 @@ pub struct SlicedIndex {
 }
 
 id_verbs!(SlicedIndex, slots, ids);
-key_verbs!(SlicedIndex: crate::Error, query);
+key_verbs!(SlicedIndex: crate::error::Error, query);
 
 impl SlicedIndex {
     /// An empty index with the default configuration and the detected kernels.
@@ -917,7 +917,7 @@ impl SlicedIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> crate::error::Result<()> {
         let m = self.params.m() as usize;
         let mut used_total = 0;
         for (si, s) in self.shards.iter().enumerate() {

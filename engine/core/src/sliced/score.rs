@@ -98,7 +98,7 @@ impl SlicedIndex {
     /// Scores the query `keys` against every filter: afterwards `scores`
     /// holds, for every filter, how many of the keys it may contain (a key
     /// repeated in `keys` counts once per occurrence). See [`crate::score`].
-    /// Keys already hashed are [`KeyHash`](crate::KeyHash)es (any [`Key`]). Once
+    /// Keys already hashed are [`KeyHash`](crate::hash::KeyHash)es (any [`Key`]). Once
     /// `scores` is warm, allocates nothing.
     pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
         self.score_keys(keys, Report::NonZero, scores);

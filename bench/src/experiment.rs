@@ -578,7 +578,7 @@ pub fn expected_rows_read(density: f64, k: u32) -> f64 {
     let mut rows = 1.0;
     let mut all = density;
     for _ in 1..k {
-        rows += 1.0 - (1.0 - all).powi(bloomslice::SHARD_COLUMN_STEP as i32);
+        rows += 1.0 - (1.0 - all).powi(bloomslice::sliced::SHARD_COLUMN_STEP as i32);
         all *= density;
     }
     rows

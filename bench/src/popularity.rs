@@ -19,14 +19,15 @@
 //! instead ([`dp_speed`]): wall seconds, peak RSS (`VmHWM`, reset through
 //! `/proc/self/clear_refs` before each run where the kernel allows) and the
 //! solver's own memory plan
-//! ([`bloomslice::popularity::optimize::dp_memory_plan`]).
+//! ([`bloomslice_papers::popularity::optimize::dp_memory_plan`]).
 
 use std::fmt::Write as _;
 
 use std::path::{Path, PathBuf};
 
 use bloomslice::HashScheme;
-use bloomslice::popularity::optimize;
+use bloomslice_papers::PopularityError;
+use bloomslice_papers::popularity::optimize;
 
 use crate::plot::{LineChart, Series, write};
 use crate::popularity_experiment::{self as experiment, ZipfConfig, ZipfRow};
@@ -119,7 +120,7 @@ impl PopularityArgs {
 /// # Errors
 ///
 /// The experiment's errors (bad sizes, epsilon).
-pub fn run(args: &PopularityArgs) -> Result<Vec<ZipfRow>, bloomslice::Error> {
+pub fn run(args: &PopularityArgs) -> Result<Vec<ZipfRow>, PopularityError> {
     experiment::run(&args.config())
 }
 
@@ -367,10 +368,10 @@ fn reset_peak_rss() -> bool {
 /// # Errors
 ///
 /// The solvers' errors.
-pub fn dp_speed(sizes: &[usize], limited_universe: usize) -> Result<Vec<DpSpeedRow>, bloomslice::Error> {
+pub fn dp_speed(sizes: &[usize], limited_universe: usize) -> Result<Vec<DpSpeedRow>, PopularityError> {
     let (k_max, eps, r) = (10, 0.1, 8.0);
     let mut rows = Vec::new();
-    let mut timed = |what: String, dp_keys: usize, f: &mut dyn FnMut() -> Result<(), bloomslice::Error>| {
+    let mut timed = |what: String, dp_keys: usize, f: &mut dyn FnMut() -> Result<(), PopularityError>| {
         reset_peak_rss();
         let hwm_before = peak_rss_bytes();
         let (solved, time) = crate::engines::timed(f);
@@ -384,7 +385,7 @@ pub fn dp_speed(sizes: &[usize], limited_universe: usize) -> Result<Vec<DpSpeedR
             hwm_after: peak_rss_bytes(),
             plan,
         });
-        Ok::<(), bloomslice::Error>(())
+        Ok::<(), PopularityError>(())
     };
     for &n in sizes {
         let p = vec![1.0; n];

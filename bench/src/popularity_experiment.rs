@@ -1,5 +1,5 @@
 //! The synthetic experiment of Section 5.1 of the popularity-conscious Bloom
-//! filter paper, over [`bloomslice::popularity`]: non-member query popularity
+//! filter paper, over [`bloomslice_papers::popularity`]: non-member query popularity
 //! `q'(i) ~ i^-alpha` (Zipf), membership popularity `p` uniform, `m/n = 8`,
 //! `k_standard = 5`, `k_max = 2 k_standard = 10`, alpha from 1 to 2.
 //!
@@ -52,8 +52,9 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use bloomslice::popularity::optimize;
-use bloomslice::{BloomFilter, BloomParams, HashScheme, KeyHash, PopularityError, PopularityScheme};
+use bloomslice::{BloomFilter, BloomParams, HashScheme, KeyHash};
+use bloomslice_papers::popularity::optimize;
+use bloomslice_papers::{PopularityError, PopularityScheme};
 
 /// z of a two-sided 99.9% normal interval.
 pub const Z_999: f64 = 3.2905;
@@ -178,10 +179,10 @@ pub fn key(i: usize) -> [u8; 8] {
 /// Invalid configuration ([`PopularityError::InvalidPopularity`] for
 /// `set_size` 0 or above the universe, or zero trials/queries) and the
 /// optimisers' errors.
-pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, bloomslice::Error> {
+pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, PopularityError> {
     let (n_keys, n) = (config.universe, config.set_size);
     if n == 0 || n >= n_keys || config.trials == 0 {
-        return Err(PopularityError::InvalidPopularity("need 0 < set_size < universe, trials > 0").into());
+        return Err(PopularityError::InvalidPopularity("need 0 < set_size < universe, trials > 0"));
     }
     let m = config.bits_per_key * n as u64;
     let params = BloomParams::new(m, config.k_standard)?.with_scheme(config.scheme).with_seed(config.seed);
@@ -279,7 +280,7 @@ pub fn run(config: &ZipfConfig) -> Result<Vec<ZipfRow>, bloomslice::Error> {
                 .sum();
             Z_999 * var.sqrt()
         };
-        let result = |s: usize, ks: &[u32]| -> Result<SchemeResult, bloomslice::Error> {
+        let result = |s: usize, ks: &[u32]| -> Result<SchemeResult, PopularityError> {
             Ok(SchemeResult {
                 predicted: optimize::predicted_fpr(&p, &q, ks, m, n as u64)?,
                 measured: Some(weighted(&positives[s])),

@@ -25,7 +25,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bloomslice::HUGE_PAGE_BYTES;
+use bloomslice::storage::HUGE_PAGE_BYTES;
 use bloomslice::storage::Words;
 use bloomslice_kernels::prefetch_lines;
 use rand::rngs::SmallRng;

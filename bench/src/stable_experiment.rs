@@ -1,6 +1,6 @@
 //! The synthetic streams of Section IV-D and the metrics of Section IV-B
 //! (the quantities of Table I and of Figures 11 to 19) of the importance-aware
-//! Bloom filter paper, over the filters of [`bloomslice::stable`].
+//! Bloom filter paper, over the filters of [`bloomslice_papers::stable`].
 //!
 //! # Streams
 //!
@@ -33,7 +33,7 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use bloomslice::{Policy, StableBloomFilter, StableError, StableParams};
+use bloomslice_papers::{Policy, StableBloomFilter, StableError, StableParams};
 
 /// Why a synthetic stream or an experiment run is refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -55,13 +55,7 @@ pub enum StreamError {
     },
     /// An error of the filters (parameters, importance out of range).
     #[error(transparent)]
-    Engine(#[from] bloomslice::Error),
-}
-
-impl From<StableError> for StreamError {
-    fn from(e: StableError) -> Self {
-        StreamError::Engine(e.into())
-    }
+    Engine(#[from] StableError),
 }
 
 /// How often an element repeats, relative to its importance.

@@ -14,7 +14,8 @@
 use std::hint::black_box;
 
 use crate::stable_experiment::{Distribution, StreamConfig, StreamItem, synthetic_stream};
-use bloomslice::{BloomFilter, BloomParams, Policy, StableBloomFilter, StableParams};
+use bloomslice::{BloomFilter, BloomParams};
+use bloomslice_papers::{Policy, StableBloomFilter, StableParams};
 
 /// One row of the throughput table.
 #[derive(Clone, Debug, PartialEq)]

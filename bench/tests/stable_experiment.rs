@@ -6,8 +6,8 @@
 
 use std::collections::HashSet;
 
-use bloomslice::{Policy, StableError, StableParams};
 use bloomslice_bench::stable_experiment::{self as experiment, Distribution, StreamConfig, StreamError};
+use bloomslice_papers::{Policy, StableError, StableParams};
 
 #[test]
 fn bad_stream_configs_are_typed_errors() {
@@ -25,12 +25,12 @@ fn bad_stream_configs_are_typed_errors() {
     assert_eq!(experiment::synthetic_stream(&StreamConfig { distinct: 0, ..config }), Err(StreamError::EmptyStream));
     assert_eq!(
         experiment::synthetic_stream(&StreamConfig { max_importance: 0, ..config }),
-        Err(StreamError::Engine(bloomslice::Error::Stable(StableError::ZeroMaxImportance)))
+        Err(StreamError::Engine(StableError::ZeroMaxImportance))
     );
     let narrow = StableParams::new(1000, 3, 2, 7).unwrap().with_max_importance(10).unwrap();
     assert!(matches!(
         experiment::run(&narrow, &config, 1),
-        Err(StreamError::Engine(bloomslice::Error::Stable(StableError::ImportanceOutOfRange { .. })))
+        Err(StreamError::Engine(StableError::ImportanceOutOfRange { .. }))
     ));
 }
 

@@ -12,11 +12,10 @@
 use std::collections::BTreeMap;
 
 use bloomslice::kernels::Kernels;
-use bloomslice::testing::{Op, maintain_bloofi, ops_from_bytes, run_differential, run_differential_with};
-use bloomslice::{
-    BloofiConfig, BloofiTree, BloomParams, CountingSlicedIndex, FlatBloofiPaper, KeyHash, Metric, NaiveIndex, Scores,
-    SlicedConfig, SlicedIndex, Threshold,
-};
+use bloomslice::testing::{Op, ops_from_bytes, run_differential, run_differential_with};
+use bloomslice::{BloomParams, KeyHash, NaiveIndex, Scores, SlicedConfig, SlicedIndex, Threshold};
+use bloomslice_papers::testing::maintain_bloofi;
+use bloomslice_papers::{BloofiConfig, BloofiTree, CountingSlicedIndex, FlatBloofiPaper, Metric};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

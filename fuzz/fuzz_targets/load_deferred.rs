@@ -15,8 +15,9 @@ mod checksums;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use bloomslice::BatchResults;
 use bloomslice::persist;
-use bloomslice::{BatchResults, Verify};
+use bloomslice::persist::Verify;
 use checksums::check_raw_and_fixed;
 use libfuzzer_sys::fuzz_target;
 

@@ -9,8 +9,9 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use bloomslice::popularity::optimize::{brute_force_ordered, half_fill_fpr, integer_solution};
-use bloomslice::{BloomFilter, BloomParams, Error, PopularityError, PopularityScheme, SlicedIndex};
+use bloomslice::{BloomFilter, BloomParams, SlicedIndex};
+use bloomslice_papers::popularity::optimize::{brute_force_ordered, half_fill_fpr, integer_solution};
+use bloomslice_papers::{PopularityError, PopularityScheme};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -52,10 +53,10 @@ fuzz_target!(|input: Input| {
     };
     let ks = match (got, expected) {
         (Ok(ks), None) => ks,
-        (Err(Error::Popularity(PopularityError::InvalidPopularity(_))), Some("invalid"))
-        | (Err(Error::Popularity(PopularityError::InvalidMaxHashes(_))), Some("kmax"))
-        | (Err(Error::Popularity(PopularityError::InvalidEpsilon(_))), Some("eps"))
-        | (Err(Error::Popularity(PopularityError::InfeasibleBudget { .. })), Some("budget")) => return,
+        (Err(PopularityError::InvalidPopularity(_)), Some("invalid"))
+        | (Err(PopularityError::InvalidMaxHashes(_)), Some("kmax"))
+        | (Err(PopularityError::InvalidEpsilon(_)), Some("eps"))
+        | (Err(PopularityError::InfeasibleBudget { .. }), Some("budget")) => return,
         (got, want) => panic!("{got:?}, expected {want:?}"),
     };
     let (sp, sq) = (p.iter().sum::<f64>(), q.iter().sum::<f64>());

@@ -10,7 +10,8 @@
 use std::collections::HashSet;
 
 use arbitrary::Arbitrary;
-use bloomslice::{Error, Policy, StableBloomFilter, StableError, StableParams};
+use bloomslice::Error;
+use bloomslice_papers::{Policy, StableBloomFilter, StableError, StableParams};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -33,23 +34,23 @@ struct Input {
 }
 
 /// The parameter rules, written out independently of the library.
-fn expected_error(input: &Input) -> Option<Error> {
+fn expected_error(input: &Input) -> Option<StableError> {
     let (m, k, p, max) =
         (u64::from(input.cells), u32::from(input.hashes), u32::from(input.decrements), u32::from(input.max_value));
     if max == 0 {
-        Some(Error::Stable(StableError::ZeroMax))
+        Some(StableError::ZeroMax)
     } else if max > 255 {
-        Some(Error::Stable(StableError::MaxTooLarge { max }))
+        Some(StableError::MaxTooLarge { max })
     } else if k == 0 {
-        Some(Error::Stable(StableError::ZeroHashes))
+        Some(StableError::ZeroHashes)
     } else if m == 0 {
-        Some(Error::ZeroBits)
+        Some(Error::ZeroBits.into())
     } else if k > 64 {
-        Some(Error::TooManyHashes { k: u64::from(k), max: 64 })
+        Some(Error::TooManyHashes { k: u64::from(k), max: 64 }.into())
     } else if u64::from(p) > m {
-        Some(Error::Stable(StableError::DecrementsExceedCells { decrements: p, cells: m }))
+        Some(StableError::DecrementsExceedCells { decrements: p, cells: m })
     } else if input.max_importance == 0 {
-        Some(Error::Stable(StableError::ZeroMaxImportance))
+        Some(StableError::ZeroMaxImportance)
     } else {
         None
     }
@@ -99,10 +100,7 @@ fuzz_target!(|input: Input| {
                             assert!(!in_range);
                             assert_eq!(
                                 e,
-                                Error::Stable(StableError::ImportanceOutOfRange {
-                                    importance,
-                                    max: params.max_importance()
-                                })
+                                StableError::ImportanceOutOfRange { importance, max: params.max_importance() }
                             );
                             assert_eq!(filter.cells(), &before[..], "error changed the filter");
                         }

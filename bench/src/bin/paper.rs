@@ -242,9 +242,9 @@ fn run_multi(opts: &QueryOptions, args: &QueryArgs, log: &mut dyn FnMut(&str)) -
 /// `paper stable`: the stable-state theory per policy, then the measured
 /// Table I-style grid.
 fn run_stable(args: &StableArgs) -> ExitCode {
-    use bloomslice::stable::theory;
-    use bloomslice::{Policy, StableParams};
     use bloomslice_bench::stable_experiment as experiment;
+    use bloomslice_papers::stable::theory;
+    use bloomslice_papers::{Policy, StableParams};
     let params = StableParams::paper();
     println!("stable-state theory (m = 16384 cells, M = 7, K = 5, P = 10):");
     println!("{:<8} {:>10} {:>16}", "policy", "V0", "FP bound");

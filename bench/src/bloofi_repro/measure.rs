@@ -10,10 +10,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bloomslice::{
-    BatchResults, BloofiConfig, BloofiTree, BloomFilter, BulkOrder, FilterIndex, FlatBloofiPaper, KeyHash, NaiveIndex,
-    SlicedIndex,
-};
+use bloomslice::{BatchResults, BloomFilter, KeyHash, NaiveIndex, SlicedIndex};
+use bloomslice_papers::{BloofiConfig, BloofiTree, BulkOrder, FlatBloofiPaper};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -194,8 +192,19 @@ enum Built {
 
 type Res<T> = Result<T, String>;
 
-/// Every engine of the reproduction as the shared index trait.
-type Index = dyn FilterIndex<Filter = BloomFilter>;
+/// Runs `$body` with `$x` bound to the built index, whatever its engine
+/// (each index has its own error type, so no one trait object fits them
+/// all).
+macro_rules! on_index {
+    ($built:expr, $x:ident => $body:expr) => {
+        match $built {
+            Built::Naive($x) => $body,
+            Built::Tree($x) => $body,
+            Built::Flat($x) => $body,
+            Built::Sliced($x) => $body,
+        }
+    };
+}
 
 fn fail<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> String + '_ {
     move |e| format!("{what}: {e}")
@@ -239,35 +248,16 @@ impl Built {
         }
     }
 
-    /// The common index operations, through the shared trait.
-    fn index(&self) -> &Index {
-        match self {
-            Built::Naive(x) => x,
-            Built::Tree(x) => &**x,
-            Built::Flat(x) => x,
-            Built::Sliced(x) => x,
-        }
-    }
-
-    fn index_mut(&mut self) -> &mut Index {
-        match self {
-            Built::Naive(x) => x,
-            Built::Tree(x) => &mut **x,
-            Built::Flat(x) => x,
-            Built::Sliced(x) => x,
-        }
-    }
-
     fn insert(&mut self, id: u64, f: &BloomFilter) -> Res<()> {
-        self.index_mut().insert_filter(id, f).map_err(fail("insert"))
+        on_index!(self, x => x.insert_filter(id, f).map_err(fail("insert")))
     }
 
     fn delete(&mut self, id: u64) -> Res<()> {
-        self.index_mut().delete_filter(id).map_err(fail("delete"))
+        on_index!(self, x => x.delete_filter(id).map_err(fail("delete")))
     }
 
     fn update(&mut self, id: u64, f: &BloomFilter) -> Res<()> {
-        self.index_mut().update_filter(id, f).map_err(fail("update"))
+        on_index!(self, x => x.update_filter(id, f).map_err(fail("update")))
     }
 
     /// Answers into `out`; returns the tree's search cost, `N` for naive,
@@ -277,7 +267,7 @@ impl Built {
         match self {
             Built::Tree(x) => x.query_hash_with_cost(h, out),
             other => {
-                other.index().query_hash_into(h, out);
+                on_index!(other, x => x.query_hash_into(h, out));
                 if let Built::Naive(x) = other { x.len() } else { 0 }
             }
         }
@@ -300,7 +290,7 @@ impl Built {
     }
 
     fn validate(&self) -> Res<()> {
-        self.index().validate().map_err(|e| e.to_string())
+        on_index!(self, x => x.validate().map_err(|e| e.to_string()))
     }
 }
 

@@ -39,7 +39,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bloomslice::{BloofiConfig, BloomParams, Metric};
+use bloomslice::BloomParams;
+use bloomslice_papers::{BloofiConfig, Metric};
 
 use crate::plot::{LineChart, Series, write as write_chart};
 use data::{Dataset, Distribution};

@@ -35,7 +35,7 @@
 //! (and clones the id map). `paper query --threads` prints both costs (the
 //! `write cost` rows): a left-right write touches only the rows it changes,
 //! a copy-on-write one copies the whole shard, orders of magnitude more
-//! (measured: see `bench/RESULTS.md`).
+//! (measured: see `bench/RESULTS.md`, section "Threads").
 //!
 //! The left-right scheme costs each write twice (once per copy) plus the
 //! wait for readers of the standby, at the price of twice the memory once
@@ -254,6 +254,18 @@ impl ConcurrentIndex {
         self.read(|ix| ix.query_threshold(keys, threshold))
     }
 
+    /// [`SlicedIndex::filter_cloned`] on the current state: a copy of the
+    /// filter `id`, rebuilt from its column.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`](crate::error::Error::UnknownId), or
+    /// [`Error::CapacityOverflow`](crate::error::Error::CapacityOverflow) if the
+    /// filter cannot be allocated.
+    pub fn filter_cloned(&self, id: u64) -> Result<BloomFilter> {
+        self.read(|ix| ix.filter_cloned(id))
+    }
+
     /// Number of filters in the current state.
     pub fn len(&self) -> usize {
         self.read(SlicedIndex::len)
@@ -304,7 +316,7 @@ impl ConcurrentIndex {
     fn replay(&self, standby: &mut Arc<SlicedIndex>, missed: Vec<WriteOp>) -> Result<()> {
         #[cfg(feature = "test-hooks")]
         if !missed.is_empty() && self.hooks.fail_next_replay.swap(false, core::sync::atomic::Ordering::Relaxed) {
-            return Err(crate::Error::CapacityOverflow("injected replay failure"));
+            return Err(crate::error::Error::CapacityOverflow("injected replay failure"));
         }
         if missed.is_empty() {
             return Ok(());

@@ -1,16 +1,10 @@
 //! The typed error every fallible operation of the library returns: one
-//! [`Error`] for the crate, with the errors of the paper variants nested in
-//! it ([`Error::Counting`], [`Error::Dynamic`], ...) and an I/O error kept
-//! as its [`source`](std::error::Error::source).
+//! [`Error`] for the crate, with the query pool's [`PoolError`] nested in
+//! it and an I/O error kept as its [`source`](std::error::Error::source).
+//! The structures of the `bloomslice-papers` crate have error types of
+//! their own that wrap this one.
 
 use std::sync::Arc;
-
-use crate::bloofi::BloofiError;
-use crate::counting::CountingError;
-use crate::dynamic::DynamicError;
-use crate::pool::PoolError;
-use crate::popularity::PopularityError;
-use crate::stable::StableError;
 
 /// Everything that can go wrong in bloomslice. Every operation that returns
 /// an error leaves the structure it was called on unchanged.
@@ -23,7 +17,7 @@ pub enum Error {
     /// A filter needs at least one hash function.
     #[error("a Bloom filter needs at least one hash function (k = 0)")]
     ZeroHashes,
-    /// More hash functions than [`crate::MAX_HASHES`].
+    /// More hash functions than [`crate::params::MAX_HASHES`].
     #[error("k = {k} hash functions is more than the supported maximum of {max}")]
     TooManyHashes {
         /// The requested k.
@@ -31,7 +25,7 @@ pub enum Error {
         /// The largest supported k.
         max: u32,
     },
-    /// More bits than [`crate::MAX_BITS`].
+    /// More bits than [`crate::params::MAX_BITS`].
     #[error("m = {m} bits is more than the supported maximum of {max}")]
     TooManyBits {
         /// The requested m.
@@ -52,9 +46,9 @@ pub enum Error {
     #[error("parameter mismatch: expected {expected}, found {found}")]
     ParamsMismatch {
         /// The parameters of the receiving structure.
-        expected: crate::BloomParams,
+        expected: crate::params::BloomParams,
         /// The parameters that were offered.
-        found: crate::BloomParams,
+        found: crate::params::BloomParams,
     },
     /// Raw words of the wrong length.
     #[error("expected {expected} words, found {found}")]
@@ -153,22 +147,6 @@ pub enum Error {
         /// The longest supported k-mer.
         max: usize,
     },
-    /// An error of a counting filter or index ([`crate::counting`]).
-    #[error(transparent)]
-    Counting(#[from] CountingError),
-    /// An error of a dynamic filter or index ([`crate::dynamic`]).
-    #[error(transparent)]
-    Dynamic(#[from] DynamicError),
-    /// An error of the Bloofi tree ([`crate::BloofiTree`]).
-    #[error(transparent)]
-    Bloofi(#[from] BloofiError),
-    /// An error of a stable or importance-aware filter ([`crate::stable`]).
-    #[error(transparent)]
-    Stable(#[from] StableError),
-    /// An error of the popularity-conscious hash counts
-    /// ([`crate::popularity`]).
-    #[error(transparent)]
-    Popularity(#[from] PopularityError),
     /// An error of the query pool ([`crate::pool`]).
     #[error(transparent)]
     Pool(#[from] PoolError),
@@ -231,11 +209,32 @@ impl std::error::Error for SharedIoError {
 }
 
 /// An [`Error::Invalid`] with a formatted description of a broken
-/// invariant (what the `validate` methods return).
+/// invariant (what the `validate` methods return). Exported (hidden) for
+/// the `bloomslice-papers` crate.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! invalid {
     ($($arg:tt)*) => {
-        $crate::Error::Invalid(format!($($arg)*))
+        $crate::error::Error::Invalid(format!($($arg)*))
     };
+}
+
+/// The errors of the query pool ([`crate::pool`]), nested in
+/// [`Error::Pool`]. Defined here, beside [`Error`], so that the error
+/// module depends on no other module of the crate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoolError {
+    /// A task of the batch panicked; the batch has no results. The pool
+    /// keeps serving later batches.
+    #[error("a task of this batch panicked; the batch has no results")]
+    TaskPanicked,
+    /// A worker thread could not be started.
+    #[error("cannot start a worker thread: {0}")]
+    Spawn(String),
+    /// A configuration value out of range.
+    #[error("invalid pool configuration: {0}")]
+    Config(&'static str),
 }
 
 /// `Result` with [`Error`].

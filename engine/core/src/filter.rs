@@ -96,10 +96,19 @@ impl BloomFilter {
         self.contains_positions(&pos)
     }
 
-    /// Sets the bits at `positions` (each `< m`).
+    /// Sets the bits at `positions`, each `< m` as [`BloomParams::probes`]
+    /// and [`BloomParams::probes_n`] give them: a hook for structures that
+    /// compute probe positions once and use them on several filters (a
+    /// Bloofi tree's path of nodes, a dynamic filter's members).
+    ///
+    /// # Panics
+    ///
+    /// Debug builds panic on a position `>= m`; release builds may set a
+    /// bit past `m`, which breaks the filter's invariant.
     #[inline]
-    pub(crate) fn insert_positions(&mut self, positions: &[u32]) {
+    pub fn insert_positions(&mut self, positions: &[u32]) {
         for &p in positions {
+            debug_assert!(u64::from(p) < self.params.m(), "probe position {p} >= m");
             self.words[p as usize / 64] |= 1 << (p % 64);
         }
     }
@@ -186,8 +195,14 @@ impl BloomFilter {
         self.words.allocated_bytes() + core::mem::size_of::<Self>()
     }
 
-    /// Mutable padded words, for index code that rebuilds a filter.
-    pub(crate) fn padded_words_mut(&mut self) -> &mut [u64] {
+    /// The filter's words, mutable: a hook for structures that build a
+    /// filter word by word (an index rebuilding a filter from its column, a
+    /// Bloofi node ORing its children, a counting filter's bit view). Bit
+    /// `i` is bit `i % 64` of word `i / 64`; the slice may be longer than
+    /// [`BloomFilter::words`] (padding to the kernels' alignment). The
+    /// caller must leave every bit at a position `>= m` clear, as in
+    /// [`BloomFilter::from_words`].
+    pub fn words_mut(&mut self) -> &mut [u64] {
         &mut self.words
     }
 }

@@ -1,7 +1,7 @@
 //! Hashing keys into probe positions.
 //!
 //! A key is hashed once into a [`KeyHash`] `(h1, h2)`; the `k` probe positions
-//! (by the parameters' [`crate::HashScheme`], for the default
+//! (by the parameters' [`crate::params::HashScheme`], for the default
 //! `fastrange(h1 + i h2 + i(i-1)/2 h3, m)`) are then computed once per key
 //! and reused for every filter of an index, which is what makes bit-slicing
 //! work.

@@ -15,35 +15,28 @@ use crate::params::BloomParams;
 use crate::sliced::BatchResults;
 
 /// A filter that an index stores under an id: something keys can be
-/// inserted into. Implemented by [`BloomFilter`] and by the counting and
-/// dynamic filters.
+/// inserted into. Implemented by [`BloomFilter`] here and by the counting
+/// and dynamic filters of the `bloomslice-papers` crate.
 pub trait IndexedFilter: Clone + core::fmt::Debug {
+    /// What inserting a key can fail with ([`Error`] for a plain filter,
+    /// which never fails).
+    type Error: std::error::Error + From<Error> + Send + Sync + 'static;
+
     /// Inserts a key given by its hash (see [`BloomParams::hash`]).
     ///
     /// # Errors
     ///
     /// Only filters that can run out of room fail (a dynamic filter past
     /// its member limit); the filter is unchanged then.
-    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<(), Error>;
+    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<(), Self::Error>;
 }
 
 impl IndexedFilter for BloomFilter {
+    type Error = Error;
+
     fn insert_key_hash(&mut self, hash: KeyHash) -> Result<(), Error> {
         self.insert_hash(hash);
         Ok(())
-    }
-}
-
-impl IndexedFilter for crate::CountingBloomFilter {
-    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<(), Error> {
-        self.insert_hash(hash);
-        Ok(())
-    }
-}
-
-impl IndexedFilter for crate::DynamicBloomFilter {
-    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<(), Error> {
-        self.try_insert_hash(hash).map(drop)
     }
 }
 
@@ -54,7 +47,7 @@ impl IndexedFilter for crate::DynamicBloomFilter {
 /// use bloomslice::{BloomParams, FilterIndex, NaiveIndex, SlicedIndex};
 ///
 /// /// Works the same on every index type.
-/// fn load<I: FilterIndex>(index: &mut I) -> bloomslice::Result<()> {
+/// fn load<I: FilterIndex>(index: &mut I) -> Result<(), I::Error> {
 ///     for id in 0..10u64 {
 ///         let mut filter = index.new_filter()?;
 ///         index.insert_filter(id, &filter)?;
@@ -73,6 +66,11 @@ impl IndexedFilter for crate::DynamicBloomFilter {
 pub trait FilterIndex {
     /// The filter stored under each id.
     type Filter: IndexedFilter;
+
+    /// What the index's writes fail with: [`Error`] for the core's
+    /// indexes; the indexes of the `bloomslice-papers` crate have their own
+    /// error types, which wrap [`Error`] (hence `From<Error>`).
+    type Error: std::error::Error + From<Error> + Send + Sync + 'static;
 
     /// The parameters every filter shares.
     fn params(&self) -> &BloomParams;
@@ -94,7 +92,7 @@ pub trait FilterIndex {
     /// # Errors
     ///
     /// When the filter cannot be allocated.
-    fn new_filter(&self) -> Result<Self::Filter, Error>;
+    fn new_filter(&self) -> Result<Self::Filter, Self::Error>;
 
     /// Adds `filter` under a new id.
     ///
@@ -102,14 +100,14 @@ pub trait FilterIndex {
     ///
     /// A duplicate id, a filter with other parameters, or memory; the index
     /// is unchanged after an error.
-    fn insert_filter(&mut self, id: u64, filter: &Self::Filter) -> Result<(), Error>;
+    fn insert_filter(&mut self, id: u64, filter: &Self::Filter) -> Result<(), Self::Error>;
 
     /// Removes the filter `id`.
     ///
     /// # Errors
     ///
     /// An unknown id; the index is unchanged.
-    fn delete_filter(&mut self, id: u64) -> Result<(), Error>;
+    fn delete_filter(&mut self, id: u64) -> Result<(), Self::Error>;
 
     /// Merges `filter` into the filter `id` (adds its keys).
     ///
@@ -117,21 +115,23 @@ pub trait FilterIndex {
     ///
     /// An unknown id or a filter with other parameters; the index is
     /// unchanged.
-    fn update_filter(&mut self, id: u64, filter: &Self::Filter) -> Result<(), Error>;
+    fn update_filter(&mut self, id: u64, filter: &Self::Filter) -> Result<(), Self::Error>;
 
-    /// The filter stored under `id` (a copy).
+    /// A copy of the filter stored under `id` (rebuilt from its column by
+    /// the sliced indexes). Indexes that keep each filter whole also have
+    /// an inherent `filter(id) -> Option<&Filter>` that borrows it.
     ///
     /// # Errors
     ///
-    /// An unknown id, or memory.
-    fn get_filter(&self, id: u64) -> Result<Self::Filter, Error>;
+    /// [`Error::UnknownId`], or memory.
+    fn filter_cloned(&self, id: u64) -> Result<Self::Filter, Self::Error>;
 
     /// Inserts one key, by its hash, into the filter `id`.
     ///
     /// # Errors
     ///
     /// An unknown id; the index is unchanged.
-    fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<(), Error>;
+    fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<(), Self::Error>;
 
     /// Ids of the filters that may contain the key hashed as `hash`, into
     /// `out` (cleared first), each once.
@@ -165,7 +165,7 @@ pub trait FilterIndex {
     /// # Errors
     ///
     /// As [`FilterIndex::insert_key_hash`].
-    fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<(), Error>
+    fn insert_key<K: Key + ?Sized>(&mut self, id: u64, key: &K) -> Result<(), Self::Error>
     where
         Self: Sized,
     {
@@ -204,9 +204,13 @@ pub trait FilterIndex {
 /// The verbs that take a key rather than its hash, written once for every
 /// index type as inherent methods (so calling them needs no trait import):
 /// `insert_key`, and with `query` also `query`. They hash the key with the
-/// index's parameters and call `insert_key_hash` / `query_hash_into`.
+/// index's parameters and call `insert_key_hash` / `query_hash_into`;
+/// `$error` is what `insert_key_hash` fails with. Exported (hidden) for the
+/// indexes of the `bloomslice-papers` crate.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! key_verbs {
-    ($index:ident $(, $query:ident)?) => {
+    ($index:ident: $error:ty $(, $query:ident)?) => {
         impl $index {
             /// Inserts `key` into the filter `id`: [`Self::insert_key_hash`]
             /// of the key's hash under the index's parameters.
@@ -214,18 +218,18 @@ macro_rules! key_verbs {
             /// # Errors
             ///
             /// As [`Self::insert_key_hash`]; the index is unchanged.
-            pub fn insert_key<K: $crate::Key + ?Sized>(&mut self, id: u64, key: &K) -> $crate::Result<()> {
+            pub fn insert_key<K: $crate::hash::Key + ?Sized>(&mut self, id: u64, key: &K) -> ::core::result::Result<(), $error> {
                 let hash = self.params().hash(key);
                 self.insert_key_hash(id, hash)
             }
         }
-        $(key_verbs!(@$query $index);)?
+        $($crate::key_verbs!(@$query $index);)?
     };
     (@query $index:ident) => {
         impl $index {
             /// Ids of the filters that may contain `key`, as
             /// [`Self::query_hash_into`] gives them.
-            pub fn query<K: $crate::Key + ?Sized>(&self, key: &K) -> Vec<u64> {
+            pub fn query<K: $crate::hash::Key + ?Sized>(&self, key: &K) -> Vec<u64> {
                 let mut out = Vec::new();
                 self.query_hash_into(self.params().hash(key), &mut out);
                 out
@@ -236,7 +240,9 @@ macro_rules! key_verbs {
 
 /// The id verbs of an index whose ids are the keys of one map field,
 /// written once: `len`, `is_empty`, `contains_id`, and with `ids` also
-/// `ids`.
+/// `ids`. Exported (hidden) for the `bloomslice-papers` crate.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! id_verbs {
     ($index:ident, $map:ident $(, $ids:ident)?) => {
         impl $index {
@@ -255,7 +261,7 @@ macro_rules! id_verbs {
                 self.$map.contains_key(&id)
             }
         }
-        $(id_verbs!(@$ids $index, $map);)?
+        $($crate::id_verbs!(@$ids $index, $map);)?
     };
     (@ids $index:ident, $map:ident) => {
         impl $index {
@@ -267,23 +273,19 @@ macro_rules! id_verbs {
     };
 }
 
-/// The override of [`FilterIndex::query_batch_hashes`] for indexes with
-/// their own batched query (hash first, prefetch rows ahead).
-macro_rules! batched_query {
-    (batched, $index:ty) => {
-        fn query_batch_hashes(&self, hashes: &[$crate::KeyHash], results: &mut $crate::BatchResults) {
-            <$index>::query_batch_hashes(self, hashes, results)
-        }
-    };
-}
-
 /// Implements [`FilterIndex`] by delegating to the inherent methods of the
-/// same names (which keep the documentation of each type's behaviour).
+/// same names (which keep the documentation of each type's behaviour);
+/// `batched` also delegates [`FilterIndex::query_batch_hashes`] to the
+/// index's own batched query. Exported (hidden) for the
+/// `bloomslice-papers` crate.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! delegate_filter_index {
-    ($index:ty, $filter:ty, new_filter: |$s:ident| $new:expr $(, $batched:ident)?) => {
+    ($index:ty, $filter:ty, $error:ty, new_filter: |$s:ident| $new:expr $(, $batched:ident)?) => {
         impl $crate::index::FilterIndex for $index {
             type Filter = $filter;
-            fn params(&self) -> &$crate::BloomParams {
+            type Error = $error;
+            fn params(&self) -> &$crate::params::BloomParams {
                 <$index>::params(self)
             }
             fn len(&self) -> usize {
@@ -292,84 +294,54 @@ macro_rules! delegate_filter_index {
             fn contains_id(&self, id: u64) -> bool {
                 <$index>::contains_id(self, id)
             }
-            fn new_filter(&self) -> Result<$filter, $crate::Error> {
+            fn new_filter(&self) -> ::core::result::Result<$filter, $error> {
                 let $s = self;
-                $new
+                ($new).map_err(::core::convert::Into::into)
             }
-            fn insert_filter(&mut self, id: u64, filter: &$filter) -> Result<(), $crate::Error> {
-                <$index>::insert_filter(self, id, filter)
+            fn insert_filter(&mut self, id: u64, filter: &$filter) -> ::core::result::Result<(), $error> {
+                <$index>::insert_filter(self, id, filter).map_err(::core::convert::Into::into)
             }
-            fn delete_filter(&mut self, id: u64) -> Result<(), $crate::Error> {
-                <$index>::delete_filter(self, id)
+            fn delete_filter(&mut self, id: u64) -> ::core::result::Result<(), $error> {
+                <$index>::delete_filter(self, id).map_err(::core::convert::Into::into)
             }
-            fn update_filter(&mut self, id: u64, filter: &$filter) -> Result<(), $crate::Error> {
-                <$index>::update_filter(self, id, filter)
+            fn update_filter(&mut self, id: u64, filter: &$filter) -> ::core::result::Result<(), $error> {
+                <$index>::update_filter(self, id, filter).map_err(::core::convert::Into::into)
             }
-            fn get_filter(&self, id: u64) -> Result<$filter, $crate::Error> {
-                <$index>::get_filter(self, id)
+            fn filter_cloned(&self, id: u64) -> ::core::result::Result<$filter, $error> {
+                <$index>::filter_cloned(self, id).map_err(::core::convert::Into::into)
             }
-            fn insert_key_hash(&mut self, id: u64, hash: $crate::KeyHash) -> Result<(), $crate::Error> {
-                <$index>::insert_key_hash(self, id, hash)
+            fn insert_key_hash(&mut self, id: u64, hash: $crate::hash::KeyHash) -> ::core::result::Result<(), $error> {
+                <$index>::insert_key_hash(self, id, hash).map_err(::core::convert::Into::into)
             }
-            fn query_hash_into(&self, hash: $crate::KeyHash, out: &mut Vec<u64>) {
+            fn query_hash_into(&self, hash: $crate::hash::KeyHash, out: &mut Vec<u64>) {
                 <$index>::query_hash_into(self, hash, out)
             }
-            $(batched_query!($batched, $index);)?
+            $($crate::delegate_filter_index!(@$batched $index);)?
             fn memory_bytes(&self) -> usize {
                 <$index>::memory_bytes(self)
             }
-            fn validate(&self) -> Result<(), $crate::Error> {
+            fn validate(&self) -> ::core::result::Result<(), $crate::error::Error> {
                 <$index>::validate(self)
             }
         }
     };
+    (@batched $index:ty) => {
+        fn query_batch_hashes(&self, hashes: &[$crate::hash::KeyHash], results: &mut $crate::sliced::BatchResults) {
+            <$index>::query_batch_hashes(self, hashes, results)
+        }
+    };
 }
 
-delegate_filter_index!(crate::SlicedIndex, BloomFilter, new_filter: |s| BloomFilter::new(*s.params()), batched);
-delegate_filter_index!(crate::NaiveIndex, BloomFilter, new_filter: |s| BloomFilter::new(*s.params()));
-delegate_filter_index!(crate::FlatBloofiPaper, BloomFilter, new_filter: |s| BloomFilter::new(*s.params()));
-delegate_filter_index!(crate::BloofiTree, BloomFilter, new_filter: |s| BloomFilter::new(*s.params()));
-delegate_filter_index!(
-    crate::CountingSlicedIndex,
-    crate::CountingBloomFilter,
-    new_filter: |s| crate::CountingBloomFilter::new(*s.params()),
-    batched
-);
-delegate_filter_index!(
-    crate::DynamicSlicedIndex,
-    crate::DynamicBloomFilter,
-    new_filter: |s| crate::DynamicBloomFilter::new(*s.params(), s.capacity()),
-    batched
-);
+delegate_filter_index!(crate::sliced::SlicedIndex, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()), batched);
+delegate_filter_index!(crate::NaiveIndex, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()));
 
 /// Every public index type can be shared across threads (checked at
 /// compile time, so a change that breaks it fails the build).
 const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<crate::SlicedIndex>();
+    assert_send_sync::<crate::sliced::SlicedIndex>();
     assert_send_sync::<crate::NaiveIndex>();
-    assert_send_sync::<crate::FlatBloofiPaper>();
-    assert_send_sync::<crate::BloofiTree>();
-    assert_send_sync::<crate::CountingSlicedIndex>();
-    assert_send_sync::<crate::DynamicSlicedIndex>();
-    assert_send_sync::<crate::ConcurrentIndex>();
-    assert_send_sync::<crate::QueryPool>();
-    assert_send_sync::<crate::BatchResults>();
+    assert_send_sync::<crate::concurrent::ConcurrentIndex>();
+    assert_send_sync::<crate::pool::QueryPool>();
+    assert_send_sync::<crate::sliced::BatchResults>();
 };
-
-/// The write errors every index type's unit tests check, on an `index` that
-/// holds `held` and not `absent`: a second insert of `held`, filters of
-/// other parameters (one more hash), and writes to `absent` all fail with
-/// their typed errors (the caller then checks that nothing changed).
-#[cfg(test)]
-pub(crate) fn assert_write_errors<I: FilterIndex<Filter = BloomFilter>>(index: &mut I, held: u64, absent: u64) {
-    let params = *index.params();
-    let filter = crate::filter::filter_of_u64_keys(params, [held, absent]);
-    let other = BloomFilter::new(BloomParams::new(params.m(), params.k() + 1).unwrap()).unwrap();
-    assert_eq!(index.insert_filter(held, &filter), Err(Error::DuplicateId(held)));
-    assert!(matches!(index.insert_filter(absent, &other), Err(Error::ParamsMismatch { .. })));
-    assert!(matches!(index.update_filter(held, &other), Err(Error::ParamsMismatch { .. })));
-    assert_eq!(index.update_filter(absent, &filter), Err(Error::UnknownId(absent)));
-    assert_eq!(index.delete_filter(absent), Err(Error::UnknownId(absent)));
-    assert_eq!(index.insert_key(absent, "x"), Err(Error::UnknownId(absent)));
-}

@@ -19,7 +19,7 @@
 //!    matches its source whichever strand it was sequenced from.
 //! 3. **Key.** The index key is the 8 little-endian bytes of the canonical
 //!    code ([`key`]: `code.to_le_bytes()`), hashed by the index's
-//!    [`crate::BloomParams`] like any other key.
+//!    [`crate::params::BloomParams`] like any other key.
 //!
 //! Any other byte (`N`, IUPAC codes, `U`, gaps) is not a base: the k-mers
 //! whose window contains it are skipped, and [`CanonicalKmers::skipped`]

@@ -64,12 +64,26 @@
 //! # Ok::<(), bloomslice::Error>(())
 //! ```
 //!
-//! Bloom filter variants, each with its paper's formulas and the choices
-//! the paper leaves open in the module docs: [`counting`] (4-bit counting
-//! filters and a counting sliced index), [`dynamic`] (dynamic Bloom
-//! filters, a sliced index of dynamic sets, XOR-delta sync), [`popularity`]
-//! (per-key hash counts from key popularity) and [`stable`] (stable and
-//! importance-aware filters for streams).
+//! # Where things are
+//!
+//! The crate root holds what a user of the index needs: [`BloomParams`]
+//! and [`HashScheme`], [`BloomFilter`], [`SlicedIndex`] (with
+//! [`SlicedConfig`] and [`BatchResults`]), the scoring types [`Scores`],
+//! [`Threshold`] and [`ThresholdResults`], [`ConcurrentIndex`] and
+//! [`WriteOp`], [`QueryPool`] and its configuration and results,
+//! [`NaiveIndex`], the [`FilterIndex`] trait, [`Error`] and [`Result`],
+//! keys ([`Key`], [`KeyHash`], [`Prehashed`]) and index files
+//! ([`LoadedIndex`], [`SetNames`], [`Manifest`], [`Verify`]). Everything
+//! else is reached through its module: [`params`] (limits, probe
+//! positions), [`hash`], [`sliced`] (shard constants, and
+//! [`sliced::hooks`], the hooks for filter variants), [`score`],
+//! [`concurrent`], [`pool`], [`persist`] (files, manifests), [`kmer`],
+//! [`storage`], [`index`] and [`error`].
+//!
+//! The structures of the papers this crate builds on (Bloofi trees, the
+//! Flat-Bloofi paper layout, counting, dynamic, popularity-conscious,
+//! stable and importance-aware filters) are in the `bloomslice-papers`
+//! crate, built on this one through [`sliced::hooks`].
 //!
 //! Sequence search: [`kmer`] turns DNA into canonical k-mer keys, and an
 //! index records its k-mer length ([`SlicedIndex::kmer_length`]).
@@ -80,49 +94,36 @@
 #[macro_use]
 mod macros;
 #[macro_use]
-mod error;
+pub mod error;
 #[macro_use]
-mod index;
-pub mod bloofi;
-mod concurrent;
-pub mod counting;
-pub mod dynamic;
+pub mod index;
+pub mod concurrent;
 mod filter;
-pub mod flat_paper;
-mod hash;
+pub mod hash;
 pub mod kmer;
 mod naive;
-mod params;
+pub mod params;
 pub mod persist;
 pub mod pool;
-pub mod popularity;
 pub mod score;
-mod sliced;
-pub mod stable;
+pub mod sliced;
 pub mod storage;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use bloofi::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, MaintenanceStats, Metric};
 pub use bloomslice_kernels as kernels;
-pub use concurrent::{ConcurrentIndex, DRAIN_PATIENCE, WriteOp};
-pub use counting::{CountingBloomFilter, CountingError, CountingSlicedIndex};
-pub use dynamic::{DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError, DynamicSlicedIndex};
-pub use error::{Error, Result, SharedIoError};
+pub use concurrent::{ConcurrentIndex, WriteOp};
+pub use error::{Error, Result};
 pub use filter::BloomFilter;
-pub use flat_paper::FlatBloofiPaper;
 pub use hash::{Key, KeyHash, Prehashed};
-pub use index::{FilterIndex, IndexedFilter};
+pub use index::FilterIndex;
 pub use naive::NaiveIndex;
-pub use params::{BloomParams, HashScheme, MAX_BITS, MAX_HASHES};
+pub use params::{BloomParams, HashScheme};
 pub use persist::manifest::Manifest;
 pub use persist::{LoadedIndex, SetNames, Verify};
 pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
-pub use popularity::{PopularityError, PopularityScheme};
 pub use score::{Scores, Threshold, ThresholdResults};
-pub use sliced::{BatchResults, MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, SlicedConfig, SlicedIndex};
-pub use stable::{Policy, StableBloomFilter, StableError, StableParams};
-pub use storage::{CACHE_LINE_BYTES, HUGE_PAGE_BYTES};
+pub use sliced::{BatchResults, SlicedConfig, SlicedIndex};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

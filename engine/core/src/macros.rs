@@ -1,8 +1,12 @@
 //! Small macros shared by several modules (declared first in `lib.rs`, so
-//! they are in scope everywhere).
+//! they are in scope everywhere). Those the `bloomslice-papers` crate uses
+//! too are exported, hidden from the documentation: they are not part of
+//! the API a user of the index holds.
 
 /// Builder-style setters, `pub fn name(mut self, arg: Ty) -> Self`, each
 /// storing `arg` in `self.field`; the doc comment goes before each.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! setters {
     ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $field:ident;)*) => {$(
         $(#[$doc])*
@@ -16,6 +20,8 @@ macro_rules! setters {
 
 /// `Debug` as a summary, `Ty { field: value, .. }`: `debug_summary!(Ty,
 /// |s| field: value, ...)` evaluates each `value` with `s` bound to `self`.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! debug_summary {
     ($ty:ident, |$s:ident| $($field:ident: $value:expr),+ $(,)?) => {
         impl core::fmt::Debug for $ty {
@@ -30,18 +36,21 @@ macro_rules! debug_summary {
 /// The set-up of an index type's unit-test module: the parent module's
 /// items (`use super::*`), `params()`, the parameters
 /// `BloomParams::new($m, $k)`, and `filter(keys)`, a filter of those
-/// parameters holding the little-endian bytes of each `u64` key.
-#[cfg(test)]
+/// parameters holding the little-endian bytes of each `u64` key (feature
+/// `testing`, which the tests of both crates turn on).
+#[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
+#[macro_export]
 macro_rules! index_test_module {
     ($m:expr, $k:expr) => {
         use super::*;
 
-        fn params() -> $crate::BloomParams {
-            $crate::BloomParams::new($m, $k).unwrap()
+        fn params() -> $crate::params::BloomParams {
+            $crate::params::BloomParams::new($m, $k).unwrap()
         }
 
         fn filter(keys: impl IntoIterator<Item = u64>) -> $crate::BloomFilter {
-            $crate::filter::filter_of_u64_keys(params(), keys)
+            $crate::testing::filter_of_u64_keys(params(), keys)
         }
     };
 }

@@ -35,7 +35,7 @@ pub struct NaiveIndex {
     by_id: HashMap<u64, usize>,
 }
 
-key_verbs!(NaiveIndex, query);
+key_verbs!(NaiveIndex: crate::error::Error, query);
 
 impl NaiveIndex {
     /// An empty index.
@@ -64,8 +64,8 @@ impl NaiveIndex {
         &self.filters
     }
 
-    /// The filter stored under `id`.
-    pub fn get(&self, id: u64) -> Option<&BloomFilter> {
+    /// The filter stored under `id`, borrowed.
+    pub fn filter(&self, id: u64) -> Option<&BloomFilter> {
         self.by_id.get(&id).map(|&i| &self.filters[i].1)
     }
 
@@ -132,7 +132,7 @@ impl NaiveIndex {
 
     /// Whether a filter is stored under `id`.
     pub fn contains_id(&self, id: u64) -> bool {
-        self.get(id).is_some()
+        self.filter(id).is_some()
     }
 
     /// The filter stored under `id` (a copy).
@@ -140,8 +140,8 @@ impl NaiveIndex {
     /// # Errors
     ///
     /// [`Error::UnknownId`].
-    pub fn get_filter(&self, id: u64) -> Result<BloomFilter> {
-        self.get(id).cloned().ok_or(Error::UnknownId(id))
+    pub fn filter_cloned(&self, id: u64) -> Result<BloomFilter> {
+        self.filter(id).cloned().ok_or(Error::UnknownId(id))
     }
 
     /// Checks that ids are unique and every filter has the index's
@@ -150,7 +150,7 @@ impl NaiveIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> crate::error::Result<()> {
         let mut ids: Vec<u64> = self.filters.iter().map(|(id, _)| *id).collect();
         ids.sort_unstable();
         if ids.windows(2).any(|w| w[0] == w[1]) {

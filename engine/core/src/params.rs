@@ -42,7 +42,9 @@ pub enum HashScheme {
     /// small but not otherwise: at `m/n = 8, k = 10` with `m = 400` the
     /// measured false-positive rate is well above the formula of
     /// [`BloomParams::expected_fpr`] (the figures are in `bench/RESULTS.md`,
-    /// section "Hash schemes"; `engine/core/tests/false_positives.rs` checks that the excess is there).
+    /// section "Approaches measured and not kept";
+    /// `engine/core/tests/false_positives.rs` checks that the excess is
+    /// there).
     Xxh3Double,
     /// Probe `i` is `fastrange(h1 + i * h2 + (i (i - 1) / 2) * h3, m)` with
     /// `h3 = h2` rotated by 32 bits, computed incrementally (`x += y`,
@@ -119,7 +121,11 @@ impl BloomParams {
     /// `Ok` if `found` equals these parameters, else
     /// [`Error::ParamsMismatch`] (what every structure checks before it
     /// accepts a filter made elsewhere).
-    pub(crate) fn check_same(&self, found: &BloomParams) -> Result<()> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ParamsMismatch`] with these parameters as `expected`.
+    pub fn check_same(&self, found: &BloomParams) -> Result<()> {
         if self == found { Ok(()) } else { Err(Error::ParamsMismatch { expected: *self, found: *found }) }
     }
 
@@ -236,7 +242,7 @@ impl BloomParams {
 
     /// Hashes a key into the two words probe positions are derived from.
     #[inline]
-    pub fn hash<K: crate::Key + ?Sized>(&self, key: &K) -> KeyHash {
+    pub fn hash<K: crate::hash::Key + ?Sized>(&self, key: &K) -> KeyHash {
         key.key_hash(self.seed)
     }
 
@@ -293,10 +299,12 @@ impl BloomParams {
         self.probes_n(hash, self.k as usize)
     }
 
-    /// The first `count` positions of `hash`'s probe sequence (see
-    /// [`BloomParams::probe_sequence`]), `count` clamped to `1..=MAX_HASHES`.
+    /// The first `count` positions of `hash`'s probe sequence, `count`
+    /// clamped to `1..=MAX_HASHES`: [`BloomParams::probes`] for a key with
+    /// its own number of hash functions (the first `k` of them are the
+    /// same positions whatever `count` is).
     #[inline]
-    pub(crate) fn probes_n(&self, hash: KeyHash, count: usize) -> Probes {
+    pub fn probes_n(&self, hash: KeyHash, count: usize) -> Probes {
         let len = count.clamp(1, MAX_HASHES as usize);
         let mut probes = Probes { positions: [MaybeUninit::uninit(); MAX_HASHES as usize], len };
         let slots = &mut probes.positions[..len];

@@ -2,20 +2,20 @@
 //! *set* of keys (a DNA read's k-mers, a document's terms)?
 //!
 //! A query of `Q` keys is scored against every filter of a
-//! [`SlicedIndex`](crate::SlicedIndex): the *count* of a filter is how many
+//! [`SlicedIndex`](crate::sliced::SlicedIndex): the *count* of a filter is how many
 //! of the `Q` keys it may contain. A key repeated in the query counts once
 //! per occurrence (the keys are a multiset, as the k-mers of a read are).
 //! Counts are exact: they equal, for every filter, the number of keys whose
 //! `k` probe bits are all set in it, as a naive per-filter test would find.
 //!
-//! - [`SlicedIndex::score_into`](crate::SlicedIndex::score_into) fills a
+//! - [`SlicedIndex::score_into`](crate::sliced::SlicedIndex::score_into) fills a
 //!   reusable [`Scores`] with every non-zero count.
-//! - [`SlicedIndex::query_threshold`](crate::SlicedIndex::query_threshold)
+//! - [`SlicedIndex::query_threshold`](crate::sliced::SlicedIndex::query_threshold)
 //!   (and its allocation-free `_into` form) returns the filters whose count
 //!   reaches a [`Threshold`], with their counts.
-//! - [`ConcurrentIndex`](crate::ConcurrentIndex) offers the same on its
+//! - [`ConcurrentIndex`](crate::concurrent::ConcurrentIndex) offers the same on its
 //!   current state, and
-//!   [`QueryPool::query_threshold_batch`](crate::QueryPool::query_threshold_batch)
+//!   [`QueryPool::query_threshold_batch`](crate::pool::QueryPool::query_threshold_batch)
 //!   scores many queries at once, split across threads.
 //!
 //! # How it works
@@ -44,16 +44,17 @@
 //! it scores (into L2, or into L1 on Intel CPUs, where that measured
 //! faster: [`crate::kernels::LookAhead`]): spread over the call's own
 //! walk, they arrive while it computes. Issued as one burst before each
-//! group, as they were at first, the same prefetches left scoring 10-25%
-//! slower than a plain batched query of the same keys; spread, it runs
-//! 30-40% faster than that query at `N = 10 000` on Zen 4
-//! (`bench/RESULTS.md`). Where a row run is a few lines
+//! group instead, the same prefetches make scoring slower than a plain
+//! batched query of the same keys; spread, scoring is faster than that
+//! query at `N = 10 000` (`bench/RESULTS.md`, section "Scoring"). Where a
+//! row run is a few lines
 //! (`N = 1 000`: two), a key costs less than the call that scores it, so
 //! one `count_runs` call takes every key up to the next pruning check,
 //! each group prefetching the next as it walks. Groups are small because
 //! every run a walk reads side by side is a stream the memory system must
-//! keep in flight: on an Intel Xeon with AVX-512, groups of eight keys (56
-//! runs) scored 1.6-1.9x slower at `N = 10 000` than groups of three.
+//! keep in flight: groups of eight keys (56 runs) scored markedly slower
+//! at `N = 10 000` than groups of three on a machine with AVX-512
+//! (`bench/RESULTS.md`, section "Scoring").
 //!
 //! **Hashing.** A key's probe positions are computed when a pass first
 //! reaches it (in blocks of eight keys), not for the whole query up front: a
@@ -79,7 +80,7 @@
 //! the first where one of them could fail: a 1 000-key query drawn from
 //! one filter (95% of its keys; `bench/examples/drawnprobe.rs`, `N = 1 000`) is
 //! checked 5 times instead of 99, each check a pass over the planes and a
-//! split kernel call (31% fewer instructions, `bench/RESULTS.md`). A column that
+//! split kernel call (31% fewer instructions, `bench/RESULTS.md`, section "Scoring"). A column that
 //! passes in the end met every bound on the way, so its chunk was never
 //! dead and its count is exact: pruning never changes the answer. With a
 //! threshold of 0.8 and filters that hold few of the keys, everything dies
@@ -245,7 +246,7 @@ impl Scores {
 }
 
 /// The answers of a batch of threshold queries (see
-/// [`QueryPool::query_threshold_batch`](crate::QueryPool::query_threshold_batch)),
+/// [`QueryPool::query_threshold_batch`](crate::pool::QueryPool::query_threshold_batch)),
 /// in a reusable buffer: query `i`'s passing filters as `(id, count)`,
 /// ascending id.
 #[derive(Default, Clone, Debug)]

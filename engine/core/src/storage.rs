@@ -2,7 +2,7 @@
 //! for on large buffers.
 //!
 //! Random row reads are faster on 2 MiB pages (fewer TLB misses; measured:
-//! see `bench/RESULTS.md`), so buffers of at least [`HUGE_PAGE_BYTES`] are
+//! see `bench/RESULTS.md`, section "Machine floors"), so buffers of at least [`HUGE_PAGE_BYTES`] are
 //! aligned to 2 MiB and `madvise(MADV_HUGEPAGE)`d before they are first
 //! touched. That is advice: a kernel that refuses it changes nothing else.
 //!
@@ -212,7 +212,7 @@ impl core::fmt::Debug for Words {
 /// the pages are first written. For buffers handed out fresh on every call
 /// (the Python package's answer arrays): on the VMs measured a first write
 /// to a 4 KiB page costs about 2.4 us, and a 42 MB answer paid 24-30 ms of
-/// faults against 5-6 ms on huge pages (`bench/RESULTS.md`). Advice only,
+/// faults against 5-6 ms on huge pages (`bench/RESULTS.md`, section "Bindings"). Advice only,
 /// as for [`Words::zeroed`]; elsewhere than Linux it does nothing.
 pub fn advise_huge_capacity<T>(v: &Vec<T>) {
     let bytes = v.capacity().saturating_mul(core::mem::size_of::<T>());

@@ -18,11 +18,16 @@ use arbitrary::{Arbitrary, Unstructured};
 
 pub use crate::filter::filter_of_u64_keys;
 
-/// A [`SlicedIndex`](crate::SlicedIndex) of `filters` filters with ids
+/// A [`SlicedIndex`](crate::sliced::SlicedIndex) of `filters` filters with ids
 /// `0..filters`: filter `id` holds the `u64` keys `id * step .. id * step +
 /// len` (see [`filter_of_u64_keys`]).
-pub fn index_of_u64_runs(params: crate::BloomParams, filters: u64, step: u64, len: u64) -> crate::SlicedIndex {
-    let mut index = crate::SlicedIndex::new(params);
+pub fn index_of_u64_runs(
+    params: crate::params::BloomParams,
+    filters: u64,
+    step: u64,
+    len: u64,
+) -> crate::sliced::SlicedIndex {
+    let mut index = crate::sliced::SlicedIndex::new(params);
     for id in 0..filters {
         index.insert_filter(id, &filter_of_u64_keys(params, id * step..id * step + len)).expect("a new id");
     }
@@ -144,12 +149,14 @@ fn hash_of<I: FilterIndex>(index: &I, key: u16) -> KeyHash {
     index.params().hash(&(key % KEY_SPACE).to_le_bytes())
 }
 
-fn filter_of<I: FilterIndex>(index: &I, keys: &[u16]) -> crate::Result<I::Filter> {
-    let mut filter = index.new_filter()?;
+/// A filter of `keys` that fits `index`, or `None` when the index cannot
+/// make one or it refuses a key (a dynamic filter past its member limit).
+fn filter_of<I: FilterIndex>(index: &I, keys: &[u16]) -> Option<I::Filter> {
+    let mut filter = index.new_filter().ok()?;
     for &key in keys {
-        filter.insert_key_hash(hash_of(index, key))?;
+        filter.insert_key_hash(hash_of(index, key)).ok()?;
     }
-    Ok(filter)
+    Some(filter)
 }
 
 fn sorted(mut v: Vec<u64>) -> Vec<u64> {
@@ -191,14 +198,14 @@ pub fn run_differential_with<A: FilterIndex, B: FilterIndex>(
             Op::Insert { id, keys } => {
                 let (fa, fb) = (filter_of(a, keys), filter_of(b, keys));
                 match (fa, fb) {
-                    (Ok(fa), Ok(fb)) => {
+                    (Some(fa), Some(fb)) => {
                         let r = (a.insert_filter(id_of(*id), &fa).is_ok(), b.insert_filter(id_of(*id), &fb).is_ok());
                         if r.0 {
                             truth.insert(id_of(*id), keys.iter().map(|k| k % KEY_SPACE).collect());
                         }
                         r
                     }
-                    (fa, fb) => (fa.is_ok(), fb.is_ok()),
+                    (fa, fb) => (fa.is_some(), fb.is_some()),
                 }
             }
             Op::Delete { id } => {
@@ -206,14 +213,14 @@ pub fn run_differential_with<A: FilterIndex, B: FilterIndex>(
                 (a.delete_filter(id_of(*id)).is_ok(), b.delete_filter(id_of(*id)).is_ok())
             }
             Op::Update { id, keys } => match (filter_of(a, keys), filter_of(b, keys)) {
-                (Ok(fa), Ok(fb)) => {
+                (Some(fa), Some(fb)) => {
                     let r = (a.update_filter(id_of(*id), &fa).is_ok(), b.update_filter(id_of(*id), &fb).is_ok());
                     if r.0 {
                         truth.entry(id_of(*id)).or_default().extend(keys.iter().map(|k| k % KEY_SPACE));
                     }
                     r
                 }
-                (fa, fb) => (fa.is_ok(), fb.is_ok()),
+                (fa, fb) => (fa.is_some(), fb.is_some()),
             },
             Op::InsertKey { id, key } => {
                 let r = (
@@ -278,24 +285,28 @@ pub fn run_differential_with<A: FilterIndex, B: FilterIndex>(
     }
 }
 
-/// The maintenance hook for a [`crate::BloofiTree`] (see
-/// [`run_differential_with`]): a rebuild in place, or a bulk build from
-/// the same filters, in one of the bulk orders, none of which may change
-/// answers.
+/// The write errors every index type's unit tests check, on an `index` that
+/// holds `held` and not `absent`: a second insert of `held`, filters of
+/// other parameters (one more hash), and writes to `absent` all fail with
+/// their typed errors (the caller then checks that nothing changed).
 ///
 /// # Panics
 ///
-/// If the bulk build refuses the tree's own filters (a bug).
-pub fn maintain_bloofi(tree: &mut crate::BloofiTree, how: u8) {
-    use crate::{BloofiTree, BloomFilter, BulkOrder};
-    let order =
-        [BulkOrder::AsGiven, BulkOrder::PaperGreedy, BulkOrder::MinHashChain, BulkOrder::Auto][usize::from(how % 4)];
-    if how & 4 == 0 {
-        tree.rebuild(order);
-    } else {
-        let filters: Vec<(u64, BloomFilter)> =
-            tree.ids().map(|id| (id, tree.get_filter(id).expect("a listed id"))).collect();
-        let items: Vec<(u64, &BloomFilter)> = filters.iter().map(|(id, f)| (*id, f)).collect();
-        *tree = BloofiTree::bulk_build(*tree.params(), *tree.config(), &items, order).expect("the tree's own filters");
-    }
+/// When a write does not fail as it should.
+pub fn assert_write_errors<I>(index: &mut I, held: u64, absent: u64)
+where
+    I: FilterIndex<Filter = crate::BloomFilter>,
+    I::Error: PartialEq,
+{
+    let params = *index.params();
+    let filter = filter_of_u64_keys(params, [held, absent]);
+    let found = crate::params::BloomParams::new(params.m(), params.k() + 1).expect("one more hash");
+    let other = crate::BloomFilter::new(found).expect("a small filter");
+    let mismatch = || Err(Error::ParamsMismatch { expected: params, found }.into());
+    assert_eq!(index.insert_filter(held, &filter), Err(Error::DuplicateId(held).into()));
+    assert_eq!(index.insert_filter(absent, &other), mismatch());
+    assert_eq!(index.update_filter(held, &other), mismatch());
+    assert_eq!(index.update_filter(absent, &filter), Err(Error::UnknownId(absent).into()));
+    assert_eq!(index.delete_filter(absent), Err(Error::UnknownId(absent).into()));
+    assert_eq!(index.insert_key(absent, "x"), Err(Error::UnknownId(absent).into()));
 }

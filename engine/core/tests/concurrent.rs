@@ -6,7 +6,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
-use bloomslice::{BatchResults, BloomFilter, BloomParams, ConcurrentIndex, DRAIN_PATIENCE, SlicedIndex, WriteOp};
+use bloomslice::concurrent::DRAIN_PATIENCE;
+use bloomslice::{BatchResults, BloomFilter, BloomParams, ConcurrentIndex, SlicedIndex, WriteOp};
 
 fn params() -> BloomParams {
     BloomParams::new(4096, 4).unwrap()
@@ -36,7 +37,7 @@ fn shared_and_model(n: u64, keys: impl Fn(u64) -> std::ops::Range<u64>) -> (Conc
 fn state(index: &SlicedIndex) -> Vec<(u64, Vec<u64>)> {
     let mut ids: Vec<u64> = index.ids().collect();
     ids.sort_unstable();
-    ids.into_iter().map(|id| (id, index.get_filter(id).unwrap().words().to_vec())).collect()
+    ids.into_iter().map(|id| (id, index.filter_cloned(id).unwrap().words().to_vec())).collect()
 }
 
 /// Both copies of `shared` equal `model`: a write that fails (unknown id)

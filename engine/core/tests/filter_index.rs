@@ -1,14 +1,12 @@
-//! Every index type against `NaiveIndex` through the shared differential
+//! `SlicedIndex` against `NaiveIndex` through the shared differential
 //! harness (`bloomslice::testing`): random op sequences (decoded from
 //! proptest bytes by `arbitrary`, as the fuzz target decodes libFuzzer's),
-//! compared after every step. The `filter_index_ops` fuzz target runs the
-//! same harness on the same pairs.
+//! compared after every step; and the harness's own checks. The
+//! `filter_index_ops` fuzz target runs the same harness on the same pairs
+//! (the indexes of `bloomslice-papers` have their own `filter_index` test).
 
-use bloomslice::testing::{Keys, Op, maintain_bloofi, ops_from_bytes, run_differential, run_differential_with};
-use bloomslice::{
-    BloofiConfig, BloofiTree, BloomFilter, BloomParams, CountingSlicedIndex, Error, FilterIndex, FlatBloofiPaper,
-    KeyHash, Metric, NaiveIndex, SlicedConfig, SlicedIndex,
-};
+use bloomslice::testing::{Keys, Op, ops_from_bytes, run_differential};
+use bloomslice::{BloomFilter, BloomParams, Error, FilterIndex, KeyHash, NaiveIndex, SlicedConfig, SlicedIndex};
 use proptest::prelude::*;
 
 fn params(m: u64, k: u32) -> BloomParams {
@@ -30,29 +28,6 @@ proptest! {
         let config = SlicedConfig { max_shard_columns: if narrow { 512 } else { 2048 }, ..SlicedConfig::default() };
         run_differential(&mut SlicedIndex::with_config(p, config), &mut NaiveIndex::new(p), &ops);
     }
-
-    #[test]
-    fn flat_paper_equals_naive(m in 1u64..2000, k in 1u32..9, ops in ops()) {
-        let p = params(m, k);
-        run_differential(&mut FlatBloofiPaper::new(p), &mut NaiveIndex::new(p), &ops);
-    }
-
-    #[test]
-    fn bloofi_tree_equals_naive(m in prop::sample::select(vec![64u64, 128, 200, 1000, 2048]), k in 1u32..5,
-                                order in 2usize..5, metric in 0usize..3, heuristic: bool, ops in ops()) {
-        // Small filters (64 or 128 bits) fill up, so all-ones nodes and the
-        // Section 5.4 heuristic get exercised; larger ones keep nodes sparse.
-        let p = params(m, k);
-        let config = BloofiConfig::with_order(order).metric(Metric::ALL[metric]).all_ones_heuristic(heuristic);
-        let mut tree = BloofiTree::new(p, config).unwrap();
-        run_differential_with(&mut tree, &mut NaiveIndex::new(p), &ops, maintain_bloofi);
-    }
-
-    #[test]
-    fn counting_equals_naive(m in 1u64..2000, k in 1u32..9, ops in ops()) {
-        let p = params(m, k);
-        run_differential(&mut CountingSlicedIndex::new(p), &mut NaiveIndex::new(p), &ops);
-    }
 }
 
 /// The harness refuses a pair that cannot agree (different seeds).
@@ -70,6 +45,7 @@ struct Forgetful(NaiveIndex);
 
 impl FilterIndex for Forgetful {
     type Filter = BloomFilter;
+    type Error = Error;
     fn params(&self) -> &BloomParams {
         self.0.params()
     }
@@ -91,8 +67,8 @@ impl FilterIndex for Forgetful {
     fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<(), Error> {
         self.0.update_filter(id, filter)
     }
-    fn get_filter(&self, id: u64) -> Result<BloomFilter, Error> {
-        self.0.get_filter(id)
+    fn filter_cloned(&self, id: u64) -> Result<BloomFilter, Error> {
+        self.0.filter_cloned(id)
     }
     fn insert_key_hash(&mut self, id: u64, hash: KeyHash) -> Result<(), Error> {
         self.0.insert_key_hash(id, hash)

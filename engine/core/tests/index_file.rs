@@ -173,7 +173,7 @@ fn estimated_sizes_match_saved_files() {
         let rows = persist::estimated_rows_bytes(&p, &config, n).unwrap();
         assert_eq!(rows, p.m() * index.columns() as u64 / 8, "n = {n}");
     }
-    let huge = BloomParams::new(bloomslice::MAX_BITS, 1).unwrap();
+    let huge = BloomParams::new(bloomslice::params::MAX_BITS, 1).unwrap();
     assert_eq!(persist::estimated_file_bytes(&huge, &SlicedConfig::default(), u64::MAX, 0), None);
 }
 
@@ -184,6 +184,6 @@ fn a_directory_is_not_an_index_file() {
     assert!(matches!(err, Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::IsADirectory), "{err}");
     assert!(err.to_string().contains("is a directory"), "{err}");
     // SAFETY: nothing writes the directory's (absent) index file.
-    let err = unsafe { persist::open_mmap(dir.path(), bloomslice::Verify::Deferred) }.unwrap_err();
+    let err = unsafe { persist::open_mmap(dir.path(), bloomslice::persist::Verify::Deferred) }.unwrap_err();
     assert!(err.to_string().contains("is a directory"), "{err}");
 }

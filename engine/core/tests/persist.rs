@@ -6,8 +6,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use bloomslice::kmer::KmerLength;
+use bloomslice::persist::Verify;
 use bloomslice::persist::{self, FORMAT_MAJOR, FORMAT_MINOR, HEADER_BYTES, MAGIC};
-use bloomslice::{BloomFilter, BloomParams, Error, HashScheme, SetNames, SlicedConfig, SlicedIndex, Verify};
+use bloomslice::{BloomFilter, BloomParams, Error, HashScheme, SetNames, SlicedConfig, SlicedIndex};
 use proptest::prelude::*;
 
 /// [`persist::open_mmap`] for these tests.
@@ -374,7 +375,7 @@ proptest! {
         same(&index, &mapped.index, 0..600);
         prop_assert_eq!(&mapped.names, &names);
         for id in index.ids() {
-            prop_assert_eq!(mapped.index.get_filter(id).unwrap(), index.get_filter(id).unwrap());
+            prop_assert_eq!(mapped.index.filter_cloned(id).unwrap(), index.filter_cloned(id).unwrap());
         }
     }
 }

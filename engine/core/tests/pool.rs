@@ -535,7 +535,7 @@ fn writes_are_visible_after_they_return_and_snapshots_never_change() {
     pool.query_batch(&shared, &[key], &mut results).unwrap();
     assert_eq!(results.get(0), Some(&[5u64][..]));
     // A snapshot kept across writes: the writer waits for it at most
-    // `pool::DRAIN_PATIENCE`, then copies; the snapshot itself never changes.
+    // `concurrent::DRAIN_PATIENCE`, then copies; the snapshot itself never changes.
     let kept = shared.snapshot();
     shared.insert_key(5, "pear").unwrap();
     shared.delete_filter(5).unwrap();

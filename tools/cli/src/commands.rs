@@ -249,7 +249,7 @@ pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliErro
             let mut out = Vec::with_capacity(ids.len());
             for id in ids {
                 let name = o.names.name(id).map_or_else(|| format!("#{id}").into_bytes(), <[u8]>::to_vec);
-                out.push((name, o.index.get_filter(id).map_err(CliError::engine)?));
+                out.push((name, o.index.filter_cloned(id).map_err(CliError::engine)?));
             }
             out
         }

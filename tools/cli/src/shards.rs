@@ -64,7 +64,7 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
         let mut part_names = SetNames::new();
         let filters: Vec<(u64, BloomFilter)> = ids
             .iter()
-            .map(|&id| index.get_filter(id).map(|f| (id, f)))
+            .map(|&id| index.filter_cloned(id).map(|f| (id, f)))
             .collect::<Result<_, _>>()
             .map_err(CliError::engine)?;
         let refs: Vec<(u64, &BloomFilter)> = filters.iter().map(|(id, f)| (*id, f)).collect();
@@ -147,7 +147,7 @@ pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Res
         ids.sort_unstable();
         let filters: Vec<(u64, BloomFilter)> = ids
             .iter()
-            .map(|&id| shard.index.get_filter(id).map(|f| (id, f)))
+            .map(|&id| shard.index.filter_cloned(id).map(|f| (id, f)))
             .collect::<Result<_, _>>()
             .map_err(CliError::engine)?;
         let refs: Vec<(u64, &BloomFilter)> = filters.iter().map(|(id, f)| (*id, f)).collect();

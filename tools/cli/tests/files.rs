@@ -226,7 +226,7 @@ fn build_refuses_an_index_larger_than_memory_or_disk_before_allocating() {
     let d = dir.path();
     std::fs::write(d.join("a.tsv"), "a\tx\nb\ty\n").unwrap();
     // m = MAX_BITS: 512 columns of 512 MiB, 256 GiB; and the case.
-    let max = bloomslice::MAX_BITS.to_string();
+    let max = bloomslice::params::MAX_BITS.to_string();
     for args in [
         &["build", "x.bsi", "--tsv", "a.tsv", "--m", &max, "--k", "1"][..],
         &["build", "x.bsi", "--dir", ".", "--m", &max, "--k", "1"],

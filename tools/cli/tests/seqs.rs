@@ -164,7 +164,7 @@ fn expected(index: &Path, reads: &[(String, Vec<u8>)], k: usize, threshold: f64)
         .ids()
         .map(|id| {
             let name = String::from_utf8(loaded.names.name(id).unwrap().to_vec()).unwrap();
-            (name, loaded.index.get_filter(id).unwrap())
+            (name, loaded.index.filter_cloned(id).unwrap())
         })
         .collect();
     reads
@@ -194,7 +194,7 @@ fn check_filters(index: &Path, genomes: &[(String, Vec<u8>)], k: usize) {
         for key in naive_kmers(seq, k).0 {
             want.insert(&key);
         }
-        assert_eq!(loaded.index.get_filter(id).unwrap(), want, "{name}");
+        assert_eq!(loaded.index.filter_cloned(id).unwrap(), want, "{name}");
     }
 }
 
@@ -361,7 +361,7 @@ fn count_and_threshold_over_streamed_chunks_equal_a_naive_count() {
         .index
         .ids()
         .map(|id| {
-            let f = loaded.index.get_filter(id).unwrap();
+            let f = loaded.index.filter_cloned(id).unwrap();
             let name = String::from_utf8(loaded.names.name(id).unwrap().to_vec()).unwrap();
             (name, query.iter().filter(|k| f.contains(k.as_bytes())).count() as u64)
         })

@@ -113,36 +113,6 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
-/// A bounded little-endian reader over bytes of unknown length (the wire
-/// formats beside the index file, such as [`crate::dynamic::DynamicDelta`]):
-/// every read checks the length first, so short input is `None`, never a
-/// panic.
-pub(crate) struct LeReader<'a>(pub(crate) &'a [u8]);
-
-impl<'a> LeReader<'a> {
-    /// The next `n` bytes, or `None` if fewer are left.
-    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let head = self.0.get(..n)?;
-        self.0 = &self.0[n..];
-        Some(head)
-    }
-
-    /// The next little-endian `u32`.
-    pub(crate) fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|b| le_u32(b, 0))
-    }
-
-    /// The next little-endian `u64`.
-    pub(crate) fn u64(&mut self) -> Option<u64> {
-        self.take(8).map(|b| le_u64(b, 0))
-    }
-
-    /// Whether every byte has been read.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
 /// The header's hash-scheme code (bytes 36..40). Minor 0 files hold 0 only;
 /// code 1 is minor 1's addition.
 fn scheme_code(s: HashScheme) -> u32 {

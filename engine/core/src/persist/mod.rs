@@ -417,8 +417,8 @@ pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<Loaded
 /// take, with `name_bytes` bytes of set names; its rows take as much memory
 /// (see [`estimated_rows_bytes`]). `None` if that overflows `u64`.
 pub fn estimated_file_bytes(
-    params: &crate::BloomParams,
-    config: &crate::SlicedConfig,
+    params: &crate::params::BloomParams,
+    config: &crate::sliced::SlicedConfig,
     n_sets: u64,
     name_bytes: u64,
 ) -> Option<u64> {
@@ -431,12 +431,20 @@ pub fn estimated_file_bytes(
 /// `params` and `config` holding `n_sets` filters inserted into an empty
 /// index: `m` bits per column, columns in shards of up to
 /// `config.max_shard_columns`, each a multiple of 512. `None` on overflow.
-pub fn estimated_rows_bytes(params: &crate::BloomParams, config: &crate::SlicedConfig, n_sets: u64) -> Option<u64> {
+pub fn estimated_rows_bytes(
+    params: &crate::params::BloomParams,
+    config: &crate::sliced::SlicedConfig,
+    n_sets: u64,
+) -> Option<u64> {
     estimated_layout(params, config, n_sets).map(|(_, rows)| rows)
 }
 
-fn estimated_layout(params: &crate::BloomParams, config: &crate::SlicedConfig, n_sets: u64) -> Option<(u64, u64)> {
-    let step = crate::SHARD_COLUMN_STEP as u64;
+fn estimated_layout(
+    params: &crate::params::BloomParams,
+    config: &crate::sliced::SlicedConfig,
+    n_sets: u64,
+) -> Option<(u64, u64)> {
+    let step = crate::sliced::SHARD_COLUMN_STEP as u64;
     let max = (config.max_shard_columns as u64).max(step);
     let full = n_sets / max;
     let rest = (n_sets % max).checked_next_multiple_of(step)?;

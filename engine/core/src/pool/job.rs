@@ -221,7 +221,7 @@ pub(crate) struct Job {
     /// workers run neighbouring tasks at once, and a buffer's `Vec` headers
     /// change with every id pushed. Unpadded, that false sharing cost the
     /// pool a tenth of its throughput against rayon's two threads on
-    /// `full` N = 1 000 (`bench/RESULTS.md`).
+    /// `full` N = 1 000 (`bench/RESULTS.md`, section "Threads").
     chunks: Box<[CachePadded<UnsafeCell<BatchResults>>]>,
     /// Read by threshold tasks, `scored[c]` written by task `c` alone.
     threshold: UnsafeCell<ThresholdData>,
@@ -710,18 +710,18 @@ pub struct Ticket {
 
 /// A failed batch: the error and the (emptied) buffer, for reuse (as
 /// `std::sync::mpsc::SendError` hands its value back). `?` turns it into
-/// its [`Error`](crate::Error), dropping the buffer.
+/// its [`Error`](crate::error::Error), dropping the buffer.
 #[derive(Debug, thiserror::Error)]
 #[error("{error}")]
 pub struct Failed {
-    /// What went wrong (an [`Error::Pool`](crate::Error::Pool)).
+    /// What went wrong (an [`Error::Pool`](crate::error::Error::Pool)).
     #[source]
-    pub error: crate::Error,
+    pub error: crate::error::Error,
     /// The buffer, with no results.
     pub results: PoolResults,
 }
 
-impl From<Failed> for crate::Error {
+impl From<Failed> for crate::error::Error {
     fn from(failed: Failed) -> Self {
         failed.error
     }

@@ -59,18 +59,18 @@
 //!   keys"). [`QueryPool::submit`] returns at once, so it hashes the keys
 //!   into the buffer's own storage first; on `full` N = 1 000 that serial
 //!   copy of 100 000 hashes took 0.2 ms of a 4 ms batch
-//!   (`bench/RESULTS.md`).
+//!   (`bench/RESULTS.md`, section "Threads").
 //! - **Splitting.** A batch is split by *keys* into
 //!   `min(64, workers x tasks_per_worker, ceil(keys / min_keys_per_task))`
 //!   equal ranges (tasks), handed out by the claim counter below. Keys
 //!   rather than shards: a key range produces each key's ids in order in
-//!   its own [`BatchResults`](crate::BatchResults), so results need no merge, while a split by shards must merge every key's
+//!   its own [`BatchResults`](crate::sliced::BatchResults), so results need no merge, while a split by shards must merge every key's
 //!   ids across tasks; and the default index (16 384-column shards) has a
 //!   single shard up to 16 384 filters, so only keys give parallelism there.
 //!   `paper query --threads` compares the two (`split rule` rows: rayon, 2
 //!   threads, shard split emulated by one sub-index per thread, merge
 //!   included): keys won on small and large batches alike, so the rule is
-//!   keys at every index size (measured: see `bench/RESULTS.md`).
+//!   keys at every index size (measured: see `bench/RESULTS.md`, section "Threads").
 //! - **Finding work.** Local deque, then steal from the other workers
 //!   (starting at the next one, round robin), then the injector; as in
 //!   rayon-core.
@@ -110,8 +110,7 @@
 //!     large ones, and on a ten times larger index it lost at a batch size
 //!     where it had won: hence a limit on work, not keys. With the limit,
 //!     large batches behave as before (2 workers scale against 1).
-//!     Measured: see `bench/RESULTS.md` ("pool v2" and "Figures moved from
-//!     doc comments").
+//!     Measured: see `bench/RESULTS.md`, section "Threads".
 //! - **Threshold batches.** [`QueryPool::query_threshold_batch`] runs on
 //!   the same machinery: the caller arms a job popped from the pool's
 //!   lock-free free list (so a warm batch allocates nothing) with its
@@ -121,7 +120,7 @@
 //!   and hands the job over like a key batch (same inline and help rules).
 //!   A task scores its range query by query with scratch its worker keeps
 //!   for its lifetime (a helping caller lends its own, kept in the
-//!   [`ThresholdResults`](crate::ThresholdResults)).
+//!   [`ThresholdResults`](crate::score::ThresholdResults)).
 //! - **Faults.** Each task runs under `catch_unwind`; a panic marks its
 //!   batch failed ([`PoolError::TaskPanicked`]) and the worker goes on.
 //! - **Shutdown.** Dropping the pool *finishes* every queued batch, then
@@ -139,6 +138,7 @@ use crossbeam_deque::{Steal, Stealer, Worker};
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 
+pub use crate::error::PoolError;
 pub use job::{Failed, PoolResults, Ticket};
 
 use crate::concurrent::ConcurrentIndex;
@@ -159,29 +159,12 @@ pub const INLINE_TASKS: usize = 2;
 
 /// Default [`PoolConfig::caller_help_work`]: 256 keys x 1024 filters, the
 /// largest batch on `full` that ran faster with the caller helping
-/// (measured: see `bench/RESULTS.md`).
+/// (measured: see `bench/RESULTS.md`, section "Threads").
 pub const CALLER_HELP_WORK: usize = 256 * 1024;
 
 /// Idle threshold-batch jobs a pool keeps for reuse: as many threshold
 /// batches in flight at once allocate nothing once warm.
 const THRESHOLD_JOBS: usize = 64;
-
-/// The errors of the query pool, nested in
-/// [`Error::Pool`](crate::Error::Pool).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PoolError {
-    /// A task of the batch panicked; the batch has no results. The pool
-    /// keeps serving later batches.
-    #[error("a task of this batch panicked; the batch has no results")]
-    TaskPanicked,
-    /// A worker thread could not be started.
-    #[error("cannot start a worker thread: {0}")]
-    Spawn(String),
-    /// A configuration value out of range.
-    #[error("invalid pool configuration: {0}")]
-    Config(&'static str),
-}
 
 /// How many workers, and where.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -209,7 +192,7 @@ pub struct PoolConfig {
     pub queue_capacity: usize,
     /// Fewest keys worth a task of their own. Default 16: scheduling a task
     /// costs about as much as querying a few keys (measured: see
-    /// `bench/RESULTS.md`).
+    /// `bench/RESULTS.md`, section "Threads").
     pub min_keys_per_task: usize,
     /// Tasks per worker a large batch is split into, so a worker slowed by
     /// a neighbour is made up for by stealing. Default 8.
@@ -219,7 +202,7 @@ pub struct PoolConfig {
     /// How long a waiting caller spins before parking, once it has no task
     /// of its batch left to claim. Default 1 us: a helping caller waits at
     /// most for the tasks the workers hold, and spinning longer was no
-    /// better with the caller helping (measured: see `bench/RESULTS.md`),
+    /// better with the caller helping (measured: see `bench/RESULTS.md`, section "Threads"),
     /// while it slows the workers down where cores are shared (see `job.rs`,
     /// `Job::wait`).
     pub wait_spin: Duration,
@@ -463,7 +446,7 @@ impl QueryPool {
 
     /// Queries `keys` on the current state of `index` with every worker and
     /// waits for the answers, which replace the contents of `results`
-    /// (equal to [`crate::SlicedIndex::query_batch`]'s, key by key). The
+    /// (equal to [`crate::sliced::SlicedIndex::query_batch`]'s, key by key). The
     /// keys are not copied: each task hashes and queries its own range of
     /// `keys` in place. Once `results` is warm, allocates nothing.
     ///

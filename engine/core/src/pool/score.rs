@@ -40,18 +40,18 @@ impl QueryPool {
     ///
     /// # Errors
     ///
-    /// [`crate::Error::Pool`] with [`PoolError::TaskPanicked`](super::PoolError::TaskPanicked)
+    /// [`crate::error::Error::Pool`] with [`PoolError::TaskPanicked`](super::PoolError::TaskPanicked)
     /// if a range panicked; `results` is then empty and reusable, and the
     /// pool keeps serving later batches.
     ///
-    /// [`SlicedIndex::query_threshold_into`]: crate::SlicedIndex::query_threshold_into
+    /// [`SlicedIndex::query_threshold_into`]: crate::sliced::SlicedIndex::query_threshold_into
     pub fn query_threshold_batch<Q, K>(
         &self,
         index: &ConcurrentIndex,
         queries: &[Q],
         threshold: Threshold,
         results: &mut ThresholdResults,
-    ) -> crate::Result<()>
+    ) -> crate::error::Result<()>
     where
         Q: AsRef<[K]> + Sync,
         K: Key + Sync,

@@ -46,8 +46,8 @@ use crate::storage::Words;
 
 mod persist;
 pub(crate) use persist::{ColumnEntry, ShardParts};
+pub mod hooks;
 mod score;
-mod variants;
 
 /// Shards grow in steps of this many columns: one 512-bit chunk (a cache
 /// line) per row, the unit the kernels and the early exit work in.
@@ -59,7 +59,7 @@ const PREFETCH_WHOLE_RUN_LINES: usize = 4;
 
 /// How many rows ahead `Shard::clear_column` prefetches its strided walk
 /// (with conditional writes); the fastest of 0, 4, 8, 16, 32 and 64 rows
-/// for a delete at N = 100 000 (measured: see `bench/RESULTS.md`).
+/// for a delete at N = 100 000 (measured: see `bench/RESULTS.md`, section "Query").
 const CLEAR_PREFETCH_ROWS: usize = 16;
 
 /// Upper bound on [`SlicedConfig::max_shard_columns`]: a query keeps one
@@ -69,7 +69,7 @@ pub const MAX_SHARD_COLUMNS: usize = 32_768;
 const MAX_SHARD_WORDS: usize = MAX_SHARD_COLUMNS / 64;
 
 /// Tuning knobs of a [`SlicedIndex`]. The defaults were chosen by
-/// measurement with the `paper` benchmark (see `bench/RESULTS.md`).
+/// measurement with the `paper` benchmark (see `bench/RESULTS.md`, section "Query").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlicedConfig {
     /// Widest shard, in columns; rounded up to a multiple of
@@ -77,7 +77,7 @@ pub struct SlicedConfig {
     /// shards mean fewer, longer row runs per query; narrower ones mean less
     /// copying when a shard is widened. Default 16 384: faster than 4096 on
     /// `full` N = 10 000, `paper` N = 10 000 and `large` (measured: see
-    /// `bench/RESULTS.md`).
+    /// `bench/RESULTS.md`, section "Query").
     pub max_shard_columns: usize,
     /// How far ahead queries prefetch whole row runs into the second-level
     /// cache: in [`SlicedIndex::query_batch`], work items (one key in one
@@ -238,7 +238,7 @@ impl Shard {
     /// line of each long run into the first-level cache. Short runs are
     /// prefetched whole into the first-level cache at the far distance only.
     ///
-    /// Measured on `full` N = 10 000 (1 280-byte runs; `bench/RESULTS.md`):
+    /// Measured on `full` N = 10 000 (1 280-byte runs; `bench/RESULTS.md`, section "Query"):
     /// whole runs into the first-level cache queue behind its few miss
     /// buffers and were slower than first lines alone, while whole runs
     /// into the second-level cache, far ahead, let all `k` runs stream.
@@ -302,7 +302,7 @@ impl Shard {
     /// extra lines are few and half of a typical workload's keys need them.
     /// On `paper` N = 1000 (2-line runs) prefetching all rows was faster
     /// than the density estimate alone; on `paper` N = 10 000 (20-line runs)
-    /// the estimate plus one row was best (measured: see `bench/RESULTS.md`).
+    /// the estimate plus one row was best (measured: see `bench/RESULTS.md`, section "Query").
     fn rows_worth_prefetching(&self, m: usize, k: usize) -> usize {
         if self.short_runs() {
             return k;
@@ -394,31 +394,6 @@ impl BatchResults {
         (&self.ids, &self.ends)
     }
 
-    /// Replaces every id by `map(id)`, then sorts each key's list
-    /// ascending and removes duplicates (in place, no allocation): turns
-    /// column ids into owner ids for [`crate::DynamicSlicedIndex`].
-    pub(crate) fn map_sort_dedup(&mut self, mut map: impl FnMut(u64) -> u64) {
-        for id in &mut self.ids {
-            *id = map(*id);
-        }
-        let (mut write, mut start) = (0, 0);
-        for e in 0..self.ends.len() {
-            let end = self.ends[e];
-            self.ids[start..end].sort_unstable();
-            let begin = write;
-            for r in start..end {
-                let v = self.ids[r];
-                if write == begin || self.ids[write - 1] != v {
-                    self.ids[write] = v;
-                    write += 1;
-                }
-            }
-            self.ends[e] = write;
-            start = end;
-        }
-        self.ids.truncate(write);
-    }
-
     /// Total matches over all keys of the last batch.
     pub fn total_matches(&self) -> usize {
         self.ids.len()
@@ -467,7 +442,7 @@ pub struct SlicedIndex {
 }
 
 id_verbs!(SlicedIndex, slots, ids);
-key_verbs!(SlicedIndex, query);
+key_verbs!(SlicedIndex: crate::error::Error, query);
 
 impl SlicedIndex {
     /// An empty index with the default configuration and the detected kernels.
@@ -760,12 +735,12 @@ impl SlicedIndex {
     ///
     /// [`Error::UnknownId`], or [`Error::CapacityOverflow`] if the filter
     /// cannot be allocated.
-    pub fn get_filter(&self, id: u64) -> Result<BloomFilter> {
+    pub fn filter_cloned(&self, id: u64) -> Result<BloomFilter> {
         let slot = self.slot(id)?;
         let s = &self.shards[slot.shard as usize];
         let (word, shift) = (slot.col as usize / 64, slot.col % 64);
         let mut filter = BloomFilter::new(self.params)?;
-        let out = filter.padded_words_mut();
+        let out = filter.words_mut();
         for r in 0..self.params.m() as usize {
             out[r / 64] |= ((s.rows[r * s.wpr + word] >> shift) & 1) << (r % 64);
         }
@@ -781,7 +756,7 @@ impl SlicedIndex {
     /// [`SlicedIndex::query_into`] by the key's hash.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
-        let mut buf = [MaybeUninit::uninit(); crate::MAX_HASHES as usize];
+        let mut buf = [MaybeUninit::uninit(); crate::params::MAX_HASHES as usize];
         let pos = self.params.probes_in(hash, &mut buf);
         self.query_positions(pos, out);
     }
@@ -876,7 +851,7 @@ impl SlicedIndex {
     /// core has no demand loads of its own in flight; issued all before the
     /// AND, the prefetches queue behind the AND's misses and the memory
     /// idles during the extraction. Measured on `full` N = 1 000 and
-    /// 10 000 (`bench/RESULTS.md`): 5-7% faster with AVX-512, 2-5% slower
+    /// 10 000 (`bench/RESULTS.md`, section "Query"): 5-7% faster with AVX-512, 2-5% slower
     /// with AVX2, whose longer AND already spreads the prefetches out, so
     /// the other kernels issue it whole.
     fn run_batch(&self, results: &mut BatchResults) {
@@ -942,7 +917,7 @@ impl SlicedIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> crate::error::Result<()> {
         let m = self.params.m() as usize;
         let mut used_total = 0;
         for (si, s) in self.shards.iter().enumerate() {
@@ -1057,14 +1032,14 @@ mod tests {
     fn errors_leave_the_index_unchanged() {
         let mut index = SlicedIndex::new(params());
         index.insert_filter(1, &filter([1])).unwrap();
-        let before = index.get_filter(1).unwrap();
-        crate::index::assert_write_errors(&mut index, 1, 2);
+        let before = index.filter_cloned(1).unwrap();
+        crate::testing::assert_write_errors(&mut index, 1, 2);
         let seeded = BloomFilter::new(params().with_seed(9)).unwrap();
         assert!(matches!(index.insert_filter(3, &seeded), Err(Error::ParamsMismatch { .. })));
         assert_eq!(index.insert_filters(&[(5, &filter([5])), (5, &filter([6]))]), Err(Error::DuplicateId(5)));
         assert!(matches!(index.insert_words(4, &params(), &[0; 3]), Err(Error::WordCountMismatch { .. })));
         assert_eq!(index.len(), 1);
-        assert_eq!(index.get_filter(1).unwrap(), before);
+        assert_eq!(index.filter_cloned(1).unwrap(), before);
         index.validate().unwrap();
     }
 
@@ -1073,15 +1048,15 @@ mod tests {
         let mut index = SlicedIndex::new(params());
         let f = filter(0..50);
         index.insert_filter(9, &f).unwrap();
-        assert_eq!(index.get_filter(9).unwrap(), f);
+        assert_eq!(index.filter_cloned(9).unwrap(), f);
         let g = filter(50..80);
         index.update_filter(9, &g).unwrap();
         let mut fg = f.clone();
         fg.union_with(&g).unwrap();
-        assert_eq!(index.get_filter(9).unwrap(), fg);
+        assert_eq!(index.filter_cloned(9).unwrap(), fg);
         index.insert_key(9, "late").unwrap();
         fg.insert("late");
-        assert_eq!(index.get_filter(9).unwrap(), fg);
+        assert_eq!(index.filter_cloned(9).unwrap(), fg);
         assert_eq!(index.count_ones(), fg.count_ones());
         index.validate().unwrap();
     }
@@ -1155,7 +1130,7 @@ mod tests {
         bulk.insert_filters(&items).unwrap();
         bulk.validate().unwrap();
         for (i, f) in filters.iter().enumerate() {
-            assert_eq!(&bulk.get_filter(i as u64).unwrap(), f);
+            assert_eq!(&bulk.filter_cloned(i as u64).unwrap(), f);
         }
         assert_eq!(one.count_ones(), bulk.count_ones());
     }

@@ -44,7 +44,7 @@ impl SlicedIndex {
     }
 
     /// `(id, set bits)` of every filter, in `(shard, column)` order: one
-    /// pass over the set bits of the rows, where [`SlicedIndex::get_filter`]
+    /// pass over the set bits of the rows, where [`SlicedIndex::filter_cloned`]
     /// per filter would read every row once per filter (tools use this for
     /// fill ratios and false-positive estimates).
     pub fn ones_per_filter(&self) -> Vec<(u64, u64)> {
@@ -188,12 +188,12 @@ mod tests {
     }
 
     #[test]
-    fn ones_per_filter_matches_get_filter() {
+    fn ones_per_filter_matches_filter_cloned() {
         let index = sample();
         let ones = index.ones_per_filter();
         assert_eq!(ones.len(), index.len());
         for (id, n) in ones {
-            assert_eq!(n, index.get_filter(id).unwrap().count_ones(), "{id}");
+            assert_eq!(n, index.filter_cloned(id).unwrap().count_ones(), "{id}");
         }
     }
 

@@ -26,7 +26,7 @@ type ScratchParts<'a> =
 /// Keys whose probe positions [`Probes`] computes at once (at least): a
 /// call of the hashing closure per block, not per key. Eight hashed 5%
 /// fewer instructions than 16 for a 100-key query that dies after about 29
-/// keys (`scoreprobe` under callgrind, `bench/RESULTS.md`).
+/// keys (`scoreprobe` under callgrind, `bench/RESULTS.md`, section "Scoring").
 const PROBE_BLOCK: usize = 8;
 
 /// The probe positions of a query's keys (`k` per key), computed as the
@@ -63,7 +63,7 @@ impl Probes<'_> {
 /// Pruned scoring screens with fewer rows only in an index of at least this
 /// many 512-column chunks: with fewer, the chunk a positive query keeps is
 /// too large a share of the index to score twice (measured on `multi`
-/// N = 1 000, two chunks: `bench/RESULTS.md`).
+/// N = 1 000, two chunks: `bench/RESULTS.md`, section "Scoring").
 const SCREEN_MIN_CHUNKS: usize = 8;
 
 /// The densest AND of a screen's rows (`p^r` for bit density `p`). With
@@ -71,7 +71,7 @@ const SCREEN_MIN_CHUNKS: usize = 8;
 /// longer costs a pass over the planes per key: on `multi` N = 10 000
 /// (`p` = 0.5) `r` = 2 (cap 0.25) screens 10-25% faster than `r` = 3 (cap
 /// 0.125), and `r` = 1 (cap 0.5) about as fast as `r` = 2
-/// (`bench/RESULTS.md`).
+/// (`bench/RESULTS.md`, section "Scoring").
 const SCREEN_MAX_DENSITY: f64 = 0.25;
 
 /// How a scoring pass prunes chunks.
@@ -98,7 +98,7 @@ impl SlicedIndex {
     /// Scores the query `keys` against every filter: afterwards `scores`
     /// holds, for every filter, how many of the keys it may contain (a key
     /// repeated in `keys` counts once per occurrence). See [`crate::score`].
-    /// Keys already hashed are [`KeyHash`](crate::KeyHash)es (any [`Key`]). Once
+    /// Keys already hashed are [`KeyHash`](crate::hash::KeyHash)es (any [`Key`]). Once
     /// `scores` is warm, allocates nothing.
     pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
         self.score_keys(keys, Report::NonZero, scores);
@@ -291,7 +291,7 @@ impl SlicedIndex {
         // faster). Over short runs a key is a few lines and the call's own
         // cost dominates, so a call takes every key up to the next check
         // (the kernel prefetches each group's successor as it walks, and
-        // during its last group the next call's first) (`bench/RESULTS.md`).
+        // during its last group the next call's first) (`bench/RESULTS.md`, section "Scoring").
         let d = self.config.prefetch_distance;
         let short = self.shards.iter().all(|s| s.short_runs());
         let grouped = rows < k || prune == Prune::No || short;
@@ -551,7 +551,7 @@ const CHUNK_SURVIVAL: f64 = 0.05;
 /// any of its columns is. At `can_fail` itself a chunk is live unless all
 /// of its 512 columns missed every key: with threshold 0.8 and `k` = 7 at
 /// density 0.5 (`hit` 1/128), a 100-key query's chunks live on past
-/// `can_fail` = 21, and by 24 only 2% of them do (`bench/RESULTS.md`).
+/// `can_fail` = 21, and by 24 only 2% of them do (`bench/RESULTS.md`, section "Scoring").
 /// Checking first there, instead of at 21 and then 29, scores five keys
 /// fewer before they die.
 fn first_exact_check(q: usize, can_fail: usize, hit: f64) -> usize {

@@ -4,13 +4,14 @@
 //! dynamic filters, eq. (3) against measurement, and the Section 4.2
 //! optimiser, and the dynamic index against a plain index over the same
 //! member columns. Query cost (against a naive list and against the plain
-//! index) is timed by `cargo run --release -p bloomslice --example
+//! index) is timed by `cargo run --release -p bloomslice-papers --example
 //! dynamic_speed`.
 
 use std::collections::HashMap;
 
-use bloomslice::dynamic::{false_positive_rate, optimal_design, standard_false_positive_rate};
-use bloomslice::{BloomParams, DeleteOutcome, DynamicBloomFilter, DynamicError, DynamicSlicedIndex, Error};
+use bloomslice::{BloomParams, Error};
+use bloomslice_papers::dynamic::{false_positive_rate, optimal_design, standard_false_positive_rate};
+use bloomslice_papers::{DeleteOutcome, DynamicBloomFilter, DynamicError, DynamicSlicedIndex};
 use proptest::prelude::*;
 
 #[path = "common/set_model.rs"]
@@ -65,7 +66,7 @@ fn apply(d: &mut DynamicBloomFilter, model: &mut HashMap<u16, u32>, op: &Op) {
                 return;
             }
             match d.remove(&k.to_le_bytes()) {
-                Err(Error::Dynamic(DynamicError::NotPresent)) => assert!(!reported && !in_set),
+                Err(DynamicError::NotPresent) => assert!(!reported && !in_set),
                 Err(e) => panic!("{e:?}"),
                 Ok(DeleteOutcome::Removed) => *model.get_mut(&k).unwrap() -= 1,
                 Ok(DeleteOutcome::Ambiguous { matching }) => {
@@ -147,11 +148,11 @@ proptest! {
         }
         let delta = sender.delta_since(&base).unwrap();
         let wire = delta.to_bytes();
-        let parsed = bloomslice::DynamicDelta::from_bytes(&wire).unwrap();
+        let parsed = bloomslice_papers::DynamicDelta::from_bytes(&wire).unwrap();
         prop_assert_eq!(&parsed, &delta);
         for cut in [0, wire.len() / 2, wire.len().saturating_sub(1)] {
             if cut < wire.len() {
-                prop_assert!(matches!(bloomslice::DynamicDelta::from_bytes(&wire[..cut]), Err(Error::Dynamic(DynamicError::MalformedDelta(_)))));
+                prop_assert!(matches!(bloomslice_papers::DynamicDelta::from_bytes(&wire[..cut]), Err(DynamicError::MalformedDelta(_))));
             }
         }
         let mut receiver = base.clone();
@@ -160,7 +161,7 @@ proptest! {
         prop_assert_eq!(receiver.fingerprint(), sender.fingerprint());
         if base != sender {
             let again = receiver.apply_delta(&delta);
-            prop_assert!(matches!(again, Err(Error::Dynamic(DynamicError::DeltaBaseMismatch { .. }))), "{:?}", again);
+            prop_assert!(matches!(again, Err(DynamicError::DeltaBaseMismatch { .. })), "{:?}", again);
             prop_assert_eq!(&receiver, &sender);
         }
     }
@@ -212,26 +213,26 @@ proptest! {
 
 #[test]
 fn errors_are_typed() {
-    assert_eq!(DynamicBloomFilter::new(params(), 0), Err(Error::Dynamic(DynamicError::ZeroCapacity)));
-    assert!(matches!(DynamicSlicedIndex::new(params(), 0), Err(Error::Dynamic(DynamicError::ZeroCapacity))));
+    assert_eq!(DynamicBloomFilter::new(params(), 0), Err(DynamicError::ZeroCapacity));
+    assert!(matches!(DynamicSlicedIndex::new(params(), 0), Err(DynamicError::ZeroCapacity)));
     let mut a = DynamicBloomFilter::new(params(), 5).unwrap();
-    assert_eq!(a.remove("nothing"), Err(Error::Dynamic(DynamicError::NotPresent)));
+    assert_eq!(a.remove("nothing"), Err(DynamicError::NotPresent));
     let b = DynamicBloomFilter::new(params(), 6).unwrap();
-    assert_eq!(a.union_with(&b), Err(Error::Dynamic(DynamicError::CapacityMismatch { expected: 5, found: 6 })));
+    assert_eq!(a.union_with(&b), Err(DynamicError::CapacityMismatch { expected: 5, found: 6 }));
     let c = DynamicBloomFilter::new(BloomParams::new(600, 3).unwrap(), 5).unwrap();
-    assert!(matches!(a.union_with(&c), Err(Error::ParamsMismatch { .. })));
-    assert!(matches!(a.delta_since(&c), Err(Error::ParamsMismatch { .. })));
-    assert!(matches!(optimal_design(&[], 0.01, 10), Err(Error::Dynamic(DynamicError::InvalidDesign(_)))));
-    assert!(matches!(optimal_design(&[1.0], 1.5, 10), Err(Error::Dynamic(DynamicError::InvalidDesign(_)))));
-    assert!(matches!(optimal_design(&[-1.0], 0.1, 10), Err(Error::Dynamic(DynamicError::InvalidDesign(_)))));
-    assert!(matches!(optimal_design(&[1.0], 0.1, 0), Err(Error::Dynamic(DynamicError::InvalidDesign(_)))));
+    assert!(matches!(a.union_with(&c), Err(DynamicError::Core(Error::ParamsMismatch { .. }))));
+    assert!(matches!(a.delta_since(&c), Err(DynamicError::Core(Error::ParamsMismatch { .. }))));
+    assert!(matches!(optimal_design(&[], 0.01, 10), Err(DynamicError::InvalidDesign(_))));
+    assert!(matches!(optimal_design(&[1.0], 1.5, 10), Err(DynamicError::InvalidDesign(_))));
+    assert!(matches!(optimal_design(&[-1.0], 0.1, 10), Err(DynamicError::InvalidDesign(_))));
+    assert!(matches!(optimal_design(&[1.0], 0.1, 0), Err(DynamicError::InvalidDesign(_))));
     // A tampered delta is refused and leaves the receiver unchanged.
     let base = a.clone();
     a.insert("x");
     let mut delta = a.delta_since(&base).unwrap();
     delta.changes[0].xor[0] ^= 1;
     let mut r = base.clone();
-    assert!(matches!(r.apply_delta(&delta), Err(Error::Dynamic(DynamicError::MalformedDelta(_)))));
+    assert!(matches!(r.apply_delta(&delta), Err(DynamicError::MalformedDelta(_))));
     assert_eq!(r, base);
 }
 
@@ -337,17 +338,17 @@ fn index_applies_deltas() {
         assert!(delta.payload_bytes() <= sender.filter_count() * sender.params().m().div_ceil(2) as usize);
         receiver.apply_delta(1, &delta).unwrap();
         receiver.validate().unwrap();
-        assert_eq!(receiver.get(1), Some(&sender));
+        assert_eq!(receiver.filter(1), Some(&sender));
         assert_eq!(receiver.columns(), sender.filter_count());
         base = sender.clone();
     }
     let other = DynamicBloomFilter::new(BloomParams::new(600, 3).unwrap(), 8).unwrap();
-    assert!(matches!(receiver.insert_filter(2, &other), Err(Error::ParamsMismatch { .. })));
+    assert!(matches!(receiver.insert_filter(2, &other), Err(DynamicError::Core(Error::ParamsMismatch { .. }))));
     let other = DynamicBloomFilter::new(params(), 9).unwrap();
-    assert_eq!(
-        receiver.insert_filter(2, &other),
-        Err(Error::Dynamic(DynamicError::CapacityMismatch { expected: 8, found: 9 }))
-    );
-    assert!(matches!(receiver.apply_delta(7, &sender.delta_since(&base).unwrap()), Err(Error::UnknownId(7))));
+    assert_eq!(receiver.insert_filter(2, &other), Err(DynamicError::CapacityMismatch { expected: 8, found: 9 }));
+    assert!(matches!(
+        receiver.apply_delta(7, &sender.delta_since(&base).unwrap()),
+        Err(DynamicError::Core(Error::UnknownId(7)))
+    ));
     receiver.validate().unwrap();
 }

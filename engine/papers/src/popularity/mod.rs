@@ -51,14 +51,16 @@ pub mod optimize;
 
 use hashbrown::HashMap;
 
-use crate::error::{Error, Result};
-use crate::filter::BloomFilter;
-use crate::hash::{Key, KeyHash};
-use crate::params::{BloomParams, MAX_HASHES};
-use crate::sliced::SlicedIndex;
+use bloomslice::BloomFilter;
+use bloomslice::BloomParams;
+use bloomslice::Error;
+use bloomslice::SlicedIndex;
+use bloomslice::params::MAX_HASHES;
+use bloomslice::{Key, KeyHash};
 
-/// The errors of the popularity-conscious optimisers and schemes, nested
-/// in [`Error::Popularity`].
+/// What the popularity-conscious optimisers and schemes fail with: their
+/// own errors, and the core's [`Error`]s (parameters, ids, memory) wrapped
+/// in [`PopularityError::Core`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PopularityError {
@@ -98,14 +100,22 @@ pub enum PopularityError {
     /// A broken internal invariant (a bug; never expected).
     #[error("internal error: {0}")]
     Internal(&'static str),
+    /// An error the core names (an unknown id, mismatched parameters,
+    /// memory, a broken invariant).
+    #[error(transparent)]
+    Core(#[from] bloomslice::Error),
 }
+
+/// `Result` with [`PopularityError`].
+pub type Result<T, E = PopularityError> = core::result::Result<T, E>;
 
 /// A popularity-conscious hash scheme: a table key -> `k_i` with the
 /// parameters' `k` as default. It plugs into [`BloomFilter`] and
 /// [`SlicedIndex`]: insert and query a key with its own hash count.
 ///
 /// ```
-/// use bloomslice::{BloomFilter, BloomParams, PopularityScheme, SlicedIndex};
+/// use bloomslice::{BloomFilter, BloomParams, SlicedIndex};
+/// use bloomslice_papers::PopularityScheme;
 ///
 /// let params = BloomParams::new(8192, 5)?;
 /// let mut scheme = PopularityScheme::new(params);
@@ -119,7 +129,7 @@ pub enum PopularityError {
 /// let mut out = Vec::new();
 /// scheme.query_index(&index, "stored-a-lot", &mut out)?;
 /// assert_eq!(out, vec![3]);
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::PopularityError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PopularityScheme {
@@ -142,7 +152,7 @@ impl PopularityScheme {
     /// [`PopularityError::InvalidMaxHashes`] for a count outside `1..=64`.
     pub fn from_assignment<K: Key>(params: BloomParams, keys: &[K], ks: &[u32]) -> Result<Self> {
         if keys.len() != ks.len() {
-            return Err(PopularityError::LengthMismatch { p: keys.len(), q: ks.len() }.into());
+            return Err(PopularityError::LengthMismatch { p: keys.len(), q: ks.len() });
         }
         let mut scheme = PopularityScheme::new(params);
         scheme.table.try_reserve(keys.len()).map_err(|_| Error::CapacityOverflow("scheme table"))?;
@@ -177,7 +187,7 @@ impl PopularityScheme {
     /// [`PopularityError::InvalidMaxHashes`] unless `1 <= k <= 64`.
     pub fn set<K: Key + ?Sized>(&mut self, key: &K, k: u32) -> Result<()> {
         if k == 0 || k > MAX_HASHES {
-            return Err(PopularityError::InvalidMaxHashes(k).into());
+            return Err(PopularityError::InvalidMaxHashes(k));
         }
         self.table.insert(self.params.hash(key).h1, k as u8);
         Ok(())
@@ -195,7 +205,7 @@ impl PopularityScheme {
     }
 
     fn check(&self, params: &BloomParams) -> Result<()> {
-        self.params.check_same(params)
+        Ok(self.params.check_same(params)?)
     }
 
     /// Inserts `key` into `filter` with its own hash count.

@@ -45,7 +45,7 @@
 //!   uniform member of it, from one random word. (An earlier version drew
 //!   uniformly random cells and accepted one of value `v` with probability
 //!   `1 / v`: the same distribution, but about ten draws per decrement at the
-//!   paper's parameters; see `bench/RESULTS.md`.) When every cell is zero
+//!   paper's parameters; see `bench/RESULTS.md`, section "Papers: stable and importance-aware".) When every cell is zero
 //!   there is nothing to decrement.
 //! * **P = 0** is allowed (a filter that never forgets; handy as a model in
 //!   tests); **P > m** is rejected because it cannot mean "P distinct cells".
@@ -60,15 +60,15 @@ pub mod theory;
 
 use classes::ValueClasses;
 
-use crate::error::Result;
-use crate::params::Probes;
-use crate::{BloomParams, Key, KeyHash};
+use bloomslice::params::Probes;
+use bloomslice::{BloomParams, Key, KeyHash};
 
 /// The largest cell value: cells are stored as `u8`.
 pub const MAX_CELL_VALUE: u32 = u8::MAX as u32;
 
-/// The errors of the stable and importance-aware filters, nested in
-/// [`Error::Stable`](crate::Error::Stable).
+/// What the stable and importance-aware filters fail with: their own
+/// errors, and the core's [`Error`](bloomslice::Error)s (parameters,
+/// memory) wrapped in [`StableError::Core`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StableError {
@@ -118,7 +118,14 @@ pub enum StableError {
     /// reported by [`StableBloomFilter::validate`]; it indicates a bug).
     #[error("IBF-H's cells-by-value lists disagree with the cells")]
     ValueListsCorrupt,
+    /// An error the core names (an unknown id, mismatched parameters,
+    /// memory, a broken invariant).
+    #[error(transparent)]
+    Core(#[from] bloomslice::Error),
 }
+
+/// `Result` with [`StableError`].
+pub type Result<T, E = StableError> = core::result::Result<T, E>;
 
 /// The parameters of a stable filter: m cells, K hashes, P decrements per
 /// item, cell maximum M and the importance range `1..=max_importance`.
@@ -139,17 +146,17 @@ impl StableParams {
     /// (m = 0, m or K too large).
     pub fn new(cells: u64, hashes: u32, decrements: u32, max_value: u32) -> Result<Self> {
         if max_value == 0 {
-            return Err(StableError::ZeroMax.into());
+            return Err(StableError::ZeroMax);
         }
         if max_value > MAX_CELL_VALUE {
-            return Err(StableError::MaxTooLarge { max: max_value }.into());
+            return Err(StableError::MaxTooLarge { max: max_value });
         }
         if hashes == 0 {
-            return Err(StableError::ZeroHashes.into());
+            return Err(StableError::ZeroHashes);
         }
         let bloom = BloomParams::new(cells, hashes)?;
         if u64::from(decrements) > cells {
-            return Err(StableError::DecrementsExceedCells { decrements, cells }.into());
+            return Err(StableError::DecrementsExceedCells { decrements, cells });
         }
         Ok(StableParams { bloom, decrements, max_value: max_value as u8, max_importance: 1 })
     }
@@ -165,7 +172,7 @@ impl StableParams {
     /// The same parameters with importance range `1..=max_importance`.
     pub fn with_max_importance(mut self, max_importance: u32) -> Result<Self> {
         if max_importance == 0 {
-            return Err(StableError::ZeroMaxImportance.into());
+            return Err(StableError::ZeroMaxImportance);
         }
         self.max_importance = max_importance;
         Ok(self)
@@ -203,7 +210,7 @@ impl StableParams {
         self.max_importance
     }
 
-    /// The hashing parameters (m, K, seed) shared with [`crate::BloomFilter`].
+    /// The hashing parameters (m, K, seed) shared with [`bloomslice::BloomFilter`].
     pub fn bloom(&self) -> &BloomParams {
         &self.bloom
     }
@@ -275,13 +282,13 @@ impl Policy {
 /// documentation for the algorithm and the paper mapping).
 ///
 /// ```
-/// use bloomslice::{Policy, StableBloomFilter, StableParams};
+/// use bloomslice_papers::{Policy, StableBloomFilter, StableParams};
 ///
 /// let params = StableParams::paper();
 /// let mut filter = StableBloomFilter::new(params, Policy::IbfMc, 42);
 /// assert!(!filter.observe(b"AAPL", 50)?); // first sighting
 /// assert!(filter.observe(b"AAPL", 50)?); // duplicate
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::StableError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct StableBloomFilter {
@@ -336,10 +343,10 @@ impl StableBloomFilter {
     pub fn validate(&self) -> Result<()> {
         let max = if self.policy == Policy::Bf { 1 } else { self.params.max_value };
         if let Some(index) = self.cells.iter().position(|&c| c > max) {
-            return Err(StableError::CellOutOfRange { index, value: self.cells[index], max }.into());
+            return Err(StableError::CellOutOfRange { index, value: self.cells[index], max });
         }
         if self.classes.as_ref().is_some_and(|classes| !classes.agrees_with(&self.cells)) {
-            return Err(StableError::ValueListsCorrupt.into());
+            return Err(StableError::ValueListsCorrupt);
         }
         Ok(())
     }
@@ -394,7 +401,7 @@ impl StableBloomFilter {
     fn checked_insert_value(&self, importance: u32) -> Result<u8> {
         let max = self.params.max_importance;
         if importance == 0 || importance > max {
-            return Err(StableError::ImportanceOutOfRange { importance, max }.into());
+            return Err(StableError::ImportanceOutOfRange { importance, max });
         }
         Ok(self.policy.insert_value(&self.params, importance))
     }
@@ -553,7 +560,7 @@ mod tests {
         let params = StableParams::new(8, 2, 8, 2).unwrap().with_max_importance(50).unwrap();
         let mut f = StableBloomFilter::new(params, Policy::IbfH, 11);
         for round in 0..200u64 {
-            f.observe_hash(crate::KeyHash { h1: round, h2: round * 2 + 1 }, 1 + (round % 50) as u32).unwrap();
+            f.observe_hash(bloomslice::KeyHash { h1: round, h2: round * 2 + 1 }, 1 + (round % 50) as u32).unwrap();
             f.validate().unwrap();
         }
         // With P = m = 8 decrements per item and M = 2, cells keep emptying.

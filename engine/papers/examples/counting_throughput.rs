@@ -1,11 +1,12 @@
 //! Throughput of counting insert/remove against a plain Bloom filter
 //! insert, and of the counting index's remove (prints; not a test).
 //!
-//! `cargo run --release -p bloomslice --example counting_throughput`
+//! `cargo run --release -p bloomslice-papers --example counting_throughput`
 
 use std::time::Instant;
 
-use bloomslice::{BloomFilter, BloomParams, CountingBloomFilter, CountingSlicedIndex};
+use bloomslice::{BloomFilter, BloomParams};
+use bloomslice_papers::{CountingBloomFilter, CountingSlicedIndex};
 
 /// Throughput of counting insert/remove against a plain Bloom filter insert,
 /// and of the counting index's remove (counters + column rewrite).

@@ -21,7 +21,7 @@
 //!     workload at `N = 100 000` (about 700 of 100 992 bits set per
 //!     filter) is about `2.4e10` list entries against about `8e12` words
 //!     for the direct sort (minutes, not hours; measured: see
-//!     `bench/RESULTS.md`).
+//!     `bench/RESULTS.md`, section "Papers: Bloofi").
 //! - [`BulkOrder::MinHashChain`], approximate, for when neither exact engine
 //!   is affordable (many dense filters): the same greedy chain, but the next
 //!   filter is chosen among a few candidates proposed by MinHash sort orders.
@@ -33,13 +33,13 @@
 //!   the current one in each order, and the exact metric picks among them.
 //!   Time `O(N (ones + R log N + 2 R W w))` for `R` orders and window `W`.
 //!   Its chains are longer than the exact greedy's when filters overlap
-//!   (a higher search cost; measured: see `bench/RESULTS.md`), so it is
+//!   (a higher search cost; measured: see `bench/RESULTS.md`, section "Papers: Bloofi"), so it is
 //!   only the fallback.
 //! - [`BulkOrder::Auto`] (the default): the exact greedy when the cost model
 //!   estimates its cheaper engine under two minutes, the MinHash chain
-//!   otherwise (seconds at `N = 100 000`; measured: see `bench/RESULTS.md`).
+//!   otherwise (seconds at `N = 100 000`; measured: see `bench/RESULTS.md`, section "Papers: Bloofi").
 
-use bloomslice_kernels::{Kernels, prefetch_line};
+use bloomslice::kernels::{Kernels, prefetch_line};
 
 use super::Metric;
 
@@ -495,7 +495,7 @@ fn minhash_chain(filters: &[&[u64]], metric: Metric, kernels: &Kernels) -> Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BloomFilter, BloomParams};
+    use bloomslice::{BloomFilter, BloomParams};
 
     fn is_permutation(p: &[usize], n: usize) -> bool {
         let mut seen = vec![false; n];

@@ -43,19 +43,20 @@
 
 use hashbrown::HashMap;
 
-use crate::error::{Error, Result};
-use crate::filter::BloomFilter;
-use crate::hash::{Key, KeyHash};
-use crate::params::BloomParams;
-use crate::sliced::SlicedIndex;
+use bloomslice::BloomFilter;
+use bloomslice::BloomParams;
+use bloomslice::Error;
+use bloomslice::SlicedIndex;
+use bloomslice::{Key, KeyHash};
 
 /// The largest counter value; a counter that reaches it is saturated and is
 /// never decremented again (4-bit counters, as the summary-cache paper
 /// recommends).
 pub const COUNTER_MAX: u8 = 15;
 
-/// The errors of the counting filters themselves, nested in
-/// [`Error::Counting`] (ids, parameters and sizes are plain [`Error`]s).
+/// What the counting filters and index fail with: their own errors, and
+/// the core's [`Error`]s (ids, parameters, sizes, memory) wrapped in
+/// [`CountingError::Core`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CountingError {
@@ -73,13 +74,21 @@ pub enum CountingError {
         /// The filter length in counters.
         m: u64,
     },
+    /// An error the core names (an unknown id, mismatched parameters,
+    /// memory, a broken invariant).
+    #[error(transparent)]
+    Core(#[from] bloomslice::Error),
 }
+
+/// `Result` with [`CountingError`].
+pub type Result<T, E = CountingError> = core::result::Result<T, E>;
 
 /// A counting Bloom filter: `m` saturating 4-bit counters, `k` hash
 /// functions.
 ///
 /// ```
-/// use bloomslice::{BloomParams, CountingBloomFilter};
+/// use bloomslice::BloomParams;
+/// use bloomslice_papers::CountingBloomFilter;
 ///
 /// let mut f = CountingBloomFilter::new(BloomParams::new(1024, 4)?)?;
 /// f.insert("apple");
@@ -89,7 +98,7 @@ pub enum CountingError {
 /// f.remove("apple")?;
 /// assert!(f.is_empty());
 /// assert!(f.remove("apple").is_err()); // refused: not present
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::CountingError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct CountingBloomFilter {
@@ -126,10 +135,10 @@ impl CountingBloomFilter {
     pub fn from_counter_bytes(params: BloomParams, bytes: &[u8]) -> Result<Self> {
         let mut f = CountingBloomFilter::new(params)?;
         if bytes.len() != f.counters.len() {
-            return Err(Error::WordCountMismatch { expected: f.counters.len(), found: bytes.len() });
+            return Err(Error::WordCountMismatch { expected: f.counters.len(), found: bytes.len() }.into());
         }
         if params.m() % 2 == 1 && bytes[bytes.len() - 1] >> 4 != 0 {
-            return Err(CountingError::PaddingNibbleSet { m: params.m() }.into());
+            return Err(CountingError::PaddingNibbleSet { m: params.m() });
         }
         f.counters.copy_from_slice(bytes);
         Ok(f)
@@ -222,7 +231,7 @@ impl CountingBloomFilter {
             }
             let mult = positions[i..].iter().filter(|&&q| q == p).count();
             if usize::from(c) < mult {
-                return Err(CountingError::NotPresent { position: p }.into());
+                return Err(CountingError::NotPresent { position: p });
             }
         }
         Ok(())
@@ -267,7 +276,7 @@ impl CountingBloomFilter {
     /// [`Error::CapacityOverflow`] if the filter cannot be allocated.
     pub fn to_bloom_filter(&self) -> Result<BloomFilter> {
         let mut f = BloomFilter::new(self.params)?;
-        let words = f.padded_words_mut();
+        let words = f.words_mut();
         for (j, &b) in self.counters.iter().enumerate() {
             let bits = u64::from(b & 0x0f != 0) | (u64::from(b & 0xf0 != 0) << 1);
             let i = 2 * j;
@@ -324,7 +333,7 @@ impl CountingBloomFilter {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> bloomslice::Result<()> {
         if self.counters.len() as u64 != self.params.m().div_ceil(2) {
             return Err(invalid!("{} counter bytes for m = {}", self.counters.len(), self.params.m()));
         }
@@ -349,10 +358,10 @@ impl CountingBloomFilter {
     /// [`CountingError::PaddingNibbleSet`]; the filter is unchanged.
     pub(crate) fn apply_xor(&mut self, delta: &[u8]) -> Result<()> {
         if delta.len() != self.counters.len() {
-            return Err(Error::WordCountMismatch { expected: self.counters.len(), found: delta.len() });
+            return Err(Error::WordCountMismatch { expected: self.counters.len(), found: delta.len() }.into());
         }
         if self.params.m() % 2 == 1 && delta[delta.len() - 1] >> 4 != 0 {
-            return Err(CountingError::PaddingNibbleSet { m: self.params.m() }.into());
+            return Err(CountingError::PaddingNibbleSet { m: self.params.m() });
         }
         for (a, d) in self.counters.iter_mut().zip(delta) {
             *a ^= d;
@@ -365,7 +374,8 @@ impl CountingBloomFilter {
 /// set lives beside the index, whose column for the set holds its bit view.
 ///
 /// ```
-/// use bloomslice::{BloomParams, CountingSlicedIndex};
+/// use bloomslice::BloomParams;
+/// use bloomslice_papers::CountingSlicedIndex;
 ///
 /// let mut index = CountingSlicedIndex::new(BloomParams::new(4096, 5)?);
 /// index.insert_set(1)?;
@@ -374,7 +384,7 @@ impl CountingBloomFilter {
 /// index.insert_key(2, "x")?;
 /// index.remove_key(1, "x")?;
 /// assert_eq!(index.query("x"), vec![2]);
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::CountingError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct CountingSlicedIndex {
@@ -383,7 +393,23 @@ pub struct CountingSlicedIndex {
 }
 
 id_verbs!(CountingSlicedIndex, filters);
-key_verbs!(CountingSlicedIndex);
+key_verbs!(CountingSlicedIndex: CountingError);
+delegate_filter_index!(
+    CountingSlicedIndex,
+    CountingBloomFilter,
+    CountingError,
+    new_filter: |s| CountingBloomFilter::new(*s.params()),
+    batched
+);
+
+impl bloomslice::index::IndexedFilter for CountingBloomFilter {
+    type Error = CountingError;
+
+    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<()> {
+        self.insert_hash(hash);
+        Ok(())
+    }
+}
 
 impl CountingSlicedIndex {
     /// An empty index.
@@ -402,7 +428,7 @@ impl CountingSlicedIndex {
     }
 
     /// The counting filter of set `id`.
-    pub fn get(&self, id: u64) -> Option<&CountingBloomFilter> {
+    pub fn filter(&self, id: u64) -> Option<&CountingBloomFilter> {
         self.filters.get(&id)
     }
 
@@ -423,10 +449,10 @@ impl CountingSlicedIndex {
     /// [`Error::CapacityOverflow`]; unchanged after an error.
     pub fn insert_filter(&mut self, id: u64, filter: &CountingBloomFilter) -> Result<()> {
         if filter.params() != self.params() {
-            return Err(Error::ParamsMismatch { expected: *self.params(), found: *filter.params() });
+            return Err(Error::ParamsMismatch { expected: *self.params(), found: *filter.params() }.into());
         }
         if self.filters.contains_key(&id) {
-            return Err(Error::DuplicateId(id));
+            return Err(Error::DuplicateId(id).into());
         }
         self.filters.try_reserve(1).map_err(|_| Error::CapacityOverflow("id map"))?;
         self.index.insert_filter(id, &filter.to_bloom_filter()?)?;
@@ -450,7 +476,7 @@ impl CountingSlicedIndex {
     /// [`Error::UnknownId`]; unchanged.
     pub fn take_filter(&mut self, id: u64) -> Result<CountingBloomFilter> {
         self.index.delete_filter(id)?;
-        self.filters.remove(&id).ok_or(Error::UnknownId(id))
+        self.filters.remove(&id).ok_or(Error::UnknownId(id).into())
     }
 
     /// Adds `filter`'s counters to set `id` (saturating, as
@@ -472,8 +498,8 @@ impl CountingSlicedIndex {
     /// # Errors
     ///
     /// [`Error::UnknownId`].
-    pub fn get_filter(&self, id: u64) -> Result<CountingBloomFilter> {
-        self.filters.get(&id).cloned().ok_or(Error::UnknownId(id))
+    pub fn filter_cloned(&self, id: u64) -> Result<CountingBloomFilter> {
+        self.filters.get(&id).cloned().ok_or(Error::UnknownId(id).into())
     }
 
     /// Bytes held: the bit-sliced index plus every set's counters.
@@ -482,7 +508,7 @@ impl CountingSlicedIndex {
     }
 
     /// [`SlicedIndex::query_batch_hashes`] over the sets' bit views.
-    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut crate::BatchResults) {
+    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut bloomslice::BatchResults) {
         self.index.query_batch_hashes(hashes, results);
     }
 
@@ -495,7 +521,7 @@ impl CountingSlicedIndex {
         let f = self.filters.get_mut(&id).ok_or(Error::UnknownId(id))?;
         let pos = f.params.probes(hash);
         f.insert_positions(&pos);
-        self.index.set_column_bits(id, &pos, |_| true)
+        Ok(self.index.set_column_bits(id, &pos, |_| true)?)
     }
 
     /// Removes a key from set `id` and rewrites the key's bits of the set's
@@ -539,14 +565,14 @@ impl CountingSlicedIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> bloomslice::Result<()> {
         self.index.validate()?;
         if self.index.len() != self.filters.len() {
             return Err(invalid!("{} columns for {} sets", self.index.len(), self.filters.len()));
         }
         for (&id, f) in &self.filters {
             f.validate()?;
-            let column = self.index.get_filter(id).map_err(|e| invalid!("{e}"))?;
+            let column = self.index.filter_cloned(id).map_err(|e| invalid!("{e}"))?;
             if column != f.to_bloom_filter().map_err(|e| invalid!("{e}"))? {
                 return Err(invalid!("set {id}: column differs from the counters' bit view"));
             }
@@ -585,7 +611,7 @@ mod tests {
         f.remove("a").unwrap();
         assert_eq!(f.counter(0), 0);
         f.set_counter(0, 2);
-        assert_eq!(f.remove("a"), Err(CountingError::NotPresent { position: 0 }.into()));
+        assert_eq!(f.remove("a"), Err(CountingError::NotPresent { position: 0 }));
         assert_eq!(f.counter(0), 2);
     }
 
@@ -598,12 +624,12 @@ mod tests {
         assert_eq!(f, g);
         assert_eq!(
             CountingBloomFilter::from_counter_bytes(p, &[0, 0, 0, 0x10]),
-            Err(CountingError::PaddingNibbleSet { m: 7 }.into())
+            Err(CountingError::PaddingNibbleSet { m: 7 })
         );
-        assert!(matches!(
+        assert_eq!(
             CountingBloomFilter::from_counter_bytes(p, &[0; 3]),
-            Err(Error::WordCountMismatch { expected: 4, found: 3 })
-        ));
+            Err(Error::WordCountMismatch { expected: 4, found: 3 }.into())
+        );
         assert_eq!(f.to_bloom_filter().unwrap().count_ones(), f.count_nonzero());
     }
 }

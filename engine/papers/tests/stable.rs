@@ -7,8 +7,9 @@
 
 use std::collections::HashSet;
 
-use bloomslice::stable::theory;
-use bloomslice::{Error, Policy, StableBloomFilter, StableError, StableParams};
+use bloomslice::Error;
+use bloomslice_papers::stable::theory;
+use bloomslice_papers::{Policy, StableBloomFilter, StableError, StableParams};
 use proptest::prelude::*;
 
 const STABLE_POLICIES: [Policy; 4] = [Policy::Sbf, Policy::Ibf2c, Policy::IbfMc, Policy::IbfH];
@@ -19,19 +20,16 @@ fn small_params(cells: u64, hashes: u32, decrements: u32, max: u32) -> StablePar
 
 #[test]
 fn bad_parameters_are_typed_errors() {
-    assert_eq!(StableParams::new(100, 3, 1, 0), Err(Error::Stable(StableError::ZeroMax)));
-    assert_eq!(StableParams::new(100, 3, 1, 256), Err(Error::Stable(StableError::MaxTooLarge { max: 256 })));
-    assert_eq!(StableParams::new(100, 0, 1, 7), Err(Error::Stable(StableError::ZeroHashes)));
+    assert_eq!(StableParams::new(100, 3, 1, 0), Err(StableError::ZeroMax));
+    assert_eq!(StableParams::new(100, 3, 1, 256), Err(StableError::MaxTooLarge { max: 256 }));
+    assert_eq!(StableParams::new(100, 0, 1, 7), Err(StableError::ZeroHashes));
     assert_eq!(
         StableParams::new(100, 3, 101, 7),
-        Err(Error::Stable(StableError::DecrementsExceedCells { decrements: 101, cells: 100 }))
+        Err(StableError::DecrementsExceedCells { decrements: 101, cells: 100 })
     );
-    assert_eq!(StableParams::new(0, 3, 0, 7), Err(Error::ZeroBits));
-    assert!(matches!(StableParams::new(100, 65, 1, 7), Err(Error::TooManyHashes { .. })));
-    assert_eq!(
-        StableParams::new(100, 3, 1, 7).unwrap().with_max_importance(0),
-        Err(Error::Stable(StableError::ZeroMaxImportance))
-    );
+    assert_eq!(StableParams::new(0, 3, 0, 7), Err(Error::ZeroBits.into()));
+    assert!(matches!(StableParams::new(100, 65, 1, 7), Err(StableError::Core(Error::TooManyHashes { .. }))));
+    assert_eq!(StableParams::new(100, 3, 1, 7).unwrap().with_max_importance(0), Err(StableError::ZeroMaxImportance));
     // P = m and P = 0 are allowed.
     assert!(StableParams::new(100, 3, 100, 255).is_ok());
     assert!(StableParams::new(100, 3, 0, 1).is_ok());
@@ -42,18 +40,9 @@ fn importance_out_of_range_is_refused_without_change() {
     let mut filter = StableBloomFilter::new(StableParams::paper(), Policy::IbfMc, 1);
     filter.observe(b"a", 10).unwrap();
     let before = filter.cells().to_vec();
-    assert_eq!(
-        filter.observe(b"b", 0),
-        Err(Error::Stable(StableError::ImportanceOutOfRange { importance: 0, max: 50 }))
-    );
-    assert_eq!(
-        filter.observe(b"b", 51),
-        Err(Error::Stable(StableError::ImportanceOutOfRange { importance: 51, max: 50 }))
-    );
-    assert_eq!(
-        filter.insert(b"b", 51),
-        Err(Error::Stable(StableError::ImportanceOutOfRange { importance: 51, max: 50 }))
-    );
+    assert_eq!(filter.observe(b"b", 0), Err(StableError::ImportanceOutOfRange { importance: 0, max: 50 }));
+    assert_eq!(filter.observe(b"b", 51), Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 }));
+    assert_eq!(filter.insert(b"b", 51), Err(StableError::ImportanceOutOfRange { importance: 51, max: 50 }));
     assert_eq!(filter.cells(), &before[..]);
 }
 

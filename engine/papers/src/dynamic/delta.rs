@@ -3,10 +3,9 @@
 //! its little-endian wire format (read with the bounded reader of the index
 //! file format, [`crate::persist`]).
 
+use super::Result;
 use super::{DynamicBloomFilter, DynamicError, Member};
 use crate::counting::CountingBloomFilter;
-use crate::error::{Error, Result};
-use crate::persist::format::LeReader;
 
 impl DynamicBloomFilter {
     /// A 64-bit fingerprint of the whole state (parameters, capacity, every
@@ -31,11 +30,12 @@ impl DynamicBloomFilter {
     ///
     /// # Errors
     ///
-    /// [`Error::ParamsMismatch`] or [`DynamicError::CapacityMismatch`].
+    /// [`Error::ParamsMismatch`](bloomslice::Error::ParamsMismatch) or
+    /// [`DynamicError::CapacityMismatch`].
     pub fn delta_since(&self, previous: &DynamicBloomFilter) -> Result<DynamicDelta> {
         self.params.check_same(&previous.params)?;
         if self.capacity != previous.capacity {
-            return Err(DynamicError::CapacityMismatch { expected: previous.capacity, found: self.capacity }.into());
+            return Err(DynamicError::CapacityMismatch { expected: previous.capacity, found: self.capacity });
         }
         let mut changes = Vec::new();
         for (i, m) in self.members.iter().enumerate() {
@@ -70,22 +70,22 @@ impl DynamicBloomFilter {
     pub fn apply_delta(&mut self, delta: &DynamicDelta) -> Result<()> {
         let found = self.fingerprint();
         if found != delta.base {
-            return Err(DynamicError::DeltaBaseMismatch { expected: delta.base, found }.into());
+            return Err(DynamicError::DeltaBaseMismatch { expected: delta.base, found });
         }
         if delta.filter_count == 0 {
-            return Err(DynamicError::MalformedDelta("zero member filters").into());
+            return Err(DynamicError::MalformedDelta("zero member filters"));
         }
         // Every added member travels whole in the delta, so the member count
         // can grow by at most the number of changes (this also bounds what a
         // hostile delta can make the receiver allocate).
         if delta.filter_count > self.members.len() + delta.changes.len() {
-            return Err(DynamicError::MalformedDelta("more new members than changes").into());
+            return Err(DynamicError::MalformedDelta("more new members than changes"));
         }
         let mut next = self.clone();
         next.members.truncate(delta.filter_count);
         for change in &delta.changes {
             if change.index >= delta.filter_count || change.items > self.capacity {
-                return Err(DynamicError::MalformedDelta("member index or item count out of range").into());
+                return Err(DynamicError::MalformedDelta("member index or item count out of range"));
             }
             while next.members.len() <= change.index {
                 next.members.push(Member { filter: CountingBloomFilter::new(self.params)?, items: 0 });
@@ -95,7 +95,7 @@ impl DynamicBloomFilter {
             m.items = change.items;
         }
         if next.members.len() != delta.filter_count || next.fingerprint() != delta.result {
-            return Err(DynamicError::MalformedDelta("result does not match the sender's fingerprint").into());
+            return Err(DynamicError::MalformedDelta("result does not match the sender's fingerprint"));
         }
         *self = next;
         Ok(())
@@ -171,29 +171,29 @@ impl DynamicDelta {
     ///
     /// [`DynamicError::MalformedDelta`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let truncated = || Error::from(DynamicError::MalformedDelta("truncated"));
+        let truncated = || DynamicError::MalformedDelta("truncated");
         let mut r = LeReader(bytes);
         if r.take(4).ok_or_else(truncated)? != DELTA_MAGIC {
-            return Err(DynamicError::MalformedDelta("bad magic").into());
+            return Err(DynamicError::MalformedDelta("bad magic"));
         }
         if r.take(1).ok_or_else(truncated)?[0] != DELTA_VERSION {
-            return Err(DynamicError::MalformedDelta("unsupported version").into());
+            return Err(DynamicError::MalformedDelta("unsupported version"));
         }
         let base = r.u64().ok_or_else(truncated)?;
         let result = r.u64().ok_or_else(truncated)?;
         let filter_count = r.u32().ok_or_else(truncated)? as usize;
         if filter_count == 0 {
-            return Err(DynamicError::MalformedDelta("zero member filters").into());
+            return Err(DynamicError::MalformedDelta("zero member filters"));
         }
         let n = r.u32().ok_or_else(truncated)? as usize;
         if n > filter_count {
-            return Err(DynamicError::MalformedDelta("more changes than members").into());
+            return Err(DynamicError::MalformedDelta("more changes than members"));
         }
         let mut changes = Vec::new();
         for _ in 0..n {
             let index = r.u32().ok_or_else(truncated)? as usize;
             if index >= filter_count || changes.last().is_some_and(|c: &MemberDelta| c.index >= index) {
-                return Err(DynamicError::MalformedDelta("member indices out of range or not increasing").into());
+                return Err(DynamicError::MalformedDelta("member indices out of range or not increasing"));
             }
             let items = r.u64().ok_or_else(truncated)?;
             let len = r.u32().ok_or_else(truncated)? as usize;
@@ -201,8 +201,36 @@ impl DynamicDelta {
             changes.push(MemberDelta { index, items, xor });
         }
         if !r.is_empty() {
-            return Err(DynamicError::MalformedDelta("trailing bytes").into());
+            return Err(DynamicError::MalformedDelta("trailing bytes"));
         }
         Ok(DynamicDelta { base, result, filter_count, changes })
+    }
+}
+
+/// A bounded little-endian reader over the bytes of a delta: every read
+/// checks the length first, so short input is `None`, never a panic.
+struct LeReader<'a>(&'a [u8]);
+
+impl<'a> LeReader<'a> {
+    /// The next `n` bytes, or `None` if fewer are left.
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let head = self.0.get(..n)?;
+        self.0 = &self.0[n..];
+        Some(head)
+    }
+
+    /// The next little-endian `u32`.
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes)
+    }
+
+    /// The next little-endian `u64`.
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes)
+    }
+
+    /// Whether every byte has been read.
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }

@@ -1,7 +1,7 @@
 //! [`BloofiTree`]: the hierarchical Bloom filter index of the Bloofi paper
 //! (Crainiceanu and Lemire, *Bloofi: Multidimensional Bloom Filters*,
 //! Sections 4 and 5), kept as the paper describes it so that it can be set
-//! beside [`crate::SlicedIndex`] and the naive index.
+//! beside [`bloomslice::SlicedIndex`] and the naive index.
 //!
 //! The leaves of the tree are the indexed filters (each under the caller's
 //! `u64` id); every inner node holds the bitwise OR of its children, so a key
@@ -40,13 +40,13 @@ mod bulk;
 
 pub use bulk::BulkOrder;
 
-use bloomslice_kernels::{Kernels, prefetch_line};
+use bloomslice::kernels::{Kernels, prefetch_line};
 use hashbrown::{HashMap, HashSet};
 
-use crate::error::{Error, Result};
-use crate::filter::BloomFilter;
-use crate::hash::{Key, KeyHash};
-use crate::params::BloomParams;
+use bloomslice::BloomFilter;
+use bloomslice::BloomParams;
+use bloomslice::Error;
+use bloomslice::{Key, KeyHash};
 
 /// Smallest order a Bloofi tree accepts: with `d = 1` an inner node could
 /// have a single child and the B+-tree rules of the paper would not bound
@@ -144,7 +144,7 @@ impl Metric {
     /// [`Error::ParamsMismatch`] if the filters have different parameters.
     pub fn distance(self, a: &BloomFilter, b: &BloomFilter) -> Result<f64> {
         if a.params() != b.params() {
-            return Err(Error::ParamsMismatch { expected: *a.params(), found: *b.params() });
+            return Err(Error::ParamsMismatch { expected: *a.params(), found: *b.params() }.into());
         }
         Ok(self.distance_words(Kernels::detect(), a.words(), b.words()))
     }
@@ -192,14 +192,15 @@ impl BloofiConfig {
 
     fn check(&self) -> Result<()> {
         if self.order < MIN_ORDER {
-            return Err(BloofiError::OrderTooSmall { order: self.order }.into());
+            return Err(BloofiError::OrderTooSmall { order: self.order });
         }
         Ok(())
     }
 }
 
-/// The errors of the Bloofi tree's own configuration, nested in
-/// [`Error::Bloofi`]; index errors (ids, parameters) are plain [`Error`]s.
+/// What the Bloofi tree's operations fail with: its own configuration
+/// errors, and the core's [`Error`]s (ids, parameters, memory) wrapped in
+/// [`BloofiError::Core`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BloofiError {
@@ -209,7 +210,14 @@ pub enum BloofiError {
         /// The order that was asked for.
         order: usize,
     },
+    /// An error the core names (an unknown id, mismatched parameters,
+    /// memory, a broken invariant).
+    #[error(transparent)]
+    Core(#[from] bloomslice::Error),
 }
+
+/// `Result` with [`BloofiError`].
+pub type Result<T, E = BloofiError> = core::result::Result<T, E>;
 
 /// Maintenance cost as the paper measures it (Section 7.1.1, "maintenance
 /// bf-cost"): the number of distinct tree nodes an operation accessed, a
@@ -328,7 +336,8 @@ struct Node {
 /// how it maps to the paper).
 ///
 /// ```
-/// use bloomslice::{BloofiConfig, BloofiTree, BloomFilter, BloomParams};
+/// use bloomslice::{BloomFilter, BloomParams};
+/// use bloomslice_papers::{BloofiConfig, BloofiTree};
 ///
 /// let params = BloomParams::for_capacity(1_000, 0.01)?;
 /// let mut tree = BloofiTree::new(params, BloofiConfig::default())?;
@@ -343,7 +352,7 @@ struct Node {
 /// assert!(ids.contains(&7));
 /// assert!(cost >= 1 && cost <= tree.node_count());
 /// tree.validate().unwrap();
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::BloofiError>(())
 /// ```
 #[derive(Clone)]
 pub struct BloofiTree {
@@ -385,7 +394,8 @@ fn even_sizes(count: usize, pieces: usize) -> impl Iterator<Item = usize> {
 }
 
 id_verbs!(BloofiTree, leaf_of, ids);
-key_verbs!(BloofiTree);
+key_verbs!(BloofiTree: BloofiError);
+delegate_filter_index!(BloofiTree, BloomFilter, BloofiError, new_filter: |s| BloomFilter::new(*s.params()));
 
 impl BloofiTree {
     /// An empty tree.
@@ -432,7 +442,7 @@ impl BloofiTree {
     }
 
     /// The filter stored under `id`.
-    pub fn get(&self, id: u64) -> Option<&BloomFilter> {
+    pub fn filter(&self, id: u64) -> Option<&BloomFilter> {
         self.leaf_of.get(&id).map(|&n| &self.node(n).value)
     }
 
@@ -574,7 +584,7 @@ impl BloofiTree {
             let c = self.node(n).children[i];
             self.cost.touch(c);
             let (dst, src) = pair_mut(&mut self.nodes, n, c);
-            let dst = &mut dst.value.padded_words_mut()[..w];
+            let dst = &mut dst.value.words_mut()[..w];
             if i == 0 {
                 dst.copy_from_slice(src.value.words());
             } else {
@@ -662,7 +672,7 @@ impl BloofiTree {
     }
 
     fn leaf(&self, id: u64) -> Result<u32> {
-        self.leaf_of.get(&id).copied().ok_or(Error::UnknownId(id))
+        self.leaf_of.get(&id).copied().ok_or(Error::UnknownId(id).into())
     }
 
     fn begin_op(&mut self) {
@@ -699,10 +709,10 @@ impl BloofiTree {
     pub fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
         self.params.check_same(filter.params())?;
         if self.leaf_of.contains_key(&id) {
-            return Err(Error::DuplicateId(id));
+            return Err(Error::DuplicateId(id).into());
         }
         if self.len() >= MAX_FILTERS {
-            return Err(Error::CapacityOverflow("Bloofi tree node arena"));
+            return Err(Error::CapacityOverflow("Bloofi tree node arena").into());
         }
         self.begin_op();
         let closest = if self.root == NO_NODE { NO_NODE } else { self.descend_or(filter) };
@@ -732,7 +742,7 @@ impl BloofiTree {
             if node.leaf {
                 return n;
             }
-            kernels.or_into(&mut node.value.padded_words_mut()[..w], filter.words());
+            kernels.or_into(&mut node.value.words_mut()[..w], filter.words());
             self.written.touch(n);
             let node = self.node(n);
             let mut best = node.children[0];
@@ -763,7 +773,7 @@ impl BloofiTree {
             self.node_mut(sibling).parent = r;
             self.root = r;
             let (dst, src) = pair_mut(&mut self.nodes, r, leaf);
-            self.kernels.or_into(&mut dst.value.padded_words_mut()[..w], src.value.words());
+            self.kernels.or_into(&mut dst.value.words_mut()[..w], src.value.words());
             self.cost.touch(r);
             self.written.touch(r);
         }
@@ -913,7 +923,7 @@ impl BloofiTree {
             self.cost.touch(n);
             self.written.touch(n);
             let node = self.node_mut(n);
-            kernels.or_into(&mut node.value.padded_words_mut()[..w], filter.words());
+            kernels.or_into(&mut node.value.words_mut()[..w], filter.words());
             n = node.parent;
         }
         self.finish(OpKind::Update);
@@ -966,13 +976,13 @@ impl BloofiTree {
     ) -> Result<Self> {
         let mut tree = BloofiTree::new(params, config)?;
         if filters.len() > MAX_FILTERS {
-            return Err(Error::CapacityOverflow("Bloofi tree node arena"));
+            return Err(Error::CapacityOverflow("Bloofi tree node arena").into());
         }
         let mut seen = HashSet::with_capacity(filters.len());
         for (id, f) in filters {
             tree.params.check_same(f.params())?;
             if !seen.insert(*id) {
-                return Err(Error::DuplicateId(*id));
+                return Err(Error::DuplicateId(*id).into());
             }
         }
         let words: Vec<&[u64]> = filters.iter().map(|(_, f)| f.words()).collect();
@@ -1066,8 +1076,8 @@ impl BloofiTree {
     /// # Errors
     ///
     /// [`Error::UnknownId`].
-    pub fn get_filter(&self, id: u64) -> Result<BloomFilter> {
-        self.get(id).cloned().ok_or(Error::UnknownId(id))
+    pub fn filter_cloned(&self, id: u64) -> Result<BloomFilter> {
+        self.filter(id).cloned().ok_or(Error::UnknownId(id).into())
     }
 
     /// Ids of the filters that may contain the key hashed as `hash`, into
@@ -1159,7 +1169,7 @@ impl BloofiTree {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> bloomslice::Result<()> {
         let d = self.config.order;
         let w = self.params.words();
         if self.root == NO_NODE {
@@ -1252,7 +1262,8 @@ mod tests {
     index_test_module!(512, 3);
 
     fn brute(tree: &BloofiTree, key: u64) -> Vec<u64> {
-        let mut ids: Vec<u64> = tree.ids().filter(|&id| tree.get(id).unwrap().contains(&key.to_le_bytes())).collect();
+        let mut ids: Vec<u64> =
+            tree.ids().filter(|&id| tree.filter(id).unwrap().contains(&key.to_le_bytes())).collect();
         ids.sort_unstable();
         ids
     }
@@ -1267,11 +1278,11 @@ mod tests {
         for order in [0, 1] {
             assert_eq!(
                 BloofiTree::new(params(), BloofiConfig::with_order(order)).unwrap_err(),
-                BloofiError::OrderTooSmall { order }.into()
+                BloofiError::OrderTooSmall { order }
             );
             let f = filter([1]);
             let err = BloofiTree::bulk_build(params(), BloofiConfig::with_order(order), &[(1, &f)], BulkOrder::AsGiven);
-            assert_eq!(err.unwrap_err(), BloofiError::OrderTooSmall { order }.into());
+            assert_eq!(err.unwrap_err(), BloofiError::OrderTooSmall { order });
         }
         assert!(BloofiTree::new(params(), BloofiConfig::with_order(2)).is_ok());
     }
@@ -1371,7 +1382,7 @@ mod tests {
         }
         let before: Vec<_> = (0..20u64).map(|k| sorted(tree.query(&k.to_le_bytes()))).collect();
         let (nodes, stats) = (tree.node_count(), tree.maintenance_stats());
-        crate::index::assert_write_errors(&mut tree, 3, 99);
+        bloomslice::testing::assert_write_errors(&mut tree, 3, 99);
         let other = BloomFilter::new(BloomParams::new(512, 4).unwrap()).unwrap();
         tree.validate().unwrap();
         assert_eq!((tree.node_count(), tree.maintenance_stats()), (nodes, stats));
@@ -1379,9 +1390,9 @@ mod tests {
         assert_eq!(before, after);
         let f = filter([1]);
         let dup = BloofiTree::bulk_build(params(), BloofiConfig::default(), &[(1, &f), (1, &f)], BulkOrder::Auto);
-        assert_eq!(dup.unwrap_err(), Error::DuplicateId(1));
+        assert_eq!(dup.unwrap_err(), Error::DuplicateId(1).into());
         let mixed = BloofiTree::bulk_build(params(), BloofiConfig::default(), &[(1, &f), (2, &other)], BulkOrder::Auto);
-        assert!(matches!(mixed.unwrap_err(), Error::ParamsMismatch { .. }));
+        assert!(matches!(mixed.unwrap_err(), BloofiError::Core(Error::ParamsMismatch { .. })));
     }
 
     #[test]

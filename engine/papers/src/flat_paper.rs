@@ -1,6 +1,6 @@
 //! [`FlatBloofiPaper`]: Flat-Bloofi exactly as Section 6 of the Bloofi paper
 //! lays it out, kept as the baseline the benchmarks measure
-//! [`crate::SlicedIndex`] against.
+//! [`bloomslice::SlicedIndex`] against.
 //!
 //! The paper's structures, one for one:
 //!
@@ -20,14 +20,14 @@
 //!
 //! The layout is the paper's on purpose, slow parts included (a separate
 //! allocation per group, `k` scattered reads per group); the design notes
-//! explain why [`crate::SlicedIndex`] stores rows contiguously instead.
+//! explain why [`bloomslice::SlicedIndex`] stores rows contiguously instead.
 
 use hashbrown::HashMap;
 
-use crate::error::{Error, Result};
-use crate::filter::BloomFilter;
-use crate::hash::KeyHash;
-use crate::params::BloomParams;
+use bloomslice::BloomFilter;
+use bloomslice::BloomParams;
+use bloomslice::KeyHash;
+use bloomslice::{Error, Result};
 
 /// Filters per Flat-Bloofi array: one per bit of a 64-bit word.
 pub const FLAT_GROUP: usize = 64;
@@ -36,7 +36,8 @@ pub const FLAT_GROUP: usize = 64;
 /// the module docs).
 ///
 /// ```
-/// use bloomslice::{BloomFilter, BloomParams, FlatBloofiPaper};
+/// use bloomslice::{BloomFilter, BloomParams};
+/// use bloomslice_papers::FlatBloofiPaper;
 ///
 /// let params = BloomParams::for_capacity(1_000, 0.01)?;
 /// let mut flat = FlatBloofiPaper::new(params);
@@ -63,7 +64,8 @@ pub struct FlatBloofiPaper {
 debug_summary!(FlatBloofiPaper, |s| params: s.params, filters: s.len(), arrays: s.arrays.len());
 
 id_verbs!(FlatBloofiPaper, index_of);
-key_verbs!(FlatBloofiPaper, query);
+key_verbs!(FlatBloofiPaper: Error, query);
+delegate_filter_index!(FlatBloofiPaper, BloomFilter, Error, new_filter: |s| BloomFilter::new(*s.params()));
 
 impl FlatBloofiPaper {
     /// An empty index.
@@ -210,7 +212,7 @@ impl FlatBloofiPaper {
     ///
     /// [`Error::UnknownId`], or [`Error::CapacityOverflow`] if the filter
     /// cannot be allocated.
-    pub fn get_filter(&self, id: u64) -> Result<BloomFilter> {
+    pub fn filter_cloned(&self, id: u64) -> Result<BloomFilter> {
         let index = self.index(id)?;
         let array = &self.arrays[index / FLAT_GROUP];
         let shift = index % FLAT_GROUP;
@@ -242,7 +244,7 @@ impl FlatBloofiPaper {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> bloomslice::Result<()> {
         let m = self.params.m() as usize;
         if self.beta.len() != self.arrays.len() || self.ids.len() != self.arrays.len() * FLAT_GROUP {
             return Err(invalid!(
@@ -302,7 +304,7 @@ mod tests {
         assert_eq!(flat.arrays(), 2);
         for id in [128u64, 129, 0, 500] {
             assert!(flat.query(&id.to_le_bytes()).contains(&id));
-            assert_eq!(flat.get_filter(id).unwrap(), filter([id]));
+            assert_eq!(flat.filter_cloned(id).unwrap(), filter([id]));
         }
         flat.update_filter(128, &filter([9999])).unwrap();
         flat.insert_key(129, &8888u64.to_le_bytes()).unwrap();
@@ -315,10 +317,10 @@ mod tests {
     fn errors_leave_the_index_unchanged() {
         let mut flat = FlatBloofiPaper::new(params());
         flat.insert_filter(1, &filter([1])).unwrap();
-        crate::index::assert_write_errors(&mut flat, 1, 2);
-        assert!(flat.get_filter(2).is_err());
+        bloomslice::testing::assert_write_errors(&mut flat, 1, 2);
+        assert!(flat.filter_cloned(2).is_err());
         flat.validate().unwrap();
         assert_eq!(flat.len(), 1);
-        assert_eq!(flat.get_filter(1).unwrap(), filter([1]));
+        assert_eq!(flat.filter_cloned(1).unwrap(), filter([1]));
     }
 }

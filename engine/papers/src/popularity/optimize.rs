@@ -8,7 +8,7 @@
 //! `i` is key `x_i`); they need not be normalised (they are scaled to sum 1).
 
 use super::PopularityError;
-use crate::error::Result;
+use super::Result;
 
 /// Hard cap on the dynamic program's working memory, in bytes: 768 MiB.
 /// Larger problems are refused with [`PopularityError::ProblemTooLarge`]
@@ -77,16 +77,14 @@ struct Popularity {
 
 fn normalise(p: &[f64], q: &[f64]) -> Result<Popularity> {
     if p.len() != q.len() {
-        return Err(PopularityError::LengthMismatch { p: p.len(), q: q.len() }.into());
+        return Err(PopularityError::LengthMismatch { p: p.len(), q: q.len() });
     }
     if p.is_empty() {
-        return Err(PopularityError::InvalidPopularity("empty key universe").into());
+        return Err(PopularityError::InvalidPopularity("empty key universe"));
     }
     let check = |v: &[f64]| v.iter().all(|x| x.is_finite() && *x >= 0.0) && v.iter().sum::<f64>() > 0.0;
     if !check(p) || !check(q) {
-        return Err(
-            PopularityError::InvalidPopularity("popularities must be finite, non-negative, not all zero").into()
-        );
+        return Err(PopularityError::InvalidPopularity("popularities must be finite, non-negative, not all zero"));
     }
     let (sp, sq) = (p.iter().sum::<f64>(), q.iter().sum::<f64>());
     Ok(Popularity { p: p.iter().map(|x| x / sp).collect(), q: q.iter().map(|x| x / sq).collect() })
@@ -94,10 +92,10 @@ fn normalise(p: &[f64], q: &[f64]) -> Result<Popularity> {
 
 fn check_common(bits_per_key: f64, k_max: u32) -> Result<()> {
     if !(bits_per_key.is_finite() && bits_per_key > 0.0) {
-        return Err(PopularityError::InvalidPopularity("bits per key m/n must be positive and finite").into());
+        return Err(PopularityError::InvalidPopularity("bits per key m/n must be positive and finite"));
     }
-    if k_max == 0 || k_max > crate::MAX_HASHES {
-        return Err(PopularityError::InvalidMaxHashes(k_max).into());
+    if k_max == 0 || k_max > bloomslice::params::MAX_HASHES {
+        return Err(PopularityError::InvalidMaxHashes(k_max));
     }
     Ok(())
 }
@@ -170,7 +168,7 @@ pub fn optimal_plus(p: &[f64], q: &[f64], bits_per_key: f64) -> Result<f64> {
 /// [`PopularityError::LengthMismatch`], [`PopularityError::InvalidPopularity`].
 pub fn half_fill_fpr(q: &[f64], ks: &[u32]) -> Result<f64> {
     if q.len() != ks.len() {
-        return Err(PopularityError::LengthMismatch { p: ks.len(), q: q.len() }.into());
+        return Err(PopularityError::LengthMismatch { p: ks.len(), q: q.len() });
     }
     let pop = normalise(q, q)?;
     Ok(pop.q.iter().zip(ks).map(|(q, &k)| q * 0.5f64.powi(k as i32)).sum())
@@ -186,10 +184,10 @@ pub fn half_fill_fpr(q: &[f64], ks: &[u32]) -> Result<f64> {
 pub fn predicted_fpr(p: &[f64], q: &[f64], ks: &[u32], m: u64, n: u64) -> Result<f64> {
     let pop = normalise(p, q)?;
     if ks.len() != pop.p.len() {
-        return Err(PopularityError::LengthMismatch { p: pop.p.len(), q: ks.len() }.into());
+        return Err(PopularityError::LengthMismatch { p: pop.p.len(), q: ks.len() });
     }
     if m == 0 {
-        return Err(PopularityError::InvalidPopularity("m must be at least 1").into());
+        return Err(PopularityError::InvalidPopularity("m must be at least 1"));
     }
     let hashes: f64 = pop.p.iter().zip(ks).map(|(p, &k)| p * f64::from(k)).sum::<f64>() * n as f64;
     let b = 1.0 - (hashes * (-1.0 / m as f64).ln_1p()).exp();
@@ -273,9 +271,7 @@ fn dp_in_order(p: &[f64], q: &[f64], budget: f64, k_max: u32, eps: f64, block: O
     // Eq. (23): sum_i i * (mass of group i) = P_0 + sum_{i < k_max} P_{l_i}.
     let capacity = budget - big_p[0];
     if capacity < -1e-12 * big_p[0].max(1.0) {
-        return Err(
-            PopularityError::InfeasibleBudget { hashes_per_key: budget / big_p[0].max(f64::MIN_POSITIVE) }.into()
-        );
+        return Err(PopularityError::InfeasibleBudget { hashes_per_key: budget / big_p[0].max(f64::MIN_POSITIVE) });
     }
     if k_max == 1 {
         return Ok(vec![1; n]);
@@ -286,11 +282,11 @@ fn dp_in_order(p: &[f64], q: &[f64], budget: f64, k_max: u32, eps: f64, block: O
     let u = eps / 2.0 / stages as f64 * 0.5f64.powi(k_max as i32) * big_q[0];
     let width_f = ((big_q[0] / 2.0) / u).floor();
     if width_f.is_nan() || width_f >= 1e15 {
-        return Err(PopularityError::ProblemTooLarge { table_bits: u64::MAX }.into());
+        return Err(PopularityError::ProblemTooLarge { table_bits: u64::MAX });
     }
     let plan = plan_for(n as u64 + 1, stages as u64, width_f as u64 + 1, block.map(|b| b as u64));
     if plan.bytes > MAX_DP_MEMORY_BYTES {
-        return Err(PopularityError::ProblemTooLarge { table_bits: plan.bytes.saturating_mul(8) }.into());
+        return Err(PopularityError::ProblemTooLarge { table_bits: plan.bytes.saturating_mul(8) });
     }
     let width = plan.width as usize;
     let rows = n + 1;
@@ -326,9 +322,7 @@ fn dp_in_order(p: &[f64], q: &[f64], budget: f64, k_max: u32, eps: f64, block: O
     let tolerance = 1e-12 * big_p[0].max(1.0);
     let best = (0..width).rev().find(|&w| last[w] <= capacity + tolerance);
     let Some(mut w) = best else {
-        return Err(
-            PopularityError::InfeasibleBudget { hashes_per_key: budget / big_p[0].max(f64::MIN_POSITIVE) }.into()
-        );
+        return Err(PopularityError::InfeasibleBudget { hashes_per_key: budget / big_p[0].max(f64::MIN_POSITIVE) });
     };
     // Walk back: l_i is the last j <= (current j) whose candidate was taken.
     // `took` holds the bits of block `loaded`; j only decreases, so each
@@ -424,7 +418,7 @@ pub fn integer_solution_with_block(
 ) -> Result<Vec<u32>> {
     check_common(bits_per_key, k_max)?;
     if !(eps.is_finite() && eps > 0.0) {
-        return Err(PopularityError::InvalidEpsilon(eps).into());
+        return Err(PopularityError::InvalidEpsilon(eps));
     }
     let pop = normalise(p, q)?;
     let order = importance_order(&pop);
@@ -470,10 +464,10 @@ pub fn limited_integer_solution(
 ) -> Result<Vec<(usize, u32)>> {
     check_common(bits_per_key, k_max)?;
     if default_k == 0 || default_k > k_max {
-        return Err(PopularityError::InvalidMaxHashes(default_k).into());
+        return Err(PopularityError::InvalidMaxHashes(default_k));
     }
     if !(eps.is_finite() && eps > 0.0) {
-        return Err(PopularityError::InvalidEpsilon(eps).into());
+        return Err(PopularityError::InvalidEpsilon(eps));
     }
     let pop = normalise(p, q)?;
     let n = pop.p.len();

@@ -3,8 +3,8 @@
 //! design.
 
 use super::DynamicError;
-use crate::error::Result;
-use crate::params::MAX_HASHES;
+use super::Result;
+use bloomslice::params::MAX_HASHES;
 
 /// The constant of the paper's optimal sizing `m = n log(f) / log(0.6185)`
 /// (`0.6185 ~ (1/2)^(ln 2)`), as Section 4.2 prints it.
@@ -67,16 +67,16 @@ pub struct DynamicDesign {
 pub fn optimal_design(pmf: &[f64], bound: f64, max_s: usize) -> Result<DynamicDesign> {
     let n = pmf.len();
     if n == 0 {
-        return Err(DynamicError::InvalidDesign("empty cardinality distribution").into());
+        return Err(DynamicError::InvalidDesign("empty cardinality distribution"));
     }
     if pmf.iter().any(|p| !p.is_finite() || *p < 0.0) || pmf.iter().sum::<f64>() <= 0.0 {
-        return Err(DynamicError::InvalidDesign("probabilities must be finite, non-negative, not all zero").into());
+        return Err(DynamicError::InvalidDesign("probabilities must be finite, non-negative, not all zero"));
     }
     if !(bound > 0.0 && bound < 1.0) {
-        return Err(DynamicError::InvalidDesign("false-match bound outside (0, 1)").into());
+        return Err(DynamicError::InvalidDesign("false-match bound outside (0, 1)"));
     }
     if max_s == 0 {
-        return Err(DynamicError::InvalidDesign("max_s must be at least 1").into());
+        return Err(DynamicError::InvalidDesign("max_s must be at least 1"));
     }
     let total: f64 = pmf.iter().sum();
     // tail[j] = P(cardinality >= j + 1) (normalised), tail[n] = 0.
@@ -97,5 +97,5 @@ pub fn optimal_design(pmf: &[f64], bound: f64, max_s: usize) -> Result<DynamicDe
             best = Some(DynamicDesign { filters: s, capacity: c as u64, member_fpr: f, m, k, expected_bits: bits });
         }
     }
-    best.ok_or(DynamicError::InvalidDesign("no design").into())
+    best.ok_or(DynamicError::InvalidDesign("no design"))
 }

@@ -6,11 +6,12 @@
 //! table is printed by
 //! `cargo run --release -p bloomslice-bench --bin paper -- popularity`.
 
-use bloomslice::popularity::optimize::{
+use bloomslice::{BloomFilter, BloomParams, Error, SlicedIndex};
+use bloomslice_papers::popularity::optimize::{
     brute_force_ordered, dp_memory_plan, half_fill_fpr, integer_solution, integer_solution_with_block,
     limited_integer_solution, optimal_plus, real_solution, rounded_solution,
 };
-use bloomslice::{BloomFilter, BloomParams, Error, PopularityError, PopularityScheme, SlicedIndex};
+use bloomslice_papers::{PopularityError, PopularityScheme};
 use proptest::prelude::*;
 use std::ops::Range;
 
@@ -145,48 +146,27 @@ fn checkpointed_dp_on_a_larger_problem() {
 fn errors_are_typed() {
     assert_eq!(
         integer_solution(&[1.0], &[1.0, 2.0], 8.0, 10, 0.1),
-        Err(Error::Popularity(PopularityError::LengthMismatch { p: 1, q: 2 }))
+        Err(PopularityError::LengthMismatch { p: 1, q: 2 })
     );
-    assert!(matches!(
-        integer_solution(&[], &[], 8.0, 10, 0.1),
-        Err(Error::Popularity(PopularityError::InvalidPopularity(_)))
-    ));
-    assert!(matches!(
-        integer_solution(&[-1.0], &[1.0], 8.0, 10, 0.1),
-        Err(Error::Popularity(PopularityError::InvalidPopularity(_)))
-    ));
-    assert!(matches!(
-        integer_solution(&[f64::NAN], &[1.0], 8.0, 10, 0.1),
-        Err(Error::Popularity(PopularityError::InvalidPopularity(_)))
-    ));
-    assert_eq!(
-        integer_solution(&[1.0], &[1.0], 8.0, 0, 0.1),
-        Err(Error::Popularity(PopularityError::InvalidMaxHashes(0)))
-    );
-    assert_eq!(
-        integer_solution(&[1.0], &[1.0], 8.0, 65, 0.1),
-        Err(Error::Popularity(PopularityError::InvalidMaxHashes(65)))
-    );
-    assert_eq!(
-        integer_solution(&[1.0], &[1.0], 8.0, 10, 0.0),
-        Err(Error::Popularity(PopularityError::InvalidEpsilon(0.0)))
-    );
-    assert!(matches!(
-        integer_solution(&[1.0], &[1.0], 1.0, 10, 0.1),
-        Err(Error::Popularity(PopularityError::InfeasibleBudget { .. }))
-    ));
+    assert!(matches!(integer_solution(&[], &[], 8.0, 10, 0.1), Err(PopularityError::InvalidPopularity(_))));
+    assert!(matches!(integer_solution(&[-1.0], &[1.0], 8.0, 10, 0.1), Err(PopularityError::InvalidPopularity(_))));
+    assert!(matches!(integer_solution(&[f64::NAN], &[1.0], 8.0, 10, 0.1), Err(PopularityError::InvalidPopularity(_))));
+    assert_eq!(integer_solution(&[1.0], &[1.0], 8.0, 0, 0.1), Err(PopularityError::InvalidMaxHashes(0)));
+    assert_eq!(integer_solution(&[1.0], &[1.0], 8.0, 65, 0.1), Err(PopularityError::InvalidMaxHashes(65)));
+    assert_eq!(integer_solution(&[1.0], &[1.0], 8.0, 10, 0.0), Err(PopularityError::InvalidEpsilon(0.0)));
+    assert!(matches!(integer_solution(&[1.0], &[1.0], 1.0, 10, 0.1), Err(PopularityError::InfeasibleBudget { .. })));
     assert!(matches!(
         integer_solution(&vec![1.0; 100_000], &vec![1.0; 100_000], 8.0, 20, 0.01),
-        Err(Error::Popularity(PopularityError::ProblemTooLarge { .. }))
+        Err(PopularityError::ProblemTooLarge { .. })
     ));
     let mut scheme = PopularityScheme::new(BloomParams::new(100, 3).unwrap());
-    assert_eq!(scheme.set("x", 0), Err(Error::Popularity(PopularityError::InvalidMaxHashes(0))));
-    assert_eq!(scheme.set("x", 65), Err(Error::Popularity(PopularityError::InvalidMaxHashes(65))));
+    assert_eq!(scheme.set("x", 0), Err(PopularityError::InvalidMaxHashes(0)));
+    assert_eq!(scheme.set("x", 65), Err(PopularityError::InvalidMaxHashes(65)));
     let mut other = BloomFilter::new(BloomParams::new(100, 4).unwrap()).unwrap();
-    assert!(matches!(scheme.insert(&mut other, "x"), Err(Error::ParamsMismatch { .. })));
+    assert!(matches!(scheme.insert(&mut other, "x"), Err(PopularityError::Core(Error::ParamsMismatch { .. }))));
     assert!(matches!(
         limited_integer_solution(&[1.0], &[1.0], 8.0, 10, 0.1, 11, 1, 1),
-        Err(Error::Popularity(PopularityError::InvalidMaxHashes(11)))
+        Err(PopularityError::InvalidMaxHashes(11))
     ));
 }
 

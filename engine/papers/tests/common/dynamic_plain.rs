@@ -1,7 +1,8 @@
 //! Shared by `tests/dynamic.rs` and `examples/dynamic_speed.rs`: dynamic
 //! sets and a plain index over the same member columns.
 
-use bloomslice::{BloomParams, DynamicBloomFilter, DynamicSlicedIndex};
+use bloomslice::BloomParams;
+use bloomslice_papers::{DynamicBloomFilter, DynamicSlicedIndex};
 
 /// Builds `sets` dynamic sets of `members` full members each (capacity
 /// `cap`), in a `DynamicSlicedIndex` and, member bit view by member bit view,

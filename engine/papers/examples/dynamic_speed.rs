@@ -3,11 +3,12 @@
 //! plain sliced index over the same member columns (the issue 6 target:
 //! at least 0.8x of the plain index). Checks answers before timing.
 //!
-//! `cargo run --release -p bloomslice --example dynamic_speed`
+//! `cargo run --release -p bloomslice-papers --example dynamic_speed`
 
 use std::time::Instant;
 
-use bloomslice::{BloomParams, DynamicBloomFilter, DynamicSlicedIndex};
+use bloomslice::BloomParams;
+use bloomslice_papers::{DynamicBloomFilter, DynamicSlicedIndex};
 
 #[path = "../tests/common/dynamic_plain.rs"]
 mod dynamic_plain;

@@ -3,11 +3,12 @@
 
 use hashbrown::HashMap;
 
+use super::Result;
 use super::{Change, DeleteOutcome, DynamicBloomFilter, DynamicDelta, DynamicError};
-use crate::error::{Error, Result};
-use crate::hash::{Key, KeyHash};
-use crate::params::BloomParams;
-use crate::sliced::{BatchResults, SlicedIndex};
+use bloomslice::BloomParams;
+use bloomslice::Error;
+use bloomslice::{BatchResults, SlicedIndex};
+use bloomslice::{Key, KeyHash};
 
 #[derive(Clone, Debug)]
 struct DynamicSet {
@@ -20,7 +21,8 @@ struct DynamicSet {
 /// filter (holding its bit view) and is reported once by a query.
 ///
 /// ```
-/// use bloomslice::{BloomParams, DynamicSlicedIndex};
+/// use bloomslice::BloomParams;
+/// use bloomslice_papers::DynamicSlicedIndex;
 ///
 /// let mut index = DynamicSlicedIndex::new(BloomParams::new(2048, 4)?, 16)?;
 /// index.insert_set(9)?;
@@ -29,7 +31,7 @@ struct DynamicSet {
 /// }
 /// assert!(index.columns() >= 7); // ceil(100 / 16) members
 /// assert_eq!(index.query(&5u32.to_le_bytes()), vec![9]);
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::DynamicError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct DynamicSlicedIndex {
@@ -48,7 +50,14 @@ pub struct DynamicSlicedIndex {
 const NO_OWNER: u64 = u64::MAX;
 
 id_verbs!(DynamicSlicedIndex, sets);
-key_verbs!(DynamicSlicedIndex, query);
+key_verbs!(DynamicSlicedIndex: DynamicError, query);
+delegate_filter_index!(
+    DynamicSlicedIndex,
+    DynamicBloomFilter,
+    DynamicError,
+    new_filter: |s| DynamicBloomFilter::new(*s.params(), s.capacity()),
+    batched
+);
 
 impl DynamicSlicedIndex {
     /// An empty index of dynamic sets whose members have `params` and
@@ -59,7 +68,7 @@ impl DynamicSlicedIndex {
     /// [`DynamicError::ZeroCapacity`].
     pub fn new(params: BloomParams, capacity: u64) -> Result<Self> {
         if capacity == 0 {
-            return Err(DynamicError::ZeroCapacity.into());
+            return Err(DynamicError::ZeroCapacity);
         }
         Ok(DynamicSlicedIndex {
             index: SlicedIndex::new(params),
@@ -81,7 +90,7 @@ impl DynamicSlicedIndex {
     }
 
     /// The dynamic filter of set `id`.
-    pub fn get(&self, id: u64) -> Option<&DynamicBloomFilter> {
+    pub fn filter(&self, id: u64) -> Option<&DynamicBloomFilter> {
         self.sets.get(&id).map(|s| &s.filter)
     }
 
@@ -105,8 +114,8 @@ impl DynamicSlicedIndex {
     /// # Errors
     ///
     /// [`Error::UnknownId`].
-    pub fn get_filter(&self, id: u64) -> Result<DynamicBloomFilter> {
-        self.get(id).cloned().ok_or(Error::UnknownId(id))
+    pub fn filter_cloned(&self, id: u64) -> Result<DynamicBloomFilter> {
+        self.filter(id).cloned().ok_or(Error::UnknownId(id).into())
     }
 
     /// Bytes held: the bit-sliced index of member columns plus every set's
@@ -125,13 +134,13 @@ impl DynamicSlicedIndex {
     /// [`DynamicError::CapacityMismatch`]; unchanged.
     pub fn insert_filter(&mut self, id: u64, filter: &DynamicBloomFilter) -> Result<()> {
         if self.sets.contains_key(&id) {
-            return Err(Error::DuplicateId(id));
+            return Err(Error::DuplicateId(id).into());
         }
         if filter.params != *self.params() {
-            return Err(Error::ParamsMismatch { expected: *self.params(), found: filter.params });
+            return Err(Error::ParamsMismatch { expected: *self.params(), found: filter.params }.into());
         }
         if filter.capacity != self.capacity {
-            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: filter.capacity }.into());
+            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: filter.capacity });
         }
         self.sets.insert(id, DynamicSet { filter: filter.clone(), columns: Vec::new() });
         if let Err(e) = self.resync(id) {
@@ -191,7 +200,7 @@ impl DynamicSlicedIndex {
                     if col < self.owner.len() as u64 {
                         self.free_columns.push(col);
                     }
-                    return Err(e);
+                    return Err(e.into());
                 }
                 if col == self.owner.len() as u64 {
                     self.owner.push(id);
@@ -299,7 +308,7 @@ impl DynamicSlicedIndex {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> bloomslice::Result<()> {
         self.index.validate()?;
         let total: usize = self.sets.values().map(|s| s.columns.len()).sum();
         let owned = self.owner.iter().filter(|&&o| o != NO_OWNER).count();
@@ -321,7 +330,7 @@ impl DynamicSlicedIndex {
                 if self.owner.get(*col as usize) != Some(&id) {
                     return Err(invalid!("set {id}: column {col} not owned"));
                 }
-                if self.index.get_filter(*col).map_err(|e| invalid!("{e}"))? != *view {
+                if self.index.filter_cloned(*col).map_err(|e| invalid!("{e}"))? != *view {
                     return Err(invalid!("set {id}: column {col} differs from its member"));
                 }
             }

@@ -4,10 +4,8 @@
 //! included): bulk builds against iterative inserts, typed errors, the
 //! paper workload's pruning and costs, and the all-ones heuristic.
 
-use bloomslice::{
-    BloofiConfig, BloofiError, BloofiTree, BloomFilter, BloomParams, BulkOrder, Error, FlatBloofiPaper, Metric,
-    NaiveIndex,
-};
+use bloomslice::{BloomFilter, BloomParams, Error, NaiveIndex};
+use bloomslice_papers::{BloofiConfig, BloofiError, BloofiTree, BulkOrder, FlatBloofiPaper, Metric};
 use proptest::prelude::*;
 
 fn bulk_order(which: u8) -> BulkOrder {
@@ -78,7 +76,7 @@ fn errors_are_typed_and_change_nothing() {
     for order in [0, 1] {
         assert_eq!(
             BloofiTree::new(params, BloofiConfig::with_order(order)).unwrap_err(),
-            Error::Bloofi(BloofiError::OrderTooSmall { order })
+            BloofiError::OrderTooSmall { order }
         );
     }
     struct World {
@@ -99,12 +97,12 @@ fn errors_are_typed_and_change_nothing() {
     };
     let before = snapshot(&world);
     let wrong = filter(other, [1]);
-    assert_eq!(world.tree.insert_filter(3, &filter(params, [9])), Err(Error::DuplicateId(3)));
-    assert!(matches!(world.tree.insert_filter(99, &wrong), Err(Error::ParamsMismatch { .. })));
-    assert!(matches!(world.tree.update_filter(3, &wrong), Err(Error::ParamsMismatch { .. })));
-    assert_eq!(world.tree.update_filter(99, &filter(params, [9])), Err(Error::UnknownId(99)));
-    assert_eq!(world.tree.delete_filter(99), Err(Error::UnknownId(99)));
-    assert_eq!(world.tree.insert_key(99, "k"), Err(Error::UnknownId(99)));
+    assert_eq!(world.tree.insert_filter(3, &filter(params, [9])), Err(Error::DuplicateId(3).into()));
+    assert!(matches!(world.tree.insert_filter(99, &wrong), Err(BloofiError::Core(Error::ParamsMismatch { .. }))));
+    assert!(matches!(world.tree.update_filter(3, &wrong), Err(BloofiError::Core(Error::ParamsMismatch { .. }))));
+    assert_eq!(world.tree.update_filter(99, &filter(params, [9])), Err(Error::UnknownId(99).into()));
+    assert_eq!(world.tree.delete_filter(99), Err(Error::UnknownId(99).into()));
+    assert_eq!(world.tree.insert_key(99, "k"), Err(Error::UnknownId(99).into()));
     assert_eq!(world.flat.insert_filter(3, &filter(params, [9])), Err(Error::DuplicateId(3)));
     assert!(matches!(world.flat.insert_filter(99, &wrong), Err(Error::ParamsMismatch { .. })));
     assert!(matches!(world.flat.update_filter(3, &wrong), Err(Error::ParamsMismatch { .. })));
@@ -117,15 +115,15 @@ fn errors_are_typed_and_change_nothing() {
     let g = filter(other, [1]);
     assert_eq!(
         BloofiTree::bulk_build(params, BloofiConfig::default(), &[(5, &f), (5, &f)], BulkOrder::Auto).unwrap_err(),
-        Error::DuplicateId(5)
+        Error::DuplicateId(5).into()
     );
     assert!(matches!(
         BloofiTree::bulk_build(params, BloofiConfig::default(), &[(5, &g)], BulkOrder::Auto),
-        Err(Error::ParamsMismatch { .. })
+        Err(BloofiError::Core(Error::ParamsMismatch { .. }))
     ));
     assert_eq!(
         BloofiTree::bulk_build(params, BloofiConfig::with_order(1), &[], BulkOrder::Auto).unwrap_err(),
-        Error::Bloofi(BloofiError::OrderTooSmall { order: 1 })
+        BloofiError::OrderTooSmall { order: 1 }
     );
 }
 

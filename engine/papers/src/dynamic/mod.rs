@@ -1,6 +1,6 @@
 //! Dynamic Bloom filters (Guo, Wu, Chen and Luo, *The Dynamic Bloom
 //! Filters*, IEEE TKDE 22(1), 2010, `dynamic-bloom-filters.txt`), a
-//! [`SlicedIndex`](crate::SlicedIndex) of dynamic sets, and incremental XOR-delta sync.
+//! [`SlicedIndex`](bloomslice::SlicedIndex) of dynamic sets, and incremental XOR-delta sync.
 //!
 //! A [`DynamicBloomFilter`] (DBF) represents a set of changing cardinality by
 //! `s` homogeneous [`CountingBloomFilter`]s (the paper's SBFs, "counting
@@ -64,8 +64,8 @@
 //!   live), then sort and dedupe the few set ids of each answer;
 //!   [`DynamicSlicedIndex::query_batch`] does the same on the plain index's
 //!   prefetched batch, in place. Over the same member columns it answers
-//!   a little slower than a plain [`SlicedIndex`](crate::SlicedIndex) (measured: see
-//!   `bench/RESULTS.md`); a seen-array would need interior mutability in
+//!   a little slower than a plain [`SlicedIndex`](bloomslice::SlicedIndex) (measured: see
+//!   `bench/RESULTS.md`, section "Papers: dynamic and counting"); a seen-array would need interior mutability in
 //!   `&self` queries and was not needed.
 
 //!
@@ -82,12 +82,14 @@ pub use formulas::{DynamicDesign, OPTIMAL_BASE, false_positive_rate, optimal_des
 pub use index::DynamicSlicedIndex;
 
 use crate::counting::{CountingBloomFilter, CountingError};
-use crate::error::{Error, Result};
-use crate::hash::{Key, KeyHash};
-use crate::params::BloomParams;
+use bloomslice::BloomParams;
+use bloomslice::Error;
+use bloomslice::{Key, KeyHash};
 
-/// The errors of dynamic Bloom filters themselves, nested in
-/// [`Error::Dynamic`] (ids, parameters and sizes are plain [`Error`]s).
+/// What the dynamic filters and index fail with: their own errors, a
+/// member's [`CountingError`] in [`DynamicError::Counting`], and the core's
+/// [`Error`]s (ids, parameters, sizes, memory) wrapped in
+/// [`DynamicError::Core`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DynamicError {
@@ -120,6 +122,24 @@ pub enum DynamicError {
     /// Invalid input to the Section 4.2 optimiser or to the formulas.
     #[error("invalid design input: {0}")]
     InvalidDesign(&'static str),
+    /// An error the core names (an unknown id, mismatched parameters,
+    /// memory, a broken invariant).
+    #[error(transparent)]
+    Core(#[from] bloomslice::Error),
+    /// An error of a member's counting filter.
+    #[error(transparent)]
+    Counting(#[from] CountingError),
+}
+
+/// `Result` with [`DynamicError`].
+pub type Result<T, E = DynamicError> = core::result::Result<T, E>;
+
+impl bloomslice::index::IndexedFilter for DynamicBloomFilter {
+    type Error = DynamicError;
+
+    fn insert_key_hash(&mut self, hash: KeyHash) -> Result<()> {
+        self.try_insert_hash(hash).map(drop)
+    }
 }
 
 /// What [`DynamicBloomFilter::remove`] did with a key some member reports.
@@ -146,7 +166,8 @@ struct Member {
 /// A dynamic Bloom filter: `s >= 1` counting filters of capacity `c`.
 ///
 /// ```
-/// use bloomslice::{BloomParams, DeleteOutcome, DynamicBloomFilter};
+/// use bloomslice::BloomParams;
+/// use bloomslice_papers::{DeleteOutcome, DynamicBloomFilter};
 ///
 /// let mut dbf = DynamicBloomFilter::new(BloomParams::new(1024, 4)?, 50)?;
 /// for i in 0..120u32 {
@@ -155,7 +176,7 @@ struct Member {
 /// assert_eq!(dbf.filter_count(), 3); // ceil(120 / 50)
 /// assert!(dbf.contains(&7u32.to_le_bytes()));
 /// assert!(matches!(dbf.remove(&7u32.to_le_bytes())?, DeleteOutcome::Removed | DeleteOutcome::Ambiguous { .. }));
-/// # Ok::<(), bloomslice::Error>(())
+/// # Ok::<(), bloomslice_papers::DynamicError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DynamicBloomFilter {
@@ -183,7 +204,7 @@ impl DynamicBloomFilter {
     /// [`DynamicError::ZeroCapacity`], or an allocation failure.
     pub fn new(params: BloomParams, capacity: u64) -> Result<Self> {
         if capacity == 0 {
-            return Err(DynamicError::ZeroCapacity.into());
+            return Err(DynamicError::ZeroCapacity);
         }
         let first = Member { filter: CountingBloomFilter::new(params)?, items: 0 };
         Ok(DynamicBloomFilter { params, capacity, members: vec![first] })
@@ -309,7 +330,7 @@ impl DynamicBloomFilter {
         let pos: &[u32] = &pos;
         let mut matching = self.members.iter().enumerate().filter(|(_, m)| m.filter.contains_positions(pos));
         let Some((index, _)) = matching.next() else {
-            return Err(DynamicError::NotPresent.into());
+            return Err(DynamicError::NotPresent);
         };
         let more = matching.count();
         if more > 0 {
@@ -319,8 +340,8 @@ impl DynamicBloomFilter {
         // All counters are non-zero; with repeated probe positions the
         // counting filter may still refuse (the key cannot be in it).
         member.filter.remove_positions(pos).map_err(|e| match e {
-            Error::Counting(CountingError::NotPresent { .. }) => DynamicError::NotPresent.into(),
-            other => other,
+            CountingError::NotPresent { .. } => DynamicError::NotPresent,
+            other => other.into(),
         })?;
         member.items = member.items.saturating_sub(1);
         let merged = self.merge();
@@ -361,7 +382,7 @@ impl DynamicBloomFilter {
     pub fn union_with(&mut self, other: &DynamicBloomFilter) -> Result<()> {
         self.params.check_same(&other.params)?;
         if self.capacity != other.capacity {
-            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: other.capacity }.into());
+            return Err(DynamicError::CapacityMismatch { expected: self.capacity, found: other.capacity });
         }
         self.members.try_reserve(other.members.len()).map_err(|_| Error::CapacityOverflow("member list"))?;
         self.members.extend(other.members.iter().cloned());
@@ -374,8 +395,8 @@ impl DynamicBloomFilter {
     /// # Errors
     ///
     /// An allocation failure.
-    pub fn bit_views(&self) -> Result<Vec<crate::BloomFilter>> {
-        self.members.iter().map(|m| m.filter.to_bloom_filter()).collect()
+    pub fn bit_views(&self) -> Result<Vec<bloomslice::BloomFilter>> {
+        self.members.iter().map(|m| m.filter.to_bloom_filter().map_err(Into::into)).collect()
     }
 
     /// Eq. (3) at this DBF's parameters and current item count.
@@ -389,7 +410,7 @@ impl DynamicBloomFilter {
     /// # Errors
     ///
     /// A description of the first broken invariant.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> bloomslice::Result<()> {
         if self.members.is_empty() {
             return Err(invalid!("no member filter"));
         }

@@ -42,7 +42,7 @@ pub enum HashScheme {
     /// small but not otherwise: at `m/n = 8, k = 10` with `m = 400` the
     /// measured false-positive rate is well above the formula of
     /// [`BloomParams::expected_fpr`] (the figures are in `bench/RESULTS.md`,
-    /// section "Approaches measured and not kept";
+    /// section "Query", "Hash schemes";
     /// `engine/core/tests/false_positives.rs` checks that the excess is
     /// there).
     Xxh3Double,

@@ -237,8 +237,8 @@ fn exact_independent(m: u64, k: u32, throws: u64) -> f64 {
     dist.iter().enumerate().map(|(j, &pj)| pj * (j as f64 / mf).powi(k as i32)).sum()
 }
 
-/// The false-positive table of `bench/RESULTS.md` (section "Approaches
-/// measured and not kept"): every
+/// The false-positive table of `bench/RESULTS.md` (section "Query",
+/// "Hash schemes"): every
 /// candidate on every cell, with the formula, the exact rate of independent
 /// probes (small cells) and the 99.9% interval.
 #[test]

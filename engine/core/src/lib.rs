@@ -97,6 +97,7 @@ pub mod persist;
 pub mod pool;
 pub mod popularity;
 pub mod score;
+pub mod sharded;
 mod sliced;
 pub mod stable;
 pub mod storage;

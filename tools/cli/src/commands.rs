@@ -8,32 +8,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedIndex, Temporary, Verify};
+use bloomslice::score::{Scores, Threshold};
 use bloomslice::{BatchResults, BloomFilter, BloomParams, KeyHash, SetNames, SlicedIndex};
 
 use crate::escape::{self, plain, set_name};
+use crate::files::{Answers, Target, lock_index, map_index};
 use crate::input::{self, Source};
 use crate::{CliError, demo, seqs};
-use bloomslice::{Scores, Threshold};
-
-/// Maps an index file for reading.
-pub(crate) fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
-    // SAFETY: `bloomslice` never writes into an existing index file: every
-    // writer holds the index's lock and replaces the file by rename
-    // (`persist::save`), which leaves this map on the old, unchanged file.
-    // Programs that write index files in place are outside the contract the
-    // README states ("Concurrency and files").
-    unsafe { persist::open_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
-}
-
-/// Takes the write lock of `path`, waiting up to `wait`.
-pub(crate) fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError> {
-    IndexFile::new(path).lock(wait).map_err(|e| match e {
-        bloomslice::Error::LockBusy { .. } => {
-            CliError::Runtime(format!("{e} (wait for the other writer to finish, or pass a longer --wait)"))
-        }
-        e => CliError::Runtime(format!("{e} (check the directory exists and is writable)")),
-    })
-}
 
 fn load_locked(lock: &IndexFileLock) -> Result<LoadedIndex, CliError> {
     lock.load().map_err(|e| CliError::index_file(lock.path(), &e))
@@ -118,12 +99,20 @@ fn check_size(output: &Path, params: &BloomParams, n_sets: u64, name_bytes: u64)
     Ok(())
 }
 
+/// What `build` indexes.
+pub enum BuildFrom<'a> {
+    /// Sets of keys: text files or a TSV.
+    Sets(Source<'a>),
+    /// FASTA/FASTQ files (a directory or one file): canonical k-mers.
+    Seqs(&'a Path, seqs::SeqOptions),
+}
+
 /// Options of `build`.
 pub struct BuildOptions<'a> {
     /// The index file to write.
     pub output: &'a Path,
     /// Where the sets come from.
-    pub source: Source<'a>,
+    pub source: BuildFrom<'a>,
     /// Overwrite an existing file.
     pub force: bool,
     /// How long to wait for another writer.
@@ -154,7 +143,10 @@ pub fn build(o: &BuildOptions<'_>, params: Result<BloomParams, CliError>) -> Res
     let check = |n: u64, name_bytes: u64| {
         if o.size_check { check_size(output, &params, n, name_bytes) } else { Ok(()) }
     };
-    let built = input::build_index(&o.source, params, &check)?;
+    let built = match &o.source {
+        BuildFrom::Sets(source) => input::build_index(source, params, &check)?,
+        BuildFrom::Seqs(path, seq_options) => seqs::build_index(path, *seq_options, params, &check)?,
+    };
     save_locked(&lock, &built.index, &built.names)?;
     summary(output, &built, start.elapsed());
     removed_note(&lock);
@@ -386,7 +378,7 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
     }
     let verify = if o.verify { Verify::Full } else { Verify::Deferred };
     // An index file, or the shard files of a manifest (`split`).
-    let target = crate::shards::Target::open(o.index, verify)?;
+    let target = Target::open(o.index, verify)?;
     let names = target.names();
     if let Some(reads) = o.seqs {
         let Some(index) = target.single() else {
@@ -401,19 +393,16 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let write = |r: std::io::Result<()>| r.map_err(|e| CliError::Runtime(format!("cannot write output: {e}")));
-    let mut results = crate::shards::Answers::new();
+    let mut results = Answers::new();
     let mut counts: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
     let (mut scratch, mut hits) = (Scores::new(), Vec::new());
     let mut answer = |keys: &[&[u8]]| -> Result<(), CliError> {
         if o.count {
             // Each chunk is scored on its own and the counts summed: the
             // threshold applies to the totals, once all keys are in.
-            // Shards hold disjoint sets: each set's count comes from one.
-            for index in target.indexes() {
-                index.query_threshold_into(keys, Threshold::count(1), &mut scratch, &mut hits);
-                for &(id, c) in &hits {
-                    *counts.entry(id).or_default() += u64::from(c);
-                }
+            target.query_threshold_into(keys, Threshold::count(1), &mut scratch, &mut hits);
+            for &(id, c) in &hits {
+                *counts.entry(id).or_default() += u64::from(c);
             }
             return Ok(());
         }

@@ -29,8 +29,6 @@ pub enum Source<'a> {
     Dir(&'a Path, bool),
     /// A TSV of `set<TAB>key` lines (`-` is stdin).
     Tsv(&'a Path),
-    /// FASTA/FASTQ files (a directory or one file): canonical k-mers.
-    Seqs(&'a Path, crate::seqs::SeqOptions),
 }
 
 /// Input larger than this shows a progress bar (on a terminal).
@@ -116,9 +114,6 @@ pub fn read_sets(source: &Source<'_>, params: BloomParams) -> Result<(Vec<InputS
     let (sets, skipped) = match source {
         Source::Dir(dir, recursive) => read_dir(dir, *recursive, params)?,
         Source::Tsv(path) => (read_tsv(path, params)?, Vec::new()),
-        Source::Seqs(..) => {
-            return Err(CliError::Usage("sequences can only be indexed by `bloomslice build --seqs`".into()));
-        }
     };
     if sets.is_empty() {
         return Err(nothing_to_index(source));
@@ -130,7 +125,6 @@ fn nothing_to_index(source: &Source<'_>) -> CliError {
     let what = match source {
         Source::Dir(d, _) => format!("{} has no files with keys", d.display()),
         Source::Tsv(p) => format!("{} holds no `set<TAB>key` lines", p.display()),
-        Source::Seqs(p, _) => format!("{} holds no k-mers", p.display()),
     };
     CliError::Runtime(format!("{what}: nothing to index (check the path and the input format)"))
 }
@@ -323,7 +317,6 @@ pub fn build_index(
     let mut keys = Vec::new();
     let mut skipped = Vec::new();
     match source {
-        Source::Seqs(path, o) => return crate::seqs::build_index(path, *o, params, check),
         Source::Dir(dir, recursive) => {
             let (files, skip) = list_dir(dir, *recursive)?;
             skipped = skip;

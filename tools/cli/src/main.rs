@@ -7,6 +7,7 @@
 mod commands;
 mod demo;
 mod escape;
+mod files;
 mod input;
 mod seqs;
 mod shards;
@@ -497,12 +498,12 @@ fn main() -> ExitCode {
             (Some(path), Some(k)) => bloomslice::kmer::KmerLength::new(usize::from(k))
                 .map_err(|e| CliError::Usage(format!("{e} (check --kmer)")))
                 .map(|k| {
-                    input::Source::Seqs(
+                    commands::BuildFrom::Seqs(
                         path,
                         seqs::SeqOptions { k, by_record: a.seqs.seqs_by_record, recursive: a.dir.recursive },
                     )
                 }),
-            _ => a.source.source(a.dir.recursive),
+            _ => a.source.source(a.dir.recursive).map(commands::BuildFrom::Sets),
         }
         .and_then(|source| {
             commands::build(

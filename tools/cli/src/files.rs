@@ -49,7 +49,7 @@ pub fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError
 /// manifest (answered as one index).
 pub enum Target {
     /// An index file.
-    One(Box<LoadedIndex>),
+    One(LoadedIndex),
     /// The shard files of a manifest.
     Many(ShardedIndex),
 }
@@ -77,7 +77,7 @@ impl Target {
         if is_manifest(path) {
             map_shards(path, verify).map(Target::Many)
         } else {
-            map_index(path, verify).map(|l| Target::One(Box::new(l)))
+            map_index(path, verify).map(Target::One)
         }
     }
 

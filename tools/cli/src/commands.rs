@@ -246,6 +246,10 @@ pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliErro
             out
         }
     };
+    if new.is_empty() {
+        println!("no sets on stdin: {} unchanged", path.display());
+        return Ok(());
+    }
     for (name, _) in &new {
         if names.id(name).is_some() {
             return Err(CliError::Runtime(format!(
@@ -268,16 +272,23 @@ pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliErro
     Ok(())
 }
 
-/// `remove`: sets by name.
-pub fn remove(path: &Path, sets: &[OsString], wait: Duration) -> Result<(), CliError> {
+/// `remove`: sets by name (given as `form` says).
+pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration) -> Result<(), CliError> {
+    let sets: Vec<Vec<u8>> = sets
+        .iter()
+        .map(|set| match form {
+            input::Names::AsGiven => Ok(input::os_bytes(set)),
+            input::Names::Escaped => escape::parse(&input::os_bytes(set))
+                .map_err(|e| CliError::Usage(format!("set name {}: {e}", set.to_string_lossy()))),
+        })
+        .collect::<Result<_, _>>()?;
     let lock = lock_index(path, wait)?;
     let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
-    for set in sets {
-        let name = os_bytes(set);
-        let Some(id) = names.id(&name) else {
+    for name in &sets {
+        let Some(id) = names.id(name) else {
             return Err(CliError::Runtime(format!(
                 "no set named {} in {} (list the sets with `bloomslice inspect {}`)",
-                plain(&name),
+                plain(name),
                 path.display(),
                 path.display()
             )));
@@ -291,23 +302,15 @@ pub fn remove(path: &Path, sets: &[OsString], wait: Duration) -> Result<(), CliE
     Ok(())
 }
 
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        s.as_bytes().to_vec()
-    }
-    #[cfg(not(unix))]
-    {
-        s.to_string_lossy().into_owned().into_bytes()
-    }
-}
-
 /// `update`: OR new keys into existing sets.
 pub fn update(path: &Path, source: &Source<'_>, create: bool, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
     let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
     let (sets, skipped) = input::read_sets(source, *index.params())?;
+    if sets.is_empty() {
+        println!("no sets on stdin: {} unchanged", path.display());
+        return Ok(());
+    }
     if !create && let Some(s) = sets.iter().find(|s| names.id(&s.name).is_none()) {
         return Err(CliError::Runtime(format!(
             "set {} is not in {}: use `bloomslice add`, or pass --create",
@@ -442,14 +445,13 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
     let n_keys = if o.keys.is_empty() || (o.keys.len() == 1 && o.keys[0] == "-") {
         input::stream_keys(std::io::stdin().lock(), input::QUERY_CHUNK, &mut answer)?
     } else {
-        let keys: Vec<Vec<u8>> = o.keys.iter().map(|k| os_bytes(k)).collect();
+        let keys: Vec<Vec<u8>> = o.keys.iter().map(|k| input::os_bytes(k)).collect();
         let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         answer(&keys)?;
         keys.len() as u64
     };
-    if n_keys == 0 {
-        return Err(CliError::Usage("no keys to query: give them as arguments or one per line on stdin".into()));
-    }
+    // No keys (an empty pipeline) is no answers, not an error; `--count`
+    // still says how many keys it scored.
     if o.count {
         let min = threshold.map_or(1, |t| u64::from(t.min_count(n_keys as usize)).max(1));
         let threshold = o.threshold.unwrap_or(0.0);
@@ -488,8 +490,13 @@ fn temporaries_json(temps: &[Temporary]) -> serde_json::Value {
         .collect()
 }
 
-/// `inspect`: everything about a file, fully verified.
-pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
+/// Sets `inspect` lists in text when not given `--limit`.
+pub const INSPECT_TEXT_LIMIT: usize = 50;
+
+/// `inspect`: everything about a file, fully verified. `limit` caps the
+/// list of sets (`None`: all of them in JSON, [`INSPECT_TEXT_LIMIT`] in
+/// text); a cut list says so.
+pub fn inspect(path: &Path, limit: Option<usize>, json: bool) -> Result<(), CliError> {
     let loaded = map_index(path, Verify::Full)?;
     let temps = IndexFile::new(path).leftover_temporaries().unwrap_or_default();
     let (index, names, info) = (&loaded.index, &loaded.names, &loaded.info);
@@ -497,6 +504,8 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
     let mut sets = index.ones_per_filter();
     sets.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let fill = index.count_ones() as f64 / (p.m() as f64 * index.len().max(1) as f64);
+    let limit = limit.unwrap_or(if json { usize::MAX } else { INSPECT_TEXT_LIMIT });
+    let truncated = sets.len() > limit;
     if json {
         let set_rows: Vec<_> = sets
             .iter()
@@ -530,6 +539,7 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
             "shards": index.shard_count(), "columns": index.columns(), "sets": index.len(),
             "memory_bytes": index.memory_bytes(), "fill": fill,
             "set_details": set_rows,
+            "truncated": truncated,
             "leftover_temporaries": temporaries_json(&temps),
         });
         println!("{doc:#}");
@@ -549,14 +559,15 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
     println!("layout: {} shards, {} columns, {} sets", index.shard_count(), index.columns(), index.len());
     println!("memory: {} (rows and maps)", mib(index.memory_bytes() as u64));
     println!("fill: {fill:.4} mean (ones / m)");
-    println!("sets (highest estimated FP rate first{}):", if sets.len() > limit { ", see --limit" } else { "" });
+    println!("sets (highest estimated FP rate first{}):", if truncated { ", see --limit" } else { "" });
     println!("  {:<24} {:>10} {:>8} {:>12}", "name", "id", "fill", "est. FP");
     for &(id, ones) in sets.iter().take(limit) {
         let (fill, fp) = fill_and_fp(ones, p);
         println!("  {:<24} {:>10} {:>8.4} {:>12.3e}", set_name(names, id), id, fill, fp);
     }
-    if sets.len() > limit {
+    if truncated {
         println!("  ... {} more", sets.len() - limit);
+        eprintln!("inspect: listed {limit} of {} sets (pass --limit {} to list them all)", sets.len(), sets.len());
     }
     if !temps.is_empty() {
         let bytes: u64 = temps.iter().map(|t| t.bytes).sum();

@@ -141,6 +141,7 @@ pub fn build_index(
                         plain(r.name)
                     )));
                 }
+                escape::check_name_length(r.name, || format!("{}:{}", file.display(), r.line))?;
                 let n = insert_kmers(&mut filter, r.seq, o.k, &mut tally);
                 if n == 0 {
                     empty += 1;

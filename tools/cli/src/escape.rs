@@ -194,7 +194,8 @@ mod tests {
 
     #[test]
     fn parse_takes_back_what_plain_prints() {
-        let cases: &[&[u8]] = &[b"plain", b"bad\xff", b"a\tb,c\nd\re\\f", b"#5", b"\x00\x1b\x7f", "caf\u{e9}".as_bytes()];
+        let cases: &[&[u8]] =
+            &[b"plain", b"bad\xff", b"a\tb,c\nd\re\\f", b"#5", b"\x00\x1b\x7f", "caf\u{e9}".as_bytes()];
         for c in cases {
             assert_eq!(parse(plain(c).as_bytes()).as_deref(), Ok(*c), "{}", plain(c));
         }
@@ -207,7 +208,10 @@ mod tests {
             Err(crate::CliError::Runtime(m)) => m,
             other => panic!("{other:?}"),
         };
-        assert!(err.starts_with("x.tsv:3: set name aaa") && err.contains("65537 bytes") && err.contains("65536"), "{err}");
+        assert!(
+            err.starts_with("x.tsv:3: set name aaa") && err.contains("65537 bytes") && err.contains("65536"),
+            "{err}"
+        );
         assert!(check_name_length(&long[1..], || unreachable!()).is_ok());
     }
 

@@ -367,7 +367,9 @@ pub fn query(index: &SlicedIndex, names: &SetNames, o: &QueryOptions<'_>) -> Res
     })?;
     write(scorer.score(&batch, &mut out))?;
     let Scorer { records, scored, skipped, .. } = scorer;
-    if records == 0 {
+    // An empty pipeline (`--seqs -`) has no reads to answer; an empty file
+    // given by name is more likely a mistake.
+    if records == 0 && o.reads != Path::new("-") {
         return Err(CliError::Runtime(format!(
             "{} holds no FASTA or FASTQ records: nothing to query",
             o.reads.display()

@@ -200,11 +200,10 @@ class RayIndex:
         its own before serving. ``mmap=True`` (the default) has each actor
         map its file: it opens at once, and replicas on one node share the
         page cache. ``mmap=False`` reads each file into its actor's memory,
-        on huge pages: one copy per actor. On this project's test VM an
-        actor's scans alone ran 5-20% faster so (a mapped file's 4 KiB
-        pages cost TLB misses on random rows), while whole batches through
-        Ray did not measurably change (``bench/RESULTS.md``, "Scaling out
-        with Ray"). ``actor_options`` go to Ray's
+        on huge pages: one copy per actor, whose scans skip the TLB misses
+        a mapped file's 4 KiB pages cost on random rows (what that saves,
+        and what it does not through Ray: ``bench/RESULTS.md``, section
+        "Scale-out"). ``actor_options`` go to Ray's
         ``.options()`` as they are (for example ``resources`` or a
         ``scheduling_strategy``).
 

@@ -20,9 +20,9 @@ cli = os.environ.get("BLOOMSLICE_CLI") or shutil.which("bloomslice") or "bloomsl
 work = tempfile.mkdtemp()
 try:
     # Eight sets of 1 000 documents in one index file, split into 4 shard files.
-    sets = {f"site-{i}": [f"doc-{i}-{j}" for j in range(1000)] for i in range(8)}
+    index = bloomslice.Index.build({f"site-{i}": [f"doc-{i}-{j}" for j in range(1000)] for i in range(8)}, n_exp=1000)
     index_path = os.path.join(work, "sites.bsi")
-    bloomslice.Index.build(sets, n_exp=1000, fp=0.01).save(index_path)
+    index.save(index_path)
     shards = os.path.join(work, "sites-shards")
     subprocess.run([cli, "split", index_path, "--shards", "4", shards], check=True, stdout=subprocess.DEVNULL)
 

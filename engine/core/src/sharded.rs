@@ -248,11 +248,14 @@ impl ShardedIndex {
         self.query_hash_into(self.params().hash(key), out);
     }
 
-    /// [`ShardedIndex::query_into`] for a key hashed already.
+    /// [`ShardedIndex::query_into`] for a key hashed already. The first
+    /// file answers into `out`; a later file that matches answers into a
+    /// working buffer of this call first.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
-        out.clear();
+        let (first, rest) = self.shards.split_first().expect("a manifest lists at least one file");
+        first.index.query_hash_into(hash, out);
         let mut part = Vec::new();
-        for shard in &self.shards {
+        for shard in rest {
             shard.index.query_hash_into(hash, &mut part);
             out.extend_from_slice(&part);
         }

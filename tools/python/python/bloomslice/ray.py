@@ -5,8 +5,10 @@
 Each actor maps its file and answers batches with the GIL released. A
 batch is hashed once on the caller, sent to every shard as one NumPy array
 (one object in Ray's object store, not one call per key), and the shards'
-answers are merged: a set never straddles files, so the union of their ids
-is exactly the answer of the merged index. With several shards, their
+answers are merged (:func:`bloomslice.merge_answers`, the library's
+``sharded::merge_answers``, in the order of :class:`bloomslice.ShardedIndex`):
+a set never straddles files, so the union of their ids is exactly the
+answer of the merged index. With several shards, their
 answers travel with ``uint32`` ids when every id fits (half the bytes;
 ``Index.query_batch_compact``), and the merge widens them to ``uint64``::
 

@@ -106,6 +106,7 @@ pub mod params;
 pub mod persist;
 pub mod pool;
 pub mod score;
+pub mod sharded;
 pub mod sliced;
 pub mod storage;
 #[cfg(feature = "testing")]

@@ -1,5 +1,5 @@
 //! The Rust side of the C ABI and Python speed comparison (`bench/RESULTS.md`,
-//! section "C ABI and Python"): builds the `full` workload index (m =
+//! section "Bindings"): builds the `full` workload index (m =
 //! 100 992, k = 7, 10 000 keys per filter) with N filters, saves it and its
 //! query hashes to a directory for the C and Python benchmarks, and times the
 //! library's `query_batch` on them as [`Prehashed`] keys (batches of 1024, as

@@ -1,5 +1,8 @@
-/* Build an index of two sets, query it, save it and map it back. */
+/* Build an index of two sets, query it, save it and map it back. The file
+ * goes to the path given as argument, else to $TMPDIR (or /tmp), and is
+ * removed at the end. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "bloomslice.h"
 
@@ -20,7 +23,12 @@ static int add(BloomsliceIndex *index, const char *name, const char **keys, size
 }
 
 int main(int argc, char **argv) {
-  const char *path = argc > 1 ? argv[1] : "fruit.bsi";
+  char path[4096];
+  const char *tmp = getenv("TMPDIR");
+  if (argc > 1)
+    snprintf(path, sizeof path, "%s", argv[1]);
+  else
+    snprintf(path, sizeof path, "%s/bloomslice-example-fruit.bsi", tmp && *tmp ? tmp : "/tmp");
   BloomsliceIndex *index = NULL;
   /* 10 000 keys per set at 1% false positives: m = 100 992, k = 7. */
   CHECK(bloomslice_index_new_for_capacity(10000, 0.01, 0, &index));
@@ -56,5 +64,6 @@ int main(int argc, char **argv) {
   printf("oak: %zu set(s) in the mapped file\n", n);
   bloomslice_index_free(mapped);
   bloomslice_index_free(index);
+  if (argc <= 1) remove(path);
   return 0;
 }

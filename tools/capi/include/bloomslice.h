@@ -45,6 +45,14 @@ typedef enum BloomsliceStatus {
 // it with [`bloomslice_index_free`].
 typedef struct BloomsliceIndex BloomsliceIndex;
 
+// The shard files of a manifest (written by `bloomslice split`), queried
+// as one index: every answer is the union of the files' answers, each set
+// once (a set never straddles files). Opaque: open it with
+// [`bloomslice_sharded_load`] or [`bloomslice_sharded_open_mapped`] and
+// release it with [`bloomslice_sharded_free`]. Read-only: it is queried
+// from any number of threads at once.
+typedef struct BloomsliceSharded BloomsliceSharded;
+
 // Facts about an index, filled by [`bloomslice_index_info`].
 typedef struct BloomsliceInfo {
   // Bits per filter.
@@ -62,6 +70,25 @@ typedef struct BloomsliceInfo {
   // (its rows are read from the mapped file until changed).
   bool mapped;
 } BloomsliceInfo;
+
+// Facts about a collection of shard files, filled by
+// [`bloomslice_sharded_info`].
+typedef struct BloomsliceShardedInfo {
+  // Bits per filter (every file shares it).
+  uint64_t m;
+  // Hash functions per key.
+  uint32_t k;
+  // Hash seed of byte keys.
+  uint64_t seed;
+  // Number of sets across all files.
+  uint64_t sets;
+  // Number of shard files.
+  uint64_t shards;
+  // Bytes of memory the files' indexes hold (mapped rows included).
+  uint64_t memory_bytes;
+  // Whether the files were opened with [`bloomslice_sharded_open_mapped`].
+  bool mapped;
+} BloomsliceShardedInfo;
 
 #ifdef __cplusplus
 extern "C" {
@@ -378,6 +405,207 @@ enum BloomsliceStatus bloomslice_query_batch_hashes(const struct BloomsliceIndex
                                                     size_t ids_cap,
                                                     size_t *offsets_out,
                                                     size_t *total_out);
+
+// Opens the manifest `manifest` (a manifest file, or the directory that
+// holds `manifest.json`) and reads every shard file it lists into memory,
+// each fully verified and checked against its entry (parameters, set ids
+// and names). With `verify` true every file's size and checksum is first
+// compared with the manifest's record. On success `*out` receives the
+// handle.
+//
+// Errors: `BLOOMSLICE_STATUS_IO` when a file cannot be read,
+// `BLOOMSLICE_STATUS_CORRUPT_FILE` when the manifest or a file is invalid
+// or they disagree.
+//
+// Thread safety: any thread.
+//
+// # Safety
+//
+// `manifest` must be a NUL-terminated string; `out` valid for a write.
+enum BloomsliceStatus bloomslice_sharded_load(const char *manifest,
+                                              bool verify,
+                                              struct BloomsliceSharded **out);
+
+// [`bloomslice_sharded_load`] with every shard file memory-mapped and
+// queried in place (opening costs the manifest and the files' small
+// tables). With `verify` false neither the manifest's checksums nor the
+// files' row checksums are read (a flipped bit in the rows may change
+// answers, never crash); with `verify` true both are checked first.
+//
+// Contract: no shard file may be truncated or written in place while it
+// is mapped (until [`bloomslice_sharded_free`]); replacing files by
+// rename, as bloomslice's writers do, is safe. Breaking this may change
+// answers or kill the process with `SIGBUS`.
+//
+// Errors: as [`bloomslice_sharded_load`].
+//
+// Thread safety: any thread.
+//
+// # Safety
+//
+// `manifest` must be a NUL-terminated string; `out` valid for a write;
+// the mapping contract above must hold.
+enum BloomsliceStatus bloomslice_sharded_open_mapped(const char *manifest,
+                                                     bool verify,
+                                                     struct BloomsliceSharded **out);
+
+// Releases a collection handle. A null handle is ignored.
+//
+// Thread safety: exclusive: no other call may use this handle at the same
+// time or after.
+//
+// # Safety
+//
+// `sharded` must be null or a live handle from this library, freed once.
+void bloomslice_sharded_free(struct BloomsliceSharded *sharded);
+
+// Fills `*out` with the collection's parameters and size.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `sharded` must be a live handle; `out` valid for a write.
+enum BloomsliceStatus bloomslice_sharded_info(const struct BloomsliceSharded *sharded,
+                                              struct BloomsliceShardedInfo *out);
+
+// [`bloomslice_index_set_id`] for a collection: the id of the set called
+// `name` into `*id_out`.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `sharded` must be a live handle; `name` must point to `name_len` bytes;
+// `id_out` valid for a write.
+enum BloomsliceStatus bloomslice_sharded_set_id(const struct BloomsliceSharded *sharded,
+                                                const uint8_t *name,
+                                                size_t name_len,
+                                                uint64_t *id_out);
+
+// [`bloomslice_index_set_name`] for a collection: the name of set `id`
+// into `buf` (`cap` bytes) and its length into `*len_out`.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `sharded` must be a live handle; `buf` null (with `cap` 0) or valid for
+// `cap` bytes; `len_out` valid for a write.
+enum BloomsliceStatus bloomslice_sharded_set_name(const struct BloomsliceSharded *sharded,
+                                                  uint64_t id,
+                                                  uint8_t *buf,
+                                                  size_t cap,
+                                                  size_t *len_out);
+
+// [`bloomslice_query`] for a collection: the ids of the sets that may
+// contain the byte key `key`, those of the first shard file first (in
+// manifest order), into `ids_out` (room for `cap`), their number into
+// `*n_out`; `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL` when more than `cap` match.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `sharded` must be a live handle; `key` must point to `key_len` bytes;
+// `ids_out` null (with `cap` 0) or valid for `cap` writes; `n_out` valid
+// for a write.
+enum BloomsliceStatus bloomslice_sharded_query(const struct BloomsliceSharded *sharded,
+                                               const uint8_t *key,
+                                               size_t key_len,
+                                               uint64_t *ids_out,
+                                               size_t cap,
+                                               size_t *n_out);
+
+// [`bloomslice_query_batch`] for a collection: the byte keys `keys[i]`
+// (`key_lens[i]` bytes) answered in the CSR layout, key `i`'s ids (those
+// of the first shard file first) in
+// `ids_out[offsets_out[i] .. offsets_out[i + 1]]`, with the same
+// `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL` protocol.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `sharded` must be a live handle; the other arguments as for
+// [`bloomslice_query_batch`].
+enum BloomsliceStatus bloomslice_sharded_query_batch(const struct BloomsliceSharded *sharded,
+                                                     const uint8_t *const *keys,
+                                                     const size_t *key_lens,
+                                                     size_t n_keys,
+                                                     uint64_t *ids_out,
+                                                     size_t ids_cap,
+                                                     size_t *offsets_out,
+                                                     size_t *total_out);
+
+// [`bloomslice_query_batch_hashes`] for a collection: keys given as the
+// caller's 64-bit hashes (`hashes[i]`, `n` of them, as
+// [`bloomslice_hash_key`] gives them for an index of the same seed).
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// As [`bloomslice_sharded_query_batch`]; `hashes` must point to `n`
+// aligned `uint64_t`.
+enum BloomsliceStatus bloomslice_sharded_query_batch_hashes(const struct BloomsliceSharded *sharded,
+                                                            const uint64_t *hashes,
+                                                            size_t n,
+                                                            uint64_t *ids_out,
+                                                            size_t ids_cap,
+                                                            size_t *offsets_out,
+                                                            size_t *total_out);
+
+// Scores one query of `n_keys` byte keys (`keys[i]`, `key_lens[i]`
+// bytes) against every set of the collection: for every set with a count
+// above 0 (how many of the keys it may contain; a key given twice counts
+// twice), its id goes to `ids_out` and its count to `counts_out`, by
+// ascending id, and their number to `*n_out`. When more than `cap` sets
+// have a count, the first `cap` are written, `*n_out` says how many there
+// are, and the call returns `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`; room
+// for every set ([`BloomsliceShardedInfo::sets`]) is always enough.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `sharded` must be a live handle; `keys` and `key_lens` must point to
+// `n_keys` elements, each `keys[i]` to `key_lens[i]` bytes; `ids_out` and
+// `counts_out` null (with `cap` 0) or valid for `cap` writes; `n_out`
+// valid for a write.
+enum BloomsliceStatus bloomslice_sharded_score(const struct BloomsliceSharded *sharded,
+                                               const uint8_t *const *keys,
+                                               const size_t *key_lens,
+                                               size_t n_keys,
+                                               uint64_t *ids_out,
+                                               uint32_t *counts_out,
+                                               size_t cap,
+                                               size_t *n_out);
+
+// The sets of the collection whose count for the query of `n_keys` byte
+// keys reaches `fraction` of them (the least whole count at or above
+// `fraction * n_keys`, a product within 1e-9 of a whole number taken as
+// that number): ids and counts by ascending id, into the buffers as for
+// [`bloomslice_sharded_score`]. A `fraction` whose least count is 0
+// reports every set. Scoring stops reading sets that can no longer pass.
+//
+// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for a `fraction` that is
+// NaN or outside `[0, 1]`.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// As [`bloomslice_sharded_score`].
+enum BloomsliceStatus bloomslice_sharded_query_threshold(const struct BloomsliceSharded *sharded,
+                                                         const uint8_t *const *keys,
+                                                         const size_t *key_lens,
+                                                         size_t n_keys,
+                                                         double fraction,
+                                                         uint64_t *ids_out,
+                                                         uint32_t *counts_out,
+                                                         size_t cap,
+                                                         size_t *n_out);
 
 #ifdef __cplusplus
 }  // extern "C"

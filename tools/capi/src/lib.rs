@@ -6,9 +6,9 @@
 //! buffers, and errors as [`BloomsliceStatus`] return codes with a
 //! thread-local message ([`bloomslice_last_error`]).
 //!
-//! The header `include/bloomslice.h` is generated from this file by
-//! `cbindgen` (`tests/header.rs` checks that the committed copy is up to
-//! date).
+//! The header `include/bloomslice.h` is generated from this file and the
+//! modules it declares by `cbindgen` (`tests/header.rs` checks that the
+//! committed copy is up to date).
 //!
 //! # Rules every entry point follows
 //!
@@ -30,8 +30,16 @@
 //! handle may run at the same time. Each function's documentation says
 //! which kind it is. Different handles are independent.
 //!
-//! Multi-key scoring (`score`) is not offered yet: the library has no such
-//! operation; it comes in a later issue.
+//! # Collections of shard files
+//!
+//! A [`BloomsliceSharded`] handle (module `sharded`) opens a manifest
+//! written by `bloomslice split` and queries its shard files as one index
+//! (`bloomslice::sharded::ShardedIndex`): `bloomslice_sharded_query`,
+//! `_query_batch` and `_query_batch_hashes` answer as the unsplit index
+//! would (the ids of the first file first), and `bloomslice_sharded_score`
+//! and `_query_threshold` score one query of many keys against every set.
+//! It is read-only; change a collection with the CLI (`bloomslice add`,
+//! `remove`) or the Python package, then open it again.
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
@@ -39,7 +47,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use bloomslice::persist::{self, LoadedIndex, Verify};
+use bloomslice::score::Scores;
+use bloomslice::sharded::ShardedResults;
 use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, SetNames, SlicedIndex};
+
+mod sharded;
+pub use sharded::{
+    BloomsliceSharded, BloomsliceShardedInfo, bloomslice_sharded_free, bloomslice_sharded_info,
+    bloomslice_sharded_load, bloomslice_sharded_open_mapped, bloomslice_sharded_query, bloomslice_sharded_query_batch,
+    bloomslice_sharded_query_batch_hashes, bloomslice_sharded_query_threshold, bloomslice_sharded_score,
+    bloomslice_sharded_set_id, bloomslice_sharded_set_name,
+};
 
 /// What a call returned. Every function of this API that can fail returns
 /// one; on anything but `BLOOMSLICE_STATUS_OK`, [`bloomslice_last_error`]
@@ -144,8 +162,50 @@ thread_local! {
 #[derive(Default)]
 struct Scratch {
     hashes: Vec<KeyHash>,
-    results: BatchResults,
+    chunk: ChunkScratch,
     ids: Vec<u64>,
+    scores: Scores,
+    hits: Vec<(u64, u32)>,
+}
+
+/// The answers of one chunk of a batch, for either kind of handle.
+#[derive(Default)]
+struct ChunkScratch {
+    results: BatchResults,
+    sharded: ShardedResults,
+}
+
+/// What the query functions read of a handle: an index
+/// ([`BloomsliceIndex`]) or a collection of shard files
+/// ([`BloomsliceSharded`]).
+trait Queried {
+    /// The parameters byte keys are hashed with.
+    fn params(&self) -> &BloomParams;
+    /// The set names.
+    fn names(&self) -> &SetNames;
+    /// The ids of the sets that may contain `hash`, into `out`.
+    fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>);
+    /// Answers a chunk of a batch: every key's ids and where each ends.
+    fn query_chunk<'s>(&self, hashes: &[KeyHash], scratch: &'s mut ChunkScratch) -> (&'s [u64], &'s [usize]);
+}
+
+impl Queried for BloomsliceIndex {
+    fn params(&self) -> &BloomParams {
+        self.index.params()
+    }
+
+    fn names(&self) -> &SetNames {
+        &self.names
+    }
+
+    fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        self.index.query_hash_into(hash, out);
+    }
+
+    fn query_chunk<'s>(&self, hashes: &[KeyHash], scratch: &'s mut ChunkScratch) -> (&'s [u64], &'s [usize]) {
+        self.index.query_batch_hashes(hashes, &mut scratch.results);
+        scratch.results.flat()
+    }
 }
 
 /// Keys hashed and queried at a time by the batch functions: big enough to
@@ -263,15 +323,13 @@ unsafe fn write_out<T>(out: *mut T, value: T, what: &str) -> Result<(), Failure>
     Ok(())
 }
 
-/// Runs `body` as an entry point on the index behind a handle, for reading.
+/// Runs `body` as an entry point on the index (or collection) behind a
+/// handle, for reading.
 ///
 /// # Safety
 ///
 /// A non-null `index` must be a live handle from this library.
-unsafe fn reading(
-    index: *const BloomsliceIndex,
-    body: impl FnOnce(&BloomsliceIndex) -> Result<(), Failure>,
-) -> BloomsliceStatus {
+unsafe fn reading<H>(index: *const H, body: impl FnOnce(&H) -> Result<(), Failure>) -> BloomsliceStatus {
     entry(|| {
         check_ptr(index, "index")?;
         // SAFETY: a live handle by the caller's contract; readers may share it.
@@ -285,10 +343,10 @@ unsafe fn reading(
 /// # Safety
 ///
 /// As [`reading`]; a non-null `ptr` must point to `len` readable bytes.
-unsafe fn reading_bytes(
-    index: *const BloomsliceIndex,
+unsafe fn reading_bytes<H>(
+    index: *const H,
     (ptr, len, what): (*const u8, usize, &str),
-    body: impl FnOnce(&BloomsliceIndex, &[u8]) -> Result<(), Failure>,
+    body: impl FnOnce(&H, &[u8]) -> Result<(), Failure>,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract.
     unsafe { reading(index, |h| body(h, bytes(ptr, len, what)?)) }
@@ -599,8 +657,8 @@ fn new_name<'a>(h: &BloomsliceIndex, name: &'a [u8]) -> Result<&'a [u8], Failure
 }
 
 /// The id of the set called `name`.
-fn id_of(h: &BloomsliceIndex, name: &[u8]) -> Result<u64, Failure> {
-    h.names.id(name).ok_or_else(|| Failure {
+fn id_of(h: &impl Queried, name: &[u8]) -> Result<u64, Failure> {
+    h.names().id(name).ok_or_else(|| Failure {
         status: BloomsliceStatus::NotFound,
         message: format!("no set named {:?} in the index", String::from_utf8_lossy(name)),
     })
@@ -834,25 +892,31 @@ pub unsafe extern "C" fn bloomslice_index_set_name(
     cap: usize,
     len_out: *mut usize,
 ) -> BloomsliceStatus {
-    let body = |h: &BloomsliceIndex| {
-        check_ptr(len_out.cast_const(), "len_out")?;
-        let name = h
-            .names
-            .name(id)
-            .ok_or_else(|| Failure { status: BloomsliceStatus::NotFound, message: format!("set {id} has no name") })?;
-        // SAFETY: checked above; valid by the caller's contract.
-        unsafe {
-            write_count(len_out, name.len(), cap, || {
-                format!("the name of set {id} needs {} bytes, the buffer has {cap}", name.len())
-            })
-        }?;
-        // SAFETY: forwarded caller contract (`cap >= name.len()` bytes).
-        let out = unsafe { slice_mut(buf, name.len(), "buf") }?;
-        out.copy_from_slice(name);
-        Ok(())
-    };
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
-    unsafe { reading(index, body) }
+    unsafe { reading(index, |h| copy_name(h, id, buf, cap, len_out)) }
+}
+
+/// The body of the `set_name` functions: the name of set `id` into `buf`.
+///
+/// # Safety
+///
+/// As [`bloomslice_index_set_name`].
+unsafe fn copy_name(h: &impl Queried, id: u64, buf: *mut u8, cap: usize, len_out: *mut usize) -> Result<(), Failure> {
+    check_ptr(len_out.cast_const(), "len_out")?;
+    let name = h
+        .names()
+        .name(id)
+        .ok_or_else(|| Failure { status: BloomsliceStatus::NotFound, message: format!("set {id} has no name") })?;
+    // SAFETY: checked above; valid by the caller's contract.
+    unsafe {
+        write_count(len_out, name.len(), cap, || {
+            format!("the name of set {id} needs {} bytes, the buffer has {cap}", name.len())
+        })
+    }?;
+    // SAFETY: forwarded caller contract (`cap >= name.len()` bytes).
+    let out = unsafe { slice_mut(buf, name.len(), "buf") }?;
+    out.copy_from_slice(name);
+    Ok(())
 }
 
 /// The 64-bit hash this index gives the byte key `key` (seeded xxh3-64):
@@ -887,7 +951,7 @@ pub unsafe extern "C" fn bloomslice_hash_key(
 ///
 /// As [`bloomslice_query`].
 unsafe fn query_one(
-    h: &BloomsliceIndex,
+    h: &impl Queried,
     hash: KeyHash,
     ids_out: *mut u64,
     cap: usize,
@@ -899,7 +963,7 @@ unsafe fn query_one(
     SCRATCH.with(|scratch| {
         let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
         let ids = &mut scratch.ids;
-        h.index.query_hash_into(hash, ids);
+        h.query_hash_into(hash, ids);
         let room = ids.len().min(cap);
         out[..room].copy_from_slice(&ids[..room]);
         // SAFETY: checked above; valid by the caller's contract.
@@ -998,13 +1062,13 @@ impl BatchOut<'_> {
     /// buffers and the total into `*total_out`; reports a short buffer.
     fn run(
         self,
-        h: &BloomsliceIndex,
+        h: &impl Queried,
         mut hash_into: impl FnMut(usize, usize, &mut Vec<KeyHash>) -> Result<(), Failure>,
     ) -> Result<(), Failure> {
         let BatchOut { n, ids_out, offsets, total_out } = self;
         let total = SCRATCH.with(|scratch| {
             let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
-            let Scratch { hashes, results, .. } = &mut *scratch;
+            let Scratch { hashes, chunk, .. } = &mut *scratch;
             let mut total = 0usize;
             offsets[0] = 0;
             let mut start = 0;
@@ -1012,10 +1076,9 @@ impl BatchOut<'_> {
                 let end = (start + BATCH_CHUNK).min(n);
                 hashes.clear();
                 hash_into(start, end, hashes)?;
-                h.index.query_batch_hashes(hashes, results);
                 // One copy per chunk: per-key copies of a few ids each cost a
-                // memcpy call per key (5% of a query on `full` N = 1 000).
-                let (ids, ends) = results.flat();
+                // memcpy call per key.
+                let (ids, ends) = h.query_chunk(hashes, chunk);
                 if total < ids_out.len() {
                     let room = (ids_out.len() - total).min(ids.len());
                     ids_out[total..total + room].copy_from_slice(&ids[..room]);
@@ -1067,31 +1130,48 @@ pub unsafe extern "C" fn bloomslice_query_batch(
     offsets_out: *mut usize,
     total_out: *mut usize,
 ) -> BloomsliceStatus {
-    let body = |h: &BloomsliceIndex| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let keys = unsafe { slice(keys, n_keys, "keys") }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let lens = unsafe { slice(key_lens, n_keys, "key_lens") }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let out = unsafe { BatchOut::new(n_keys, ids_out, ids_cap, offsets_out, total_out) }?;
-        // Check every key pointer before the first query, so a bad pointer
-        // fails the call without partial output.
-        for (i, (&key, &len)) in keys.iter().zip(lens).enumerate() {
-            // SAFETY: forwarded caller contract for `keys[i]`.
-            unsafe { bytes(key, len, "keys[i]") }.map_err(|e| Failure::invalid(format!("key {i}: {}", e.message)))?;
-        }
-        let params = *h.index.params();
-        out.run(h, |start, end, hashes| {
-            for (&key, &len) in keys[start..end].iter().zip(&lens[start..end]) {
-                // SAFETY: every key pointer was checked above and is
-                // valid by the caller's contract.
-                hashes.push(params.hash(unsafe { bytes(key, len, "key") }?));
-            }
-            Ok(())
-        })
-    };
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
-    unsafe { reading(index, body) }
+    unsafe {
+        reading(index, |h| {
+            let keys = byte_keys((keys, key_lens, n_keys))?;
+            batch_of_keys(h, &keys, BatchOut::new(n_keys, ids_out, ids_cap, offsets_out, total_out)?)
+        })
+    }
+}
+
+/// The byte keys `keys[i]` (`key_lens[i]` bytes, `n_keys` of them) of a
+/// call, every pointer checked before the first key is used, so a bad
+/// pointer fails the call without partial output.
+///
+/// # Safety
+///
+/// `keys` and `key_lens` must point to `n_keys` elements, each `keys[i]` to
+/// `key_lens[i]` bytes, valid and unchanged for `'a`.
+unsafe fn byte_keys<'a>(
+    (keys, key_lens, n_keys): (*const *const u8, *const usize, usize),
+) -> Result<Vec<&'a [u8]>, Failure> {
+    // SAFETY: forwarded caller contract.
+    let keys = unsafe { slice(keys, n_keys, "keys") }?;
+    // SAFETY: forwarded caller contract.
+    let lens = unsafe { slice(key_lens, n_keys, "key_lens") }?;
+    keys.iter()
+        .zip(lens)
+        .enumerate()
+        .map(|(i, (&key, &len))| {
+            // SAFETY: forwarded caller contract for `keys[i]`.
+            unsafe { bytes(key, len, "keys[i]") }.map_err(|e| Failure::invalid(format!("key {i}: {}", e.message)))
+        })
+        .collect()
+}
+
+/// The body of the batch functions of byte keys: `keys` answered into
+/// `out`.
+fn batch_of_keys(h: &impl Queried, keys: &[&[u8]], out: BatchOut<'_>) -> Result<(), Failure> {
+    let params = *h.params();
+    out.run(h, |start, end, hashes| {
+        hashes.extend(keys[start..end].iter().map(|key| params.hash(key)));
+        Ok(())
+    })
 }
 
 /// [`bloomslice_query_batch`] for keys given as the caller's 64-bit hashes
@@ -1114,18 +1194,22 @@ pub unsafe extern "C" fn bloomslice_query_batch_hashes(
     offsets_out: *mut usize,
     total_out: *mut usize,
 ) -> BloomsliceStatus {
-    let body = |h: &BloomsliceIndex| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let input = unsafe { slice(hashes, n, "hashes") }?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let out = unsafe { BatchOut::new(n, ids_out, ids_cap, offsets_out, total_out) }?;
-        out.run(h, |start, end, hashes| {
-            hashes.extend(input[start..end].iter().map(|&x| KeyHash::from_u64(x)));
-            Ok(())
-        })
-    };
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
-    unsafe { reading(index, body) }
+    unsafe {
+        reading(index, |h| {
+            let hashes = slice(hashes, n, "hashes")?;
+            batch_of_hashes(h, hashes, BatchOut::new(n, ids_out, ids_cap, offsets_out, total_out)?)
+        })
+    }
+}
+
+/// The body of the batch functions of hashes: `hashes` answered into
+/// `out`.
+fn batch_of_hashes(h: &impl Queried, hashes: &[u64], out: BatchOut<'_>) -> Result<(), Failure> {
+    out.run(h, |start, end, chunk| {
+        chunk.extend(hashes[start..end].iter().map(|&x| KeyHash::from_u64(x)));
+        Ok(())
+    })
 }
 
 #[cfg(test)]
@@ -1133,19 +1217,19 @@ mod tests {
     use super::*;
     use std::ptr;
 
-    fn last_error() -> String {
+    pub(crate) fn last_error() -> String {
         // SAFETY: `bloomslice_last_error` returns a NUL-terminated string.
         unsafe { CStr::from_ptr(bloomslice_last_error()) }.to_string_lossy().into_owned()
     }
 
-    fn new_index() -> *mut BloomsliceIndex {
+    pub(crate) fn new_index() -> *mut BloomsliceIndex {
         let mut h = ptr::null_mut();
         // SAFETY: `h` is a valid out pointer.
         assert_eq!(unsafe { bloomslice_index_new_for_capacity(1000, 0.01, 3, &mut h) }, BloomsliceStatus::Ok);
         h
     }
 
-    fn add(h: *mut BloomsliceIndex, name: &str, keys: &[&[u8]]) -> u64 {
+    pub(crate) fn add(h: *mut BloomsliceIndex, name: &str, keys: &[&[u8]]) -> u64 {
         let ptrs: Vec<*const u8> = keys.iter().map(|k| k.as_ptr()).collect();
         let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
         let mut id = u64::MAX;
@@ -1157,7 +1241,7 @@ mod tests {
         id
     }
 
-    fn query(h: *const BloomsliceIndex, key: &[u8]) -> Vec<u64> {
+    pub(crate) fn query(h: *const BloomsliceIndex, key: &[u8]) -> Vec<u64> {
         let mut ids = vec![0u64; 16];
         let mut n = 0;
         // SAFETY: live buffers of the stated lengths.

@@ -1,4 +1,4 @@
-//! The sequence-search benchmark of `bench/RESULTS.md`.
+//! The sequence-search benchmark of `bench/RESULTS.md`, section "Scoring".
 //!
 //! - `seqs_bench gen DIR [GENOMES] [GENOME_LEN] [READS] [READ_LEN] [RATE]`
 //!   writes `DIR/genomes/gNNNN.fa` (random genomes) and `DIR/reads.fq`

@@ -8,32 +8,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedIndex, Temporary, Verify};
+use bloomslice::score::{Scores, Threshold};
 use bloomslice::{BatchResults, BloomFilter, BloomParams, KeyHash, SetNames, SlicedIndex};
 
 use crate::escape::{self, plain, set_name};
+use crate::files::{Answers, Target, lock_index, map_index};
 use crate::input::{self, Source};
 use crate::{CliError, demo, seqs};
-use bloomslice::{Scores, Threshold};
-
-/// Maps an index file for reading.
-pub(crate) fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
-    // SAFETY: `bloomslice` never writes into an existing index file: every
-    // writer holds the index's lock and replaces the file by rename
-    // (`persist::save`), which leaves this map on the old, unchanged file.
-    // Programs that write index files in place are outside the contract the
-    // README states ("Concurrency and files").
-    unsafe { persist::open_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
-}
-
-/// Takes the write lock of `path`, waiting up to `wait`.
-pub(crate) fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError> {
-    IndexFile::new(path).lock(wait).map_err(|e| match e {
-        bloomslice::Error::LockBusy { .. } => {
-            CliError::Runtime(format!("{e} (wait for the other writer to finish, or pass a longer --wait)"))
-        }
-        e => CliError::Runtime(format!("{e} (check the directory exists and is writable)")),
-    })
-}
 
 fn load_locked(lock: &IndexFileLock) -> Result<LoadedIndex, CliError> {
     lock.load().map_err(|e| CliError::index_file(lock.path(), &e))
@@ -118,12 +99,20 @@ fn check_size(output: &Path, params: &BloomParams, n_sets: u64, name_bytes: u64)
     Ok(())
 }
 
+/// What `build` indexes.
+pub enum BuildFrom<'a> {
+    /// Sets of keys: text files or a TSV.
+    Sets(Source<'a>),
+    /// FASTA/FASTQ files (a directory or one file): canonical k-mers.
+    Seqs(&'a Path, seqs::SeqOptions),
+}
+
 /// Options of `build`.
 pub struct BuildOptions<'a> {
     /// The index file to write.
     pub output: &'a Path,
     /// Where the sets come from.
-    pub source: Source<'a>,
+    pub source: BuildFrom<'a>,
     /// Overwrite an existing file.
     pub force: bool,
     /// How long to wait for another writer.
@@ -154,7 +143,10 @@ pub fn build(o: &BuildOptions<'_>, params: Result<BloomParams, CliError>) -> Res
     let check = |n: u64, name_bytes: u64| {
         if o.size_check { check_size(output, &params, n, name_bytes) } else { Ok(()) }
     };
-    let built = input::build_index(&o.source, params, &check)?;
+    let built = match &o.source {
+        BuildFrom::Sets(source) => input::build_index(source, params, &check)?,
+        BuildFrom::Seqs(path, seq_options) => seqs::build_index(path, *seq_options, params, &check)?,
+    };
     save_locked(&lock, &built.index, &built.names)?;
     summary(output, &built, start.elapsed());
     removed_note(&lock);
@@ -254,6 +246,10 @@ pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliErro
             out
         }
     };
+    if new.is_empty() {
+        println!("no sets on stdin: {} unchanged", path.display());
+        return Ok(());
+    }
     for (name, _) in &new {
         if names.id(name).is_some() {
             return Err(CliError::Runtime(format!(
@@ -276,16 +272,23 @@ pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliErro
     Ok(())
 }
 
-/// `remove`: sets by name.
-pub fn remove(path: &Path, sets: &[OsString], wait: Duration) -> Result<(), CliError> {
+/// `remove`: sets by name (given as `form` says).
+pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration) -> Result<(), CliError> {
+    let sets: Vec<Vec<u8>> = sets
+        .iter()
+        .map(|set| match form {
+            input::Names::AsGiven => Ok(input::os_bytes(set)),
+            input::Names::Escaped => escape::parse(&input::os_bytes(set))
+                .map_err(|e| CliError::Usage(format!("set name {}: {e}", set.to_string_lossy()))),
+        })
+        .collect::<Result<_, _>>()?;
     let lock = lock_index(path, wait)?;
     let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
-    for set in sets {
-        let name = os_bytes(set);
-        let Some(id) = names.id(&name) else {
+    for name in &sets {
+        let Some(id) = names.id(name) else {
             return Err(CliError::Runtime(format!(
                 "no set named {} in {} (list the sets with `bloomslice inspect {}`)",
-                plain(&name),
+                plain(name),
                 path.display(),
                 path.display()
             )));
@@ -299,23 +302,15 @@ pub fn remove(path: &Path, sets: &[OsString], wait: Duration) -> Result<(), CliE
     Ok(())
 }
 
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        s.as_bytes().to_vec()
-    }
-    #[cfg(not(unix))]
-    {
-        s.to_string_lossy().into_owned().into_bytes()
-    }
-}
-
 /// `update`: OR new keys into existing sets.
 pub fn update(path: &Path, source: &Source<'_>, create: bool, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
     let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
     let (sets, skipped) = input::read_sets(source, *index.params())?;
+    if sets.is_empty() {
+        println!("no sets on stdin: {} unchanged", path.display());
+        return Ok(());
+    }
     if !create && let Some(s) = sets.iter().find(|s| names.id(&s.name).is_none()) {
         return Err(CliError::Runtime(format!(
             "set {} is not in {}: use `bloomslice add`, or pass --create",
@@ -386,7 +381,7 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
     }
     let verify = if o.verify { Verify::Full } else { Verify::Deferred };
     // An index file, or the shard files of a manifest (`split`).
-    let target = crate::shards::Target::open(o.index, verify)?;
+    let target = Target::open(o.index, verify)?;
     let names = target.names();
     if let Some(reads) = o.seqs {
         let Some(index) = target.single() else {
@@ -401,19 +396,16 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let write = |r: std::io::Result<()>| r.map_err(|e| CliError::Runtime(format!("cannot write output: {e}")));
-    let mut results = crate::shards::Answers::new();
+    let mut results = Answers::new();
     let mut counts: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
     let (mut scratch, mut hits) = (Scores::new(), Vec::new());
     let mut answer = |keys: &[&[u8]]| -> Result<(), CliError> {
         if o.count {
             // Each chunk is scored on its own and the counts summed: the
             // threshold applies to the totals, once all keys are in.
-            // Shards hold disjoint sets: each set's count comes from one.
-            for index in target.indexes() {
-                index.query_threshold_into(keys, Threshold::count(1), &mut scratch, &mut hits);
-                for &(id, c) in &hits {
-                    *counts.entry(id).or_default() += u64::from(c);
-                }
+            target.query_threshold_into(keys, Threshold::count(1), &mut scratch, &mut hits);
+            for &(id, c) in &hits {
+                *counts.entry(id).or_default() += u64::from(c);
             }
             return Ok(());
         }
@@ -453,14 +445,13 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
     let n_keys = if o.keys.is_empty() || (o.keys.len() == 1 && o.keys[0] == "-") {
         input::stream_keys(std::io::stdin().lock(), input::QUERY_CHUNK, &mut answer)?
     } else {
-        let keys: Vec<Vec<u8>> = o.keys.iter().map(|k| os_bytes(k)).collect();
+        let keys: Vec<Vec<u8>> = o.keys.iter().map(|k| input::os_bytes(k)).collect();
         let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         answer(&keys)?;
         keys.len() as u64
     };
-    if n_keys == 0 {
-        return Err(CliError::Usage("no keys to query: give them as arguments or one per line on stdin".into()));
-    }
+    // No keys (an empty pipeline) is no answers, not an error; `--count`
+    // still says how many keys it scored.
     if o.count {
         let min = threshold.map_or(1, |t| u64::from(t.min_count(n_keys as usize)).max(1));
         let threshold = o.threshold.unwrap_or(0.0);
@@ -499,8 +490,13 @@ fn temporaries_json(temps: &[Temporary]) -> serde_json::Value {
         .collect()
 }
 
-/// `inspect`: everything about a file, fully verified.
-pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
+/// Sets `inspect` lists in text when not given `--limit`.
+pub const INSPECT_TEXT_LIMIT: usize = 50;
+
+/// `inspect`: everything about a file, fully verified. `limit` caps the
+/// list of sets (`None`: all of them in JSON, [`INSPECT_TEXT_LIMIT`] in
+/// text); a cut list says so.
+pub fn inspect(path: &Path, limit: Option<usize>, json: bool) -> Result<(), CliError> {
     let loaded = map_index(path, Verify::Full)?;
     let temps = IndexFile::new(path).leftover_temporaries().unwrap_or_default();
     let (index, names, info) = (&loaded.index, &loaded.names, &loaded.info);
@@ -508,6 +504,8 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
     let mut sets = index.ones_per_filter();
     sets.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let fill = index.count_ones() as f64 / (p.m() as f64 * index.len().max(1) as f64);
+    let limit = limit.unwrap_or(if json { usize::MAX } else { INSPECT_TEXT_LIMIT });
+    let truncated = sets.len() > limit;
     if json {
         let set_rows: Vec<_> = sets
             .iter()
@@ -541,6 +539,7 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
             "shards": index.shard_count(), "columns": index.columns(), "sets": index.len(),
             "memory_bytes": index.memory_bytes(), "fill": fill,
             "set_details": set_rows,
+            "truncated": truncated,
             "leftover_temporaries": temporaries_json(&temps),
         });
         println!("{doc:#}");
@@ -560,14 +559,15 @@ pub fn inspect(path: &Path, limit: usize, json: bool) -> Result<(), CliError> {
     println!("layout: {} shards, {} columns, {} sets", index.shard_count(), index.columns(), index.len());
     println!("memory: {} (rows and maps)", mib(index.memory_bytes() as u64));
     println!("fill: {fill:.4} mean (ones / m)");
-    println!("sets (highest estimated FP rate first{}):", if sets.len() > limit { ", see --limit" } else { "" });
+    println!("sets (highest estimated FP rate first{}):", if truncated { ", see --limit" } else { "" });
     println!("  {:<24} {:>10} {:>8} {:>12}", "name", "id", "fill", "est. FP");
     for &(id, ones) in sets.iter().take(limit) {
         let (fill, fp) = fill_and_fp(ones, p);
         println!("  {:<24} {:>10} {:>8.4} {:>12.3e}", set_name(names, id), id, fill, fp);
     }
-    if sets.len() > limit {
+    if truncated {
         println!("  ... {} more", sets.len() - limit);
+        eprintln!("inspect: listed {limit} of {} sets (pass --limit {} to list them all)", sets.len(), sets.len());
     }
     if !temps.is_empty() {
         let bytes: u64 = temps.iter().map(|t| t.bytes).sum();

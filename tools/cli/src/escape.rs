@@ -88,6 +88,70 @@ pub fn put_set(obj: &mut serde_json::Map<String, serde_json::Value>, field: &str
     }
 }
 
+/// The bytes of `text` written in the escaped form [`plain`] prints (the
+/// inverse of [`plain`]): `\\`, `\t`, `\n`, `\r`, `\,`, `\#` and `\xHH`
+/// stand for their byte, every other byte for itself. For the `--escaped`
+/// name arguments, which take back what the tool printed.
+///
+/// # Errors
+///
+/// A message naming the first escape that is not one of these.
+pub fn parse(text: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((&b, tail)) = rest.split_first() {
+        rest = tail;
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        let hex = |d: &u8| (*d as char).to_digit(16).map(|v| v as u8);
+        let (byte, used) = match rest {
+            [b'\\', ..] => (b'\\', 1),
+            [b't', ..] => (b'\t', 1),
+            [b'n', ..] => (b'\n', 1),
+            [b'r', ..] => (b'\r', 1),
+            [b',', ..] => (b',', 1),
+            [b'#', ..] => (b'#', 1),
+            [b'x', hi, lo, ..] if let (Some(hi), Some(lo)) = (hex(hi), hex(lo)) => (hi << 4 | lo, 3),
+            _ => {
+                let seen: Vec<u8> = rest.iter().take(3).copied().collect();
+                return Err(format!(
+                    "`\\{}` is not an escape the tool prints (\\\\ \\t \\n \\r \\, \\# \\xHH)",
+                    String::from_utf8_lossy(&seen)
+                ));
+            }
+        };
+        out.push(byte);
+        rest = &rest[used..];
+    }
+    Ok(out)
+}
+
+/// `name` escaped for an error message: at most 60 bytes of it, then `...`.
+pub fn excerpt(name: &[u8]) -> String {
+    const SHOWN: usize = 60;
+    if name.len() <= SHOWN {
+        return plain(name);
+    }
+    format!("{}...", plain(&name[..SHOWN]))
+}
+
+/// Checks that the set name `name`, read at `place` (a file and line, or
+/// what gave it), fits the limit of the index format.
+pub fn check_name_length(name: &[u8], place: impl FnOnce() -> String) -> Result<(), crate::CliError> {
+    let limit = bloomslice::persist::MAX_NAME_BYTES;
+    if name.len() > limit {
+        return Err(crate::CliError::Runtime(format!(
+            "{}: set name {} is {} bytes long; a set name holds at most {limit} bytes",
+            place(),
+            excerpt(name),
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
 /// The inverse of [`plain`], shared with the tests of the binary.
 #[cfg(test)]
 #[path = "../tests/common/unescape.rs"]
@@ -126,6 +190,29 @@ mod tests {
         assert_eq!(plain(b"bad\xff"), "bad\\xff");
         assert_eq!(plain(b"#5"), "\\#5");
         assert_eq!(plain("caf\u{e9}".as_bytes()), "caf\u{e9}");
+    }
+
+    #[test]
+    fn parse_takes_back_what_plain_prints() {
+        let cases: &[&[u8]] =
+            &[b"plain", b"bad\xff", b"a\tb,c\nd\re\\f", b"#5", b"\x00\x1b\x7f", "caf\u{e9}".as_bytes()];
+        for c in cases {
+            assert_eq!(parse(plain(c).as_bytes()).as_deref(), Ok(*c), "{}", plain(c));
+        }
+        assert_eq!(parse(b"caf\\xe9-latin1").unwrap(), b"caf\xe9-latin1");
+        for bad in [&b"x\\"[..], b"\\q", b"\\x4", b"\\xzz"] {
+            assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+        let long = vec![b'a'; bloomslice::persist::MAX_NAME_BYTES + 1];
+        let err = match check_name_length(&long, || "x.tsv:3".into()) {
+            Err(crate::CliError::Runtime(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            err.starts_with("x.tsv:3: set name aaa") && err.contains("65537 bytes") && err.contains("65536"),
+            "{err}"
+        );
+        assert!(check_name_length(&long[1..], || unreachable!()).is_ok());
     }
 
     #[test]

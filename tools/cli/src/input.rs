@@ -12,6 +12,7 @@ use bloomslice::{BloomFilter, BloomParams, SetNames, SlicedIndex};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::CliError;
+use crate::escape;
 
 /// One set read from the input.
 pub struct InputSet {
@@ -27,10 +28,18 @@ pub struct InputSet {
 pub enum Source<'a> {
     /// A directory of text files (and whether to read its subdirectories).
     Dir(&'a Path, bool),
-    /// A TSV of `set<TAB>key` lines (`-` is stdin).
-    Tsv(&'a Path),
-    /// FASTA/FASTQ files (a directory or one file): canonical k-mers.
-    Seqs(&'a Path, crate::seqs::SeqOptions),
+    /// A TSV of `set<TAB>key` lines (`-` is stdin), and how its set names
+    /// are written.
+    Tsv(&'a Path, Names),
+}
+
+/// How the set names of a TSV are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Names {
+    /// As the bytes they are.
+    AsGiven,
+    /// In the escaped form the tool prints (`crate::escape::parse`).
+    Escaped,
 }
 
 /// Input larger than this shows a progress bar (on a terminal).
@@ -111,16 +120,15 @@ fn for_each_line(
 }
 
 /// Reads every set of `source`, in name order, with what a directory
-/// listing skipped.
+/// listing skipped. Only stdin may hold no set.
 pub fn read_sets(source: &Source<'_>, params: BloomParams) -> Result<(Vec<InputSet>, Vec<String>), CliError> {
     let (sets, skipped) = match source {
         Source::Dir(dir, recursive) => read_dir(dir, *recursive, params)?,
-        Source::Tsv(path) => (read_tsv(path, params)?, Vec::new()),
-        Source::Seqs(..) => {
-            return Err(CliError::Usage("sequences can only be indexed by `bloomslice build --seqs`".into()));
-        }
+        Source::Tsv(path, names) => (read_tsv(path, *names, params)?, Vec::new()),
     };
-    if sets.is_empty() {
+    // An empty pipeline (`--tsv -`) changes nothing; an empty file or
+    // directory is more likely a wrong path.
+    if sets.is_empty() && !matches!(source, Source::Tsv(path, _) if *path == Path::new("-")) {
         return Err(nothing_to_index(source));
     }
     Ok((sets, skipped))
@@ -129,8 +137,7 @@ pub fn read_sets(source: &Source<'_>, params: BloomParams) -> Result<(Vec<InputS
 fn nothing_to_index(source: &Source<'_>) -> CliError {
     let what = match source {
         Source::Dir(d, _) => format!("{} has no files with keys", d.display()),
-        Source::Tsv(p) => format!("{} holds no `set<TAB>key` lines", p.display()),
-        Source::Seqs(p, _) => format!("{} holds no k-mers", p.display()),
+        Source::Tsv(p, _) => format!("{} holds no `set<TAB>key` lines", p.display()),
     };
     CliError::Runtime(format!("{what}: nothing to index (check the path and the input format)"))
 }
@@ -245,31 +252,43 @@ fn tsv_reader(path: &Path) -> Result<(Box<dyn Read>, u64), CliError> {
     Ok((Box::new(file), len))
 }
 
-/// Calls `f(line_no, set, key)` for every non-empty row of a TSV.
+/// Calls `f(set, key)` for every non-empty row of a TSV, the set name
+/// read as `names` says and checked against the limit of the format.
 fn for_each_row(
     path: &Path,
+    names: Names,
     bar: &ProgressBar,
     mut f: impl FnMut(&[u8], &[u8]) -> Result<(), CliError>,
 ) -> Result<(), CliError> {
     let (reader, _) = tsv_reader(path)?;
     let mut line_no = 0u64;
+    let mut unescaped = Vec::new();
     for_each_line(bar.wrap_read(reader), path, |row| {
         line_no += 1;
         if row.is_empty() {
             return Ok(());
         }
         let (name, key) = tsv_row(row, path, line_no)?;
+        let name = match names {
+            Names::AsGiven => name,
+            Names::Escaped => {
+                unescaped = escape::parse(name)
+                    .map_err(|e| CliError::Runtime(format!("{}:{line_no}: set name: {e}", path.display())))?;
+                &unescaped
+            }
+        };
+        escape::check_name_length(name, || format!("{}:{line_no}", path.display()))?;
         f(name, key)
     })
 }
 
-fn read_tsv(path: &Path, params: BloomParams) -> Result<Vec<InputSet>, CliError> {
+fn read_tsv(path: &Path, names: Names, params: BloomParams) -> Result<Vec<InputSet>, CliError> {
     let (_, total) = tsv_reader(path)?;
     let bar = progress(total, "reading TSV");
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut sets: Vec<InputSet> = Vec::new();
     let mut last: Option<usize> = None;
-    for_each_row(path, &bar, |name, key| {
+    for_each_row(path, names, &bar, |name, key| {
         // Lines of one set usually come together: skip the map lookup then.
         let slot = match last {
             Some(i) if sets[i].name == name => i,
@@ -323,7 +342,6 @@ pub fn build_index(
     let mut keys = Vec::new();
     let mut skipped = Vec::new();
     match source {
-        Source::Seqs(path, o) => return crate::seqs::build_index(path, *o, params, check),
         Source::Dir(dir, recursive) => {
             let (files, skip) = list_dir(dir, *recursive)?;
             skipped = skip;
@@ -344,12 +362,12 @@ pub fn build_index(
             }
             bar.finish_and_clear();
         }
-        Source::Tsv(path) if *path != Path::new("-") => {
+        Source::Tsv(path, form) if *path != Path::new("-") => {
             // First pass: the set names (small), so the size is known and
             // checked before anything big is allocated.
             let mut ids: HashMap<Vec<u8>, u64> = HashMap::new();
             let mut last: Vec<u8> = Vec::new();
-            for_each_row(path, &ProgressBar::hidden(), |name, _| {
+            for_each_row(path, *form, &ProgressBar::hidden(), |name, _| {
                 if name != last.as_slice() {
                     last.clear();
                     last.extend_from_slice(name);
@@ -374,7 +392,7 @@ pub fn build_index(
             let (_, total) = tsv_reader(path)?;
             let bar = progress(total, "reading TSV");
             let mut last: Option<(Vec<u8>, u64)> = None;
-            for_each_row(path, &bar, |name, key| {
+            for_each_row(path, *form, &bar, |name, key| {
                 let id = match &last {
                     Some((n, id)) if n.as_slice() == name => *id,
                     _ => {
@@ -392,12 +410,12 @@ pub fn build_index(
             })?;
             bar.finish_and_clear();
         }
-        Source::Tsv(path) => {
+        Source::Tsv(path, form) => {
             let mut ids: HashMap<Vec<u8>, u64> = HashMap::new();
             let mut name_bytes = 0u64;
             let empty = BloomFilter::new(params).map_err(CliError::engine)?;
             let mut last: Option<(Vec<u8>, u64)> = None;
-            for_each_row(path, &ProgressBar::hidden(), |name, key| {
+            for_each_row(path, *form, &ProgressBar::hidden(), |name, key| {
                 let id = match &last {
                     Some((n, id)) if n.as_slice() == name => *id,
                     _ => {

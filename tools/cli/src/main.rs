@@ -7,6 +7,7 @@
 mod commands;
 mod demo;
 mod escape;
+mod files;
 mod input;
 mod seqs;
 mod shards;
@@ -205,13 +206,16 @@ impl WaitArgs {
 }
 
 impl SourceArgs {
-    fn source(&self, recursive: bool) -> Result<input::Source<'_>, CliError> {
+    fn source(&self, recursive: bool, names: input::Names) -> Result<input::Source<'_>, CliError> {
         if recursive && self.dir.is_none() {
             return Err(CliError::Usage("--recursive needs --dir".into()));
         }
+        if names == input::Names::Escaped && self.tsv.is_none() {
+            return Err(CliError::Usage("--escaped needs --tsv (it reads the TSV's set names escaped)".into()));
+        }
         Ok(match (&self.dir, &self.tsv) {
             (Some(d), _) => input::Source::Dir(d, recursive),
-            (None, Some(t)) => input::Source::Tsv(t),
+            (None, Some(t)) => input::Source::Tsv(t, names),
             (None, None) => unreachable!("clap requires one of --dir and --tsv"),
         })
     }
@@ -328,6 +332,10 @@ struct RemoveArgs {
     /// Names of the sets to remove.
     #[arg(required = true, value_name = "SET")]
     sets: Vec<OsString>,
+    /// The SET names are in the escaped form the tool prints (`caf\xe9` for
+    /// the byte 0xe9; the rule is under --help), as copied from `inspect`.
+    #[arg(long)]
+    escaped: bool,
     #[command(flatten)]
     wait: WaitArgs,
 }
@@ -343,6 +351,10 @@ struct UpdateArgs {
     /// Create sets that are not in the index yet (default: an error).
     #[arg(long)]
     create: bool,
+    /// With --tsv: the set names are in the escaped form the tool prints
+    /// (`caf\xe9` for the byte 0xe9; the rule is under --help).
+    #[arg(long)]
+    escaped: bool,
     #[command(flatten)]
     wait: WaitArgs,
 }
@@ -416,9 +428,11 @@ struct MergeArgs {
 struct InspectArgs {
     /// The index file.
     index: PathBuf,
-    /// Print at most this many sets (the ones with the highest FP rate first).
-    #[arg(long, default_value_t = 50)]
-    limit: usize,
+    /// List at most this many sets (the highest estimated FP rate first).
+    /// Default: every set with --json (which says `"truncated": true` when a
+    /// limit cut the list), 50 in text (a line on stderr says when it cut).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -454,6 +468,11 @@ struct DemoArgs {
     /// Also save the workload's index to this file (try `query`, `inspect`, `bench` on it).
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
+}
+
+/// How set names are given on the command line or in a TSV.
+fn names_form(escaped: bool) -> input::Names {
+    if escaped { input::Names::Escaped } else { input::Names::AsGiven }
 }
 
 fn main() -> ExitCode {
@@ -497,12 +516,12 @@ fn main() -> ExitCode {
             (Some(path), Some(k)) => bloomslice::kmer::KmerLength::new(usize::from(k))
                 .map_err(|e| CliError::Usage(format!("{e} (check --kmer)")))
                 .map(|k| {
-                    input::Source::Seqs(
+                    commands::BuildFrom::Seqs(
                         path,
                         seqs::SeqOptions { k, by_record: a.seqs.seqs_by_record, recursive: a.dir.recursive },
                     )
                 }),
-            _ => a.source.source(a.dir.recursive),
+            _ => a.source.source(a.dir.recursive, input::Names::AsGiven).map(commands::BuildFrom::Sets),
         }
         .and_then(|source| {
             commands::build(
@@ -520,16 +539,16 @@ fn main() -> ExitCode {
         Command::Add(a) => {
             let source = match (&a.dir, &a.tsv, &a.from) {
                 (Some(d), _, _) => commands::AddFrom::Sets(input::Source::Dir(d, a.recursive)),
-                (None, Some(t), _) => commands::AddFrom::Sets(input::Source::Tsv(t)),
+                (None, Some(t), _) => commands::AddFrom::Sets(input::Source::Tsv(t, input::Names::AsGiven)),
                 (None, None, Some(f)) => commands::AddFrom::Index(f),
                 (None, None, None) => unreachable!("clap requires one of --dir, --tsv and --from"),
             };
             commands::add(&a.index, source, a.wait.duration())
         }
-        Command::Remove(a) => commands::remove(&a.index, &a.sets, a.wait.duration()),
+        Command::Remove(a) => commands::remove(&a.index, &a.sets, names_form(a.escaped), a.wait.duration()),
         Command::Update(a) => a
             .source
-            .source(a.dir.recursive)
+            .source(a.dir.recursive, names_form(a.escaped))
             .and_then(|source| commands::update(&a.index, &source, a.create, a.wait.duration())),
         Command::Query(a) => commands::query(&commands::QueryOptions {
             index: &a.index,

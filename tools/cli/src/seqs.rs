@@ -141,6 +141,7 @@ pub fn build_index(
                         plain(r.name)
                     )));
                 }
+                escape::check_name_length(r.name, || format!("{}:{}", file.display(), r.line))?;
                 let n = insert_kmers(&mut filter, r.seq, o.k, &mut tally);
                 if n == 0 {
                     empty += 1;
@@ -366,7 +367,9 @@ pub fn query(index: &SlicedIndex, names: &SetNames, o: &QueryOptions<'_>) -> Res
     })?;
     write(scorer.score(&batch, &mut out))?;
     let Scorer { records, scored, skipped, .. } = scorer;
-    if records == 0 {
+    // An empty pipeline (`--seqs -`) has no reads to answer; an empty file
+    // given by name is more likely a mistake.
+    if records == 0 && o.reads != Path::new("-") {
         return Err(CliError::Runtime(format!(
             "{} holds no FASTA or FASTQ records: nothing to query",
             o.reads.display()

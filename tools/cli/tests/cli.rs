@@ -144,7 +144,6 @@ fn bad_input_is_one_line_with_the_right_exit_code() {
         assert_eq!(out.status.code(), Some(*code), "{args:?}: {stderr}");
         fails(&out, *code);
     }
-    fails(&run_stdin(&["query", "i.bsi"], &dir, b""), 2);
     assert!(!dir.join("x.bsi").exists(), "a failed build leaves no file");
     // The damaged file is rejected unless checks are deferred, and left alone.
     assert_eq!(std::fs::read(dir.join("damaged.bsi")).unwrap(), damaged);
@@ -176,4 +175,105 @@ fn demo_saves_an_index_that_bench_and_query_use() {
     key.push(b'\n');
     let out = ok(&run_stdin(&["query", "p.bsi", "--json"], d, &key));
     assert!(out.contains("filter-0"), "{out}");
+}
+
+#[test]
+fn inspect_json_lists_every_set_and_says_when_a_limit_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tsv: String = (0..60).map(|i| format!("set-{i:02}\tkey-{i}\n")).collect();
+    std::fs::write(d.join("sets.tsv"), tsv).unwrap();
+    ok(&run(&["build", "i.bsi", "--tsv", "sets.tsv"], d));
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = run(&[&["inspect", "i.bsi", "--json"], args].concat(), d);
+        assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(&ok(&out)).unwrap()
+    };
+    // Complete by default: more sets than the text list shows.
+    let v = json(&[]);
+    assert_eq!((v["sets"].as_u64(), v["set_details"].as_array().unwrap().len()), (Some(60), 60));
+    assert_eq!(v["truncated"], false);
+    let v = json(&["--limit", "5"]);
+    assert_eq!((v["set_details"].as_array().unwrap().len(), &v["truncated"]), (5, &serde_json::Value::Bool(true)));
+    let v = json(&["--limit", "0"]);
+    assert_eq!((v["set_details"].as_array().unwrap().len(), &v["truncated"]), (0, &serde_json::Value::Bool(true)));
+    assert_eq!(json(&["--limit", "60"])["truncated"], false);
+    // Text lists 50 and says on stderr that it cut.
+    let out = run(&["inspect", "i.bsi"], d);
+    let text = ok(&out);
+    assert_eq!(text.lines().filter(|l| l.trim_start().starts_with("set-")).count(), 50, "{text}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("listed 50 of 60 sets") && stderr.contains("--limit 60"), "{stderr}");
+    let out = run(&["inspect", "i.bsi", "--limit", "100"], d);
+    assert_eq!(ok(&out).lines().filter(|l| l.trim_start().starts_with("set-")).count(), 60);
+    assert!(out.stderr.is_empty());
+}
+
+#[test]
+fn an_empty_pipeline_is_no_keys_not_an_error() {
+    let (_guard, dir) = fixture();
+    ok(&run(&["build", "i.bsi", "--dir", "sites"], &dir));
+    let before = std::fs::read(dir.join("i.bsi")).unwrap();
+    assert_eq!(ok(&run_stdin(&["query", "i.bsi"], &dir, b"")), "");
+    assert_eq!(ok(&run_stdin(&["query", "i.bsi", "-", "--json"], &dir, b"\n\r\n")), "");
+    assert_eq!(ok(&run_stdin(&["query", "i.bsi", "--count"], &dir, b"")), "");
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&run_stdin(&["query", "i.bsi", "--count", "--json"], &dir, b""))).unwrap();
+    assert_eq!((v["keys"].as_u64(), v["sets"].as_array().map(Vec::len)), (Some(0), Some(0)));
+    // Writers fed by an empty pipeline change nothing.
+    for args in [&["update", "i.bsi", "--tsv", "-"][..], &["add", "i.bsi", "--tsv", "-"]] {
+        let out = ok(&run_stdin(args, &dir, b""));
+        assert!(out.contains("unchanged"), "{args:?}: {out}");
+    }
+    assert_eq!(std::fs::read(dir.join("i.bsi")).unwrap(), before);
+    // A shard manifest and a sequence index answer an empty pipeline alike.
+    ok(&run(&["split", "i.bsi", "--shards", "2", "s"], &dir));
+    assert_eq!(ok(&run_stdin(&["query", "s"], &dir, b"")), "");
+    std::fs::write(dir.join("g.fa"), ">g\nACGTACGTTGCA\n").unwrap();
+    ok(&run(&["build", "g.bsi", "--seqs", "g.fa", "--kmer", "5"], &dir));
+    assert_eq!(ok(&run_stdin(&["query", "g.bsi", "--seqs", "-"], &dir, b"")), "");
+    // An empty file or directory given by name is still an error.
+    std::fs::write(dir.join("empty.tsv"), b"").unwrap();
+    fails(&run(&["update", "i.bsi", "--tsv", "empty.tsv"], &dir), 1);
+}
+
+#[test]
+fn a_name_over_the_limit_names_the_limit_the_set_and_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let long = "n".repeat(70_000);
+    std::fs::write(d.join("sets.tsv"), format!("ok\tk\n{long}\tk\n")).unwrap();
+    for args in [&["build", "i.bsi", "--tsv", "sets.tsv"][..], &["build", "i.bsi", "--tsv", "-"]] {
+        let out = run_stdin(args, d, format!("ok\tk\n{long}\tk\n").as_bytes());
+        let err = fails(&out, 1);
+        let at = if args[3] == "-" { "-:2:" } else { "sets.tsv:2:" };
+        assert!(err.contains(at) && err.contains("65536") && err.contains("70000 bytes"), "{err}");
+        assert!(err.contains(&format!("set name {}...", "n".repeat(60))) && err.len() < 300, "{err}");
+    }
+    std::fs::write(d.join("r.fa"), format!(">ok\nACGTACGT\n>{long}\nACGTACGT\n")).unwrap();
+    let err = fails(&run(&["build", "s.bsi", "--seqs", "r.fa", "--kmer", "5", "--seqs-by-record"], d), 1);
+    assert!(err.contains("r.fa:3:") && err.contains("65536"), "{err}");
+}
+
+#[test]
+fn escaped_names_from_inspect_go_back_to_remove_and_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("sets.tsv"), b"caf\xe9-latin1\tcoffee\na,b\tcomma\nplain\tp\n").unwrap();
+    ok(&run(&["build", "i.bsi", "--tsv", "sets.tsv"], d));
+    let listed = ok(&run(&["inspect", "i.bsi"], d));
+    assert!(listed.contains("caf\\xe9-latin1") && listed.contains("a\\,b"), "{listed}");
+    // As printed, the name is not the set's name unless --escaped says so.
+    fails(&run(&["remove", "i.bsi", "caf\\xe9-latin1"], d), 1);
+    fails(&run(&["remove", "i.bsi", "--escaped", "caf\\q"], d), 2);
+    std::fs::write(d.join("more.tsv"), b"caf\\xe9-latin1\tespresso\n").unwrap();
+    fails(&run(&["update", "i.bsi", "--tsv", "more.tsv"], d), 1);
+    fails(&run(&["update", "i.bsi", "--dir", ".", "--escaped"], d), 2);
+    ok(&run(&["update", "i.bsi", "--tsv", "more.tsv", "--escaped"], d));
+    assert_eq!(ok(&run(&["query", "i.bsi", "espresso"], d)), "espresso\tcaf\\xe9-latin1\n");
+    ok(&run(&["remove", "i.bsi", "--escaped", "caf\\xe9-latin1", "a\\,b"], d));
+    let left = ok(&run(&["inspect", "i.bsi", "--json"], d));
+    let v: serde_json::Value = serde_json::from_str(&left).unwrap();
+    assert_eq!(v["sets"], 1);
+    assert_eq!(v["set_details"][0]["name"], "plain");
 }

@@ -1,4 +1,4 @@
-"""Python side of the speed comparison (bench/RESULTS.md, "C ABI and Python").
+"""Python side of the speed comparison (bench/RESULTS.md, section "Bindings").
 
 Reads DIR/full.bsi and DIR/queries.u64 written by
 `cargo run --release -p bloomslice-capi --example capi-bench -- DIR`, then

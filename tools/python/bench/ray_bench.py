@@ -1,5 +1,5 @@
 """Fan-out cost of bloomslice.ray against the library in one process
-(bench/RESULTS.md, "Scaling out with Ray").
+(bench/RESULTS.md, section "Scale-out").
 
     python ray_bench.py gen DIR CLI      # once: DIR/full.bsi, DIR/queries.u64, DIR/s{1,2,4,8}/
     python ray_bench.py run DIR [ROUNDS] # the tables
@@ -132,7 +132,7 @@ def run(directory: str, rounds: int) -> None:
         # figure is the best pass over all rounds, and ratios are also
         # taken within a round (their median and best are printed too).
         # A warm-up pass first: the first calls of a process pay for fresh
-        # memory (on the VMs measured, several times a steady call).
+        # memory (several times a steady call).
         big = BATCHES[-1]
         big_parts = batches(queries, big)
         for query in engines.values():

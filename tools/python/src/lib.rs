@@ -1,8 +1,9 @@
 //! # bloomslice for Python
 //!
 //! The extension module `bloomslice._native` behind the `bloomslice` Python
-//! package: one class, `Index`, over a [`SlicedIndex`] and its
-//! [`SetNames`]. The package's `__init__.pyi` documents the Python surface.
+//! package: `Index`, over a [`SlicedIndex`] and its [`SetNames`], and
+//! `ShardedIndex`, over the shard files of a manifest. The package's
+//! `__init__.pyi` documents the Python surface.
 //!
 //! - The GIL is released while the library works (opening, building,
 //!   inserting, querying, saving), so Python threads that query one index
@@ -16,18 +17,22 @@
 //!   `OSError` (or its subclasses) for files, [`IndexError`] (a subclass of
 //!   `OSError`) for corrupt files. A panic would surface as PyO3's
 //!   `PanicException`, never as a crash.
+//! - `ShardedIndex` opens the shard files of a manifest in this process
+//!   and answers as the unsplit index ([`ShardedIndex`]); `merge_answers`
+//!   merges shard answers computed elsewhere (the Ray actors of
+//!   `bloomslice.ray`) in the same order ([`sharded::merge_answers`]).
 //! - Multi-key scoring (`Index.score`) counts, per set, how many keys of
 //!   one query it may contain ([`SlicedIndex::score_into`] and
 //!   [`SlicedIndex::query_threshold_into`]), with the GIL released.
 
 use std::collections::HashMap;
 use std::io::BufRead;
-use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomslice::persist::manifest::{self, Manifest};
 use bloomslice::persist::{self, FileInfo, LoadedIndex, Verify};
+use bloomslice::sharded::{self, AnswerPart, PartIds, ShardedIndex, ShardedResults};
 use bloomslice::storage;
 use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, Scores, SetNames, SlicedIndex, Threshold};
 use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
@@ -252,11 +257,69 @@ fn threshold_of(obj: &Bound<'_, PyAny>) -> PyResult<Threshold> {
     }
 }
 
+/// One sorted list of set names per key of a CSR answer; each id's name
+/// is made once.
+fn names_per_key<'py>(py: Python<'py>, names: &SetNames, ids: &[u64], offsets: &[u64]) -> PyResult<Bound<'py, PyAny>> {
+    let mut cache: HashMap<u64, String> = HashMap::new();
+    let out = PyList::empty(py);
+    for w in offsets.windows(2) {
+        let key_ids = &ids[w[0] as usize..w[1] as usize];
+        for &id in key_ids {
+            cache.entry(id).or_insert_with(|| names.display(id));
+        }
+        let mut key_names: Vec<&str> = key_ids.iter().map(|id| cache[id].as_str()).collect();
+        key_names.sort_unstable();
+        out.append(PyList::new(py, key_names)?)?;
+    }
+    Ok(out.into_any())
+}
+
+/// A score answer `(ids, counts)` as a dict of set name to count, in name
+/// order.
+fn named_counts<'py>(py: Python<'py>, names: &SetNames, answer: &(Vec<u64>, Vec<u32>)) -> PyResult<Bound<'py, PyAny>> {
+    let mut named: Vec<(String, u32)> =
+        answer.0.iter().zip(&answer.1).map(|(&id, &c)| (names.display(id), c)).collect();
+    named.sort_unstable();
+    let d = PyDict::new(py);
+    for (name, count) in named {
+        d.set_item(name, count)?;
+    }
+    Ok(d.into_any())
+}
+
+/// What scoring reads: one index, or the shard files of a manifest.
+trait Scoring {
+    /// [`SlicedIndex::score_into`].
+    fn score_into(&self, hashes: &[KeyHash], scores: &mut Scores);
+    /// [`SlicedIndex::query_threshold_into`].
+    fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>);
+}
+
+impl Scoring for SlicedIndex {
+    fn score_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
+        SlicedIndex::score_into(self, hashes, scores);
+    }
+
+    fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>) {
+        SlicedIndex::query_threshold_into(self, hashes, t, scratch, out);
+    }
+}
+
+impl Scoring for ShardedIndex {
+    fn score_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
+        ShardedIndex::score_into(self, hashes, scores);
+    }
+
+    fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>) {
+        ShardedIndex::query_threshold_into(self, hashes, t, scratch, out);
+    }
+}
+
 /// Scores `hashes` against `index`: the sets whose count reaches
 /// `threshold`, as `(ids, counts)` by ascending id. A set with a count of 0
 /// is never reported, so a threshold whose least count is 0 gives every set
 /// with a count above 0 (an unpruned [`SlicedIndex::score_into`]).
-fn score_hashes(index: &SlicedIndex, hashes: &[KeyHash], threshold: Threshold) -> (Vec<u64>, Vec<u32>) {
+fn score_hashes(index: &impl Scoring, hashes: &[KeyHash], threshold: Threshold) -> (Vec<u64>, Vec<u32>) {
     let mut scores = Scores::new();
     let pairs: Vec<(u64, u32)> = if threshold.min_count(hashes.len()) == 0 {
         index.score_into(hashes, &mut scores);
@@ -558,20 +621,7 @@ impl Index {
         if arrays {
             return array_pair(py, (ids, offsets));
         }
-        // One list of sorted names per key; each id's name is made once.
-        let inner = self.read();
-        let mut cache: HashMap<u64, String> = HashMap::new();
-        let out = PyList::empty(py);
-        for w in offsets.windows(2) {
-            let mut names: Vec<&str> = Vec::with_capacity((w[1] - w[0]) as usize);
-            for &id in &ids[w[0] as usize..w[1] as usize] {
-                cache.entry(id).or_insert_with(|| inner.names.display(id));
-            }
-            names.extend(ids[w[0] as usize..w[1] as usize].iter().map(|id| cache[id].as_str()));
-            names.sort_unstable();
-            out.append(PyList::new(py, names)?)?;
-        }
-        Ok(out.into_any())
+        names_per_key(py, &self.read().names, &ids, &offsets)
     }
 
     /// :meth:`query_batch` on a 1-D NumPy ``uint64`` array of key hashes,
@@ -656,15 +706,7 @@ impl Index {
         if arrays {
             return array_pair(py, answer);
         }
-        let inner = self.read();
-        let mut named: Vec<(String, u32)> =
-            answer.0.iter().zip(&answer.1).map(|(&id, &c)| (inner.names.display(id), c)).collect();
-        named.sort_unstable();
-        let d = PyDict::new(py);
-        for (name, count) in named {
-            d.set_item(name, count)?;
-        }
-        Ok(d.into_any())
+        named_counts(py, &self.read().names, &answer)
     }
 
     /// The 64-bit hash of ``key`` under this index's seed (seeded xxh3-64 of
@@ -862,6 +904,204 @@ impl Index {
     }
 }
 
+/// The shard files of a manifest (``bloomslice split``) opened in this
+/// process and queried as one index: the answers of :class:`Index` over
+/// the unsplit file (``bloomslice::sharded::ShardedIndex``). Read-only;
+/// queries release the GIL and may run from many threads at once.
+#[pyclass(frozen, module = "bloomslice", name = "ShardedIndex")]
+struct PyShardedIndex {
+    sharded: ShardedIndex,
+}
+
+impl PyShardedIndex {
+    /// The CSR answer to `hashes`, a chunk at a time (no GIL needed).
+    fn batch(&self, hashes: &[KeyHash]) -> (Vec<u64>, Vec<u64>) {
+        let mut ids = Vec::new();
+        let mut offsets = Vec::with_capacity(hashes.len() + 1);
+        offsets.push(0u64);
+        let mut results = ShardedResults::new();
+        for (i, chunk) in hashes.chunks(CHUNK).enumerate() {
+            self.sharded.query_batch(chunk, &mut results);
+            let left = hashes.len() - i * CHUNK - chunk.len();
+            append_csr(results.answers(), &mut ids, &mut offsets, left, |id| id);
+        }
+        ids.shrink_to_fit();
+        (ids, offsets)
+    }
+
+    /// The hashes of `keys`: a NumPy ``uint64`` array of hashes, or a
+    /// sequence of ``bytes``/``str`` keys hashed with the collection's seed.
+    fn hashes(&self, keys: &Bound<'_, PyAny>, one_key: &'static str) -> PyResult<Vec<KeyHash>> {
+        if let Ok(array) = keys.cast::<PyUntypedArray>() {
+            let hashes = hash_slice(array)?;
+            return Ok(contiguous(&hashes)?.iter().map(|&h| KeyHash::from_u64(h)).collect());
+        }
+        let seq = key_sequence(keys, one_key)?;
+        let params = *self.sharded.params();
+        (0..seq.len()?).map(|i| with_key_bytes(&seq.get_item(i)?, "a key", |b| params.hash(b))).collect()
+    }
+}
+
+#[pymethods]
+impl PyShardedIndex {
+    /// Opens the manifest ``manifest`` (a manifest file or its directory)
+    /// and every shard file it lists, each checked against its entry. With
+    /// ``mmap=True`` (the default) the files are memory-mapped (the same
+    /// contract as :meth:`Index.open`); else read into memory.
+    /// ``verify=True`` also compares every file with the manifest's size
+    /// and checksum. ``bloomslice.IndexError`` for an invalid manifest or
+    /// a file that disagrees with it.
+    #[staticmethod]
+    #[pyo3(signature = (manifest, *, mmap = true, verify = false))]
+    fn open(py: Python<'_>, manifest: PathBuf, mmap: bool, verify: bool) -> PyResult<Self> {
+        let verify = if verify { Verify::Full } else { Verify::Deferred };
+        let sharded = py.detach(|| {
+            if mmap {
+                // SAFETY: the mapping contract of `ShardedIndex::open_mmap`
+                // is this method's documented contract, as for `Index.open`.
+                unsafe { ShardedIndex::open_mmap(&manifest, verify) }
+            } else {
+                ShardedIndex::load(&manifest, verify)
+            }
+        });
+        Ok(PyShardedIndex { sharded: sharded.map_err(py_err)? })
+    }
+
+    /// The names of the sets that may contain ``key``, sorted.
+    fn query(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        let ids = self.query_ids(py, key)?;
+        let mut names: Vec<String> = ids.iter().map(|&id| self.sharded.names().display(id)).collect();
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    /// The ids of the sets that may contain ``key``: those of the first
+    /// shard file first, in manifest order.
+    fn query_ids(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+        let hash = with_key_bytes(key, "a key", |b| self.sharded.params().hash(b))?;
+        Ok(py.detach(|| {
+            let mut ids = Vec::new();
+            self.sharded.query_hash_into(hash, &mut ids);
+            ids
+        }))
+    }
+
+    /// Queries many keys, as :meth:`Index.query_batch`: a 1-D NumPy
+    /// ``uint64`` array of hashes gives ``(ids, offsets)``; a sequence of
+    /// ``bytes``/``str`` keys one sorted list of names per key, or
+    /// ``(ids, offsets)`` with ``arrays=True``. Key ``i``'s ids are those of
+    /// the first shard file first.
+    #[pyo3(signature = (keys, *, arrays = false))]
+    fn query_batch<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>, arrays: bool) -> PyResult<Bound<'py, PyAny>> {
+        let is_array = keys.cast::<PyUntypedArray>().is_ok();
+        let hashes = self.hashes(keys, "keys must be a sequence of keys; for one key use query()")?;
+        let (ids, offsets) = py.detach(|| self.batch(&hashes));
+        if arrays || is_array {
+            return array_pair(py, (ids, offsets));
+        }
+        names_per_key(py, self.sharded.names(), &ids, &offsets)
+    }
+
+    /// Scores one query of many keys against every set of every shard
+    /// file, as :meth:`Index.score` (the same ``threshold`` rules and
+    /// answers).
+    #[pyo3(signature = (keys, threshold = None, *, arrays = false))]
+    fn score<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+        threshold: Option<&Bound<'py, PyAny>>,
+        arrays: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let threshold = match threshold {
+            Some(t) => threshold_of(t)?,
+            None => Threshold::count(0),
+        };
+        let is_array = keys.cast::<PyUntypedArray>().is_ok();
+        let hashes = self.hashes(keys, "keys must be a sequence of keys, not a single bytes or str")?;
+        let answer = py.detach(|| score_hashes(&self.sharded, &hashes, threshold));
+        if arrays || is_array {
+            return array_pair(py, answer);
+        }
+        named_counts(py, self.sharded.names(), &answer)
+    }
+
+    /// The 64-bit hash of ``key`` under the collection's seed.
+    fn hash(&self, key: &Bound<'_, PyAny>) -> PyResult<u64> {
+        with_key_bytes(key, "a key", |b| self.sharded.params().hash(b).h1)
+    }
+
+    /// The name of set ``id``.
+    fn name(&self, id: u64) -> PyResult<String> {
+        match self.sharded.names().name(id) {
+            Some(name) => Ok(String::from_utf8_lossy(name).into_owned()),
+            None => Err(PyValueError::new_err(format!("set {id} has no name"))),
+        }
+    }
+
+    /// The id of the set called ``name``.
+    fn id(&self, name: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let name = name_bytes(name)?;
+        self.sharded.names().id(&name).ok_or_else(|| {
+            PyValueError::new_err(format!("no set named {:?} in the collection", String::from_utf8_lossy(&name)))
+        })
+    }
+
+    /// The set names, in id order.
+    fn names(&self) -> Vec<String> {
+        let mut ids: Vec<u64> = self.sharded.ids().collect();
+        ids.sort_unstable();
+        ids.into_iter().map(|id| self.sharded.names().display(id)).collect()
+    }
+
+    /// The shard file names, in manifest order.
+    #[getter]
+    fn files(&self) -> Vec<String> {
+        self.sharded.manifest().files.iter().map(|f| f.file.clone()).collect()
+    }
+
+    /// The collection's parameters: ``m``, ``k``, ``seed``, ``scheme``.
+    #[getter]
+    fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let p = &self.sharded.manifest().params;
+        let d = PyDict::new(py);
+        d.set_item("m", p.m)?;
+        d.set_item("k", p.k)?;
+        d.set_item("seed", p.seed)?;
+        d.set_item("scheme", &p.scheme)?;
+        Ok(d)
+    }
+
+    /// Bytes of memory the shard files' indexes hold (mapped rows included).
+    fn memory_bytes(&self) -> usize {
+        self.sharded.memory_bytes()
+    }
+
+    /// Number of sets.
+    fn __len__(&self) -> usize {
+        self.sharded.len()
+    }
+
+    /// Whether a set is called ``name``.
+    fn __contains__(&self, name: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let name = with_key_bytes(name, "a set name", <[u8]>::to_vec)?;
+        Ok(self.sharded.names().id(&name).is_some())
+    }
+
+    fn __repr__(&self) -> String {
+        let p = self.sharded.params();
+        format!(
+            "<bloomslice.ShardedIndex sets={} files={} m={} k={} seed={}, manifest={:?}>",
+            self.sharded.len(),
+            self.sharded.shard_count(),
+            p.m(),
+            p.k(),
+            p.seed(),
+            self.sharded.manifest_path().display()
+        )
+    }
+}
+
 /// The 64-bit hashes of ``keys`` (a sequence of ``bytes``/``str``) under
 /// ``seed``, as a NumPy ``uint64`` array: what :meth:`Index.hash` gives for
 /// an index of that seed, ready for ``query_batch``.
@@ -988,102 +1228,13 @@ fn collection_remove(py: Python<'_>, manifest: PathBuf, name: &Bound<'_, PyAny>,
 /// An answer as NumPy arrays: `(ids, offsets)`.
 type Csr<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
 
-/// The ids of one answer to merge: ``uint64``, or ``uint32`` from
-/// ``Index.query_batch_compact``.
-enum PartIds<'py> {
-    Wide(PyReadonlyArray1<'py, u64>),
-    Narrow(PyReadonlyArray1<'py, u32>),
-}
-
-/// A contiguous view of [`PartIds`].
-#[derive(Clone, Copy)]
-enum IdSlice<'a> {
-    Wide(&'a [u64]),
-    Narrow(&'a [u32]),
-}
-
-impl IdSlice<'_> {
-    fn len(self) -> usize {
-        match self {
-            IdSlice::Wide(s) => s.len(),
-            IdSlice::Narrow(s) => s.len(),
-        }
-    }
-
-    /// Writes `self[range]` to the start of `out`, widening narrow ids;
-    /// returns how many were written.
-    fn write_into(self, range: std::ops::Range<usize>, out: &mut [MaybeUninit<u64>]) -> usize {
-        fn widen<S: Copy + Into<u64>>(src: &[S], out: &mut [MaybeUninit<u64>]) -> usize {
-            for (d, &i) in out[..src.len()].iter_mut().zip(src) {
-                d.write(i.into());
-            }
-            src.len()
-        }
-        match self {
-            IdSlice::Wide(s) => widen(&s[range], out),
-            IdSlice::Narrow(s) => widen(&s[range], out),
-        }
-    }
-}
-
-/// Merges of at least this many ids are copied by two threads, each
-/// writing half of the answer: the driver of a `RayIndex` merges while the
-/// shard actors wait for its next batch, so a second core is free
-/// (`bench/RESULTS.md`).
-const PARALLEL_MERGE_IDS: usize = 1 << 20;
-
-/// The merge of [`merge_answers`] on checked CSR views over `n` keys.
-fn merge_csr(views: &[(IdSlice<'_>, &[u64])], n: usize) -> (Vec<u64>, Vec<u64>) {
-    // Key `i`'s ids go to `offsets[i]..offsets[i + 1]`, the sum of its
-    // parts' counts.
-    let mut offsets = Vec::with_capacity(n + 1);
-    let mut at = 0u64;
-    offsets.push(at);
-    for key in 0..n {
-        for (_, offs) in views {
-            at += offs[key + 1] - offs[key];
-        }
-        offsets.push(at);
-    }
-    let total = at as usize;
-    let mut ids: Vec<u64> = Vec::with_capacity(total);
-    storage::advise_huge_capacity(&ids);
-    let fill = |keys: std::ops::Range<usize>, out: &mut [MaybeUninit<u64>]| {
-        let mut written = 0;
-        for key in keys {
-            for (part, offs) in views {
-                written += part.write_into(offs[key] as usize..offs[key + 1] as usize, &mut out[written..]);
-            }
-        }
-        debug_assert_eq!(written, out.len());
-    };
-    let out = &mut ids.spare_capacity_mut()[..total];
-    if total >= PARALLEL_MERGE_IDS {
-        // The first key whose ids start in the second half of the answer.
-        let half = offsets.partition_point(|&o| o < (total / 2) as u64).min(n);
-        let (first, second) = out.split_at_mut(offsets[half] as usize);
-        std::thread::scope(|scope| {
-            scope.spawn(|| fill(half..n, second));
-            fill(0..half, first);
-        });
-    } else {
-        fill(0..n, out);
-    }
-    // SAFETY: every one of the `total` slots was written: `fill` writes key
-    // `i`'s ids, in part order, exactly into `offsets[i]..offsets[i + 1]`
-    // (the sum of its parts' counts, checked to be CSR tables), and the two
-    // halves cover `0..total` between them.
-    unsafe { ids.set_len(total) };
-    (ids, offsets)
-}
-
 /// Merges the answers of shards that hold disjoint sets, key by key:
 /// ``parts`` is a list of ``(ids, offsets)`` pairs over the same ``n``
 /// keys (as ``Index.query_batch`` or ``Index.query_batch_compact`` return
 /// them: ``uint64`` offsets, ``uint64`` or ``uint32`` ids); the result is
 /// ``(ids, offsets)``, both ``uint64``, with key ``i``'s ids from every
-/// part, in part order. Copies run without the GIL, on two threads from
-/// 2^20 ids on. ``TypeError`` for ids
+/// part, in part order (``bloomslice::sharded::merge_answers``). Copies
+/// run without the GIL, on two threads from 2^20 ids on. ``TypeError`` for ids
 /// of another dtype, ``ValueError`` for parts of different key counts or
 /// offsets that are not a valid CSR table.
 #[pyfunction]
@@ -1092,40 +1243,31 @@ fn merge_answers<'py>(
     parts: Vec<(Bound<'py, PyAny>, PyReadonlyArray1<'py, u64>)>,
 ) -> PyResult<Csr<'py>> {
     let contiguous = || PyValueError::new_err("the answer arrays must be contiguous (use numpy.ascontiguousarray)");
-    let mut held: Vec<PartIds<'py>> = Vec::with_capacity(parts.len());
+    /// The ids of one answer, held: ``uint64``, or ``uint32`` from
+    /// ``Index.query_batch_compact``.
+    enum HeldIds<'py> {
+        Wide(PyReadonlyArray1<'py, u64>),
+        Narrow(PyReadonlyArray1<'py, u32>),
+    }
+    let mut held: Vec<HeldIds<'py>> = Vec::with_capacity(parts.len());
     for (ids, _) in &parts {
         held.push(if let Ok(wide) = ids.extract::<PyReadonlyArray1<'py, u64>>() {
-            PartIds::Wide(wide)
+            HeldIds::Wide(wide)
         } else if let Ok(narrow) = ids.extract::<PyReadonlyArray1<'py, u32>>() {
-            PartIds::Narrow(narrow)
+            HeldIds::Narrow(narrow)
         } else {
             return Err(PyTypeError::new_err("answer ids must be 1-D uint64 or uint32 arrays"));
         });
     }
-    let mut views: Vec<(IdSlice<'_>, &[u64])> = Vec::with_capacity(parts.len());
+    let mut views: Vec<AnswerPart<'_>> = Vec::with_capacity(parts.len());
     for (ids, (_, offsets)) in held.iter().zip(&parts) {
         let ids = match ids {
-            PartIds::Wide(a) => IdSlice::Wide(a.as_slice().map_err(|_| contiguous())?),
-            PartIds::Narrow(a) => IdSlice::Narrow(a.as_slice().map_err(|_| contiguous())?),
+            HeldIds::Wide(a) => PartIds::Wide(a.as_slice().map_err(|_| contiguous())?),
+            HeldIds::Narrow(a) => PartIds::Narrow(a.as_slice().map_err(|_| contiguous())?),
         };
-        views.push((ids, offsets.as_slice().map_err(|_| contiguous())?));
+        views.push(AnswerPart { ids, offsets: offsets.as_slice().map_err(|_| contiguous())? });
     }
-    let Some(first) = views.first() else {
-        return Err(PyValueError::new_err("no answers to merge"));
-    };
-    let n = first.1.len().checked_sub(1).ok_or_else(|| PyValueError::new_err("offsets must hold n + 1 entries"))?;
-    for (i, (ids, offsets)) in views.iter().enumerate() {
-        let valid = offsets.len() == n + 1
-            && offsets[0] == 0
-            && offsets.windows(2).all(|w| w[0] <= w[1])
-            && offsets[n] == ids.len() as u64;
-        if !valid {
-            return Err(PyValueError::new_err(format!(
-                "answer {i} is not a CSR table over {n} keys (offsets from 0, non-decreasing, ending at len(ids))"
-            )));
-        }
-    }
-    let (ids, offsets) = py.detach(|| merge_csr(&views, n));
+    let (ids, offsets) = py.detach(|| sharded::merge_answers(&views)).map_err(py_err)?;
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)))
 }
 
@@ -1140,6 +1282,7 @@ fn wait_of(wait: f64) -> PyResult<std::time::Duration> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Index>()?;
+    m.add_class::<PyShardedIndex>()?;
     m.add_function(wrap_pyfunction!(hash_keys, m)?)?;
     m.add_function(wrap_pyfunction!(merge_answers, m)?)?;
     m.add_function(wrap_pyfunction!(score_min_count, m)?)?;

@@ -436,6 +436,41 @@ def test_manifests_from_the_cli(cli: str, set_dir: pathlib.Path, tmp_path: pathl
         bloomslice.read_manifest(tmp_path / "s")
 
 
+def test_sharded_index_answers_as_the_unsplit_index(cli: str, set_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    subprocess.run([cli, "build", str(tmp_path / "i.bsi"), "--dir", str(set_dir), *CLI_PARAMS], check=True,
+                   capture_output=True)
+    subprocess.run([cli, "split", str(tmp_path / "i.bsi"), "--shards", "3", str(tmp_path / "s")], check=True,
+                   capture_output=True)
+    whole = bloomslice.Index.open(tmp_path / "i.bsi")
+    for mmap in (True, False):
+        sharded = bloomslice.ShardedIndex.open(tmp_path / "s", mmap=mmap, verify=True)
+        assert len(sharded) == len(whole) and sharded.names() == whole.names()
+        assert sharded.files == ["shard-0000.bsi", "shard-0001.bsi", "shard-0002.bsi"]
+        assert sharded.params["m"] == whole.inspect()["m"] and sharded.memory_bytes() > 0
+        assert "set00" in sharded and "nope" not in sharded
+        assert sharded.name(sharded.id("set01")) == "set01"
+        keys = [k for keys in SETS.values() for k in keys] + ["absent-1", "absent-2"]
+        assert sharded.query_batch(keys) == whole.query_batch(keys)
+        for key in keys:
+            assert sharded.query(key) == whole.query(key)
+            assert sorted(sharded.query_ids(key)) == sorted(whole.query_ids(key))
+        hashes = bloomslice.hash_keys(keys, seed=sharded.params["seed"])
+        ids, offsets = sharded.query_batch(hashes)
+        want_ids, want_offsets = whole.query_batch(hashes)
+        assert offsets.tolist() == want_offsets.tolist()
+        for i in range(len(keys)):
+            got = sorted(ids[offsets[i]:offsets[i + 1]].tolist())
+            assert got == sorted(want_ids[want_offsets[i]:want_offsets[i + 1]].tolist())
+        for threshold in (0, 1, 0.5, 1.0):
+            assert sharded.score(keys, threshold) == whole.score(keys, threshold)
+            got_ids, got_counts = sharded.score(hashes, threshold)
+            want_score = whole.score(hashes, threshold)
+            assert got_ids.tolist() == want_score[0].tolist() and got_counts.tolist() == want_score[1].tolist()
+    (tmp_path / "s" / "shard-0001.bsi").write_bytes((tmp_path / "s" / "shard-0000.bsi").read_bytes())
+    with pytest.raises(bloomslice.IndexError, match="manifest"):
+        bloomslice.ShardedIndex.open(tmp_path / "s", verify=True)
+
+
 def naive_scores(index: bloomslice.Index, keys: list[str]) -> dict[str, int]:
     """Per set name, how many of `keys` (with repeats) `query` answers it for."""
     counts: dict[str, int] = {}

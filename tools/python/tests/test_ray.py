@@ -65,6 +65,22 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 
+def test_ray_example_runs_on_a_laptop_sized_local_instance(cli: str) -> None:
+    """examples/ray_example.py as a laptop runs it: its own local Ray
+    instance of 2 CPUs, 4 actors of half a CPU. First in this file, so it
+    runs before the module's cluster takes this machine's CPUs."""
+    example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "ray_example.py"
+    out = subprocess.run(
+        [sys.executable, str(example)], env={**os.environ, "BLOOMSLICE_CLI": cli}, capture_output=True, text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert lines[0] == "['site-3']", out.stdout
+    assert "{'site-5': 100}" in lines, out.stdout
+    assert lines[-1] == "['site-new']", out.stdout
+
+
 SETS = 40
 
 

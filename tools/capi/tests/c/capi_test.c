@@ -331,6 +331,148 @@ static void test_files_and_threads(const BloomsliceIndex *index, const char *dir
   free(want.ids);
 }
 
+/* The index as two shard files (sets 0-9 and 10-19) with a manifest,
+ * opened as one collection: the same answers, ids and names. */
+static void test_sharded(const BloomsliceIndex *index, const char *dir) {
+  char whole[512], part[2][512], manifest[512];
+  snprintf(whole, sizeof whole, "%s/capi_sharded_whole.bsi", dir);
+  snprintf(manifest, sizeof manifest, "%s/capi_sharded.json", dir);
+  EXPECT(bloomslice_index_save(index, whole) == BLOOMSLICE_STATUS_OK);
+  BloomsliceInfo info;
+  EXPECT(bloomslice_index_info(index, &info) == BLOOMSLICE_STATUS_OK);
+  FILE *m = fopen(manifest, "w");
+  EXPECT(m != NULL);
+  if (m == NULL) return;
+  /* Sizes and checksums are only compared when opening with verify. */
+  fprintf(m,
+          "{\"format\": \"bloomslice-manifest\", \"version\": 1,\n"
+          " \"params\": {\"m\": %llu, \"k\": %u, \"seed\": %llu, \"scheme\": \"Xxh3Triple\"},\n"
+          " \"files\": [",
+          (unsigned long long)info.m, info.k, (unsigned long long)info.seed);
+  for (int p = 0; p < 2; p++) {
+    snprintf(part[p], sizeof part[p], "%s/capi_sharded_%d.bsi", dir, p);
+    BloomsliceIndex *copy = NULL;
+    EXPECT(bloomslice_index_load(whole, &copy) == BLOOMSLICE_STATUS_OK);
+    if (copy == NULL) return;
+    fprintf(m, "%s\n  {\"file\": \"capi_sharded_%d.bsi\", \"bytes\": 0, \"xxh3\": \"0000000000000000\", \"sets\": [",
+            p ? "," : "", p);
+    for (int i = 0; i < SETS; i++) {
+      char name[16];
+      int n = sprintf(name, "set%02d", i);
+      uint64_t id = 0;
+      EXPECT(bloomslice_index_set_id(copy, u8(name), (size_t)n, &id) == BLOOMSLICE_STATUS_OK);
+      if ((i < SETS / 2) == (p == 0)) {
+        fprintf(m, "%s{\"id\": %llu, \"name\": \"%s\"}", i % (SETS / 2) ? ", " : "", (unsigned long long)id, name);
+      } else {
+        EXPECT(bloomslice_index_remove_set(copy, u8(name), (size_t)n) == BLOOMSLICE_STATUS_OK);
+      }
+    }
+    fprintf(m, "]}");
+    EXPECT(bloomslice_index_save(copy, part[p]) == BLOOMSLICE_STATUS_OK);
+    bloomslice_index_free(copy);
+  }
+  fprintf(m, "\n ]}\n");
+  fclose(m);
+
+  BloomsliceSharded *loaded = NULL, *mapped = NULL, *out = NULL;
+  EXPECT(bloomslice_sharded_load(manifest, false, &loaded) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_sharded_open_mapped(manifest, false, &mapped) == BLOOMSLICE_STATUS_OK);
+  /* The manifest's sizes and checksums are not those of the files. */
+  EXPECT(bloomslice_sharded_load(manifest, true, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE && out == NULL);
+  EXPECT(strstr(bloomslice_last_error(), "does not match the manifest") != NULL);
+  EXPECT(bloomslice_sharded_load("/nonexistent/manifest.json", false, &out) == BLOOMSLICE_STATUS_IO);
+  EXPECT(bloomslice_sharded_open_mapped(whole, false, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE && out == NULL);
+  EXPECT(bloomslice_sharded_load(manifest, false, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  if (loaded == NULL || mapped == NULL) return;
+
+  BloomsliceShardedInfo sinfo;
+  EXPECT(bloomslice_sharded_info(mapped, &sinfo) == BLOOMSLICE_STATUS_OK);
+  EXPECT(sinfo.m == info.m && sinfo.k == info.k && sinfo.seed == info.seed && sinfo.sets == SETS &&
+         sinfo.shards == 2 && sinfo.mapped && sinfo.memory_bytes > 0);
+  EXPECT(bloomslice_sharded_info(loaded, &sinfo) == BLOOMSLICE_STATUS_OK && !sinfo.mapped);
+
+  /* Batches: the same ids per key as the whole index, as a set. */
+  answers want;
+  EXPECT(batch(index, &want));
+  const BloomsliceSharded *handles[2] = {loaded, mapped};
+  size_t cap = (size_t)QUERIES * SETS;
+  for (int h = 0; h < 2; h++) {
+    answers got = {0};
+    got.ids = malloc(cap * sizeof(uint64_t));
+    EXPECT(bloomslice_sharded_query_batch(handles[h], query_ptrs, query_lens, QUERIES, got.ids, cap, got.offsets,
+                                          &got.total) == BLOOMSLICE_STATUS_OK);
+    EXPECT(got.total == want.total);
+    int agree = 1;
+    for (int q = 0; q < QUERIES; q++) {
+      size_t n = got.offsets[q + 1] - got.offsets[q];
+      agree &= n == want.offsets[q + 1] - want.offsets[q];
+      uint64_t ids[SETS];
+      size_t n_one = 0;
+      EXPECT(bloomslice_sharded_query(handles[h], query_ptrs[q], query_lens[q], ids, SETS, &n_one) ==
+             BLOOMSLICE_STATUS_OK);
+      agree &= n_one == n && memcmp(ids, got.ids + got.offsets[q], n * sizeof(uint64_t)) == 0;
+      for (size_t i = 0; i < n && agree; i++) {
+        uint64_t id = got.ids[got.offsets[q] + i];
+        int found = 0;
+        for (size_t j = want.offsets[q]; j < want.offsets[q + 1]; j++) found |= want.ids[j] == id;
+        agree &= found;
+      }
+    }
+    EXPECT(agree);
+    /* A short buffer: complete offsets and total, BUFFER_TOO_SMALL. */
+    size_t total = 0;
+    EXPECT(bloomslice_sharded_query_batch(handles[h], query_ptrs, query_lens, QUERIES, got.ids, 1, got.offsets,
+                                          &total) == BLOOMSLICE_STATUS_BUFFER_TOO_SMALL);
+    EXPECT(total == want.total);
+    free(got.ids);
+  }
+
+  /* Names and ids come from both files. */
+  char name[16];
+  size_t len = 0;
+  uint64_t id = 0;
+  EXPECT(bloomslice_sharded_set_id(mapped, u8("set17"), 5, &id) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_sharded_set_name(mapped, id, (uint8_t *)name, sizeof name, &len) == BLOOMSLICE_STATUS_OK);
+  EXPECT(len == 5 && memcmp(name, "set17", 5) == 0);
+  EXPECT(bloomslice_sharded_set_id(mapped, u8("nope"), 4, &id) == BLOOMSLICE_STATUS_NOT_FOUND);
+
+  /* Scores: a query of 100 keys of set 12 and 50 absent ones. */
+  static char skeys[150][32];
+  const uint8_t *sptrs[150];
+  size_t slens[150];
+  for (int j = 0; j < 150; j++) {
+    slens[j] = key_of(j < 100 ? 12 : SETS + 1, j, skeys[j]);
+    sptrs[j] = u8(skeys[j]);
+  }
+  uint64_t set12 = 0;
+  EXPECT(bloomslice_sharded_set_id(loaded, u8("set12"), 5, &set12) == BLOOMSLICE_STATUS_OK);
+  uint64_t ids[SETS];
+  uint32_t counts[SETS];
+  size_t n = 0;
+  EXPECT(bloomslice_sharded_score(loaded, sptrs, slens, 150, ids, counts, SETS, &n) == BLOOMSLICE_STATUS_OK);
+  int has12 = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (ids[i] == set12) has12 = counts[i] >= 100;
+    if (i > 0) EXPECT(ids[i - 1] < ids[i]);
+  }
+  EXPECT(has12);
+  EXPECT(bloomslice_sharded_query_threshold(mapped, sptrs, slens, 150, 0.6, ids, counts, SETS, &n) ==
+         BLOOMSLICE_STATUS_OK);
+  EXPECT(n == 1 && ids[0] == set12 && counts[0] >= 100);
+  EXPECT(bloomslice_sharded_query_threshold(mapped, sptrs, slens, 150, 0.6, ids, counts, 0, &n) ==
+         BLOOMSLICE_STATUS_BUFFER_TOO_SMALL);
+  EXPECT(n == 1);
+  EXPECT(bloomslice_sharded_query_threshold(mapped, sptrs, slens, 150, 1.5, ids, counts, SETS, &n) ==
+         BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_sharded_score(NULL, sptrs, slens, 150, ids, counts, SETS, &n) ==
+         BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+
+  bloomslice_sharded_free(loaded);
+  bloomslice_sharded_free(mapped);
+  bloomslice_sharded_free(NULL);
+  free(want.ids);
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : ".";
   EXPECT(strcmp(bloomslice_version(), "0.1.0") == 0);
@@ -343,6 +485,7 @@ int main(int argc, char **argv) {
   test_bad_arguments(index);
   test_filters_and_hashes(index);
   test_files_and_threads(index, dir);
+  test_sharded(index, dir);
   bloomslice_index_free(index);
   printf("capi_test: %d passed, %d failed\n", passed, failed);
   return failed != 0;

@@ -17,13 +17,15 @@ Errors are exceptions: ``ValueError`` / ``TypeError`` for bad arguments,
 are not valid index files.
 
 Collections split into shard files (``bloomslice split``) are described by
-a manifest (:func:`read_manifest`) and served by Ray actors with
+a manifest (:func:`read_manifest`), opened in this process as one index
+with :class:`ShardedIndex`, or served by Ray actors with
 :mod:`bloomslice.ray` (which needs ``ray`` installed).
 """
 
 from ._native import (
     Index,
     IndexError,
+    ShardedIndex,
     __version__,
     collection_add,
     collection_remove,
@@ -37,6 +39,7 @@ from ._native import (
 __all__ = [
     "Index",
     "IndexError",
+    "ShardedIndex",
     "__version__",
     "collection_add",
     "collection_remove",

@@ -137,6 +137,80 @@ class Index:
     def __len__(self) -> int: ...
     def __contains__(self, name: Key) -> bool: ...
 
+class ShardedIndex:
+    """The shard files of a manifest (`bloomslice split`) opened in this
+    process and queried as one index: the answers of `Index` over the
+    unsplit file. Read-only; queries release the GIL."""
+
+    @staticmethod
+    def open(
+        manifest: Union[str, os.PathLike[str]], *, mmap: bool = True, verify: bool = False
+    ) -> ShardedIndex:
+        """Opens a manifest (the file, or its directory) and every shard
+        file it lists, each checked against its entry; mapped with
+        `mmap=True` (the contract of `Index.open`), else read into memory.
+        `verify=True` also compares every file with the manifest's size and
+        checksum. bloomslice.IndexError for an invalid manifest or a file
+        that disagrees with it."""
+
+    def query(self, key: Key) -> list[str]:
+        """Names of the sets that may contain `key`, sorted."""
+
+    def query_ids(self, key: Key) -> list[int]:
+        """Ids of the sets that may contain `key`, the first file's first."""
+
+    @overload
+    def query_batch(
+        self, keys: npt.NDArray[np.uint64], *, arrays: bool = ...
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+        """As `Index.query_batch`; key `i`'s ids are the first file's first."""
+    @overload
+    def query_batch(
+        self, keys: Sequence[Key], *, arrays: Literal[True]
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
+    @overload
+    def query_batch(self, keys: Sequence[Key], *, arrays: Literal[False] = ...) -> list[list[str]]: ...
+
+    @overload
+    def score(
+        self, keys: npt.NDArray[np.uint64], threshold: Union[int, float] = 0, *, arrays: bool = ...
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
+        """As `Index.score`, against every set of every shard file."""
+    @overload
+    def score(
+        self, keys: Sequence[Key], threshold: Union[int, float] = ..., *, arrays: Literal[True]
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]: ...
+    @overload
+    def score(
+        self, keys: Sequence[Key], threshold: Union[int, float] = ..., *, arrays: Literal[False] = ...
+    ) -> dict[str, int]: ...
+
+    def hash(self, key: Key) -> int:
+        """The 64-bit hash of `key` under the collection's seed."""
+
+    def name(self, id: int) -> str:
+        """The name of set `id` (ValueError if it has none)."""
+
+    def id(self, name: Key) -> int:
+        """The id of the set called `name` (ValueError if none)."""
+
+    def names(self) -> list[str]:
+        """Set names in id order."""
+
+    @property
+    def files(self) -> list[str]:
+        """The shard file names, in manifest order."""
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The collection's parameters: `m`, `k`, `seed`, `scheme`."""
+
+    def memory_bytes(self) -> int:
+        """Bytes of memory the shard files' indexes hold."""
+
+    def __len__(self) -> int: ...
+    def __contains__(self, name: Key) -> bool: ...
+
 def hash_keys(keys: Iterable[Key], *, seed: int = 0) -> npt.NDArray[np.uint64]:
     """The 64-bit hashes of `keys` under `seed` (as `Index.hash` gives them
     for an index of that seed), for `query_batch` with a NumPy array."""

@@ -5,8 +5,10 @@
 Each actor maps its file and answers batches with the GIL released. A
 batch is hashed once on the caller, sent to every shard as one NumPy array
 (one object in Ray's object store, not one call per key), and the shards'
-answers are merged: a set never straddles files, so the union of their ids
-is exactly the answer of the merged index. With several shards, their
+answers are merged (:func:`bloomslice.merge_answers`, the library's
+``sharded::merge_answers``, in the order of :class:`bloomslice.ShardedIndex`):
+a set never straddles files, so the union of their ids is exactly the
+answer of the merged index. With several shards, their
 answers travel with ``uint32`` ids when every id fits (half the bytes;
 ``Index.query_batch_compact``), and the merge widens them to ``uint64``::
 
@@ -200,11 +202,10 @@ class RayIndex:
         its own before serving. ``mmap=True`` (the default) has each actor
         map its file: it opens at once, and replicas on one node share the
         page cache. ``mmap=False`` reads each file into its actor's memory,
-        on huge pages: one copy per actor. On this project's test VM an
-        actor's scans alone ran 5-20% faster so (a mapped file's 4 KiB
-        pages cost TLB misses on random rows), while whole batches through
-        Ray did not measurably change (``bench/RESULTS.md``, "Scaling out
-        with Ray"). ``actor_options`` go to Ray's
+        on huge pages: one copy per actor, whose scans skip the TLB misses
+        a mapped file's 4 KiB pages cost on random rows (what that saves,
+        and what it does not through Ray: ``bench/RESULTS.md``, section
+        "Scale-out"). ``actor_options`` go to Ray's
         ``.options()`` as they are (for example ``resources`` or a
         ``scheduling_strategy``).
 

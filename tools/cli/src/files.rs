@@ -1,0 +1,144 @@
+//! Opening what the commands read and write: index files (mapped for
+//! reading, locked for writing) and the query target, an index file or the
+//! shard files of a manifest (`bloomslice::sharded::ShardedIndex`).
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use bloomslice::persist::manifest::MANIFEST_FILE;
+use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedIndex, MAGIC, SetNames, Verify};
+use bloomslice::score::{Scores, Threshold};
+use bloomslice::sharded::{ShardedIndex, ShardedResults};
+use bloomslice::{BatchResults, SlicedIndex};
+
+use crate::CliError;
+
+/// Maps an index file for reading.
+pub fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
+    // SAFETY: `bloomslice` never writes into an existing index file: every
+    // writer holds the index's lock and replaces the file by rename
+    // (`persist::save`), which leaves this map on the old, unchanged file.
+    // Programs that write index files in place are outside the contract the
+    // README states ("Concurrency and files").
+    unsafe { persist::open_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
+}
+
+/// Maps the shard files of the manifest at `path` (a manifest file or its
+/// directory) for reading; with [`Verify::Full`] every file is compared
+/// with its recorded checksum and fully verified.
+pub fn map_shards(path: &Path, verify: Verify) -> Result<ShardedIndex, CliError> {
+    // SAFETY: as in `map_index`, for every file of the manifest: its
+    // writers (`split`, `bloomslice::persist::manifest::add_set`) replace
+    // files by rename.
+    unsafe { ShardedIndex::open_mmap(path, verify) }.map_err(CliError::engine)
+}
+
+/// Takes the write lock of `path`, waiting up to `wait`.
+pub fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError> {
+    IndexFile::new(path).lock(wait).map_err(|e| match e {
+        bloomslice::Error::LockBusy { .. } => {
+            CliError::Runtime(format!("{e} (wait for the other writer to finish, or pass a longer --wait)"))
+        }
+        e => CliError::Runtime(format!("{e} (check the directory exists and is writable)")),
+    })
+}
+
+/// What `query` answers from: one index file, or the shard files of a
+/// manifest (answered as one index).
+pub enum Target {
+    /// An index file.
+    One(LoadedIndex),
+    /// The shard files of a manifest.
+    Many(ShardedIndex),
+}
+
+/// Whether `path` names a manifest: a directory that holds
+/// `manifest.json` (any other directory is left to the index file error,
+/// "is a directory"), a `.json` file, or a file that does not start with
+/// the index magic bytes but with `{`.
+fn is_manifest(path: &Path) -> bool {
+    if path.is_dir() {
+        return path.join(MANIFEST_FILE).is_file();
+    }
+    if path.extension() == Some(OsStr::new("json")) {
+        return true;
+    }
+    let mut head = [0u8; 8];
+    let Ok(mut f) = std::fs::File::open(path) else { return false };
+    let n = f.read(&mut head).unwrap_or(0);
+    head[..n] != MAGIC[..n.min(MAGIC.len())] && head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+impl Target {
+    /// Opens an index file or a manifest (a manifest file or its directory).
+    pub fn open(path: &Path, verify: Verify) -> Result<Self, CliError> {
+        if is_manifest(path) {
+            map_shards(path, verify).map(Target::Many)
+        } else {
+            map_index(path, verify).map(Target::One)
+        }
+    }
+
+    /// The index, if this is one index file.
+    pub fn single(&self) -> Option<&SlicedIndex> {
+        match self {
+            Target::One(l) => Some(&l.index),
+            Target::Many(_) => None,
+        }
+    }
+
+    /// The names of every set.
+    pub fn names(&self) -> &SetNames {
+        match self {
+            Target::One(l) => &l.names,
+            Target::Many(s) => s.names(),
+        }
+    }
+
+    /// Answers `keys` into `out`.
+    pub fn query_batch(&self, keys: &[&[u8]], out: &mut Answers) {
+        out.many = matches!(self, Target::Many(_));
+        match self {
+            Target::One(l) => l.index.query_batch(keys, &mut out.one),
+            Target::Many(s) => s.query_batch(keys, &mut out.sharded),
+        }
+    }
+
+    /// The sets whose count of `keys` reaches `threshold`, `(id, count)` by
+    /// ascending id, into `out`.
+    pub fn query_threshold_into(
+        &self,
+        keys: &[&[u8]],
+        threshold: Threshold,
+        scratch: &mut Scores,
+        out: &mut Vec<(u64, u32)>,
+    ) {
+        match self {
+            Target::One(l) => l.index.query_threshold_into(keys, threshold, scratch, out),
+            Target::Many(s) => s.query_threshold_into(keys, threshold, scratch, out),
+        }
+    }
+}
+
+/// The answers of one batch, from either kind of [`Target`].
+#[derive(Default)]
+pub struct Answers {
+    one: BatchResults,
+    sharded: ShardedResults,
+    /// Whether the last batch was answered by shard files.
+    many: bool,
+}
+
+impl Answers {
+    /// No answers yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The set ids of each key of the last batch, in key order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u64]> + '_ {
+        if self.many { self.sharded.answers().iter() } else { self.one.iter() }
+    }
+}

@@ -468,7 +468,7 @@ mod x86 {
         for (name, ex) in [
             ("popcount only (floor)", Extract::Popcount),
             ("branch per word and bit (before)", Extract::BranchPerWord),
-            ("bitmap of non-zero words, 4 writes per word, then owners (2026-11-25)", Extract::Bitmap4),
+            ("bitmap of non-zero words, 4 writes per word, then owners", Extract::Bitmap4),
             ("bitmap, vpcompressw (VBMI2)", Extract::CompressVbmi2),
             ("bitmap, owners written directly, 4 writes per word", Extract::Fused { unroll: 4 }),
             ("bitmap, owners written directly, 2 writes per word (now)", Extract::Fused { unroll: 2 }),

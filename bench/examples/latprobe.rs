@@ -15,16 +15,11 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bloomslice::{BatchResults, SlicedConfig};
+use bloomslice_bench::args::positional;
 use bloomslice_bench::workload::random_full_index;
 
 fn main() {
-    let filters: usize = match std::env::args().nth(1).map_or(Ok(1000), |s| s.parse()) {
-        Ok(n) if n > 0 => n,
-        _ => {
-            eprintln!("latprobe: the argument is a filter count (a positive integer)");
-            std::process::exit(2);
-        }
-    };
+    let filters = positional("latprobe", 1, 1000, |n| n > 0, "a filter count (a positive integer)");
     let (index, _, _, keys) = random_full_index(filters, 100_000, 11, SlicedConfig::default());
     let mut out = Vec::new();
     let mut batch = BatchResults::new();

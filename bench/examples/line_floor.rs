@@ -26,6 +26,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bloomslice::storage::Words;
+use bloomslice_bench::args::positional;
 
 /// Random line indexes per timed pass.
 const LOADS: usize = 1 << 22;
@@ -39,13 +40,7 @@ fn next(s: &mut u64) -> u64 {
 }
 
 fn main() {
-    let mib: usize = match std::env::args().nth(1).map_or(Ok(12), |s| s.parse()) {
-        Ok(n) if n > 0 => n,
-        _ => {
-            eprintln!("line_floor: the argument is a buffer size in MiB (a positive integer)");
-            std::process::exit(2);
-        }
-    };
+    let mib = positional("line_floor", 1, 12, |n| n > 0, "a buffer size in MiB (a positive integer)");
     let lines = (mib << 20) / 64;
     let mut buf = Words::zeroed(lines * 8).expect("memory for the buffer");
     // A random cyclic order of all lines; each line's first word names the

@@ -36,6 +36,7 @@ mod x86 {
     use std::time::Instant;
 
     use bloomslice::storage::Words;
+    use bloomslice_bench::args::positional;
 
     const K: usize = 7;
     const KEYS: usize = 200_000;
@@ -419,20 +420,14 @@ mod x86 {
             return;
         }
         let vbmi2 = is_x86_feature_detected!("avx512vbmi2");
-        let w = match std::env::args().nth(1).map_or(Ok(160), |s| s.parse::<usize>()) {
-            Ok(w) if w > 0 && w.is_multiple_of(8) && w <= 512 => w,
-            _ => {
-                eprintln!("row_variants: WORDS_PER_ROW must be a multiple of 8 from 8 to 512");
-                std::process::exit(2);
-            }
-        };
-        let shards = match std::env::args().nth(2).map_or(Ok(1), |s| s.parse::<usize>()) {
-            Ok(s) if (1..=16).contains(&s) => s,
-            _ => {
-                eprintln!("row_variants: SHARDS must be from 1 to 16");
-                std::process::exit(2);
-            }
-        };
+        let w = positional(
+            "row_variants",
+            1,
+            160,
+            |w| w > 0 && w.is_multiple_of(8) && w <= 512,
+            "WORDS_PER_ROW, a multiple of 8 from 8 to 512",
+        );
+        let shards = positional("row_variants", 2, 1, |s| (1..=16).contains(&s), "SHARDS, from 1 to 16");
         let bench = Bench::new(w, shards);
         let mut expected = None;
         let mut check = |(ns, total): (f64, u64), name: &str| {

@@ -6,6 +6,7 @@
 //! iai-callgrind (`benches/iai.rs`) benches. The library part is what the
 //! binary and the benches share:
 //!
+//! - [`args`]: the probes' positional arguments;
 //! - [`workload`]: the named workloads (`paper`, `full`, `large`, `multi`)
 //!   and their query sets;
 //! - [`engines`]: the compared engines, their construction, query loops and
@@ -32,6 +33,7 @@
 //!
 //! Results and the commands that produced them are in `bench/RESULTS.md`.
 
+pub mod args;
 pub mod bloofi_repro;
 pub mod csv_text;
 pub mod engines;

@@ -10,10 +10,6 @@ use bloomslice_papers::testing::maintain_bloofi;
 use bloomslice_papers::{BloofiConfig, BloofiTree, CountingBloomFilter, CountingSlicedIndex, FlatBloofiPaper, Metric};
 use proptest::prelude::*;
 
-fn params(m: u64, k: u32) -> BloomParams {
-    BloomParams::new(m, k).unwrap()
-}
-
 /// Op sequences decoded from arbitrary bytes, as the fuzz target decodes
 /// libFuzzer's (shrinking shrinks the bytes).
 fn ops() -> impl Strategy<Value = Vec<Op>> {
@@ -25,7 +21,7 @@ proptest! {
 
     #[test]
     fn flat_paper_equals_naive(m in 1u64..2000, k in 1u32..9, ops in ops()) {
-        let p = params(m, k);
+        let p = BloomParams::new(m, k).unwrap();
         run_differential(&mut FlatBloofiPaper::new(p), &mut NaiveIndex::new(p), &ops);
     }
 
@@ -34,7 +30,7 @@ proptest! {
                                 order in 2usize..5, metric in 0usize..3, heuristic: bool, ops in ops()) {
         // Small filters (64 or 128 bits) fill up, so all-ones nodes and the
         // Section 5.4 heuristic get exercised; larger ones keep nodes sparse.
-        let p = params(m, k);
+        let p = BloomParams::new(m, k).unwrap();
         let config = BloofiConfig::with_order(order).metric(Metric::ALL[metric]).all_ones_heuristic(heuristic);
         let mut tree = BloofiTree::new(p, config).unwrap();
         run_differential_with(&mut tree, &mut NaiveIndex::new(p), &ops, maintain_bloofi);
@@ -42,7 +38,7 @@ proptest! {
 
     #[test]
     fn counting_equals_naive(m in 1u64..2000, k in 1u32..9, ops in ops()) {
-        let p = params(m, k);
+        let p = BloomParams::new(m, k).unwrap();
         run_differential(&mut CountingSlicedIndex::new(p), &mut NaiveIndex::new(p), &ops);
     }
 }

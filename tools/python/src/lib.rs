@@ -682,10 +682,7 @@ impl Index {
         threshold: Option<&Bound<'py, PyAny>>,
         arrays: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let threshold = match threshold {
-            Some(t) => threshold_of(t)?,
-            None => Threshold::count(0),
-        };
+        let threshold = threshold.map_or(Ok(Threshold::count(0)), threshold_of)?;
         if let Ok(array) = keys.cast::<PyUntypedArray>() {
             let hashes = hash_slice(array)?;
             let slice = contiguous(&hashes)?;
@@ -1013,10 +1010,7 @@ impl PyShardedIndex {
         threshold: Option<&Bound<'py, PyAny>>,
         arrays: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let threshold = match threshold {
-            Some(t) => threshold_of(t)?,
-            None => Threshold::count(0),
-        };
+        let threshold = threshold.map_or(Ok(Threshold::count(0)), threshold_of)?;
         let is_array = keys.cast::<PyUntypedArray>().is_ok();
         let hashes = self.hashes(keys, "keys must be a sequence of keys, not a single bytes or str")?;
         let answer = py.detach(|| score_hashes(&self.sharded, &hashes, threshold));

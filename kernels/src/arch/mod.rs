@@ -21,6 +21,8 @@
 //! in [`crate::dispatch`]. NEON is part of the aarch64 baseline, so its
 //! table needs no run-time feature check.
 
+#[cfg(target_arch = "aarch64")]
+pub mod aarch64;
 pub mod all;
 pub(crate) mod generic;
 pub mod portable;

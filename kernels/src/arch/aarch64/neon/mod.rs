@@ -12,7 +12,8 @@
 //!
 //! Where the NEON instructions differ from the portable tier's:
 //!
-//! - loads and stores: one `ld1`/`st1` of four registers per line.
+//! - loads and stores: four `ld1`/`st1` per line, which the compiler
+//!   pairs into `ldp`/`stp`.
 //! - `is_zero` (the early exit of the AND family): three `orr`, one
 //!   pairwise `umaxp` and a move to a general register.
 //! - popcounts (and `or_into`'s count of new bits, and the count of set
@@ -154,15 +155,27 @@ unsafe impl generic::Line for NeonLine {
     #[inline(always)]
     unsafe fn load(ptr: *const u64) -> Self {
         // SAFETY: `ptr` is readable for eight words (the method's
-        // contract); `ld1` of four registers has no alignment requirement.
-        NeonLine(unsafe { vld1q_u64_x4(ptr) })
+        // contract); `ld1` has no alignment requirement. Four loads rather
+        // than one of four registers (`vld1q_u64_x4`) leave the register
+        // allocator free (the compiler pairs them into `ldp`).
+        unsafe {
+            NeonLine(uint64x2x4_t(vld1q_u64(ptr), vld1q_u64(ptr.add(2)), vld1q_u64(ptr.add(4)), vld1q_u64(ptr.add(6))))
+        }
     }
 
     #[inline(always)]
     unsafe fn store(self, ptr: *mut u64) {
+        // Four stores: one `st1` of four registers needs them consecutive,
+        // which cost three register moves a line in `and_runs`.
+        let a = self.0;
         // SAFETY: `ptr` is writable for eight words (the method's
-        // contract); `st1` of four registers has no alignment requirement.
-        unsafe { vst1q_u64_x4(ptr, self.0) }
+        // contract); `st1` has no alignment requirement.
+        unsafe {
+            vst1q_u64(ptr, a.0);
+            vst1q_u64(ptr.add(2), a.1);
+            vst1q_u64(ptr.add(4), a.2);
+            vst1q_u64(ptr.add(6), a.3);
+        }
     }
 
     #[inline(always)]

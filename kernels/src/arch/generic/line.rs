@@ -5,7 +5,8 @@
 //! A backend implements `Line` with its own registers and gets every
 //! algorithm of `arch::generic` for it; the trait's default methods
 //! (`and3`, `xor3`, `maj`) are there for backends without a three-input
-//! logic instruction.
+//! logic instruction, and `accumulate_popcount` for those that count bits
+//! per lane.
 
 use crate::WORDS_PER_LINE;
 

@@ -18,7 +18,8 @@ pub fn backend_required(backend: &str) -> bool {
 }
 
 /// The instruction-set tier a [`Kernels`] table was built for.
-/// `#[non_exhaustive]`: a new tier (NEON, SVE) is not a breaking change.
+/// `#[non_exhaustive]`: a new tier (SVE, for example) is not a breaking
+/// change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Backend {
@@ -26,6 +27,9 @@ pub enum Backend {
     Scalar,
     /// `wide` vectors, selected at compile time (SSE2 on x86-64, NEON on aarch64).
     Portable,
+    /// NEON `core::arch` kernels, on aarch64 (part of its baseline, so
+    /// always available there and never elsewhere).
+    Neon,
     /// AVX2 `core::arch` kernels, chosen only when the CPU reports AVX2.
     Avx2,
     /// AVX-512 kernels (F + BW + VPOPCNTDQ), chosen only when the CPU reports
@@ -34,14 +38,21 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// Every backend, fastest last.
-    pub const ALL: [Backend; 4] = [Backend::Scalar, Backend::Portable, Backend::Avx2, Backend::Avx512];
+    /// Every backend, in the order [`Kernels::detect`] ranks them: it
+    /// takes the last one this CPU can run, and a backend named in
+    /// `BLOOMSLICE_KERNELS` rules out those after it. A target runs at most
+    /// one of the `core::arch` tiers' families (NEON on aarch64, AVX2 and
+    /// AVX-512 on x86-64), so their relative order across families only
+    /// decides what a name from the other family means: `neon` on x86-64
+    /// gives the portable tier, `avx2` or `avx512` on aarch64 gives NEON.
+    pub const ALL: [Backend; 5] = [Backend::Scalar, Backend::Portable, Backend::Neon, Backend::Avx2, Backend::Avx512];
 
     /// The lowercase name used by `BLOOMSLICE_KERNELS` and in reports.
     pub fn name(self) -> &'static str {
         match self {
             Backend::Scalar => "scalar",
             Backend::Portable => "portable",
+            Backend::Neon => "neon",
             Backend::Avx2 => "avx2",
             Backend::Avx512 => "avx512",
         }
@@ -122,6 +133,10 @@ impl Kernels {
             Backend::Avx512 => crate::arch::x86_64::avx512::kernels(),
             #[cfg(not(target_arch = "x86_64"))]
             Backend::Avx2 | Backend::Avx512 => None,
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            Backend::Neon => crate::arch::aarch64::neon::kernels(),
+            #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+            Backend::Neon => None,
         }
     }
 
@@ -133,15 +148,16 @@ impl Kernels {
     /// The best table for this CPU, honouring `BLOOMSLICE_KERNELS`.
     ///
     /// Decided once per process. If the variable names a backend this CPU
-    /// cannot run, the best available backend no faster than it is used
-    /// (for example `avx512` on an AVX2 machine gives AVX2).
+    /// cannot run, the best available backend ranked before it in
+    /// [`Backend::ALL`] is used (for example `avx512` on an AVX2 machine
+    /// gives AVX2). On aarch64 the default is NEON.
     pub fn detect() -> &'static Kernels {
         static CHOSEN: OnceLock<&'static Kernels> = OnceLock::new();
         CHOSEN.get_or_init(|| {
             let wanted = std::env::var("BLOOMSLICE_KERNELS")
                 .ok()
                 .and_then(|v| Backend::from_name(&v))
-                .unwrap_or(Backend::Avx512);
+                .unwrap_or(Backend::ALL[Backend::ALL.len() - 1]);
             Backend::ALL
                 .into_iter()
                 .rev()

@@ -1,33 +1,36 @@
 //! Bit-level kernels over `u64` words, the inner loops of bloomslice.
 //!
 //! Every kernel has a scalar reference of record in [`arch::all`]. SIMD
-//! backends (AVX2 and AVX-512 on x86-64 with `core::arch`, a portable tier
-//! written with `wide`) must give bit-identical results and are tested
-//! against the scalar reference directly, on every length and alignment.
+//! backends (AVX2 and AVX-512 on x86-64 and NEON on aarch64 with
+//! `core::arch`, a portable tier written with `wide`) must give
+//! bit-identical results and are tested against the scalar reference
+//! directly, on every length and alignment.
 //!
 //! The SIMD algorithms are written once, in `arch::generic`, over a
 //! 512-bit line type that each backend implements with its own registers.
-//! The x86-64 backends are reached through capability tokens
-//! (`arch::x86_64::avx2::Avx2`, `arch::x86_64::avx512::Avx512`) that exist
-//! only on a CPU with the features.
+//! The `core::arch` backends are reached through capability tokens
+//! (`arch::x86_64::avx2::Avx2`, `arch::x86_64::avx512::Avx512`,
+//! `arch::aarch64::neon::Neon`) that exist only on a CPU with the features
+//! (NEON is part of the aarch64 baseline, so its token always exists
+//! there).
 //!
 //! Each kernel's signature is written once, in the private macro
 //! `with_kernel_signatures`, from which the dispatch table, the portable
-//! backend and the x86-64 backends' token methods and entry points are
+//! backend and the `core::arch` backends' token methods and entry points are
 //! generated; a kernel's code lives in its scalar reference and its SIMD
 //! algorithm only.
 //!
 //! Callers normally go through [`Kernels`], a table of function pointers
 //! chosen once per process by [`Kernels::detect`] (see [`dispatch`]). The
-//! environment variable `BLOOMSLICE_KERNELS` (`scalar`, `portable`, `avx2`,
-//! `avx512` or `auto`) overrides the choice, so the whole test suite can run
-//! with SIMD turned off on a machine that has it.
+//! environment variable `BLOOMSLICE_KERNELS` (`scalar`, `portable`, `neon`,
+//! `avx2`, `avx512` or `auto`) overrides the choice, so the whole test
+//! suite can run with SIMD turned off on a machine that has it.
 #![deny(missing_docs)]
 #![warn(unsafe_op_in_unsafe_fn)]
 
 /// Calls `$then! { { $ctx } name(arg: Type, ..) -> Ret; .. }` with the
 /// signature of every kernel, so the dispatch table, the portable backend
-/// and the x86-64 backends are generated from one list: a kernel's
+/// and the `core::arch` backends are generated from one list: a kernel's
 /// signature is written here and in its two implementations (the scalar
 /// reference in `arch::all` and the SIMD algorithm in `arch::generic`),
 /// nowhere else.

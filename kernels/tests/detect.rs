@@ -11,7 +11,7 @@ use bloomslice_kernels::{Backend, Kernels};
 /// fastest available backend no faster than the one named, or the fastest
 /// available one for `auto`, an unknown name or no variable.
 fn expected(var: Option<&str>) -> Backend {
-    let cap = var.and_then(Backend::from_name).unwrap_or(Backend::Avx512);
+    let cap = var.and_then(Backend::from_name).unwrap_or(Backend::ALL[Backend::ALL.len() - 1]);
     Kernels::available()
         .into_iter()
         .map(|k| k.backend())
@@ -36,11 +36,26 @@ fn detect_honours_env() {
     println!("detect_honours_env checked BLOOMSLICE_KERNELS={var:?}");
 }
 
+/// A command that runs this test binary again. Under user-mode emulation
+/// (CI runs the aarch64 build with `qemu-aarch64`) the host cannot execute
+/// the binary by itself: `BLOOMSLICE_TEST_RUNNER` then names the emulator,
+/// which finds the target's libraries through `QEMU_LD_PREFIX`.
+fn this_test_binary() -> Command {
+    let exe = std::env::current_exe().expect("test binary path");
+    match std::env::var("BLOOMSLICE_TEST_RUNNER") {
+        Ok(runner) if !runner.trim().is_empty() => {
+            let mut command = Command::new(runner.trim());
+            command.arg(exe);
+            command
+        }
+        _ => Command::new(exe),
+    }
+}
+
 #[test]
 fn env_override_in_child_processes() {
-    let exe = std::env::current_exe().expect("test binary path");
-    for value in ["scalar", "portable", "avx2", "avx512", "auto", "SCALAR", "nonsense"] {
-        let output = Command::new(&exe)
+    for value in ["scalar", "portable", "neon", "avx2", "avx512", "auto", "SCALAR", "nonsense"] {
+        let output = this_test_binary()
             .args(["detect_honours_env", "--exact", "--nocapture", "--test-threads=1"])
             .env("BLOOMSLICE_KERNELS", value)
             .output()
@@ -54,4 +69,24 @@ fn env_override_in_child_processes() {
     }
     // The case the whole suite relies on to exercise the fallback path.
     assert_eq!(expected(Some("scalar")), Backend::Scalar);
+}
+
+/// On aarch64 NEON is always available and is what dispatch picks unless
+/// `BLOOMSLICE_KERNELS` names the scalar or portable tier; elsewhere it is
+/// never available, and naming it gives the portable tier. Fails, rather
+/// than skips, on an aarch64 build where the NEON backend is missing.
+#[test]
+fn neon_is_the_aarch64_default() {
+    let neon = Kernels::for_backend(Backend::Neon);
+    assert_eq!(neon.is_some(), cfg!(target_arch = "aarch64"), "NEON is available exactly on aarch64");
+    assert_eq!(Backend::from_name("NEON"), Some(Backend::Neon));
+    assert_eq!(Backend::Neon.name(), "neon");
+    if cfg!(target_arch = "aarch64") {
+        for var in [None, Some("auto"), Some("neon"), Some("avx2"), Some("avx512")] {
+            assert_eq!(expected(var), Backend::Neon, "BLOOMSLICE_KERNELS={var:?}");
+        }
+        assert_eq!(expected(Some("portable")), Backend::Portable);
+    } else {
+        assert_eq!(expected(Some("neon")), Backend::Portable);
+    }
 }

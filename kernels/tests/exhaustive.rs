@@ -330,6 +330,16 @@ backend_tests!(portable, Some(bloomslice_kernels::arch::portable::kernels()));
 backend_tests!(avx2, bloomslice_kernels::arch::x86_64::avx2::kernels());
 #[cfg(target_arch = "x86_64")]
 backend_tests!(avx512, bloomslice_kernels::arch::x86_64::avx512::kernels());
+#[cfg(target_arch = "aarch64")]
+backend_tests!(neon, neon_kernels());
+
+/// The NEON table, or `None` when the target does not enable NEON (then
+/// the tests above skip, and fail if `BLOOMSLICE_REQUIRE_BACKENDS` names
+/// `neon`, as CI does for its aarch64 run).
+#[cfg(target_arch = "aarch64")]
+fn neon_kernels() -> Option<&'static Kernels> {
+    Kernels::for_backend(bloomslice_kernels::Backend::Neon)
+}
 
 /// The table each backend module hands out is labelled with that backend.
 #[test]
@@ -342,6 +352,10 @@ fn tables_are_labelled() {
         assert_eq!(avx2::kernels().map(|k| k.backend()), avx2::Avx2::new().map(|_| Backend::Avx2));
         assert_eq!(avx512::kernels().map(|k| k.backend()), avx512::Avx512::new().map(|_| Backend::Avx512));
     }
+    #[cfg(target_arch = "aarch64")]
+    assert_eq!(neon_kernels().map(|k| k.backend()), Some(Backend::Neon), "NEON is part of the aarch64 baseline");
+    #[cfg(not(target_arch = "aarch64"))]
+    assert!(Kernels::for_backend(Backend::Neon).is_none(), "NEON exists only on aarch64");
 }
 
 /// Mismatched lengths panic like the reference.

@@ -224,3 +224,5 @@ backend_properties!(portable, Some(bloomslice_kernels::arch::portable::kernels()
 backend_properties!(avx2, bloomslice_kernels::arch::x86_64::avx2::kernels());
 #[cfg(target_arch = "x86_64")]
 backend_properties!(avx512, bloomslice_kernels::arch::x86_64::avx512::kernels());
+#[cfg(target_arch = "aarch64")]
+backend_properties!(neon, Kernels::for_backend(bloomslice_kernels::Backend::Neon));

@@ -8,19 +8,22 @@
 //! - `x86_64::avx2` and `x86_64::avx512`: `core::arch` kernels behind
 //!   `#[target_feature]`, reachable only through capability tokens that
 //!   exist when the CPU reports the feature.
+//! - `aarch64::neon`: `core::arch` NEON kernels, the aarch64 default;
+//!   NEON is part of that target's baseline, so its token always exists
+//!   there and no run-time check is made.
 //!
 //! `all` and `generic` hold one concept per file, under the same file
 //! names (`and`, `popcount`, `or_into`, `extract`, `count`, `threshold`;
 //! `generic` adds `line`, the line trait), so a kernel's reference and its
 //! SIMD algorithm sit side by side. A backend holds only its line type
-//! and the glue that instantiates the algorithms with it. A NEON backend
-//! (`aarch64::neon`, planned) takes the same shape: a line of four
-//! `uint64x2_t` implementing the line trait, entry points that instantiate
-//! `generic` with it (as `x86_64`'s `x86_backend!` macro generates from
-//! the list of kernel signatures), and a [`crate::Backend`] with its table
-//! in [`crate::dispatch`]. NEON is part of the aarch64 baseline, so its
-//! table needs no run-time feature check.
+//! and the glue that instantiates the algorithms with it: for
+//! `aarch64::neon`, a line of four `uint64x2_t` implementing the line
+//! trait, entry points that instantiate `generic` with it (generated from
+//! the list of kernel signatures, as `x86_64`'s `x86_backend!` macro
+//! does), and a [`crate::Backend`] with its table in [`crate::dispatch`].
 
+#[cfg(target_arch = "aarch64")]
+pub mod aarch64;
 pub mod all;
 pub(crate) mod generic;
 pub mod portable;

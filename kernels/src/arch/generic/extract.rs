@@ -49,7 +49,7 @@ pub(crate) unsafe fn append_mapped_bits<L: Line>(words: &[u64], mask: &[u64], ta
             unsafe {
                 let line = L::load(group.as_ptr().add(start)).and(L::load(group_mask.as_ptr().add(start)));
                 nonzero |= u64::from(line.nonzero_lanes()) << start;
-                counts = counts.add_lanes(line.lane_popcounts());
+                counts = line.accumulate_popcount(counts);
             }
             start += WORDS_PER_LINE;
         }

@@ -5,7 +5,8 @@
 //! A backend implements `Line` with its own registers and gets every
 //! algorithm of `arch::generic` for it; the trait's default methods
 //! (`and3`, `xor3`, `maj`) are there for backends without a three-input
-//! logic instruction.
+//! logic instruction, and `accumulate_popcount` for those that count bits
+//! per lane.
 
 use crate::WORDS_PER_LINE;
 
@@ -19,9 +20,10 @@ use crate::WORDS_PER_LINE;
 /// functions below) must only run them where those features are present:
 /// that is the whole contract behind every `unsafe` in this module.
 pub(crate) unsafe trait Line: Copy {
-    /// True when the backend has a per-lane hardware popcount that is as
-    /// cheap as a bitwise operation (AVX-512 VPOPCNTDQ), so the Harley-Seal
-    /// carry-save tree would only add work.
+    /// True when the backend counts a line's bits in about as many
+    /// instructions as a carry-save adder costs (AVX-512 VPOPCNTDQ per
+    /// lane; NEON's `cnt` per byte, widened into an accumulator), so the
+    /// Harley-Seal carry-save tree would only add work.
     const NATIVE_POPCOUNT: bool;
 
     /// Loads eight words from `ptr`, which need not be aligned.
@@ -131,6 +133,22 @@ pub(crate) unsafe trait Line: Copy {
     ///
     /// The backend's CPU features must be available.
     unsafe fn lane_popcounts(self) -> Self;
+
+    /// `acc` plus the number of set bits of `self`, counted in some lanes
+    /// of `acc`: only the sum of the result's lanes is defined, and it is
+    /// that of `acc` plus the popcount of `self` (no lane overflows below
+    /// `2^55` lines). The default adds [`Line::lane_popcounts`] lane by
+    /// lane; a backend that counts bits per byte (NEON) sums the bytes of
+    /// all its registers first and widens once.
+    ///
+    /// # Safety
+    ///
+    /// The backend's CPU features must be available.
+    #[inline(always)]
+    unsafe fn accumulate_popcount(self, acc: Self) -> Self {
+        // SAFETY: forwarded from this method's contract.
+        unsafe { acc.add_lanes(self.lane_popcounts()) }
+    }
 
     /// Lane-wise wrapping `u64` addition.
     ///

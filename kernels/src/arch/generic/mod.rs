@@ -1,9 +1,10 @@
 //! The SIMD algorithms, written once over a 512-bit [`Line`] of eight words.
 //!
-//! Every SIMD backend (AVX2, AVX-512, portable `wide`) implements [`Line`]
-//! with its own registers (two `__m256i`, one `__m512i`, one `wide::u64x8`)
-//! and instantiates these functions inside its own `#[target_feature]`
-//! functions. Everything here is `#[inline(always)]` so that the line
+//! Every SIMD backend (AVX2, AVX-512, NEON, portable `wide`) implements
+//! [`Line`] with its own registers (two `__m256i`, one `__m512i`, four
+//! `uint64x2_t`, one `wide::u64x8`) and instantiates these functions inside
+//! functions compiled with its features (`#[target_feature]` on x86-64; on
+//! aarch64 NEON is part of the target's baseline). Everything here is `#[inline(always)]` so that the line
 //! operations are inlined into a function compiled with the backend's
 //! features (the same trick as memchr's `arch/generic`); called from anywhere
 //! else they would still be correct but slow.
@@ -33,8 +34,8 @@
 //! its features: `arch::x86_64`'s `x86_backend!` macro generates those
 //! functions, the capability token and the [`crate::Kernels`] table from
 //! the list of kernel signatures; `arch::portable` does the same without a
-//! token. A NEON backend (`arch::aarch64::neon`, planned) takes the same
-//! shape.
+//! token; `arch::aarch64::neon` generates them with its own macro (no
+//! `#[target_feature]`, NEON being part of the target's baseline).
 
 mod and;
 mod count;

@@ -136,7 +136,7 @@ pub(super) unsafe fn popcount_lines<L: Line>(lines: usize, mut source: impl Line
         let mut i = 0;
         if L::NATIVE_POPCOUNT {
             while i < lines {
-                total = total.add_lanes(source.line(i).lane_popcounts());
+                total = source.line(i).accumulate_popcount(total);
                 i += 1;
             }
             return total.sum_lanes();

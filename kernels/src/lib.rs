@@ -54,6 +54,7 @@ macro_rules! with_kernel_signatures {
 
 pub mod arch;
 pub mod dispatch;
+mod table;
 
 pub use dispatch::{Backend, Kernels};
 

@@ -15,7 +15,7 @@
 use wide::u64x8;
 
 use crate::arch::generic;
-use crate::dispatch::{Backend, Kernels};
+use crate::table::{Backend, Kernels};
 
 /// The portable table (always available).
 pub fn kernels() -> &'static Kernels {

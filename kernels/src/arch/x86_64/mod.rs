@@ -72,7 +72,7 @@ macro_rules! x86_backend {
                 assert_eq!([$($feature),+].join(","), $features, "`detect` must list the features compiled in");
                 let name = $backend.name();
                 let Some(token) = $token::new() else {
-                    assert!(!crate::dispatch::backend_required(name), "{name} is required but this CPU lacks it");
+                    assert!(!crate::table::backend_required(name), "{name} is required but this CPU lacks it");
                     println!("skipped: this CPU cannot run {name}");
                     return;
                 };

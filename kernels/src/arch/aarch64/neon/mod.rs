@@ -37,7 +37,7 @@
 use core::arch::aarch64::*;
 
 use crate::arch::generic;
-use crate::dispatch::{Backend, Kernels};
+use crate::table::{Backend, Kernels};
 
 /// Proof that the running CPU supports NEON: always true on the aarch64
 /// targets this module is compiled for.

@@ -22,7 +22,7 @@
 use core::arch::x86_64::*;
 
 use crate::arch::generic;
-use crate::dispatch::{Backend, Kernels};
+use crate::table::{Backend, Kernels};
 
 /// Proof that the running CPU supports AVX2, POPCNT and BMI1.
 ///

@@ -23,7 +23,7 @@
 use core::arch::x86_64::*;
 
 use crate::arch::generic;
-use crate::dispatch::{Backend, Kernels};
+use crate::table::{Backend, Kernels};
 
 /// Proof that the running CPU supports AVX-512 F, BW and VPOPCNTDQ (plus
 /// POPCNT and BMI1, used by the scalar tails and the set-bit walk).

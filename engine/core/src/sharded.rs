@@ -89,6 +89,35 @@ use crate::sliced::SlicedIndex;
 
 /// The files of a manifest, opened, checked against it, and queried as one
 /// index (see the [module docs](self) for the answers' order).
+///
+/// ```
+/// use bloomslice::persist::Verify;
+/// use bloomslice::sharded::ShardedIndex;
+/// # use bloomslice::persist::{self, SetNames};
+/// # use bloomslice::persist::manifest::{MANIFEST_FILE, Manifest, ManifestParams, ShardFile};
+/// # use bloomslice::{BloomFilter, BloomParams, SlicedIndex};
+/// # let dir = std::env::temp_dir().join(format!("bloomslice-sharded-type-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let params = BloomParams::for_capacity(1_000, 0.01)?;
+/// # let mut files = Vec::new();
+/// # for (file, id) in [("a.bsi", 0u64), ("b.bsi", 1)] {
+/// #     let (mut index, mut names) = (SlicedIndex::new(params), SetNames::new());
+/// #     let mut filter = BloomFilter::new(params)?;
+/// #     filter.insert(&(100 + id).to_le_bytes());
+/// #     index.insert_filter(id, &filter)?;
+/// #     names.insert(id, format!("set-{id}"))?;
+/// #     persist::save(dir.join(file), &index, &names)?;
+/// #     files.push(ShardFile::describe(&dir, file, &index, &names)?);
+/// # }
+/// # Manifest { params: ManifestParams::of(&params), files }.write(&dir.join(MANIFEST_FILE))?;
+/// // `dir` holds a manifest of two files (as `bloomslice split` writes),
+/// // with set 0 in the first and set 1 in the second.
+/// let sharded = ShardedIndex::load(&dir, Verify::Full)?;
+/// assert_eq!((sharded.shard_count(), sharded.len()), (2, 2));
+/// assert_eq!(sharded.query(&101u64.to_le_bytes()), [1]);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct ShardedIndex {
     /// The manifest file it was opened from.

@@ -97,6 +97,7 @@ mod macros;
 pub mod error;
 #[macro_use]
 pub mod index;
+pub mod collection;
 pub mod concurrent;
 mod filter;
 pub mod hash;
@@ -113,6 +114,7 @@ pub mod storage;
 pub mod testing;
 
 pub use bloomslice_kernels as kernels;
+pub use collection::{Collection, LayoutConfig};
 pub use concurrent::{ConcurrentIndex, WriteOp};
 pub use error::{Error, Result};
 pub use filter::BloomFilter;

@@ -761,6 +761,15 @@ impl SlicedIndex {
         self.query_positions(pos, out);
     }
 
+    /// [`SlicedIndex::query_hash_into`] without clearing `out`: the
+    /// matching ids are appended (a collection gathers the answers of its
+    /// parts in one buffer).
+    pub(crate) fn query_hash_append(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        let mut buf = [MaybeUninit::uninit(); crate::params::MAX_HASHES as usize];
+        let pos = self.params.probes_in(hash, &mut buf);
+        self.query_positions(pos, out);
+    }
+
     /// ANDs the rows at `positions` in every shard and appends matching ids.
     ///
     /// A key queried alone has no neighbour to overlap with, so its row

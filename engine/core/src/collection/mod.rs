@@ -80,6 +80,20 @@ struct Slot {
     load: u64,
 }
 
+/// One filter of a set, as [`Collection::filters`] describes it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FilterInfo {
+    /// The parameters of the filter's part.
+    pub params: BloomParams,
+    /// The part (an index into [`Collection::parts`]).
+    pub part: usize,
+    /// Keys the filter may hold at its false-positive rate (`p` for a
+    /// set's first filter, `p / 2^j` for its `j`-th added one).
+    pub capacity: u64,
+    /// Keys given to the filter (duplicates included).
+    pub load: u64,
+}
+
 /// A collection of sets of any sizes, each answered as one filter, in
 /// size-classed parts (see the [module documentation](self)).
 ///
@@ -253,6 +267,25 @@ impl Collection {
     /// How many filters set `id` has (more than one once it has grown).
     pub fn filter_count(&self, id: u64) -> Option<usize> {
         self.sets.get(&id).map(Vec::len)
+    }
+
+    /// The filters of set `id`, first first: each one's parameters, how
+    /// many keys it may hold at its rate and how many it was given (the
+    /// keys given to the set, in order, fill each filter to its capacity
+    /// before the next is made).
+    pub fn filters(&self, id: u64) -> Option<Vec<FilterInfo>> {
+        let slots = self.sets.get(&id)?;
+        Some(
+            slots
+                .iter()
+                .map(|s| FilterInfo {
+                    params: *self.parts[s.part].index.params(),
+                    part: s.part,
+                    capacity: s.capacity,
+                    load: s.load,
+                })
+                .collect(),
+        )
     }
 
     /// Number of sets with more than one filter.
@@ -614,8 +647,8 @@ impl Collection {
                 if !self.parts[slot.part].index.contains_id(id) {
                     return Err(invalid!("set {id}: filter {j} missing from part {}", slot.part));
                 }
-                if slot.load > slot.capacity && j + 1 < slots.len() {
-                    return Err(invalid!("set {id}: filter {j} over capacity"));
+                if slot.load > slot.capacity || (j + 1 < slots.len() && slot.load != slot.capacity) {
+                    return Err(invalid!("set {id}: filter {j} holds {} keys of {}", slot.load, slot.capacity));
                 }
             }
         }

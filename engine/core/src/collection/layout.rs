@@ -65,6 +65,15 @@
 //! issue's target of 1.6x the optimum on that shape with one part fewer
 //! than the least-memory split.
 //!
+//! On the real package lists (the 731 `/var/lib/dpkg/info/*.list` files of
+//! the machine the issue was measured on, 120 000 distinct paths) the
+//! default layout is 6 parts, 218 KB, 1.51x the optimum, built in about
+//! 40 ms; with every path of the other sets as absent keys, the measured
+//! false-positive rate per set was at most 0.0086 and 0.00066 on average
+//! at `p` = 1%, with no false negative. Weight 0 gave 8 parts at 1.32x,
+//! but two sets measured above 1.5x their target (0.0163 at most): smaller
+//! parts put more sets at their part's capacity.
+//!
 //! The column step is 1 because any larger step defeats skew: a part
 //! holding only the largest set costs `s` times that set's filter, and on
 //! the package lists the largest set alone holds 40% of all keys, so at

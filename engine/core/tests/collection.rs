@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bloomslice::{BatchResults, BloomFilter, Collection, LayoutConfig, Scores, SlicedIndex, Threshold};
+use bloomslice::{BatchResults, BloomFilter, Collection, Error, LayoutConfig, Scores, SlicedIndex, Threshold};
 use proptest::prelude::*;
 
 /// z for a one-sided 99.99% interval.
@@ -326,4 +326,30 @@ fn skewed_sets_use_several_parts() {
     assert_eq!(layout.parts().len(), 1, "{layout}");
     let rows: u64 = collection.parts().map(|index| index.columns() as u64 * index.params().m()).sum();
     assert_eq!(rows, layout.bits());
+}
+
+/// An empty collection makes parts as sets come; ids are checked.
+#[test]
+fn sets_come_and_go_with_typed_errors() {
+    let mut collection = Collection::new(0.01).unwrap();
+    assert!(collection.is_empty());
+    assert!(collection.query("anything").is_empty());
+    collection.insert_set(1, &bytes(&[1, 2, 3])).unwrap();
+    collection.insert_set(2, &bytes(&(10..5_010).collect::<Vec<_>>())).unwrap();
+    assert_eq!(collection.parts().len(), 2, "a set larger than every part gets a part of its own");
+    collection.insert_set(3, &bytes(&[7])).unwrap();
+    assert_eq!(collection.parts().len(), 2, "a small set joins the part that holds it");
+    assert_eq!(collection.insert_set(3, &bytes(&[8])), Err(Error::DuplicateId(3)));
+    assert_eq!(collection.remove_set(9), Err(Error::UnknownId(9)));
+    assert_eq!(collection.add_keys(9, &bytes(&[1])), Err(Error::UnknownId(9)));
+    assert_eq!(
+        Collection::build(&[(4, bytes(&[1])), (4, bytes(&[2]))], 0.01, LayoutConfig::default()).unwrap_err(),
+        Error::DuplicateId(4)
+    );
+    assert!(Collection::new(1.5).is_err());
+    collection.remove_set(2).unwrap();
+    assert_eq!(collection.len(), 2);
+    assert!(collection.query(&2_000u64.to_le_bytes()).iter().all(|&id| id != 2));
+    collection.validate().unwrap();
+    assert!(collection.memory_bytes() > 0);
 }

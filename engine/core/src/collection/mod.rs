@@ -23,7 +23,8 @@
 //! existing part whose `m` lies between the bits that needs and twice that,
 //! or else in a new part of exactly those bits. Each filter is filled to at
 //! most its capacity, so filter `j` has a false-positive rate at most `p_j`
-//! (`p_0 = p`, the part's rate), and the union of a set's filters, which
+//! (`p_0 = p`: the Bloofi rule's `k >= log2(1/p)` and `m >= k n / ln 2`
+//! give a rate of about `2^-k <= p` at the part's capacity), and the union of a set's filters, which
 //! answers for the set, has
 //!
 //! > false-positive rate `<= 1 - prod_j (1 - p_j) <= sum_j p_j < p * (1 + 1/2 + 1/4 + ...) = 2p`

@@ -13,7 +13,7 @@
 //!
 //! # Sets that grow
 //!
-//! A set is placed in the first part whose capacity holds it, and counts
+//! A set is placed in the part of least capacity that holds it, and counts
 //! the keys it is given (every key given counts, duplicates included, so
 //! the count never falls behind the distinct keys). When
 //! [`Collection::add_keys`] takes a filter past its capacity, the set gains
@@ -24,8 +24,8 @@
 //! or else in a new part of exactly those bits. Each filter is filled to at
 //! most its capacity, so filter `j` has a false-positive rate at most `p_j`
 //! (`p_0 = p`: the Bloofi rule's `k >= log2(1/p)` and `m >= k n / ln 2`
-//! give a rate of about `2^-k <= p` at the part's capacity), and the union of a set's filters, which
-//! answers for the set, has
+//! give a rate of about `2^-k <= p` at the part's capacity), and the union
+//! of a set's filters, which answers for the set, has
 //!
 //! > false-positive rate `<= 1 - prod_j (1 - p_j) <= sum_j p_j < p * (1 + 1/2 + 1/4 + ...) = 2p`
 //!
@@ -51,6 +51,18 @@
 //! its filters would count twice), so those sets are counted key by key:
 //! the parts that hold them are queried with the whole batch, and a key
 //! counts once for a set if any of the set's filters reports it.
+//!
+//! # Memory today
+//!
+//! A part is a [`SlicedIndex`], whose shards are whole multiples of 512
+//! columns ([`SHARD_COLUMN_STEP`](crate::sliced::SHARD_COLUMN_STEP)), so a
+//! part of few sets holds 512 columns of its `m` rows, and a part that
+//! holds one large set costs 512 of its filters. The default
+//! [`LayoutConfig`] models parts without that padding (see [`layout`]):
+//! its memory figures are those of parts stored as narrow as their sets,
+//! which the sliced index cannot do yet. [`Collection::memory_bytes`] is
+//! the memory actually held; to choose the parts for today's storage, set
+//! [`LayoutConfig::column_step`] to 512.
 
 pub mod layout;
 

@@ -38,7 +38,8 @@
 //! time. When there are more than [`MAX_DISTINCT_SIZES`] distinct sizes,
 //! every size is first rounded *up* to its six leading binary digits (at
 //! most 3.2% more, so a part sized for a rounded size still holds the set),
-//! which leaves at most 64 distinct values per power of two.
+//! which leaves the 64 values below 64 and at most 32 distinct values per
+//! power of two above (under 2 048 in all).
 //!
 //! # Default
 //!

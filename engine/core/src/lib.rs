@@ -73,12 +73,15 @@
 //! [`WriteOp`], [`QueryPool`] and its configuration and results,
 //! [`NaiveIndex`], the [`FilterIndex`] trait, [`Error`] and [`Result`],
 //! keys ([`Key`], [`KeyHash`], [`Prehashed`]) and index files
-//! ([`LoadedIndex`], [`SetNames`], [`Manifest`], [`Verify`]). Everything
-//! else is reached through its module: [`params`] (limits, probe
-//! positions), [`hash`], [`sliced`] (shard constants, and
-//! [`sliced::hooks`], the hooks for filter variants), [`score`],
-//! [`concurrent`], [`pool`], [`persist`] (files, manifests), [`kmer`],
-//! [`storage`], [`index`] and [`error`].
+//! ([`LoadedIndex`], [`SetNames`], [`Manifest`], [`Verify`]), and
+//! [`Collection`] (sets of any sizes in parts of their own `m`, in memory;
+//! [`LayoutConfig`] tunes its layout). Everything else is reached through
+//! its module: [`params`] (limits, probe positions), [`hash`], [`sliced`]
+//! (shard constants, and [`sliced::hooks`], the hooks for filter
+//! variants), [`score`], [`concurrent`], [`pool`], [`persist`] (files,
+//! manifests), [`sharded`] (a manifest's shard files as one index),
+//! [`collection`] (and its layout), [`kmer`], [`storage`], [`index`] and
+//! [`error`].
 //!
 //! The structures of the papers this crate builds on (Bloofi trees, the
 //! Flat-Bloofi paper layout, counting, dynamic, popularity-conscious,

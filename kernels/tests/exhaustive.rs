@@ -6,6 +6,7 @@
 //! Backends the CPU cannot run print "skipped" and pass, unless
 //! `BLOOMSLICE_REQUIRE_BACKENDS` names them (then they fail).
 
+#[macro_use]
 mod common;
 
 use bloomslice_kernels::Kernels;
@@ -325,16 +326,10 @@ macro_rules! backend_tests {
     };
 }
 
-backend_tests!(portable, Some(bloomslice_kernels::arch::portable::kernels()));
-#[cfg(target_arch = "x86_64")]
-backend_tests!(avx2, bloomslice_kernels::arch::x86_64::avx2::kernels());
-#[cfg(target_arch = "x86_64")]
-backend_tests!(avx512, bloomslice_kernels::arch::x86_64::avx512::kernels());
-#[cfg(target_arch = "aarch64")]
-backend_tests!(neon, neon_kernels());
+for_each_simd_backend!(backend_tests);
 
 /// The NEON table, or `None` when the target does not enable NEON (then
-/// the tests above skip, and fail if `BLOOMSLICE_REQUIRE_BACKENDS` names
+/// the tests of `for_each_simd_backend!` skip, and fail if `BLOOMSLICE_REQUIRE_BACKENDS` names
 /// `neon`, as CI does for its aarch64 run).
 #[cfg(target_arch = "aarch64")]
 fn neon_kernels() -> Option<&'static Kernels> {

@@ -10,24 +10,15 @@
     reason = "`tests/differential` derives `Arbitrary` under `cfg(fuzzing)`, which cargo-fuzz sets"
 )]
 
+#[macro_use]
 mod common;
 mod differential;
 
 use bloomslice_kernels::{Backend, Kernels};
+use common::word;
 use differential::{Input, MAX_ROWS};
 use proptest::collection::vec;
 use proptest::prelude::*;
-
-/// Words biased towards the interesting cases, as in the property tests.
-fn word() -> impl Strategy<Value = u64> {
-    prop_oneof![
-        4 => any::<u64>(),
-        2 => Just(0u64),
-        1 => Just(!0u64),
-        1 => (0..64u32).prop_map(|b| 1u64 << b),
-        2 => (any::<u64>(), any::<u64>()).prop_map(|(a, b)| a | b),
-    ]
-}
 
 /// An [`Input`] with every field drawn over its whole range (lengths up to
 /// `MAX_LEN`, so full lines and a partial one, and up to [`MAX_ROWS`]

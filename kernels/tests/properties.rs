@@ -3,6 +3,7 @@
 //! inputs, and algebraic laws checked against naive bit-by-bit models. The
 //! scalar table is included so the laws also pin down the reference.
 
+#[macro_use]
 mod common;
 
 use bloomslice_kernels::Kernels;
@@ -10,15 +11,7 @@ use bloomslice_kernels::arch::all;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-/// Words biased towards the interesting cases: zero, all ones, one bit.
-fn word() -> impl Strategy<Value = u64> {
-    prop_oneof![
-        3 => any::<u64>(),
-        3 => Just(0u64),
-        1 => Just(!0u64),
-        2 => (0..64u32).prop_map(|b| 1u64 << b),
-    ]
-}
+use common::word;
 
 /// Two word vectors of the same length.
 fn pair() -> impl Strategy<Value = (Vec<u64>, Vec<u64>)> {
@@ -219,10 +212,4 @@ macro_rules! backend_properties {
 }
 
 backend_properties!(scalar, Some(Kernels::scalar()));
-backend_properties!(portable, Some(bloomslice_kernels::arch::portable::kernels()));
-#[cfg(target_arch = "x86_64")]
-backend_properties!(avx2, bloomslice_kernels::arch::x86_64::avx2::kernels());
-#[cfg(target_arch = "x86_64")]
-backend_properties!(avx512, bloomslice_kernels::arch::x86_64::avx512::kernels());
-#[cfg(target_arch = "aarch64")]
-backend_properties!(neon, Kernels::for_backend(bloomslice_kernels::Backend::Neon));
+for_each_simd_backend!(backend_properties);

@@ -22,6 +22,25 @@
 //! the list of kernel signatures, as `x86_64`'s `x86_backend!` macro
 //! does), and a [`crate::Backend`] with its table in [`crate::dispatch`].
 
+/// In a backend's unit tests: its capability token's own methods
+/// (`popcount`, the AND/OR/XOR popcounts and `and_rows`) agree with the
+/// scalar reference on one irregular input.
+#[cfg(test)]
+macro_rules! token_matches_reference {
+    ($token:expr) => {{
+        let token = $token;
+        let a: Vec<u64> = (0..77u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        let b: Vec<u64> = (0..77u64).map(|i| (i * 31) ^ (i << 40)).collect();
+        assert_eq!(token.popcount(&a), crate::arch::all::popcount(&a));
+        assert_eq!(token.and_popcount(&a, &b), crate::arch::all::and_popcount(&a, &b));
+        assert_eq!(token.or_popcount(&a, &b), crate::arch::all::or_popcount(&a, &b));
+        assert_eq!(token.xor_popcount(&a, &b), crate::arch::all::xor_popcount(&a, &b));
+        let (mut out, mut expected) = (vec![0; 77], vec![0; 77]);
+        assert_eq!(token.and_rows(&[&a, &b], &mut out), crate::arch::all::and_rows(&[&a, &b], &mut expected));
+        assert_eq!(out, expected);
+    }};
+}
+
 #[cfg(target_arch = "aarch64")]
 pub mod aarch64;
 pub mod all;

@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use bloomslice_kernels::Kernels;
+use proptest::prelude::*;
 use rand_xoshiro::SplitMix64;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 
@@ -136,4 +137,31 @@ impl Arena {
         let after = &rest[self.len..];
         assert!(before.iter().chain(after).all(|&w| w == GUARD), "write outside the slice");
     }
+}
+
+/// Proptest words biased towards the interesting cases: zero, all ones,
+/// one bit.
+pub fn word() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => any::<u64>(),
+        3 => Just(0u64),
+        1 => Just(!0u64),
+        2 => (0..64u32).prop_map(|b| 1u64 << b),
+    ]
+}
+
+/// Instantiates `$tests!(name, table)` once for every SIMD backend, each
+/// table taken directly from its backend module (`None` where this CPU or
+/// target cannot run it), not through dispatch.
+#[allow(unused_macros, reason = "each test binary uses a different subset")]
+macro_rules! for_each_simd_backend {
+    ($tests:ident) => {
+        $tests!(portable, Some(bloomslice_kernels::arch::portable::kernels()));
+        #[cfg(target_arch = "x86_64")]
+        $tests!(avx2, bloomslice_kernels::arch::x86_64::avx2::kernels());
+        #[cfg(target_arch = "x86_64")]
+        $tests!(avx512, bloomslice_kernels::arch::x86_64::avx512::kernels());
+        #[cfg(target_arch = "aarch64")]
+        $tests!(neon, bloomslice_kernels::Kernels::for_backend(bloomslice_kernels::Backend::Neon));
+    };
 }

@@ -275,21 +275,11 @@ unsafe impl generic::Line for NeonLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arch::all;
     use crate::arch::generic::Line;
 
     #[test]
     fn token_methods_match_the_reference() {
-        let token = Neon::new().expect("NEON is part of the aarch64 baseline");
-        let a: Vec<u64> = (0..77u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
-        let b: Vec<u64> = (0..77u64).map(|i| (i * 31) ^ (i << 40)).collect();
-        assert_eq!(token.popcount(&a), all::popcount(&a));
-        assert_eq!(token.and_popcount(&a, &b), all::and_popcount(&a, &b));
-        assert_eq!(token.or_popcount(&a, &b), all::or_popcount(&a, &b));
-        assert_eq!(token.xor_popcount(&a, &b), all::xor_popcount(&a, &b));
-        let (mut out, mut expected) = (vec![0; 77], vec![0; 77]);
-        assert_eq!(token.and_rows(&[&a, &b], &mut out), all::and_rows(&[&a, &b], &mut expected));
-        assert_eq!(out, expected);
+        token_matches_reference!(Neon::new().expect("NEON is part of the aarch64 baseline"));
         assert_eq!(kernels().map(Kernels::backend), Some(Backend::Neon));
     }
 

@@ -278,16 +278,13 @@ impl ShardedIndex {
         self.query_hash_into(self.params().hash(key), out);
     }
 
-    /// [`ShardedIndex::query_into`] for a key hashed already. The first
-    /// file answers into `out`; a later file that matches answers into a
-    /// working buffer of this call first.
+    /// [`ShardedIndex::query_into`] for a key hashed already: every file
+    /// appends its answer to `out`, so once `out` is warm it allocates
+    /// nothing.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
-        let (first, rest) = self.shards.split_first().expect("a manifest lists at least one file");
-        first.index.query_hash_into(hash, out);
-        let mut part = Vec::new();
-        for shard in rest {
-            shard.index.query_hash_into(hash, &mut part);
-            out.extend_from_slice(&part);
+        out.clear();
+        for shard in &self.shards {
+            shard.index.query_hash_append(hash, out);
         }
     }
 

@@ -1,5 +1,13 @@
-//! [`ConcurrentIndex`]: a [`SlicedIndex`] that queries and writes may use at
-//! the same time from different threads.
+//! [`ConcurrentIndex`]: a [`SlicedIndex`] (or a
+//! [`Collection`](crate::collection::Collection)) that queries and writes
+//! may use at the same time from different threads.
+//!
+//! The machinery below is generic over the state kept in two copies (a
+//! [`Replica`]: [`SlicedIndex`], the default, with [`WriteOp`]s, or a
+//! collection with [`CollectionOp`](crate::collection::CollectionOp)s);
+//! every guarantee holds for both. A collection's parts are sliced indexes,
+//! so its copies share shards the same way (see the collection's
+//! `concurrent` module).
 //!
 //! # Design note: left-right copies behind an atomic pointer swap
 //!
@@ -68,7 +76,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
 use crate::params::BloomParams;
@@ -112,24 +120,87 @@ pub enum WriteOp {
     },
 }
 
-impl WriteOp {
-    fn apply_to(&self, index: &mut SlicedIndex) -> Result<()> {
-        match self {
-            WriteOp::InsertFilter { id, filter } => index.insert_filter(*id, filter),
-            WriteOp::DeleteFilter { id } => index.delete_filter(*id),
-            WriteOp::UpdateFilter { id, filter } => index.update_filter(*id, filter),
-            WriteOp::InsertKey { id, hash } => index.insert_key_hash(*id, *hash),
+/// A state a [`ConcurrentIndex`] keeps two copies of: [`SlicedIndex`] (with
+/// [`WriteOp`]s) or [`Collection`](crate::collection::Collection) (with
+/// [`CollectionOp`](crate::collection::CollectionOp)s). Sealed: the pool
+/// and the writer rely on what each implementation does.
+pub trait Replica: sealed::Sealed + Clone + Send + Sync + 'static {
+    /// One write, kept until it is replayed on the other copy.
+    type Op: Clone + core::fmt::Debug + Send + Sync + 'static;
+
+    /// Applies `op` to this copy. Deterministic: the same op on equal
+    /// copies leaves equal copies.
+    #[doc(hidden)]
+    fn apply_op(&mut self, op: &Self::Op) -> Result<()>;
+
+    /// Whether an op that failed with `error` left the copy unchanged (it
+    /// is then not replayed); otherwise the writer rebuilds the other copy
+    /// from the published one before the next write.
+    #[doc(hidden)]
+    fn failed_op_changed_nothing(error: &Error) -> bool;
+}
+
+/// What only the crate may know of a [`Replica`].
+pub(crate) mod sealed {
+    /// See [`super::Replica`].
+    pub trait Sealed {
+        /// What a [`super::ConcurrentIndex`] keeps outside the copies
+        /// (for [`SlicedIndex`](crate::sliced::SlicedIndex) its
+        /// parameters, for a collection its seed), never changed by a write.
+        type Fixed: Copy + core::fmt::Debug + Send + Sync + 'static;
+        /// This state's [`Sealed::Fixed`] part.
+        fn fixed(&self) -> Self::Fixed;
+        /// The snapshot a pool task queries.
+        fn pool_snapshot(this: std::sync::Arc<Self>) -> crate::pool::Snapshot;
+        /// Filters a key is tested against (the pool's work estimate).
+        fn filters(&self) -> usize;
+    }
+}
+
+impl sealed::Sealed for SlicedIndex {
+    type Fixed = BloomParams;
+
+    fn fixed(&self) -> BloomParams {
+        *self.params()
+    }
+
+    fn pool_snapshot(this: Arc<Self>) -> crate::pool::Snapshot {
+        crate::pool::Snapshot::Sliced(this)
+    }
+
+    fn filters(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Replica for SlicedIndex {
+    type Op = WriteOp;
+
+    fn apply_op(&mut self, op: &WriteOp) -> Result<()> {
+        match op {
+            WriteOp::InsertFilter { id, filter } => self.insert_filter(*id, filter),
+            WriteOp::DeleteFilter { id } => self.delete_filter(*id),
+            WriteOp::UpdateFilter { id, filter } => self.update_filter(*id, filter),
+            WriteOp::InsertKey { id, hash } => self.insert_key_hash(*id, *hash),
         }
+    }
+
+    /// A failed write to a [`SlicedIndex`] changes nothing.
+    fn failed_op_changed_nothing(_: &Error) -> bool {
+        true
     }
 }
 
 /// The writer's side: the copy no reader can load, and the writes it missed.
 #[derive(Debug)]
-struct WriterSide {
+struct WriterSide<I: Replica> {
     /// `None` only inside [`ConcurrentIndex::apply`].
-    standby: Option<Arc<SlicedIndex>>,
+    standby: Option<Arc<I>>,
     /// Writes published on the current copy and not yet on the standby.
-    missed: Vec<WriteOp>,
+    missed: Vec<I::Op>,
+    /// A failed write may have changed the published copy: the standby is
+    /// rebuilt from it before the next write instead of replaying.
+    untrusted: bool,
 }
 
 /// A [`SlicedIndex`] shared by concurrent readers and writers (see the
@@ -155,10 +226,10 @@ struct WriterSide {
 /// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct ConcurrentIndex {
-    params: BloomParams,
-    current: ArcSwap<SlicedIndex>,
-    writer: Mutex<WriterSide>,
+pub struct ConcurrentIndex<I: Replica = SlicedIndex> {
+    fixed: <I as sealed::Sealed>::Fixed,
+    current: ArcSwap<I>,
+    writer: Mutex<WriterSide<I>>,
     #[cfg(feature = "test-hooks")]
     hooks: Hooks,
 }
@@ -171,23 +242,23 @@ struct Hooks {
     panic_in_next_write: core::sync::atomic::AtomicBool,
 }
 
-impl ConcurrentIndex {
+impl<I: Replica> ConcurrentIndex<I> {
     /// Shares `index` between readers and writers. The standby copy is a
     /// clone that shares every shard until it is first written.
-    pub fn new(index: SlicedIndex) -> Self {
+    pub fn new(index: I) -> Self {
         let standby = Arc::new(index.clone());
         ConcurrentIndex {
-            params: *index.params(),
+            fixed: sealed::Sealed::fixed(&index),
             current: ArcSwap::from_pointee(index),
-            writer: Mutex::new(WriterSide { standby: Some(standby), missed: Vec::new() }),
+            writer: Mutex::new(WriterSide { standby: Some(standby), missed: Vec::new(), untrusted: false }),
             #[cfg(feature = "test-hooks")]
             hooks: Hooks::default(),
         }
     }
 
-    /// The parameters every filter shares.
-    pub fn params(&self) -> &BloomParams {
-        &self.params
+    /// The part of the state no write changes.
+    pub(crate) fn fixed(&self) -> &<I as sealed::Sealed>::Fixed {
+        &self.fixed
     }
 
     /// The current state, to keep across calls or hand to other threads.
@@ -197,7 +268,7 @@ impl ConcurrentIndex {
     ///
     /// Keep snapshots short-lived: the second write after this load waits
     /// for it to be dropped (at most [`DRAIN_PATIENCE`]).
-    pub fn snapshot(&self) -> Arc<SlicedIndex> {
+    pub fn snapshot(&self) -> Arc<I> {
         // ArcSwap::load_full: a SeqCst load of the pointer plus a
         // reference count increment, lock-free for readers.
         self.current.load_full()
@@ -211,13 +282,101 @@ impl ConcurrentIndex {
     /// Keep `f` short, as with [`ConcurrentIndex::snapshot`]: a write waits
     /// for readers of the copy it edits.
     #[inline]
-    pub fn read<R>(&self, f: impl FnOnce(&SlicedIndex) -> R) -> R {
+    pub fn read<R>(&self, f: impl FnOnce(&I) -> R) -> R {
         // ArcSwap::load: a SeqCst pointer load, then a debt recorded in a
         // thread-local slot (a fallback to a reference count increment when
         // the thread's slots are all in use). A swap pays every debt on the
         // old pointer, turning it into a real reference before returning.
         let guard = self.current.load();
         f(&guard)
+    }
+
+    /// Applies `ops` in order and publishes them together: a query sees all
+    /// of the successful ones or none. Returns each op's result; a failed op
+    /// changes nothing (as in [`SlicedIndex`]) and the others still apply.
+    ///
+    /// Blocks other writers, never readers. May wait for readers of the
+    /// standby copy (see the module's design note).
+    pub fn apply(&self, ops: Vec<I::Op>) -> Vec<Result<()>> {
+        // A panic while the lock was held dropped the standby copy it was
+        // editing (see "When a write fails half-way"); keep going.
+        let mut w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let missed = core::mem::take(&mut w.missed);
+        let untrusted = core::mem::take(&mut w.untrusted);
+        let mut standby = match w.standby.take() {
+            // A failed write may have changed the published copy in part.
+            Some(_) if untrusted => self.fresh_standby(),
+            Some(mut standby) => {
+                if self.replay(&mut standby, missed).is_err() {
+                    standby = self.fresh_standby();
+                }
+                standby
+            }
+            // Only after a panic inside a previous write.
+            None => self.fresh_standby(),
+        };
+        let copy = exclusive(&mut standby);
+        let results: Vec<Result<()>> = ops.iter().map(|op| copy.apply_op(op)).collect();
+        #[cfg(feature = "test-hooks")]
+        if self.hooks.panic_in_next_write.swap(false, core::sync::atomic::Ordering::Relaxed) {
+            panic!("bloomslice: injected panic inside a write");
+        }
+        w.untrusted = results.iter().any(|r| r.as_ref().is_err_and(|e| !I::failed_op_changed_nothing(e)));
+        w.missed = ops.into_iter().zip(&results).filter(|(_, r)| r.is_ok()).map(|(op, _)| op).collect();
+        // ArcSwap::swap is SeqCst: every load after it returns `standby`,
+        // and the copy's writes above happen-before any such load.
+        let old = self.current.swap(standby);
+        w.standby = Some(old);
+        results
+    }
+
+    /// Replays on `standby` the writes it missed (each succeeded on the
+    /// published copy, whose state `standby` had then).
+    fn replay(&self, standby: &mut Arc<I>, missed: Vec<I::Op>) -> Result<()> {
+        #[cfg(feature = "test-hooks")]
+        if !missed.is_empty() && self.hooks.fail_next_replay.swap(false, core::sync::atomic::Ordering::Relaxed) {
+            return Err(crate::error::Error::CapacityOverflow("injected replay failure"));
+        }
+        if missed.is_empty() {
+            return Ok(());
+        }
+        let copy = exclusive(standby);
+        missed.iter().try_for_each(|op| copy.apply_op(op))
+    }
+
+    /// A new standby: a clone of the published copy that shares its shards
+    /// (each later write copies the shards it touches), so it needs no wait
+    /// for the published copy's readers.
+    fn fresh_standby(&self) -> Arc<I> {
+        Arc::new(I::clone(&self.current.load()))
+    }
+
+    /// Test hook: the next replay of missed writes fails as if memory had
+    /// run out (to test that the copies do not diverge).
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn fail_next_replay(&self) {
+        self.hooks.fail_next_replay.store(true, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Test hook: the next write panics half-way, after editing the standby
+    /// copy and before publishing it.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn panic_in_next_write(&self) {
+        self.hooks.panic_in_next_write.store(true, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Writes one op; see [`ConcurrentIndex::apply`].
+    pub(crate) fn apply_one(&self, op: I::Op) -> Result<()> {
+        self.apply(vec![op]).pop().unwrap_or(Ok(()))
+    }
+}
+
+impl ConcurrentIndex<SlicedIndex> {
+    /// The parameters every filter shares.
+    pub fn params(&self) -> &BloomParams {
+        &self.fixed
     }
 
     /// [`SlicedIndex::query`] on the current state.
@@ -276,83 +435,6 @@ impl ConcurrentIndex {
         self.read(SlicedIndex::is_empty)
     }
 
-    /// Applies `ops` in order and publishes them together: a query sees all
-    /// of the successful ones or none. Returns each op's result; a failed op
-    /// changes nothing (as in [`SlicedIndex`]) and the others still apply.
-    ///
-    /// Blocks other writers, never readers. May wait for readers of the
-    /// standby copy (see the module's design note).
-    pub fn apply(&self, ops: Vec<WriteOp>) -> Vec<Result<()>> {
-        // A panic while the lock was held dropped the standby copy it was
-        // editing (see "When a write fails half-way"); keep going.
-        let mut w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        let missed = core::mem::take(&mut w.missed);
-        let mut standby = match w.standby.take() {
-            Some(mut standby) => {
-                if self.replay(&mut standby, missed).is_err() {
-                    standby = self.fresh_standby();
-                }
-                standby
-            }
-            // Only after a panic inside a previous write.
-            None => self.fresh_standby(),
-        };
-        let copy = exclusive(&mut standby);
-        let results: Vec<Result<()>> = ops.iter().map(|op| op.apply_to(copy)).collect();
-        #[cfg(feature = "test-hooks")]
-        if self.hooks.panic_in_next_write.swap(false, core::sync::atomic::Ordering::Relaxed) {
-            panic!("bloomslice: injected panic inside a write");
-        }
-        w.missed = ops.into_iter().zip(&results).filter(|(_, r)| r.is_ok()).map(|(op, _)| op).collect();
-        // ArcSwap::swap is SeqCst: every load after it returns `standby`,
-        // and the copy's writes above happen-before any such load.
-        let old = self.current.swap(standby);
-        w.standby = Some(old);
-        results
-    }
-
-    /// Replays on `standby` the writes it missed (each succeeded on the
-    /// published copy, whose state `standby` had then).
-    fn replay(&self, standby: &mut Arc<SlicedIndex>, missed: Vec<WriteOp>) -> Result<()> {
-        #[cfg(feature = "test-hooks")]
-        if !missed.is_empty() && self.hooks.fail_next_replay.swap(false, core::sync::atomic::Ordering::Relaxed) {
-            return Err(crate::error::Error::CapacityOverflow("injected replay failure"));
-        }
-        if missed.is_empty() {
-            return Ok(());
-        }
-        let copy = exclusive(standby);
-        missed.iter().try_for_each(|op| op.apply_to(copy))
-    }
-
-    /// A new standby: a clone of the published copy that shares its shards
-    /// (each later write copies the shards it touches), so it needs no wait
-    /// for the published copy's readers.
-    fn fresh_standby(&self) -> Arc<SlicedIndex> {
-        Arc::new(SlicedIndex::clone(&self.current.load()))
-    }
-
-    /// Test hook: the next replay of missed writes fails as if memory had
-    /// run out (to test that the copies do not diverge).
-    #[cfg(feature = "test-hooks")]
-    #[doc(hidden)]
-    pub fn fail_next_replay(&self) {
-        self.hooks.fail_next_replay.store(true, core::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Test hook: the next write panics half-way, after editing the standby
-    /// copy and before publishing it.
-    #[cfg(feature = "test-hooks")]
-    #[doc(hidden)]
-    pub fn panic_in_next_write(&self) {
-        self.hooks.panic_in_next_write.store(true, core::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Writes one op; see [`ConcurrentIndex::apply`].
-    fn apply_one(&self, op: WriteOp) -> Result<()> {
-        self.apply(vec![op]).pop().unwrap_or(Ok(()))
-    }
-
     /// [`SlicedIndex::insert_filter`], concurrently with queries.
     ///
     /// # Errors
@@ -386,14 +468,14 @@ impl ConcurrentIndex {
     ///
     /// As [`SlicedIndex::insert_key`].
     pub fn insert_key<K: Key + ?Sized>(&self, id: u64, key: &K) -> Result<()> {
-        self.apply_one(WriteOp::InsertKey { id, hash: self.params.hash(key) })
+        self.apply_one(WriteOp::InsertKey { id, hash: self.fixed.hash(key) })
     }
 }
 
 /// Waits until no reader holds `copy`, then returns it mutably. After
 /// [`DRAIN_PATIENCE`], clones it instead (`Arc::make_mut`: the clone shares
 /// shards with the readers' copy and copies those it writes).
-fn exclusive(copy: &mut Arc<SlicedIndex>) -> &mut SlicedIndex {
+fn exclusive<I: Replica>(copy: &mut Arc<I>) -> &mut I {
     let start = Instant::now();
     let mut round = 0u32;
     // Arc::get_mut checks the strong and weak counts with Acquire loads, so

@@ -117,7 +117,7 @@ pub mod storage;
 pub mod testing;
 
 pub use bloomslice_kernels as kernels;
-pub use collection::{Collection, LayoutConfig};
+pub use collection::{Collection, CollectionOp, ConcurrentCollection, LayoutConfig};
 pub use concurrent::{ConcurrentIndex, WriteOp};
 pub use error::{Error, Result};
 pub use filter::BloomFilter;

@@ -264,6 +264,8 @@ pub struct ThresholdResults {
 pub(crate) struct ThresholdPart {
     pub(crate) out: Vec<(u64, u32)>,
     pub(crate) scratch: Scores,
+    /// A collection's per-part buffers.
+    pub(crate) collection: crate::collection::CollectionScratch,
 }
 
 batch_answers!(ThresholdResults, hits: [(u64, u32)], "query",

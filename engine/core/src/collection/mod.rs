@@ -64,6 +64,7 @@
 //! the memory actually held; to choose the parts for today's storage, set
 //! [`LayoutConfig::column_step`] to 512.
 
+mod concurrent;
 pub mod layout;
 
 use hashbrown::HashMap;
@@ -74,6 +75,8 @@ use crate::hash::{Key, KeyHash};
 use crate::params::{BloomParams, HashScheme};
 use crate::score::{Scores, Threshold};
 use crate::sliced::{BatchResults, SlicedIndex};
+pub(crate) use concurrent::CollectionScratch;
+pub use concurrent::{CollectionOp, ConcurrentCollection};
 pub use layout::{Layout, LayoutConfig, PartPlan};
 
 /// One part: a sliced index and the number of keys a set placed in it by

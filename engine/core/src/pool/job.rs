@@ -68,9 +68,55 @@ use crossbeam_utils::CachePadded;
 
 use super::{MAX_TASKS_PER_BATCH, PoolError, Shared};
 use crate::error::Result;
+use crate::collection::{Collection, CollectionScratch};
 use crate::hash::{Key, KeyHash};
 use crate::score::{Scores, Threshold, ThresholdResults};
 use crate::sliced::{BatchResults, SlicedIndex};
+
+/// The state a batch's tasks query: one snapshot of a
+/// [`ConcurrentIndex`](crate::concurrent::ConcurrentIndex), of either kind.
+/// A task matches on it once per range, so the sliced path runs the same
+/// calls as without it.
+pub enum Snapshot {
+    /// A [`SlicedIndex`].
+    Sliced(Arc<SlicedIndex>),
+    /// A [`Collection`].
+    Collection(Arc<Collection>),
+}
+
+impl Snapshot {
+    /// A key's hash, as the snapshot's own queries hash it.
+    fn hash<K: Key + ?Sized>(&self, key: &K) -> KeyHash {
+        match self {
+            Snapshot::Sliced(index) => index.params().hash(key),
+            Snapshot::Collection(collection) => collection.key_hash(key),
+        }
+    }
+
+    /// Queries `keys` into `out`, as the snapshot's `query_batch`; a
+    /// collection works in `bufs` (a fresh one, which allocates, if none
+    /// is lent).
+    fn query_batch<K: Key>(&self, keys: &[K], out: &mut BatchResults, bufs: Option<&mut ScoreBufs>) {
+        match self {
+            Snapshot::Sliced(index) => index.query_batch(keys, out),
+            Snapshot::Collection(collection) => {
+                let mut own = None;
+                let bufs = bufs.unwrap_or_else(|| own.insert(ScoreBufs::default()));
+                collection.query_batch_with(keys, out, &mut bufs.collection);
+            }
+        }
+    }
+
+    /// Scores `keys` into `bufs.out`, as the snapshot's
+    /// `query_threshold_into`.
+    fn query_threshold_into<K: Key>(&self, keys: &[K], threshold: Threshold, bufs: &mut ScoreBufs) {
+        let ScoreBufs { scores, out, collection: scratch } = bufs;
+        match self {
+            Snapshot::Sliced(index) => index.query_threshold_into(keys, threshold, scores, out),
+            Snapshot::Collection(collection) => collection.query_threshold_with(keys, threshold, scores, scratch, out),
+        }
+    }
+}
 
 /// What a job's tasks do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +155,8 @@ struct Scored {
 pub(crate) struct ScoreBufs {
     pub(crate) scores: Scores,
     pub(crate) out: Vec<(u64, u32)>,
+    /// A collection's per-part buffers (key batches and threshold queries).
+    pub(crate) collection: CollectionScratch,
 }
 
 /// A blocking caller's keys (or threshold queries), read in place by the
@@ -128,11 +176,9 @@ struct Borrowed {
 #[derive(Clone, Copy)]
 enum Run {
     /// [`query_range`]: a key batch.
-    Keys(unsafe fn(*const (), usize, core::ops::Range<usize>, &SlicedIndex, &mut BatchResults)),
+    Keys(unsafe fn(*const (), usize, core::ops::Range<usize>, &Snapshot, &mut BatchResults, Option<&mut ScoreBufs>)),
     /// [`score_range`]: a threshold batch.
-    Threshold(
-        unsafe fn(*const (), usize, core::ops::Range<usize>, &SlicedIndex, Threshold, &mut Scored, &mut ScoreBufs),
-    ),
+    Threshold(unsafe fn(*const (), usize, core::ops::Range<usize>, &Snapshot, Threshold, &mut Scored, &mut ScoreBufs)),
 }
 
 /// [`Run::Keys`] for keys of type `K`: queries keys `range` of the slice.
@@ -144,12 +190,13 @@ unsafe fn query_range<K: Key + Sync>(
     items: *const (),
     len: usize,
     range: core::ops::Range<usize>,
-    index: &SlicedIndex,
+    index: &Snapshot,
     out: &mut BatchResults,
+    bufs: Option<&mut ScoreBufs>,
 ) {
     // SAFETY: the caller's contract; `K: Sync`, so reading it here is fine.
     let keys = unsafe { core::slice::from_raw_parts(items.cast::<K>(), len) };
-    index.query_batch(&keys[range], out);
+    index.query_batch(&keys[range], out, bufs);
 }
 
 /// [`Run::Threshold`] for queries of type `Q`: scores the queries `range`
@@ -162,16 +209,16 @@ unsafe fn score_range<Q: AsRef<[K]> + Sync, K: Key + Sync>(
     items: *const (),
     len: usize,
     range: core::ops::Range<usize>,
-    index: &SlicedIndex,
+    index: &Snapshot,
     threshold: Threshold,
     Scored { hits, ends }: &mut Scored,
-    ScoreBufs { scores, out }: &mut ScoreBufs,
+    bufs: &mut ScoreBufs,
 ) {
     // SAFETY: the caller's contract; `Q` and `K` are `Sync`.
     let queries = unsafe { core::slice::from_raw_parts(items.cast::<Q>(), len) };
     for query in &queries[range] {
-        index.query_threshold_into(query.as_ref(), threshold, scores, out);
-        hits.extend_from_slice(out);
+        index.query_threshold_into(query.as_ref(), threshold, bufs);
+        hits.extend_from_slice(&bufs.out);
         ends.push(hits.len());
     }
 }
@@ -216,7 +263,7 @@ pub(crate) struct Job {
     /// batch reads `borrowed` if set, else `hashes`.
     hashes: UnsafeCell<Vec<KeyHash>>,
     borrowed: UnsafeCell<Option<Borrowed>>,
-    index: UnsafeCell<Option<Arc<SlicedIndex>>>,
+    index: UnsafeCell<Option<Snapshot>>,
     /// One result buffer per task, each on cache lines of its own: two
     /// workers run neighbouring tasks at once, and a buffer's `Vec` headers
     /// change with every id pushed. Unpadded, that false sharing cost the
@@ -233,7 +280,7 @@ pub(crate) struct Job {
 // data) or written by exactly one task each (chunk `c` and scored output
 // `c` by task `c`), with the hand-overs ordered by the queue's
 // Release/Acquire and by `pending` (AcqRel) and `done` (SeqCst).
-// Every other field is Sync. `SlicedIndex` is Send + Sync.
+// Every other field is Sync. `SlicedIndex` and `Collection` are Send + Sync.
 unsafe impl Sync for Job {}
 
 // SAFETY: the one field that is not `Send` is the raw pointer of
@@ -281,7 +328,7 @@ impl Job {
     /// The caller has the job idle and to itself (see the module's design
     /// note): it owns the `PoolResults` by `&mut`, or popped the job from
     /// the pool's free list, and `done` is true.
-    unsafe fn arm(&self, index: Arc<SlicedIndex>, kind: Kind, tasks: usize) {
+    unsafe fn arm(&self, index: Snapshot, kind: Kind, tasks: usize) {
         // Relaxed: published by the Release store of `claims` below.
         self.threshold_kind.store(kind == Kind::Threshold, Ordering::Relaxed);
         self.panicked.store(false, Ordering::Relaxed);
@@ -308,7 +355,7 @@ impl Job {
     /// nor unwind ([`WaitOnDrop`]): the tasks read `queries` in place.
     pub(crate) unsafe fn prepare_threshold<Q: AsRef<[K]> + Sync, K: Key + Sync>(
         self: &Arc<Job>,
-        index: Arc<SlicedIndex>,
+        index: Snapshot,
         queries: &[Q],
         threshold: Threshold,
         max_tasks: usize,
@@ -410,8 +457,8 @@ impl Job {
     }
 
     /// Claims and runs tasks until none is left unclaimed.
-    /// `bufs` is the scratch for threshold tasks (`None` where the job is
-    /// known to be a key batch).
+    /// `bufs` is the running thread's scratch, for threshold tasks and a
+    /// collection's key tasks (without it they allocate their own).
     pub(crate) fn run_claims(&self, shared: &Shared, mut bufs: Option<&mut ScoreBufs>) {
         while let Some((task, _)) = self.claim() {
             self.execute(shared, task, bufs.as_deref_mut());
@@ -437,9 +484,9 @@ impl Job {
         match borrowed {
             // SAFETY: a borrowed batch's caller waits until `done` ("Borrowed
             // keys"), so the slice is live.
-            Some(Borrowed { items, len, run: Run::Keys(run) }) => unsafe { run(*items, *len, range, index, out) },
+            Some(Borrowed { items, len, run: Run::Keys(run) }) => unsafe { run(*items, *len, range, index, out, bufs) },
             Some(Borrowed { run: Run::Threshold(_), .. }) => unreachable!("a key batch borrows keys"),
-            None => index.query_batch_hashes(&hashes[range], out),
+            None => index.query_batch(&hashes[range], out, bufs),
         }
     }
 
@@ -553,6 +600,9 @@ impl Job {
 /// are stored per task, so reading them copies nothing.
 pub struct PoolResults {
     job: Arc<Job>,
+    /// The caller's scratch for the tasks it runs itself (a collection's
+    /// per-part buffers; a sliced index needs none).
+    scratch: ScoreBufs,
     /// Keys of the last batch (0 after a failed batch).
     len: usize,
     chunk_len: usize,
@@ -569,7 +619,7 @@ impl Default for PoolResults {
 impl PoolResults {
     /// An empty buffer (one allocation, reused by every batch).
     pub fn new() -> Self {
-        PoolResults { job: Arc::new(Job::new()), len: 0, chunk_len: 1 }
+        PoolResults { job: Arc::new(Job::new()), scratch: ScoreBufs::default(), len: 0, chunk_len: 1 }
     }
 
     /// Number of keys in the last batch.
@@ -614,7 +664,7 @@ impl PoolResults {
     /// (a zero-key batch is done at once).
     pub(crate) fn prepare_copied<K: Key>(
         &mut self,
-        index: Arc<SlicedIndex>,
+        index: Snapshot,
         keys: &[K],
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
@@ -624,8 +674,7 @@ impl PoolResults {
         let (hashes, borrowed) = unsafe { (&mut *job.hashes.get(), &mut *job.borrowed.get()) };
         *borrowed = None;
         hashes.clear();
-        let params = index.params();
-        hashes.extend(keys.iter().map(|k| params.hash(k)));
+        hashes.extend(keys.iter().map(|k| index.hash(k)));
         self.arm_keys(index, keys.len(), tasks_for)
     }
 
@@ -639,7 +688,7 @@ impl PoolResults {
     /// ([`WaitOnDrop`]): see "Borrowed keys" in the module's design note.
     pub(crate) unsafe fn prepare_borrowed<K: Key + Sync>(
         &mut self,
-        index: Arc<SlicedIndex>,
+        index: Snapshot,
         keys: &[K],
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
@@ -653,7 +702,7 @@ impl PoolResults {
     /// Splits a filled key batch of `keys` keys into tasks and arms the job.
     fn arm_keys(
         &mut self,
-        index: Arc<SlicedIndex>,
+        index: Snapshot,
         keys: usize,
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
@@ -678,7 +727,7 @@ impl PoolResults {
     /// the tasks the workers hold, and reports the outcome.
     pub(crate) fn finish(&mut self, shared: &Shared, spin: Duration, help: bool) -> Result<()> {
         if help && !self.job.is_done() {
-            self.job.run_claims(shared, None);
+            self.job.run_claims(shared, Some(&mut self.scratch));
         }
         self.job.wait(spin);
         self.outcome()

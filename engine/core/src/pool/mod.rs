@@ -140,8 +140,9 @@ use crossbeam_utils::CachePadded;
 
 pub use crate::error::PoolError;
 pub use job::{Failed, PoolResults, Ticket};
+pub(crate) use job::Snapshot;
 
-use crate::concurrent::ConcurrentIndex;
+use crate::concurrent::{ConcurrentIndex, Replica};
 use crate::error::Result;
 use crate::hash::Key;
 use job::{Job, ScoreBufs, WaitOnDrop};
@@ -446,22 +447,27 @@ impl QueryPool {
 
     /// Queries `keys` on the current state of `index` with every worker and
     /// waits for the answers, which replace the contents of `results`
-    /// (equal to [`crate::sliced::SlicedIndex::query_batch`]'s, key by key). The
-    /// keys are not copied: each task hashes and queries its own range of
-    /// `keys` in place. Once `results` is warm, allocates nothing.
+    /// (equal to [`crate::sliced::SlicedIndex::query_batch`]'s, key by key,
+    /// or for a collection to
+    /// [`Collection::query_batch`](crate::collection::Collection::query_batch)'s).
+    /// The keys are not copied: each task hashes and queries its own range
+    /// of `keys` in place. Once `results` and the pool are warm (for a
+    /// collection: each worker has run a task on its parts), allocates
+    /// nothing.
     ///
     /// # Errors
     ///
     /// [`PoolError::TaskPanicked`] if a task panicked; `results` is then
     /// empty and reusable.
-    pub fn query_batch<K: Key + Sync>(
+    pub fn query_batch<I: Replica, K: Key + Sync>(
         &self,
-        index: &ConcurrentIndex,
+        index: &ConcurrentIndex<I>,
         keys: &[K],
         results: &mut PoolResults,
     ) -> Result<()> {
         let snapshot = index.snapshot();
-        let work = keys.len().saturating_mul(snapshot.len().max(1));
+        let work = keys.len().saturating_mul(snapshot.filters().max(1));
+        let snapshot = I::pool_snapshot(snapshot);
         // SAFETY: this call returns only once the batch is done (`finish`
         // waits for it), and if anything unwinds first the guard waits: the
         // tasks' reads of `keys` end before `keys` can go.
@@ -485,9 +491,15 @@ impl QueryPool {
     /// (so `keys` is free again on return) and the returned [`Ticket`] owns
     /// `results` until the batch is done. Blocks only while the injector is
     /// full ([`PoolConfig::queue_capacity`] batches).
-    pub fn submit<K: Key>(&self, index: &ConcurrentIndex, keys: &[K], mut results: PoolResults) -> Ticket {
+    pub fn submit<I: Replica, K: Key>(
+        &self,
+        index: &ConcurrentIndex<I>,
+        keys: &[K],
+        mut results: PoolResults,
+    ) -> Ticket {
         let snapshot = index.snapshot();
-        let work = keys.len().saturating_mul(snapshot.len().max(1));
+        let work = keys.len().saturating_mul(snapshot.filters().max(1));
+        let snapshot = I::pool_snapshot(snapshot);
         let help = match results.prepare_copied(snapshot, keys, |n| self.tasks_for(n)) {
             Some((job, _tasks)) => {
                 self.push_entry(job);

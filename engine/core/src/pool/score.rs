@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::{MAX_TASKS_PER_BATCH, QueryPool};
-use crate::concurrent::ConcurrentIndex;
+use crate::concurrent::{ConcurrentIndex, Replica};
 use crate::hash::Key;
 use crate::score::{Threshold, ThresholdPart, ThresholdResults};
 
@@ -19,7 +19,8 @@ impl QueryPool {
     /// `results.get(i)`, `(id, count)` by ascending id; the threshold is
     /// applied to each query's own length). The answers equal those of
     /// [`SlicedIndex::query_threshold_into`] called query by query on one
-    /// snapshot of `index`.
+    /// snapshot of `index` (for a collection, those of
+    /// [`Collection::query_threshold`](crate::collection::Collection::query_threshold)).
     ///
     /// Scheduled like [`QueryPool::query_batch`]: the caller loads one
     /// snapshot of the index and arms a job the pool keeps for reuse with a
@@ -45,9 +46,9 @@ impl QueryPool {
     /// pool keeps serving later batches.
     ///
     /// [`SlicedIndex::query_threshold_into`]: crate::sliced::SlicedIndex::query_threshold_into
-    pub fn query_threshold_batch<Q, K>(
+    pub fn query_threshold_batch<I: Replica, Q, K>(
         &self,
-        index: &ConcurrentIndex,
+        index: &ConcurrentIndex<I>,
         queries: &[Q],
         threshold: Threshold,
         results: &mut ThresholdResults,
@@ -58,7 +59,8 @@ impl QueryPool {
     {
         results.clear();
         let snapshot = index.snapshot();
-        let filters = snapshot.len().max(1);
+        let filters = snapshot.filters().max(1);
+        let snapshot = I::pool_snapshot(snapshot);
         let job = self.shared.threshold_jobs.pop().unwrap_or_else(Job::new_shared);
         let max_tasks = (self.workers * self.tasks_per_worker).min(MAX_TASKS_PER_BATCH);
         // SAFETY: popped from the free list (or new), so idle and ours; this
@@ -83,10 +85,13 @@ impl QueryPool {
                 results.parts.push(ThresholdPart::default());
             }
             let part = &mut results.parts[0];
-            let mut bufs =
-                ScoreBufs { scores: core::mem::take(&mut part.scratch), out: core::mem::take(&mut part.out) };
+            let mut bufs = ScoreBufs {
+                scores: core::mem::take(&mut part.scratch),
+                out: core::mem::take(&mut part.out),
+                collection: core::mem::take(&mut part.collection),
+            };
             job.run_claims(&self.shared, Some(&mut bufs));
-            (part.scratch, part.out) = (bufs.scores, bufs.out);
+            (part.scratch, part.out, part.collection) = (bufs.scores, bufs.out, bufs.collection);
         }
         job.wait(self.wait_spin);
         drop(guard);

@@ -1,0 +1,392 @@
+//! A [`Collection`] shared by concurrent readers and writers
+//! ([`ConcurrentCollection`], a [`ConcurrentIndex`] of a collection), and
+//! the allocation-free query paths the [`QueryPool`](crate::pool::QueryPool)
+//! runs on a collection's snapshots.
+//!
+//! # Design note: one generic wrapper, two copies of the collection
+//!
+//! [`ConcurrentIndex`] is generic over the state it keeps in two copies
+//! (default [`SlicedIndex`], so code naming `ConcurrentIndex` alone is
+//! unchanged); a collection is one more such state, with its own writes
+//! ([`CollectionOp`]). The left-right machinery (one atomic load per
+//! reader, one swap per write, the standby edited in place and the missed
+//! writes replayed) is shared as it is, so a reader of a collection never
+//! waits for a writer and sees one published state, as with a sliced
+//! index. A separate `ConcurrentCollection` type would have repeated that
+//! machinery; the generic one costs the sliced path nothing (its
+//! monomorphised code is the code it was).
+//!
+//! **What a write copies.** A write edits the standby copy in place: the
+//! rows and id map of the one part it touches, and the collection's set
+//! map. The two copies share nothing once each has been written, so a
+//! write never copies a part. A copy is cloned only when the standby must
+//! be rebuilt (after a panic inside a write, a failed replay, a write that
+//! failed half-way, or a reader that kept the standby past
+//! [`DRAIN_PATIENCE`](crate::concurrent::DRAIN_PATIENCE)); the clone
+//! shares every part's shards (`Arc`) and copies only the set map, and
+//! later writes copy only the shards they touch.
+//!
+//! **Writes that fail half-way.** A failed write to a [`SlicedIndex`]
+//! changes nothing, so it is not replayed. A collection's write can fail
+//! after a change (a new, empty part; keys added before a larger filter
+//! could not be had); any failure but [`Error::UnknownId`] and
+//! [`Error::DuplicateId`] (checked before anything changes) marks the
+//! standby untrusted, and the next write rebuilds it from the published
+//! copy, so the copies never diverge.
+//!
+//! # Queries through the pool
+//!
+//! [`Collection::query_batch`] and [`Collection::query_threshold`] allocate
+//! their per-part buffers on every call; the pool's tasks call the same
+//! logic with a [`CollectionScratch`] that each worker (and each caller,
+//! in its [`PoolResults`](crate::pool::PoolResults) or
+//! [`ThresholdResults`](crate::score::ThresholdResults)) keeps, so a warm
+//! pool batch on a collection allocates nothing. A collection with one
+//! part holding sets answers through that part's [`SlicedIndex`] directly.
+
+use std::sync::Arc;
+
+use super::Collection;
+use crate::concurrent::{ConcurrentIndex, Replica, sealed::Sealed};
+use crate::error::{Error, Result};
+use crate::hash::{Key, KeyHash};
+use crate::score::{Scores, Threshold};
+use crate::sliced::BatchResults;
+
+/// A [`Collection`] shared by concurrent readers and writers (see the
+/// [module documentation](self)).
+///
+/// ```
+/// use bloomslice::{BatchResults, Collection, ConcurrentCollection, LayoutConfig};
+///
+/// let small: Vec<String> = (0..20).map(|i| format!("small-{i}")).collect();
+/// let large: Vec<String> = (0..5_000).map(|i| format!("large-{i}")).collect();
+/// let collection = Collection::build(&[(1, small), (9, large)], 0.01, LayoutConfig::default())?;
+/// let shared = ConcurrentCollection::new(collection);
+/// shared.insert_set(4, &["pear", "plum"])?; // &self: callable while others query
+/// shared.add_keys(1, &["apple"])?;
+/// assert!(shared.query("pear").contains(&4));
+/// let mut results = BatchResults::new();
+/// shared.query_batch(&["apple", "large-3"], &mut results);
+/// assert!(results.get(0).unwrap().contains(&1));
+/// assert!(results.get(1).unwrap().contains(&9));
+/// # Ok::<(), bloomslice::Error>(())
+/// ```
+pub type ConcurrentCollection = ConcurrentIndex<Collection>;
+
+/// One write to a [`ConcurrentCollection`]; see [`ConcurrentIndex::apply`].
+/// Keys are carried as their hashes (under the collection's seed), so a
+/// write can be replayed on the other copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CollectionOp {
+    /// [`Collection::insert_set`].
+    InsertSet {
+        /// New set id.
+        id: u64,
+        /// The set's keys, hashed.
+        hashes: Vec<KeyHash>,
+    },
+    /// [`Collection::remove_set`].
+    RemoveSet {
+        /// Set id.
+        id: u64,
+    },
+    /// [`Collection::add_keys`] (the set may gain a filter in a larger
+    /// part).
+    AddKeys {
+        /// Set id.
+        id: u64,
+        /// The keys added, hashed.
+        hashes: Vec<KeyHash>,
+    },
+    /// Replaces set `id`'s keys: its filters are removed and the set is
+    /// inserted again under the same id, sized for `hashes`. Fails with
+    /// [`Error::UnknownId`] (changing nothing) when there is no set `id`.
+    ReplaceSet {
+        /// Set id.
+        id: u64,
+        /// The set's new keys, hashed.
+        hashes: Vec<KeyHash>,
+    },
+}
+
+impl Sealed for Collection {
+    type Fixed = u64;
+
+    fn fixed(&self) -> u64 {
+        self.seed
+    }
+
+    fn pool_snapshot(this: Arc<Self>) -> crate::pool::Snapshot {
+        crate::pool::Snapshot::Collection(this)
+    }
+
+    /// Every filter of every part (a grown set's filters each count).
+    fn filters(&self) -> usize {
+        self.parts.iter().map(|part| part.index.len()).sum()
+    }
+}
+
+impl Replica for Collection {
+    type Op = CollectionOp;
+
+    fn apply_op(&mut self, op: &CollectionOp) -> Result<()> {
+        match op {
+            CollectionOp::InsertSet { id, hashes } => self.insert_set(*id, hashes),
+            CollectionOp::RemoveSet { id } => self.remove_set(*id),
+            CollectionOp::AddKeys { id, hashes } => self.add_keys(*id, hashes),
+            CollectionOp::ReplaceSet { id, hashes } => {
+                self.remove_set(*id)?;
+                self.insert_set(*id, hashes)
+            }
+        }
+    }
+
+    /// Unknown and duplicate ids are checked before anything changes.
+    fn failed_op_changed_nothing(error: &Error) -> bool {
+        matches!(error, Error::UnknownId(_) | Error::DuplicateId(_))
+    }
+}
+
+impl ConcurrentIndex<Collection> {
+    /// The seed every key is hashed with (the collection's).
+    pub fn seed(&self) -> u64 {
+        *self.fixed()
+    }
+
+    /// `keys` hashed as the collection hashes them.
+    fn hashes<K: Key>(&self, keys: &[K]) -> Vec<KeyHash> {
+        let seed = self.seed();
+        keys.iter().map(|key| key.key_hash(seed)).collect()
+    }
+
+    /// [`Collection::query`] on the current state.
+    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
+        self.read(|c| c.query(key))
+    }
+
+    /// [`Collection::query_into`] on the current state: no allocation once
+    /// `out` is warm.
+    pub fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
+        self.read(|c| c.query_into(key, out));
+    }
+
+    /// [`Collection::query_batch`] on the current state (one state for the
+    /// whole batch). For a batch that allocates nothing once warm, use
+    /// [`QueryPool::query_batch`](crate::pool::QueryPool::query_batch).
+    pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
+        self.read(|c| c.query_batch(keys, results));
+    }
+
+    /// [`Collection::query_batch_hashes`] on the current state.
+    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
+        self.read(|c| c.query_batch_hashes(hashes, results));
+    }
+
+    /// [`Collection::score_into`] on the current state.
+    pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
+        self.read(|c| c.score_into(keys, scores));
+    }
+
+    /// [`Collection::query_threshold`] on the current state.
+    pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
+        self.read(|c| c.query_threshold(keys, threshold))
+    }
+
+    /// Number of sets in the current state.
+    pub fn len(&self) -> usize {
+        self.read(Collection::len)
+    }
+
+    /// Whether the current state holds no set.
+    pub fn is_empty(&self) -> bool {
+        self.read(Collection::is_empty)
+    }
+
+    /// Whether the current state holds set `id`.
+    pub fn contains_set(&self, id: u64) -> bool {
+        self.read(|c| c.contains_set(id))
+    }
+
+    /// [`Collection::insert_set`], concurrently with queries.
+    ///
+    /// # Errors
+    ///
+    /// As [`Collection::insert_set`]; nothing is published then.
+    pub fn insert_set<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
+        self.apply_one(CollectionOp::InsertSet { id, hashes: self.hashes(keys) })
+    }
+
+    /// [`Collection::remove_set`], concurrently with queries.
+    ///
+    /// # Errors
+    ///
+    /// As [`Collection::remove_set`].
+    pub fn remove_set(&self, id: u64) -> Result<()> {
+        self.apply_one(CollectionOp::RemoveSet { id })
+    }
+
+    /// [`Collection::add_keys`], concurrently with queries: readers see
+    /// all of the keys or none, and the set's new filter with them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Collection::add_keys`].
+    pub fn add_keys<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
+        self.apply_one(CollectionOp::AddKeys { id, hashes: self.hashes(keys) })
+    }
+
+    /// Replaces set `id`'s keys with `keys` ([`CollectionOp::ReplaceSet`]):
+    /// readers see the old set or the new one, never neither.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`], or as [`Collection::insert_set`].
+    pub fn replace_set<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
+        self.apply_one(CollectionOp::ReplaceSet { id, hashes: self.hashes(keys) })
+    }
+}
+
+/// Working buffers of a collection's batch and threshold queries, kept by
+/// whoever runs them, so a warm query allocates nothing.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CollectionScratch {
+    /// The keys of the running query, hashed once for every part.
+    hashes: Vec<KeyHash>,
+    /// One answer per queried part.
+    answers: Vec<BatchResults>,
+    /// One key's ids, merged across parts.
+    ids: Vec<u64>,
+    /// One part's passing `(id, count)`.
+    part_out: Vec<(u64, u32)>,
+    /// `(id, count)` of every grown set, ascending id.
+    grown: Vec<(u64, u32)>,
+    /// Parts holding a filter of a grown set.
+    grown_parts: Vec<usize>,
+}
+
+impl Collection {
+    /// A key's hash, the same for every part.
+    pub(crate) fn key_hash<K: Key + ?Sized>(&self, key: &K) -> KeyHash {
+        self.hash(key)
+    }
+
+    /// [`Collection::query_batch`] with the caller's scratch.
+    pub(crate) fn query_batch_with<K: Key>(&self, keys: &[K], results: &mut BatchResults, s: &mut CollectionScratch) {
+        if let Some(index) = self.single_part() {
+            index.query_batch(keys, results);
+            return;
+        }
+        let mut hashes = core::mem::take(&mut s.hashes);
+        hashes.clear();
+        hashes.extend(keys.iter().map(|key| self.hash(key)));
+        self.query_batch_hashes_with(&hashes, results, s);
+        s.hashes = hashes;
+    }
+
+    /// [`Collection::query_batch_hashes`] with the caller's scratch.
+    pub(crate) fn query_batch_hashes_with(
+        &self,
+        hashes: &[KeyHash],
+        results: &mut BatchResults,
+        s: &mut CollectionScratch,
+    ) {
+        if let Some(index) = self.single_part() {
+            index.query_batch_hashes(hashes, results);
+            return;
+        }
+        let mut live = 0;
+        for (_, index) in self.live_parts() {
+            if s.answers.len() == live {
+                s.answers.push(BatchResults::new());
+            }
+            index.query_batch_hashes(hashes, &mut s.answers[live]);
+            live += 1;
+        }
+        results.clear();
+        for i in 0..hashes.len() {
+            s.ids.clear();
+            for part in &s.answers[..live] {
+                s.ids.extend_from_slice(part.get(i).unwrap_or(&[]));
+            }
+            if self.grown > 0 {
+                s.ids.sort_unstable();
+                s.ids.dedup();
+            }
+            results.push_answer(&s.ids);
+        }
+    }
+
+    /// [`Collection::query_threshold`] into `out` (cleared first), with the
+    /// caller's scratch: `scores` for each part's scoring, `s` for the rest.
+    pub(crate) fn query_threshold_with<K: Key>(
+        &self,
+        keys: &[K],
+        threshold: Threshold,
+        scores: &mut Scores,
+        s: &mut CollectionScratch,
+        out: &mut Vec<(u64, u32)>,
+    ) {
+        if let Some(index) = self.single_part() {
+            index.query_threshold_into(keys, threshold, scores, out);
+            return;
+        }
+        out.clear();
+        let min_count = threshold.min_count(keys.len());
+        if min_count as usize > keys.len() {
+            return;
+        }
+        let mut hashes = core::mem::take(&mut s.hashes);
+        hashes.clear();
+        hashes.extend(keys.iter().map(|key| self.hash(key)));
+        for (_, index) in self.live_parts() {
+            index.query_threshold_into(&hashes, threshold, scores, &mut s.part_out);
+            out.extend(s.part_out.iter().copied().filter(|&(id, _)| !self.is_grown(id)));
+        }
+        self.grown_counts_with(&hashes, s);
+        out.extend(s.grown.iter().copied().filter(|&(_, count)| count >= min_count));
+        out.sort_unstable();
+        s.hashes = hashes;
+    }
+
+    /// Leaves in `s.grown` the `(id, count)` of every grown set, ascending
+    /// id: the keys any of its filters may hold, each key counted once per
+    /// set (as `grown_counts`).
+    fn grown_counts_with(&self, hashes: &[KeyHash], s: &mut CollectionScratch) {
+        let CollectionScratch { answers, ids, grown, grown_parts, .. } = s;
+        grown.clear();
+        if self.grown == 0 {
+            return;
+        }
+        grown_parts.clear();
+        for (&id, slots) in &self.sets {
+            if slots.len() > 1 {
+                grown.push((id, 0));
+                grown_parts.extend(slots.iter().map(|slot| slot.part));
+            }
+        }
+        grown.sort_unstable();
+        grown_parts.sort_unstable();
+        grown_parts.dedup();
+        for (j, &part) in grown_parts.iter().enumerate() {
+            if answers.len() == j {
+                answers.push(BatchResults::new());
+            }
+            self.parts[part].index.query_batch_hashes(hashes, &mut answers[j]);
+        }
+        for i in 0..hashes.len() {
+            ids.clear();
+            for answer in &answers[..grown_parts.len()] {
+                let hit = answer.get(i).unwrap_or(&[]).iter().copied();
+                ids.extend(hit.filter(|id| grown.binary_search_by_key(id, |&(g, _)| g).is_ok()));
+            }
+            ids.sort_unstable();
+            ids.dedup();
+            for id in ids.iter() {
+                if let Ok(at) = grown.binary_search_by_key(id, |&(g, _)| g) {
+                    grown[at].1 += 1;
+                }
+            }
+        }
+    }
+}

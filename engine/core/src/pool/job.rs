@@ -67,8 +67,8 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 
 use super::{MAX_TASKS_PER_BATCH, PoolError, Shared};
-use crate::error::Result;
 use crate::collection::{Collection, CollectionScratch};
+use crate::error::Result;
 use crate::hash::{Key, KeyHash};
 use crate::score::{Scores, Threshold, ThresholdResults};
 use crate::sliced::{BatchResults, SlicedIndex};

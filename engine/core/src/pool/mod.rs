@@ -139,9 +139,10 @@ use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 
 pub use crate::error::PoolError;
-pub use job::{Failed, PoolResults, Ticket};
 pub(crate) use job::Snapshot;
+pub use job::{Failed, PoolResults, Ticket};
 
+use crate::concurrent::sealed::Sealed;
 use crate::concurrent::{ConcurrentIndex, Replica};
 use crate::error::Result;
 use crate::hash::Key;
@@ -459,15 +460,15 @@ impl QueryPool {
     ///
     /// [`PoolError::TaskPanicked`] if a task panicked; `results` is then
     /// empty and reusable.
-    pub fn query_batch<I: Replica, K: Key + Sync>(
+    pub fn query_batch<K: Key + Sync>(
         &self,
-        index: &ConcurrentIndex<I>,
+        index: &ConcurrentIndex<impl Replica>,
         keys: &[K],
         results: &mut PoolResults,
     ) -> Result<()> {
         let snapshot = index.snapshot();
         let work = keys.len().saturating_mul(snapshot.filters().max(1));
-        let snapshot = I::pool_snapshot(snapshot);
+        let snapshot = Sealed::pool_snapshot(snapshot);
         // SAFETY: this call returns only once the batch is done (`finish`
         // waits for it), and if anything unwinds first the guard waits: the
         // tasks' reads of `keys` end before `keys` can go.
@@ -491,15 +492,15 @@ impl QueryPool {
     /// (so `keys` is free again on return) and the returned [`Ticket`] owns
     /// `results` until the batch is done. Blocks only while the injector is
     /// full ([`PoolConfig::queue_capacity`] batches).
-    pub fn submit<I: Replica, K: Key>(
+    pub fn submit<K: Key>(
         &self,
-        index: &ConcurrentIndex<I>,
+        index: &ConcurrentIndex<impl Replica>,
         keys: &[K],
         mut results: PoolResults,
     ) -> Ticket {
         let snapshot = index.snapshot();
         let work = keys.len().saturating_mul(snapshot.filters().max(1));
-        let snapshot = I::pool_snapshot(snapshot);
+        let snapshot = Sealed::pool_snapshot(snapshot);
         let help = match results.prepare_copied(snapshot, keys, |n| self.tasks_for(n)) {
             Some((job, _tasks)) => {
                 self.push_entry(job);

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::{MAX_TASKS_PER_BATCH, QueryPool};
+use crate::concurrent::sealed::Sealed;
 use crate::concurrent::{ConcurrentIndex, Replica};
 use crate::hash::Key;
 use crate::score::{Threshold, ThresholdPart, ThresholdResults};
@@ -46,9 +47,9 @@ impl QueryPool {
     /// pool keeps serving later batches.
     ///
     /// [`SlicedIndex::query_threshold_into`]: crate::sliced::SlicedIndex::query_threshold_into
-    pub fn query_threshold_batch<I: Replica, Q, K>(
+    pub fn query_threshold_batch<Q, K>(
         &self,
-        index: &ConcurrentIndex<I>,
+        index: &ConcurrentIndex<impl Replica>,
         queries: &[Q],
         threshold: Threshold,
         results: &mut ThresholdResults,
@@ -60,7 +61,7 @@ impl QueryPool {
         results.clear();
         let snapshot = index.snapshot();
         let filters = snapshot.filters().max(1);
-        let snapshot = I::pool_snapshot(snapshot);
+        let snapshot = Sealed::pool_snapshot(snapshot);
         let job = self.shared.threshold_jobs.pop().unwrap_or_else(Job::new_shared);
         let max_tasks = (self.workers * self.tasks_per_worker).min(MAX_TASKS_PER_BATCH);
         // SAFETY: popped from the free list (or new), so idle and ours; this

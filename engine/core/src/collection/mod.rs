@@ -260,6 +260,15 @@ impl Collection {
         self.parts.iter().map(|part| &part.index)
     }
 
+    /// Uses another kernel table in every part (see
+    /// [`SlicedIndex::set_kernels`]); parts added later use the detected
+    /// one. Answers do not change.
+    pub fn set_kernels(&mut self, kernels: &'static crate::kernels::Kernels) {
+        for part in &mut self.parts {
+            part.index.set_kernels(kernels);
+        }
+    }
+
     /// Number of sets.
     pub fn len(&self) -> usize {
         self.sets.len()

@@ -255,17 +255,7 @@ pub struct ThresholdResults {
     pub(crate) ends: Vec<usize>,
     /// The calling thread's scratch (at most one part), reused between
     /// batches; the pool's workers keep their own.
-    pub(crate) parts: Vec<ThresholdPart>,
-}
-
-/// Scratch of the thread that submits a [`ThresholdResults`] batch, for the
-/// ranges it scores itself.
-#[derive(Default, Clone, Debug)]
-pub(crate) struct ThresholdPart {
-    pub(crate) out: Vec<(u64, u32)>,
-    pub(crate) scratch: Scores,
-    /// A collection's per-part buffers.
-    pub(crate) collection: crate::collection::CollectionScratch,
+    pub(crate) parts: Vec<crate::pool::ScoreBufs>,
 }
 
 batch_answers!(ThresholdResults, hits: [(u64, u32)], "query",

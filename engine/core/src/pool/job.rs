@@ -96,14 +96,14 @@ impl Snapshot {
     /// Queries `keys` into `out`, as the snapshot's `query_batch`; a
     /// collection works in `bufs` (a fresh one, which allocates, if none
     /// is lent).
+    #[inline]
     fn query_batch<K: Key>(&self, keys: &[K], out: &mut BatchResults, bufs: Option<&mut ScoreBufs>) {
         match self {
             Snapshot::Sliced(index) => index.query_batch(keys, out),
-            Snapshot::Collection(collection) => {
-                let mut own = None;
-                let bufs = bufs.unwrap_or_else(|| own.insert(ScoreBufs::default()));
-                collection.query_batch_with(keys, out, &mut bufs.collection);
-            }
+            Snapshot::Collection(collection) => match bufs {
+                Some(bufs) => collection.query_batch_with(keys, out, &mut bufs.collection),
+                None => collection.query_batch_with(keys, out, &mut CollectionScratch::default()),
+            },
         }
     }
 
@@ -149,9 +149,11 @@ struct Scored {
     ends: Vec<usize>,
 }
 
-/// Scratch of a thread that runs threshold tasks, kept by each worker (and
-/// lent by a helping caller), so a warm threshold task allocates nothing.
-#[derive(Default)]
+/// Scratch of a thread that runs threshold tasks (and a collection's key
+/// tasks), kept by each worker (and lent by a helping caller, from its
+/// [`ThresholdResults`] or [`PoolResults`]), so a warm task allocates
+/// nothing.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct ScoreBufs {
     pub(crate) scores: Scores,
     pub(crate) out: Vec<(u64, u32)>,

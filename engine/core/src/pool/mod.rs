@@ -139,14 +139,14 @@ use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 
 pub use crate::error::PoolError;
-pub(crate) use job::Snapshot;
 pub use job::{Failed, PoolResults, Ticket};
+pub(crate) use job::{ScoreBufs, Snapshot};
 
 use crate::concurrent::sealed::Sealed;
 use crate::concurrent::{ConcurrentIndex, Replica};
 use crate::error::Result;
 use crate::hash::Key;
-use job::{Job, ScoreBufs, WaitOnDrop};
+use job::{Job, WaitOnDrop};
 
 /// Most tasks one batch is split into. Bounds the per-buffer task results
 /// (allocated once per [`PoolResults`]) and keeps a worker's local deque

@@ -8,7 +8,7 @@ use super::{MAX_TASKS_PER_BATCH, QueryPool};
 use crate::concurrent::sealed::Sealed;
 use crate::concurrent::{ConcurrentIndex, Replica};
 use crate::hash::Key;
-use crate::score::{Threshold, ThresholdPart, ThresholdResults};
+use crate::score::{Threshold, ThresholdResults};
 
 use super::job::{Job, ScoreBufs, WaitOnDrop};
 
@@ -83,16 +83,9 @@ impl QueryPool {
         if help && !job.is_done() {
             // The caller's scratch lives in `results` (its first part).
             if results.parts.is_empty() {
-                results.parts.push(ThresholdPart::default());
+                results.parts.push(ScoreBufs::default());
             }
-            let part = &mut results.parts[0];
-            let mut bufs = ScoreBufs {
-                scores: core::mem::take(&mut part.scratch),
-                out: core::mem::take(&mut part.out),
-                collection: core::mem::take(&mut part.collection),
-            };
-            job.run_claims(&self.shared, Some(&mut bufs));
-            (part.scratch, part.out, part.collection) = (bufs.scores, bufs.out, bufs.collection);
+            job.run_claims(&self.shared, Some(&mut results.parts[0]));
         }
         job.wait(self.wait_spin);
         drop(guard);

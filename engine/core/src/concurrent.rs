@@ -418,8 +418,8 @@ impl ConcurrentIndex<SlicedIndex> {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownId`](crate::error::Error::UnknownId), or
-    /// [`Error::CapacityOverflow`](crate::error::Error::CapacityOverflow) if the
+    /// [`Error::UnknownId`], or
+    /// [`Error::CapacityOverflow`] if the
     /// filter cannot be allocated.
     pub fn filter_cloned(&self, id: u64) -> Result<BloomFilter> {
         self.read(|ix| ix.filter_cloned(id))

@@ -6,7 +6,7 @@
 //! # Design note: one generic wrapper, two copies of the collection
 //!
 //! [`ConcurrentIndex`] is generic over the state it keeps in two copies
-//! (default [`SlicedIndex`], so code naming `ConcurrentIndex` alone is
+//! (default [`SlicedIndex`](crate::sliced::SlicedIndex), so code naming `ConcurrentIndex` alone is
 //! unchanged); a collection is one more such state, with its own writes
 //! ([`CollectionOp`]). The left-right machinery (one atomic load per
 //! reader, one swap per write, the standby edited in place and the missed
@@ -26,7 +26,7 @@
 //! shares every part's shards (`Arc`) and copies only the set map, and
 //! later writes copy only the shards they touch.
 //!
-//! **Writes that fail half-way.** A failed write to a [`SlicedIndex`]
+//! **Writes that fail half-way.** A failed write to a [`SlicedIndex`](crate::sliced::SlicedIndex)
 //! changes nothing, so it is not replayed. A collection's write can fail
 //! after a change (a new, empty part; keys added before a larger filter
 //! could not be had); any failure but [`Error::UnknownId`] and
@@ -38,11 +38,11 @@
 //!
 //! [`Collection::query_batch`] and [`Collection::query_threshold`] allocate
 //! their per-part buffers on every call; the pool's tasks call the same
-//! logic with a [`CollectionScratch`] that each worker (and each caller,
+//! logic with a `CollectionScratch` (working buffers) that each worker (and each caller,
 //! in its [`PoolResults`](crate::pool::PoolResults) or
 //! [`ThresholdResults`](crate::score::ThresholdResults)) keeps, so a warm
 //! pool batch on a collection allocates nothing. A collection with one
-//! part holding sets answers through that part's [`SlicedIndex`] directly.
+//! part holding sets answers through that part's [`SlicedIndex`](crate::sliced::SlicedIndex) directly.
 
 use std::sync::Arc;
 

@@ -602,9 +602,10 @@ impl Job {
 /// are stored per task, so reading them copies nothing.
 pub struct PoolResults {
     job: Arc<Job>,
-    /// The caller's scratch for the tasks it runs itself (a collection's
-    /// per-part buffers; a sliced index needs none).
-    scratch: ScoreBufs,
+    /// The caller's scratch for the tasks it runs itself: a collection's
+    /// per-part buffers, made by its first collection batch (a sliced
+    /// index needs none).
+    scratch: Option<Box<ScoreBufs>>,
     /// Keys of the last batch (0 after a failed batch).
     len: usize,
     chunk_len: usize,
@@ -621,7 +622,7 @@ impl Default for PoolResults {
 impl PoolResults {
     /// An empty buffer (one allocation, reused by every batch).
     pub fn new() -> Self {
-        PoolResults { job: Arc::new(Job::new()), scratch: ScoreBufs::default(), len: 0, chunk_len: 1 }
+        PoolResults { job: Arc::new(Job::new()), scratch: None, len: 0, chunk_len: 1 }
     }
 
     /// Number of keys in the last batch.
@@ -708,6 +709,9 @@ impl PoolResults {
         keys: usize,
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
+        if matches!(index, Snapshot::Collection(_)) && self.scratch.is_none() {
+            self.scratch = Some(Box::default());
+        }
         let job = &*self.job;
         let tasks = tasks_for(keys).clamp(1, MAX_TASKS_PER_BATCH);
         let chunk_len = keys.div_ceil(tasks).max(1);
@@ -729,7 +733,7 @@ impl PoolResults {
     /// the tasks the workers hold, and reports the outcome.
     pub(crate) fn finish(&mut self, shared: &Shared, spin: Duration, help: bool) -> Result<()> {
         if help && !self.job.is_done() {
-            self.job.run_claims(shared, Some(&mut self.scratch));
+            self.job.run_claims(shared, self.scratch.as_deref_mut());
         }
         self.job.wait(spin);
         self.outcome()

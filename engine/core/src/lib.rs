@@ -7,7 +7,8 @@
 //! run time and each is verified against a scalar twin
 //! (`bloomslice-kernels`). Services that query from many threads while
 //! filters change use a [`QueryPool`] of pinned workers over a
-//! [`ConcurrentIndex`] (see [`pool`] and [`ConcurrentIndex`]).
+//! [`ConcurrentIndex`] (see [`pool`] and [`ConcurrentIndex`]); a
+//! [`Collection`] is served the same way ([`ConcurrentCollection`]).
 //!
 //! ```
 //! use bloomslice::{BatchResults, BloomFilter, BloomParams, NaiveIndex, SlicedIndex};
@@ -75,7 +76,8 @@
 //! keys ([`Key`], [`KeyHash`], [`Prehashed`]) and index files
 //! ([`LoadedIndex`], [`SetNames`], [`Manifest`], [`Verify`]), and
 //! [`Collection`] (sets of any sizes in parts of their own `m`, in memory;
-//! [`LayoutConfig`] tunes its layout). Everything else is reached through
+//! [`LayoutConfig`] tunes its layout; [`ConcurrentCollection`] and
+//! [`CollectionOp`] share it between readers, writers and the pool). Everything else is reached through
 //! its module: [`params`] (limits, probe positions), [`hash`], [`sliced`]
 //! (shard constants, and [`sliced::hooks`], the hooks for filter
 //! variants), [`score`], [`concurrent`], [`pool`], [`persist`] (files,

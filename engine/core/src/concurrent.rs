@@ -501,3 +501,87 @@ pub(crate) fn backoff(round: u32, until: [u32; 2], sleep: Duration) {
         std::thread::sleep(sleep);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A state whose writes can fail after a change, as a collection's can.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct Log(Vec<u32>);
+
+    #[derive(Clone, Debug)]
+    enum LogOp {
+        Push(u32),
+        /// Pushes, then fails as if memory had run out.
+        PushThenFail(u32),
+        /// Fails before changing anything.
+        Refuse,
+    }
+
+    impl sealed::Sealed for Log {
+        type Fixed = ();
+
+        fn fixed(&self) {}
+
+        fn pool_snapshot(_: Arc<Self>) -> crate::pool::Snapshot {
+            unreachable!("the pool never sees this test state")
+        }
+
+        fn filters(&self) -> usize {
+            self.0.len()
+        }
+    }
+
+    impl Replica for Log {
+        type Op = LogOp;
+
+        fn apply_op(&mut self, op: &LogOp) -> Result<()> {
+            match op {
+                LogOp::Push(x) => self.0.push(*x),
+                LogOp::PushThenFail(x) => {
+                    self.0.push(*x);
+                    return Err(Error::CapacityOverflow("test"));
+                }
+                LogOp::Refuse => return Err(Error::UnknownId(0)),
+            }
+            Ok(())
+        }
+
+        fn failed_op_changed_nothing(error: &Error) -> bool {
+            matches!(error, Error::UnknownId(_))
+        }
+    }
+
+    /// A write that failed after changing the published copy is not lost
+    /// on the other copy: the standby is rebuilt from the published one.
+    #[test]
+    fn a_write_that_failed_half_way_does_not_split_the_copies() {
+        let shared = ConcurrentIndex::new(Log::default());
+        let mut model = Log::default();
+        let ops = [
+            LogOp::Push(1),
+            LogOp::PushThenFail(2),
+            LogOp::Push(3),
+            LogOp::Refuse,
+            LogOp::Push(4),
+            LogOp::PushThenFail(5),
+            LogOp::PushThenFail(6),
+            LogOp::Push(7),
+            LogOp::Push(8),
+        ];
+        for op in ops {
+            let expect_err = matches!(op, LogOp::PushThenFail(_) | LogOp::Refuse);
+            let _ = model.apply_op(&op);
+            let result = shared.apply(vec![op]).pop().unwrap();
+            assert_eq!(result.is_err(), expect_err);
+            assert_eq!(*shared.snapshot(), model);
+        }
+        // Both copies: each write swaps them.
+        for x in [9, 10] {
+            model.0.push(x);
+            shared.apply(vec![LogOp::Push(x)]);
+            assert_eq!(*shared.snapshot(), model);
+        }
+    }
+}

@@ -205,7 +205,11 @@ struct WriterSide<I: Replica> {
 
 /// A [`SlicedIndex`] shared by concurrent readers and writers (see the
 /// module's design note): queries load a snapshot with one atomic load,
-/// writes publish with one atomic swap.
+/// writes publish with one atomic swap. The same for a
+/// [`Collection`](crate::collection::Collection) as
+/// `ConcurrentIndex<Collection>`
+/// ([`ConcurrentCollection`](crate::collection::ConcurrentCollection)),
+/// whose queries and writes are the collection's.
 ///
 /// ```
 /// use bloomslice::{BatchResults, BloomFilter, BloomParams, ConcurrentIndex, SlicedIndex};

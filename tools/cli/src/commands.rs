@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedIndex, Temporary, Verify};
 use bloomslice::score::{Scores, Threshold};
-use bloomslice::{BatchResults, BloomFilter, BloomParams, KeyHash, SetNames, SlicedIndex};
+use bloomslice::{
+    BatchResults, BloomFilter, BloomParams, Collection, HashScheme, KeyHash, LayoutConfig, Prehashed, SetNames,
+    SlicedIndex,
+};
 
 use crate::escape::{self, plain, set_name};
 use crate::files::{Answers, Target, lock_index, map_index};
@@ -22,6 +25,11 @@ fn load_locked(lock: &IndexFileLock) -> Result<LoadedIndex, CliError> {
 
 fn save_locked(lock: &IndexFileLock, index: &SlicedIndex, names: &SetNames) -> Result<(), CliError> {
     lock.save(index, names).map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
+}
+
+fn save_collection_locked(lock: &IndexFileLock, collection: &Collection, names: &SetNames) -> Result<(), CliError> {
+    crate::files::save_collection(lock.path(), collection, names)
+        .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
 }
 
 fn mib(bytes: u64) -> String {
@@ -121,9 +129,26 @@ pub struct BuildOptions<'a> {
     pub size_check: bool,
 }
 
+/// How `build` sizes the filters.
+pub enum Sizing {
+    /// One filter length for every set: one part, keys streamed into the
+    /// filters.
+    Fixed(BloomParams),
+    /// Every set sized for its own distinct keys at rate `p`, in the parts
+    /// [`bloomslice::collection::Layout::choose`] picks under `config`.
+    FromData {
+        /// Target false-positive rate per set.
+        p: f64,
+        /// The layout's knobs.
+        config: LayoutConfig,
+        /// Hash seed.
+        seed: u64,
+    },
+}
+
 /// `build`: read sets, index them, save, summarise.
-pub fn build(o: &BuildOptions<'_>, params: Result<BloomParams, CliError>) -> Result<(), CliError> {
-    let params = params?;
+pub fn build(o: &BuildOptions<'_>, sizing: Result<Sizing, CliError>) -> Result<(), CliError> {
+    let sizing = sizing?;
     let output = o.output;
     if output.is_dir() {
         return Err(CliError::Runtime(format!(
@@ -140,17 +165,218 @@ pub fn build(o: &BuildOptions<'_>, params: Result<BloomParams, CliError>) -> Res
         )));
     }
     let start = Instant::now();
-    let check = |n: u64, name_bytes: u64| {
-        if o.size_check { check_size(output, &params, n, name_bytes) } else { Ok(()) }
-    };
-    let built = match &o.source {
-        BuildFrom::Sets(source) => input::build_index(source, params, &check)?,
-        BuildFrom::Seqs(path, seq_options) => seqs::build_index(path, *seq_options, params, &check)?,
-    };
-    save_locked(&lock, &built.index, &built.names)?;
-    summary(output, &built, start.elapsed());
+    match sizing {
+        Sizing::Fixed(params) => {
+            let check = |n: u64, name_bytes: u64| {
+                if o.size_check { check_size(output, &params, n, name_bytes) } else { Ok(()) }
+            };
+            let built = match &o.source {
+                BuildFrom::Sets(source) => input::build_index(source, params, &check)?,
+                BuildFrom::Seqs(path, seq_options) => seqs::build_index(path, *seq_options, params, &check)?,
+            };
+            save_locked(&lock, &built.index, &built.names)?;
+            summary(output, &built, start.elapsed());
+        }
+        Sizing::FromData { p, config, seed } => {
+            let read = match &o.source {
+                BuildFrom::Sets(source) => input::read_hashed(source, seed)?,
+                BuildFrom::Seqs(path, seq_options) => seqs::read_hashed(path, *seq_options, seed)?,
+            };
+            if read.sets.is_empty() {
+                let what = match &o.source {
+                    BuildFrom::Sets(Source::Tsv(p, _)) => format!("{} holds no `set<TAB>key` lines", p.display()),
+                    BuildFrom::Sets(Source::Dir(d, _)) => format!("{} has no files with keys", d.display()),
+                    BuildFrom::Seqs(path, _) => format!("{} holds no k-mers", path.display()),
+                };
+                return Err(CliError::Runtime(format!(
+                    "{what}: nothing to index (check the path and the input format)"
+                )));
+            }
+            let kmer = match &o.source {
+                BuildFrom::Seqs(_, seq_options) => Some(seq_options.k),
+                BuildFrom::Sets(_) => None,
+            };
+            let built = build_collection(read, p, config, seed, kmer)?;
+            if o.size_check {
+                check_disk(output, built.collection.memory_bytes() as u64)?;
+            }
+            save_collection_locked(&lock, &built.collection, &built.names)?;
+            collection_summary(output, &built, config, start.elapsed());
+        }
+    }
     removed_note(&lock);
     Ok(())
+}
+
+/// A collection built from hashed sets, with what the summary reports.
+pub struct BuiltCollection {
+    /// The collection; set `i` has id `i`.
+    pub collection: Collection,
+    /// Names of the sets.
+    pub names: SetNames,
+    /// Key lines read per set, by id.
+    pub lines: Vec<u64>,
+    /// Distinct keys per set, by id (the sizes the layout was chosen for).
+    pub distinct: Vec<u64>,
+    /// Directory entries that were not read, escaped, with why.
+    pub skipped: Vec<String>,
+    /// Lines the summary adds.
+    pub notes: Vec<String>,
+}
+
+/// The collection of `read`'s sets (ids in order) at rate `p`, each set
+/// sized for its distinct keys.
+pub fn build_collection(
+    read: input::HashedSets,
+    p: f64,
+    config: LayoutConfig,
+    seed: u64,
+    kmer: Option<bloomslice::kmer::KmerLength>,
+) -> Result<BuiltCollection, CliError> {
+    let input::HashedSets { sets, skipped, notes } = read;
+    let items: Vec<(u64, &[Prehashed])> =
+        sets.iter().enumerate().map(|(i, s)| (i as u64, s.hashes.as_slice())).collect();
+    let collection = Collection::build_with_hashing(&items, p, config, HashScheme::default(), seed)
+        .map_err(|e| CliError::Runtime(format!("cannot lay out the sets: {e}")))?;
+    let _ = kmer; // SHIM until the merge of the collection files: collection.set_kmer_length(kmer);
+    drop(items);
+    let mut names = SetNames::new();
+    let (mut lines, mut distinct) = (Vec::with_capacity(sets.len()), Vec::with_capacity(sets.len()));
+    for (i, set) in sets.into_iter().enumerate() {
+        lines.push(set.lines);
+        distinct.push(set.hashes.len() as u64);
+        names.insert(i as u64, set.name).map_err(CliError::engine)?;
+    }
+    Ok(BuiltCollection { collection, names, lines, distinct, skipped, notes })
+}
+
+/// Checks that a file of about `bytes` fits on the disk of `output`.
+fn check_disk(output: &Path, bytes: u64) -> Result<(), CliError> {
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if let Ok(free) = fs4::available_space(dir)
+        && bytes > free
+    {
+        return Err(CliError::Runtime(format!(
+            "the index needs about {} on disk but {} is free in {}: raise --fp, or pass --no-size-check to try anyway",
+            size(bytes),
+            size(free),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes in a short human form (B, KiB, MiB, GiB).
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b < 1 << 10 => format!("{b} B"),
+        b if b < 1 << 20 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => size(b),
+    }
+}
+
+/// Per part of `collection`: `(sets, predicted FP mean, max)` by
+/// [`Collection::fpr_bound`] of the sets whose first filter is in it.
+fn part_fp(collection: &Collection) -> Vec<(usize, f64, f64)> {
+    let mut out = vec![(0usize, 0.0f64, 0.0f64); collection.parts().len()];
+    for id in collection.ids() {
+        let (Some(filters), Some(bound)) = (collection.filters(id), collection.fpr_bound(id)) else { continue };
+        let Some(first) = filters.first() else { continue };
+        let slot = &mut out[first.part];
+        slot.0 += 1;
+        slot.1 += bound;
+        slot.2 = slot.2.max(bound);
+    }
+    for slot in &mut out {
+        slot.1 /= slot.0.max(1) as f64;
+    }
+    out
+}
+
+/// The layout table of a collection: one line per part (its `m`, sets,
+/// columns, bytes, the set sizes it was laid out for, and the predicted
+/// false-positive rates of the sets placed in it).
+fn parts_table(collection: &Collection) -> Vec<String> {
+    let mut lines = vec![format!(
+        "  {:>4} {:>10} {:>7} {:>8} {:>11} {:>17} {:>10} {:>10}",
+        "part", "m (bits)", "sets", "columns", "bytes", "keys per set", "FP mean", "FP max"
+    )];
+    let plans = collection.layout().parts();
+    let fp = part_fp(collection);
+    for (i, index) in collection.parts().enumerate() {
+        let range = plans
+            .get(i)
+            .filter(|plan| plan.m == index.params().m())
+            .map_or_else(|| "(added)".to_owned(), |plan| format!("{}..={}", plan.min_size.max(1), plan.capacity));
+        lines.push(format!(
+            "  {:>4} {:>10} {:>7} {:>8} {:>11} {:>17} {:>10.2e} {:>10.2e}",
+            i,
+            index.params().m(),
+            index.len(),
+            index.columns(),
+            human(index.memory_bytes() as u64),
+            range,
+            fp[i].1,
+            fp[i].2
+        ));
+    }
+    lines
+}
+
+fn collection_summary(output: &Path, built: &BuiltCollection, config: LayoutConfig, took: Duration) {
+    let c = &built.collection;
+    let lines: u64 = built.lines.iter().sum();
+    let distinct: u64 = built.distinct.iter().sum();
+    let file = std::fs::metadata(output).map_or(0, |m| m.len());
+    let layout = c.layout();
+    println!("wrote {} in {:.2} s", output.display(), took.as_secs_f64());
+    println!(
+        "sets: {}, keys: {lines} lines, {distinct} distinct (each set sized for its distinct keys; {:.0} keys/s)",
+        built.lines.len(),
+        lines as f64 / took.as_secs_f64().max(1e-9)
+    );
+    println!(
+        "params: target FP {} per set, k = {}, seed = {}; layout: {} parts (--max-parts {}, --query-cost-weight {}), {} row runs per key",
+        c.p(),
+        c.k(),
+        seed_of(c),
+        c.parts().len(),
+        config.max_parts,
+        config.query_cost_weight,
+        c.k() as usize * c.parts().len()
+    );
+    for line in parts_table(c) {
+        println!("{line}");
+    }
+    println!(
+        "memory: {} in memory, {} on disk; the layout's model {} ({:.2}x the per-set optimum of {})",
+        human(c.memory_bytes() as u64),
+        human(file),
+        human(layout.bytes()),
+        layout.bits() as f64 / layout.optimum_bits().max(1.0),
+        human((layout.optimum_bits() / 8.0).ceil() as u64)
+    );
+    let bounds: Vec<(u64, f64)> = c.ids().filter_map(|id| c.fpr_bound(id).map(|b| (id, b))).collect();
+    let mean = bounds.iter().map(|b| b.1).sum::<f64>() / bounds.len().max(1) as f64;
+    if let Some(&(id, worst)) = bounds.iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0))) {
+        let keys = built.distinct.get(id as usize).copied().unwrap_or(0);
+        println!(
+            "predicted FP per set: mean {mean:.3e}, max {worst:.3e} ({}, {keys} distinct keys)",
+            set_name(&built.names, id)
+        );
+    }
+    for note in &built.notes {
+        println!("{note}");
+    }
+    skipped_note(&built.skipped);
+}
+
+/// The hash seed of a collection (that of its parts).
+fn seed_of(c: &Collection) -> u64 {
+    c.parts().next().map_or(0, |index| index.params().seed())
 }
 
 fn summary(output: &Path, built: &input::Built, took: Duration) {

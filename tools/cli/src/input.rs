@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Read};
 use hashbrown::HashMap;
 use std::path::{Path, PathBuf};
 
-use bloomslice::{BloomFilter, BloomParams, SetNames, SlicedIndex};
+use bloomslice::{BloomFilter, BloomParams, KeyHash, Prehashed, SetNames, SlicedIndex};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::CliError;
@@ -448,6 +448,114 @@ pub fn build_index(
         return Err(nothing_to_index(source));
     }
     Ok(Built { index, names, keys, skipped, notes: Vec::new() })
+}
+
+/// One set read as the hashes of its keys, for a collection sized from
+/// its data: each key is hashed once (`KeyHash::from_bytes` under the
+/// seed, whose first word determines the whole hash, so
+/// [`Prehashed`] of it gives the same probe positions as the key's bytes).
+pub struct HashedSet {
+    /// The set's name.
+    pub name: Vec<u8>,
+    /// Its distinct key hashes, ascending.
+    pub hashes: Vec<Prehashed>,
+    /// Key lines read (duplicates included).
+    pub lines: u64,
+}
+
+impl HashedSet {
+    /// A set named `name` with no keys yet.
+    pub fn new(name: Vec<u8>) -> Self {
+        HashedSet { name, hashes: Vec::new(), lines: 0 }
+    }
+
+    /// Adds the hash of `key` under `seed`.
+    #[inline]
+    pub fn push(&mut self, key: &[u8], seed: u64) {
+        self.hashes.push(Prehashed(KeyHash::from_bytes(key, seed).h1));
+        self.lines += 1;
+    }
+
+    /// Sorts the hashes and drops repeats: afterwards `hashes.len()` is the
+    /// number of distinct keys (keys whose 64-bit hashes collide count
+    /// once, as they set the same bits in a filter).
+    pub fn finish(&mut self) {
+        self.hashes.sort_unstable_by_key(|h| h.0);
+        self.hashes.dedup_by_key(|h| h.0);
+        self.hashes.shrink_to_fit();
+    }
+}
+
+/// Sets read as hashes, in name order (ids `0..`), with what a directory
+/// listing skipped and lines for the summary.
+pub struct HashedSets {
+    /// The sets, each finished ([`HashedSet::finish`]).
+    pub sets: Vec<HashedSet>,
+    /// Directory entries that were not read, escaped, with why.
+    pub skipped: Vec<String>,
+    /// Lines the summary adds (for example the k-mer counts).
+    pub notes: Vec<String>,
+}
+
+/// Reads every set of `source` as key hashes under `seed` (8 bytes a key,
+/// duplicates dropped per set as each set is finished). Sets without keys
+/// are left out; only stdin may hold no set.
+pub fn read_hashed(source: &Source<'_>, seed: u64) -> Result<HashedSets, CliError> {
+    let mut sets = Vec::new();
+    let mut skipped = Vec::new();
+    match source {
+        Source::Dir(dir, recursive) => {
+            let (files, skip) = list_dir(dir, *recursive)?;
+            skipped = skip;
+            let bar = files_bar(&files);
+            for (path, name) in files {
+                let file = std::fs::File::open(&path)
+                    .map_err(|e| CliError::Runtime(format!("cannot open {}: {e}", path.display())))?;
+                let mut set = HashedSet::new(name);
+                for_each_line(bar.wrap_read(file), &path, |key| {
+                    if !key.is_empty() {
+                        set.push(key, seed);
+                    }
+                    Ok(())
+                })?;
+                if set.lines > 0 {
+                    set.finish();
+                    sets.push(set);
+                }
+            }
+            bar.finish_and_clear();
+        }
+        Source::Tsv(path, form) => {
+            let (_, total) = tsv_reader(path)?;
+            let bar = progress(total, "reading TSV");
+            let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+            let mut last: Option<usize> = None;
+            for_each_row(path, *form, &bar, |name, key| {
+                // Lines of one set usually come together: skip the map lookup then.
+                let slot = match last {
+                    Some(i) if sets[i].name == name => i,
+                    _ => match index.get(name) {
+                        Some(&i) => i,
+                        None => {
+                            sets.push(HashedSet::new(name.to_vec()));
+                            index.insert(name.to_vec(), sets.len() - 1);
+                            sets.len() - 1
+                        }
+                    },
+                };
+                last = Some(slot);
+                sets[slot].push(key, seed);
+                Ok(())
+            })?;
+            bar.finish_and_clear();
+            sets.iter_mut().for_each(HashedSet::finish);
+            sets.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+    }
+    if sets.is_empty() && !matches!(source, Source::Tsv(path, _) if *path == Path::new("-")) {
+        return Err(nothing_to_index(source));
+    }
+    Ok(HashedSets { sets, skipped, notes: Vec::new() })
 }
 
 /// Keys per chunk `query` answers at a time.

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use bloomslice::BloomParams;
+use bloomslice::{BloomParams, LayoutConfig};
 use clap::{Args, Parser, Subcommand};
 
 /// A command-line failure: usage (exit code 2) or runtime (exit code 1).
@@ -239,12 +239,20 @@ impl CapacityArgs {
     }
 }
 
-/// Filter parameters: from --n-exp/--fp, or exactly with --m/--k.
+/// How `build` sizes the filters: from each set's own keys (the default),
+/// or one size for every set (--n-exp, or --m/--k).
 #[derive(Args, Debug)]
-pub struct ParamsArgs {
-    #[command(flatten)]
-    capacity: CapacityArgs,
-    /// Bits per filter (instead of --n-exp/--fp; needs --k).
+pub struct SizingArgs {
+    /// Target false-positive rate per set, in (0, 1). Every set is sized
+    /// for its own number of distinct keys, unless --n-exp or --m fixes one
+    /// size for all.
+    #[arg(long, value_name = "P", value_parser = parse_fp)]
+    fp: Option<f64>,
+    /// Fixed size: every set gets a filter for this many keys at --fp (one
+    /// part, keys streamed into the filters, never held in memory).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    n_exp: Option<u64>,
+    /// Fixed size: bits per filter (instead of --n-exp/--fp; needs --k).
     #[arg(long, requires = "k", conflicts_with_all = ["n_exp", "fp"])]
     m: Option<u64>,
     /// Hash functions per key (with --m).
@@ -253,16 +261,61 @@ pub struct ParamsArgs {
     /// Hash seed (indexes can only be combined if their seeds match).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Sized from the data: most parts (size classes, each with its own
+    /// filter length) the layout may use, 1 to 64. Every part costs a query
+    /// k more row runs. Default 8.
+    #[arg(long, value_name = "N", conflicts_with_all = ["n_exp", "m"], value_parser = clap::value_parser!(u64).range(1..=64))]
+    max_parts: Option<u64>,
+    /// Sized from the data: the price of one more part as a fraction of the
+    /// memory (a part is added only if it saves more than w/(1+w) of the
+    /// bytes), >= 0. 0 takes the least memory within --max-parts; large
+    /// values give one part. Default 0.1.
+    #[arg(long, value_name = "W", conflicts_with_all = ["n_exp", "m"], value_parser = parse_weight)]
+    query_cost_weight: Option<f64>,
 }
 
-impl ParamsArgs {
-    fn params(&self) -> Result<BloomParams, CliError> {
-        let p = match (self.m, self.k) {
-            (Some(m), Some(k)) => BloomParams::new(m, k)
-                .map_err(|e| CliError::Usage(format!("invalid parameters: {e} (check --m and --k)")))?,
-            _ => self.capacity.params()?,
-        };
-        Ok(p.with_seed(self.seed))
+/// The false-positive rate `build` targets without --fp.
+pub const DEFAULT_FP: f64 = 0.01;
+
+fn parse_fp(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if !(v > 0.0 && v < 1.0) {
+        return Err(format!("{s} is not a false-positive rate in (0, 1)"));
+    }
+    Ok(v)
+}
+
+fn parse_weight(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{s} is not a weight >= 0"));
+    }
+    Ok(v)
+}
+
+impl SizingArgs {
+    fn sizing(&self) -> Result<commands::Sizing, CliError> {
+        let fp = self.fp.unwrap_or(DEFAULT_FP);
+        if let (Some(m), Some(k)) = (self.m, self.k) {
+            let params = BloomParams::new(m, k)
+                .map_err(|e| CliError::Usage(format!("invalid parameters: {e} (check --m and --k)")))?;
+            return Ok(commands::Sizing::Fixed(params.with_seed(self.seed)));
+        }
+        if let Some(n) = self.n_exp {
+            let params = BloomParams::for_capacity(n, fp)
+                .map_err(|e| CliError::Usage(format!("invalid parameters: {e} (check --n-exp and --fp)")))?;
+            return Ok(commands::Sizing::Fixed(params.with_seed(self.seed)));
+        }
+        // `k` depends on `p` alone; a rate too small for any `k` is a usage error.
+        BloomParams::for_capacity(1, fp).map_err(|e| CliError::Usage(format!("invalid --fp: {e}")))?;
+        let mut config = LayoutConfig::default();
+        if let Some(parts) = self.max_parts {
+            config.max_parts = parts as usize;
+        }
+        if let Some(w) = self.query_cost_weight {
+            config.query_cost_weight = w;
+        }
+        Ok(commands::Sizing::FromData { p: fp, config, seed: self.seed })
     }
 }
 
@@ -292,7 +345,7 @@ struct BuildArgs {
     #[command(flatten)]
     dir: DirArgs,
     #[command(flatten)]
-    params: ParamsArgs,
+    sizing: SizingArgs,
     /// Overwrite the output file if it exists.
     #[arg(long)]
     force: bool,
@@ -532,7 +585,7 @@ fn main() -> ExitCode {
                     wait: a.wait.duration(),
                     size_check: !a.no_size_check,
                 },
-                a.params.params(),
+                a.sizing.sizing(),
             )
         }),
         Command::Add(a) if a.recursive && a.dir.is_none() => Err(CliError::Usage("--recursive needs --dir".into())),

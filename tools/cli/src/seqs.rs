@@ -21,7 +21,7 @@ use needletail::parser::FastxReader;
 
 use crate::CliError;
 use crate::escape::{self, plain, set_name};
-use crate::input::{self, Built};
+use crate::input::{self, Built, HashedSet, HashedSets};
 use bloomslice::{Scores, Threshold};
 
 /// How `build --seqs` reads its input.
@@ -183,17 +183,93 @@ pub fn build_index(
         }
     }
     if keys.is_empty() {
-        return Err(CliError::Runtime(format!(
-            "{} holds no k-mers of length {}: nothing to index (check the path, and that the files are FASTA or FASTQ)",
-            path.display(),
-            o.k
-        )));
+        return Err(no_kmers(path, o.k));
     }
     let note = format!(
         "k-mers: k = {}, {} indexed (canonical), {} skipped (windows with a base other than ACGT)",
         o.k, tally.kmers, tally.skipped
     );
     Ok(Built { index, names, keys, skipped, notes: vec![note] })
+}
+
+/// Pushes the canonical k-mers of `seq` into `set` as hashes under `seed`;
+/// returns how many.
+fn push_kmers(set: &mut HashedSet, seq: &[u8], k: KmerLength, seed: u64, tally: &mut Tally) -> u64 {
+    let mut kmers = kmer::canonical_kmers(seq, k);
+    let before = set.lines;
+    for code in kmers.by_ref() {
+        set.push(&kmer::key(code), seed);
+    }
+    let n = set.lines - before;
+    tally.kmers += n;
+    tally.skipped += kmers.skipped();
+    n
+}
+
+/// `build --seqs` sized from the data: the canonical k-mers of every file
+/// (or record) of `path` as hashes under `seed`, each set's repeats
+/// dropped.
+pub fn read_hashed(path: &Path, o: SeqOptions, seed: u64) -> Result<HashedSets, CliError> {
+    let (files, mut skipped) = seq_files(path, o.recursive)?;
+    let mut sets: Vec<HashedSet> = Vec::new();
+    let mut tally = Tally::default();
+    if o.by_record {
+        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut empty = 0u64;
+        for (file, _) in &files {
+            for_each_record(file, |r| {
+                if !seen.insert(r.name.to_vec()) {
+                    return Err(CliError::Runtime(format!(
+                        "{}:{}: record {} appears twice (with --seqs-by-record, record ids name the sets and must be unique)",
+                        file.display(),
+                        r.line,
+                        plain(r.name)
+                    )));
+                }
+                escape::check_name_length(r.name, || format!("{}:{}", file.display(), r.line))?;
+                let mut set = HashedSet::new(r.name.to_vec());
+                if push_kmers(&mut set, r.seq, o.k, seed, &mut tally) == 0 {
+                    empty += 1;
+                    return Ok(());
+                }
+                set.finish();
+                sets.push(set);
+                Ok(())
+            })?;
+        }
+        if empty > 0 {
+            skipped.push(format!("{empty} records (shorter than k = {} or without a k-mer of ACGT)", o.k));
+        }
+    } else {
+        for (file, name) in files {
+            let mut set = HashedSet::new(name);
+            for_each_record(&file, |r| {
+                push_kmers(&mut set, r.seq, o.k, seed, &mut tally);
+                Ok(())
+            })?;
+            if set.lines == 0 {
+                skipped.push(format!("{} (no k-mers of length {})", plain(&set.name), o.k));
+                continue;
+            }
+            set.finish();
+            sets.push(set);
+        }
+    }
+    if sets.is_empty() {
+        return Err(no_kmers(path, o.k));
+    }
+    let note = format!(
+        "k-mers: k = {}, {} indexed (canonical), {} skipped (windows with a base other than ACGT)",
+        o.k, tally.kmers, tally.skipped
+    );
+    Ok(HashedSets { sets, skipped, notes: vec![note] })
+}
+
+fn no_kmers(path: &Path, k: KmerLength) -> CliError {
+    CliError::Runtime(format!(
+        "{} holds no k-mers of length {k}: nothing to index (check the path, and that the files are FASTA or FASTQ)",
+        path.display()
+    ))
 }
 
 /// Options of `query --seqs`.

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedIndex, Temporary, Verify};
+use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedCollection, Temporary, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::{
     BatchResults, BloomFilter, BloomParams, Collection, HashScheme, KeyHash, LayoutConfig, Prehashed, SetNames,
@@ -15,12 +15,12 @@ use bloomslice::{
 };
 
 use crate::escape::{self, plain, set_name};
-use crate::files::{Answers, Target, lock_index, map_index};
+use crate::files::{Answers, Target, lock_index, map_collection};
 use crate::input::{self, Source};
 use crate::{CliError, demo, seqs};
 
-fn load_locked(lock: &IndexFileLock) -> Result<LoadedIndex, CliError> {
-    lock.load().map_err(|e| CliError::index_file(lock.path(), &e))
+fn load_locked(lock: &IndexFileLock) -> Result<LoadedCollection, CliError> {
+    persist::load_collection(lock.path()).map_err(|e| CliError::index_file(lock.path(), &e))
 }
 
 fn save_locked(lock: &IndexFileLock, index: &SlicedIndex, names: &SetNames) -> Result<(), CliError> {
@@ -421,81 +421,173 @@ pub enum AddFrom<'a> {
     Index(&'a Path),
 }
 
-fn next_id(index: &SlicedIndex) -> u64 {
-    index.ids().max().map_or(0, |m| m + 1)
+fn next_id(collection: &Collection) -> u64 {
+    collection.ids().max().map_or(0, |m| m + 1)
 }
 
-/// `add`: new sets into an existing index file.
+/// One line per part added since `before` parts: sets larger than every
+/// part, or sets that grew, got a part of their own size.
+fn new_parts_note(collection: &Collection, before: usize) {
+    for (i, index) in collection.parts().enumerate().skip(before) {
+        println!(
+            "new part {i}: m = {} bits for {} sets larger than the parts before ({} in memory)",
+            index.params().m(),
+            index.len(),
+            human(index.memory_bytes() as u64)
+        );
+    }
+}
+
+/// The message for a set that gained filters while keys were added to it.
+fn grown_note(collection: &Collection, names: &SetNames, id: u64, before: usize) -> Option<String> {
+    let filters = collection.filters(id)?;
+    let before = before.max(1);
+    if filters.len() <= before {
+        return None;
+    }
+    let first_new = &filters[before];
+    let last = filters.last()?;
+    let outgrown = &filters[before - 1];
+    let bound = collection.fpr_bound(id)?;
+    Some(format!(
+        "set {} outgrew its filter ({} keys in a filter of capacity {}): it gained {} filter{} in a larger part \
+         (part {}, m = {} bits, capacity {} keys){}; it is answered as the union of its {} filters, predicted FP {bound:.3e} \
+         (target {}, bounded by {} however it grows)",
+        set_name(names, id),
+        outgrown.load,
+        outgrown.capacity,
+        filters.len() - before,
+        if filters.len() - before == 1 { "" } else { "s" },
+        first_new.part,
+        first_new.params.m(),
+        first_new.capacity,
+        if last.part == first_new.part { String::new() } else { format!(", the last in part {}", last.part) },
+        filters.len(),
+        collection.p(),
+        2.0 * collection.p()
+    ))
+}
+
+/// `add`: new sets into an existing index file. Each set from files or a
+/// TSV is sized for its distinct keys and placed in the part of least
+/// capacity that holds it (a new part if none does).
 pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
-    let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
-    let params = *index.params();
-    let mut skipped = Vec::new();
-    let new: Vec<(Vec<u8>, BloomFilter)> = match from {
+    let LoadedCollection { mut collection, mut names, .. } = load_locked(&lock)?;
+    let parts_before = collection.parts().len();
+    let added = match from {
         AddFrom::Sets(source) => {
-            let (sets, skip) = input::read_sets(&source, params)?;
-            skipped = skip;
-            sets.into_iter().map(|s| (s.name, s.filter)).collect()
+            let read = input::read_hashed(&source, seed_of(&collection))?;
+            if read.sets.is_empty() {
+                println!("no sets on stdin: {} unchanged", path.display());
+                return Ok(());
+            }
+            for set in &read.sets {
+                refuse_existing(&names, &set.name, path)?;
+            }
+            let (first, added) = (next_id(&collection), read.sets.len());
+            for (i, set) in read.sets.into_iter().enumerate() {
+                let id = first + i as u64;
+                collection.insert_set(id, &set.hashes).map_err(CliError::engine)?;
+                names.insert(id, set.name).map_err(CliError::engine)?;
+            }
+            skipped_note(&read.skipped);
+            added
         }
         AddFrom::Index(other) => {
-            let o = persist::load(other).map_err(|e| CliError::index_file(other, &e))?;
-            if o.index.kmer_length() != index.kmer_length() {
-                let k =
-                    |k: Option<bloomslice::kmer::KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
-                return Err(CliError::Runtime(format!(
-                    "{} has k-mer length {} but {} has {}: sets of other keys cannot be mixed",
-                    other.display(),
-                    k(o.index.kmer_length()),
-                    path.display(),
-                    k(index.kmer_length())
-                )));
-            }
-            if *o.index.params() != params {
-                return Err(CliError::Runtime(format!(
-                    "{} was built with other parameters ({}) than {} ({}): rebuild it with --m {} --k {} --seed {}",
-                    other.display(),
-                    o.index.params(),
-                    path.display(),
-                    params,
-                    params.m(),
-                    params.k(),
-                    params.seed()
-                )));
-            }
-            let mut ids: Vec<u64> = o.index.ids().collect();
-            ids.sort_unstable();
-            let mut out = Vec::with_capacity(ids.len());
-            for id in ids {
-                let name = o.names.name(id).map_or_else(|| format!("#{id}").into_bytes(), <[u8]>::to_vec);
-                out.push((name, o.index.filter_cloned(id).map_err(CliError::engine)?));
-            }
-            out
+            let o = persist::load_collection(other).map_err(|e| CliError::index_file(other, &e))?;
+            add_index(path, &mut collection, &mut names, other, o)?
         }
     };
-    if new.is_empty() {
-        println!("no sets on stdin: {} unchanged", path.display());
-        return Ok(());
+    save_collection_locked(&lock, &collection, &names)?;
+    println!("added {added} sets to {} (now {} sets)", path.display(), collection.len());
+    new_parts_note(&collection, parts_before);
+    removed_note(&lock);
+    Ok(())
+}
+
+fn refuse_existing(names: &SetNames, name: &[u8], path: &Path) -> Result<(), CliError> {
+    if names.id(name).is_some() {
+        return Err(CliError::Runtime(format!(
+            "set {} is already in {}: use `bloomslice update` to add keys to it, or `remove` it first",
+            plain(name),
+            path.display()
+        )));
     }
-    for (name, _) in &new {
-        if names.id(name).is_some() {
-            return Err(CliError::Runtime(format!(
-                "set {} is already in {}: use `bloomslice update` to add keys to it, or `remove` it first",
-                plain(name),
-                path.display()
-            )));
-        }
+    Ok(())
+}
+
+/// The single non-empty part of `collection` (or its first part if all are
+/// empty), if it has no more than one.
+fn one_part(collection: &Collection) -> Option<&SlicedIndex> {
+    let mut live = collection.parts().filter(|index| !index.is_empty());
+    match (live.next(), live.next()) {
+        (Some(index), None) => Some(index),
+        (None, _) => collection.parts().next(),
+        _ => None,
     }
-    let first = next_id(&index);
+}
+
+/// `add --from`: the filters of another file of one part, with the same
+/// parameters as this one's single part. Returns the sets added.
+fn add_index(
+    path: &Path,
+    collection: &mut Collection,
+    names: &mut SetNames,
+    other: &Path,
+    o: LoadedCollection,
+) -> Result<usize, CliError> {
+    if o.collection.kmer_length() != collection.kmer_length() {
+        let k = |k: Option<bloomslice::kmer::KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
+        return Err(CliError::Runtime(format!(
+            "{} has k-mer length {} but {} has {}: sets of other keys cannot be mixed",
+            other.display(),
+            k(o.collection.kmer_length()),
+            path.display(),
+            k(collection.kmer_length())
+        )));
+    }
+    let (Some(mine), Some(theirs)) = (one_part(collection), one_part(&o.collection)) else {
+        return Err(CliError::Runtime(format!(
+            "add --from needs two files of one part each ({} has {}, {} has {}): add the other file's sets from their keys with --dir or --tsv",
+            path.display(),
+            collection.parts().len(),
+            other.display(),
+            o.collection.parts().len()
+        )));
+    };
+    let params = *mine.params();
+    if *theirs.params() != params {
+        return Err(CliError::Runtime(format!(
+            "{} was built with other parameters ({}) than {} ({}): rebuild it with --m {} --k {} --seed {}",
+            other.display(),
+            theirs.params(),
+            path.display(),
+            params,
+            params.m(),
+            params.k(),
+            params.seed()
+        )));
+    }
+    let mut ids: Vec<u64> = theirs.ids().collect();
+    ids.sort_unstable();
+    let mut new = Vec::with_capacity(ids.len());
+    for id in ids {
+        let name = o.names.name(id).map_or_else(|| format!("#{id}").into_bytes(), <[u8]>::to_vec);
+        refuse_existing(names, &name, path)?;
+        new.push((name, theirs.filter_cloned(id).map_err(CliError::engine)?));
+    }
+    let mut index = mine.clone();
+    let first = index.ids().max().map_or(0, |m| m + 1);
     let items: Vec<(u64, &BloomFilter)> = new.iter().enumerate().map(|(i, (_, f))| (first + i as u64, f)).collect();
     index.insert_filters(&items).map_err(CliError::engine)?;
+    let kmer = collection.kmer_length();
+    *collection = Collection::from_index(index, collection.p()).map_err(CliError::engine)?;
+    collection.set_kmer_length(kmer);
     for (i, (name, _)) in new.iter().enumerate() {
         names.insert(first + i as u64, name.clone()).map_err(CliError::engine)?;
     }
-    save_locked(&lock, &index, &names)?;
-    println!("added {} sets to {} (now {} sets)", new.len(), path.display(), index.len());
-    skipped_note(&skipped);
-    removed_note(&lock);
-    Ok(())
+    Ok(new.len())
 }
 
 /// `remove`: sets by name (given as `form` says).
@@ -509,7 +601,7 @@ pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration
         })
         .collect::<Result<_, _>>()?;
     let lock = lock_index(path, wait)?;
-    let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
+    let LoadedCollection { mut collection, mut names, .. } = load_locked(&lock)?;
     for name in &sets {
         let Some(id) = names.id(name) else {
             return Err(CliError::Runtime(format!(
@@ -519,46 +611,54 @@ pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration
                 path.display()
             )));
         };
-        index.delete_filter(id).map_err(CliError::engine)?;
+        collection.remove_set(id).map_err(CliError::engine)?;
         names.remove(id);
     }
-    save_locked(&lock, &index, &names)?;
-    println!("removed {} sets from {} (now {} sets)", sets.len(), path.display(), index.len());
+    save_collection_locked(&lock, &collection, &names)?;
+    println!("removed {} sets from {} (now {} sets)", sets.len(), path.display(), collection.len());
     removed_note(&lock);
     Ok(())
 }
 
-/// `update`: OR new keys into existing sets.
+/// `update`: add keys to existing sets (each set's distinct new keys; a
+/// set that outgrows its filter gains one in a larger part, and says so).
 pub fn update(path: &Path, source: &Source<'_>, create: bool, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
-    let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
-    let (sets, skipped) = input::read_sets(source, *index.params())?;
-    if sets.is_empty() {
+    let LoadedCollection { mut collection, mut names, .. } = load_locked(&lock)?;
+    let read = input::read_hashed(source, seed_of(&collection))?;
+    if read.sets.is_empty() {
         println!("no sets on stdin: {} unchanged", path.display());
         return Ok(());
     }
-    if !create && let Some(s) = sets.iter().find(|s| names.id(&s.name).is_none()) {
+    if !create && let Some(s) = read.sets.iter().find(|s| names.id(&s.name).is_none()) {
         return Err(CliError::Runtime(format!(
             "set {} is not in {}: use `bloomslice add`, or pass --create",
             plain(&s.name),
             path.display()
         )));
     }
-    let (mut updated, mut created) = (0, 0);
-    for s in sets {
+    let parts_before = collection.parts().len();
+    let (mut updated, mut created, mut notes) = (0, 0, Vec::new());
+    for s in read.sets {
         if let Some(id) = names.id(&s.name) {
-            index.update_filter(id, &s.filter).map_err(CliError::engine)?;
+            let before = collection.filter_count(id).unwrap_or(1);
+            collection.add_keys(id, &s.hashes).map_err(CliError::engine)?;
+            notes.extend(grown_note(&collection, &names, id, before));
             updated += 1;
         } else {
-            let id = next_id(&index);
-            index.insert_filter(id, &s.filter).map_err(CliError::engine)?;
+            let id = next_id(&collection);
+            collection.insert_set(id, &s.hashes).map_err(CliError::engine)?;
             names.insert(id, s.name).map_err(CliError::engine)?;
             created += 1;
         }
     }
-    save_locked(&lock, &index, &names)?;
+    save_collection_locked(&lock, &collection, &names)?;
     println!("updated {updated} sets and created {created} in {}", path.display());
-    skipped_note(&skipped);
+    for note in notes {
+        println!("{note}");
+    }
+    new_parts_note(&collection, parts_before);
+    skipped_note(&read.skipped);
     removed_note(&lock);
     Ok(())
 }
@@ -719,34 +819,77 @@ fn temporaries_json(temps: &[Temporary]) -> serde_json::Value {
 /// Sets `inspect` lists in text when not given `--limit`.
 pub const INSPECT_TEXT_LIMIT: usize = 50;
 
+/// One set as `inspect` lists it: its filters, the ones they hold, their
+/// bits, and the estimated false-positive rate of their union (the sum of
+/// each filter's `fill^k`).
+struct SetRow {
+    id: u64,
+    filters: usize,
+    ones: u64,
+    bits: u64,
+    est_fp: f64,
+}
+
+/// Every set of `collection`, highest estimated false-positive rate first.
+fn set_rows(collection: &Collection) -> Vec<SetRow> {
+    let mut rows: hashbrown::HashMap<u64, SetRow> = hashbrown::HashMap::new();
+    for index in collection.parts() {
+        let p = index.params();
+        for (id, ones) in index.ones_per_filter() {
+            let row = rows.entry(id).or_insert(SetRow { id, filters: 0, ones: 0, bits: 0, est_fp: 0.0 });
+            row.filters += 1;
+            row.ones += ones;
+            row.bits += p.m();
+            row.est_fp += fill_and_fp(ones, p).1;
+        }
+    }
+    let mut rows: Vec<SetRow> = rows.into_values().collect();
+    rows.sort_by(|a, b| b.est_fp.total_cmp(&a.est_fp).then(a.id.cmp(&b.id)));
+    rows
+}
+
 /// `inspect`: everything about a file, fully verified. `limit` caps the
 /// list of sets (`None`: all of them in JSON, [`INSPECT_TEXT_LIMIT`] in
 /// text); a cut list says so.
 pub fn inspect(path: &Path, limit: Option<usize>, json: bool) -> Result<(), CliError> {
-    let loaded = map_index(path, Verify::Full)?;
+    let loaded = map_collection(path, Verify::Full)?;
     let temps = IndexFile::new(path).leftover_temporaries().unwrap_or_default();
-    let (index, names, info) = (&loaded.index, &loaded.names, &loaded.info);
-    let p = index.params();
-    let mut sets = index.ones_per_filter();
-    sets.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let fill = index.count_ones() as f64 / (p.m() as f64 * index.len().max(1) as f64);
+    let (c, names, info) = (&loaded.collection, &loaded.names, &loaded.info);
+    let sets = set_rows(c);
+    let (ones, bits): (u64, u64) =
+        c.parts().fold((0, 0), |(o, b), index| (o + index.count_ones(), b + index.params().m() * index.len() as u64));
+    let fill = ones as f64 / bits.max(1) as f64;
     let limit = limit.unwrap_or(if json { usize::MAX } else { INSPECT_TEXT_LIMIT });
     let truncated = sets.len() > limit;
+    let first = c.parts().next().map(|index| *index.params());
+    let shards: usize = c.parts().map(SlicedIndex::shard_count).sum();
+    let columns: usize = c.parts().map(SlicedIndex::columns).sum();
     if json {
         let set_rows: Vec<_> = sets
             .iter()
             .take(limit)
-            .map(|&(id, ones)| {
-                let (fill, fp) = fill_and_fp(ones, p);
+            .map(|row| {
                 let mut obj = serde_json::Map::new();
-                obj.insert("id".into(), id.into());
-                if let Some(name) = names.name(id) {
+                obj.insert("id".into(), row.id.into());
+                if let Some(name) = names.name(row.id) {
                     escape::put_bytes(&mut obj, "name", name);
                 }
-                obj.insert("ones".into(), ones.into());
-                obj.insert("fill".into(), fill.into());
-                obj.insert("estimated_fp".into(), fp.into());
+                obj.insert("filters".into(), row.filters.into());
+                obj.insert("ones".into(), row.ones.into());
+                obj.insert("fill".into(), (row.ones as f64 / row.bits.max(1) as f64).into());
+                obj.insert("estimated_fp".into(), row.est_fp.into());
+                obj.insert("fp_bound".into(), c.fpr_bound(row.id).into());
                 serde_json::Value::Object(obj)
+            })
+            .collect();
+        let parts: Vec<_> = c
+            .parts()
+            .map(|index| {
+                let fill = index.count_ones() as f64 / (index.params().m() as f64 * index.len().max(1) as f64);
+                serde_json::json!({
+                    "m": index.params().m(), "sets": index.len(), "columns": index.columns(),
+                    "shards": index.shard_count(), "memory_bytes": index.memory_bytes(), "fill": fill,
+                })
             })
             .collect();
         let sums: Vec<_> = info
@@ -754,16 +897,19 @@ pub fn inspect(path: &Path, limit: Option<usize>, json: bool) -> Result<(), CliE
             .iter()
             .map(|(s, c)| serde_json::json!({"section": s, "xxh3": format!("{c:016x}")}))
             .collect();
+        let one_m = (c.parts().len() == 1).then(|| first.map(|p| p.m())).flatten();
         let doc = serde_json::json!({
             "file": path.display().to_string(),
             "format_version": format!("{}.{}", info.version.0, info.version.1),
             "file_bytes": info.file_bytes,
             "checksums_verified": info.rows_verified,
             "checksums": sums,
-            "m": p.m(), "k": p.k(), "scheme": format!("{:?}", p.scheme()), "seed": p.seed(),
-            "kmer_length": index.kmer_length().map(|k| k.get()),
-            "shards": index.shard_count(), "columns": index.columns(), "sets": index.len(),
-            "memory_bytes": index.memory_bytes(), "fill": fill,
+            "fp": c.p(), "m": one_m, "k": c.k(),
+            "scheme": first.map(|p| format!("{:?}", p.scheme())), "seed": seed_of(c),
+            "kmer_length": c.kmer_length().map(|k| k.get()),
+            "parts": parts, "grown_sets": c.grown_sets(),
+            "shards": shards, "columns": columns, "sets": c.len(),
+            "memory_bytes": c.memory_bytes(), "fill": fill,
             "set_details": set_rows,
             "truncated": truncated,
             "leftover_temporaries": temporaries_json(&temps),
@@ -771,25 +917,56 @@ pub fn inspect(path: &Path, limit: Option<usize>, json: bool) -> Result<(), CliE
         println!("{doc:#}");
         return Ok(());
     }
-    println!("file: {} ({})", path.display(), mib(info.file_bytes));
+    println!("file: {} ({})", path.display(), human(info.file_bytes));
     println!("format version: {}.{}", info.version.0, info.version.1);
     println!("checksums verified: {}", if info.rows_verified { "yes, all sections" } else { "no" });
     for (section, sum) in &info.checksums {
         println!("  {section}: xxh3 {sum:016x}");
     }
-    println!("params: m = {} bits, k = {}, scheme {:?}, seed {}", p.m(), p.k(), p.scheme(), p.seed());
-    match index.kmer_length() {
+    match first {
+        Some(p) => {
+            println!("params: target FP {} per set, k = {}, scheme {:?}, seed {}", c.p(), c.k(), p.scheme(), p.seed())
+        }
+        None => println!("params: target FP {} per set, k = {}", c.p(), c.k()),
+    }
+    match c.kmer_length() {
         Some(k) => println!("k-mer length: {k} (a sequence index: query it with --seqs)"),
         None => println!("k-mer length: none (not a sequence index)"),
     }
-    println!("layout: {} shards, {} columns, {} sets", index.shard_count(), index.columns(), index.len());
-    println!("memory: {} (rows and maps)", mib(index.memory_bytes() as u64));
+    println!(
+        "layout: {} parts ({} row runs per key), {} sets ({} grown into several filters), {shards} shards, {columns} columns",
+        c.parts().len(),
+        c.k() as usize * c.parts().len(),
+        c.len(),
+        c.grown_sets()
+    );
+    println!("  {:>4} {:>10} {:>7} {:>8} {:>11} {:>8}", "part", "m (bits)", "sets", "columns", "bytes", "fill");
+    for (i, index) in c.parts().enumerate() {
+        let fill = index.count_ones() as f64 / (index.params().m() as f64 * index.len().max(1) as f64);
+        println!(
+            "  {:>4} {:>10} {:>7} {:>8} {:>11} {:>8.4}",
+            i,
+            index.params().m(),
+            index.len(),
+            index.columns(),
+            human(index.memory_bytes() as u64),
+            fill
+        );
+    }
+    println!("memory: {} (rows and maps)", human(c.memory_bytes() as u64));
     println!("fill: {fill:.4} mean (ones / m)");
     println!("sets (highest estimated FP rate first{}):", if truncated { ", see --limit" } else { "" });
-    println!("  {:<24} {:>10} {:>8} {:>12}", "name", "id", "fill", "est. FP");
-    for &(id, ones) in sets.iter().take(limit) {
-        let (fill, fp) = fill_and_fp(ones, p);
-        println!("  {:<24} {:>10} {:>8.4} {:>12.3e}", set_name(names, id), id, fill, fp);
+    println!("  {:<24} {:>10} {:>7} {:>8} {:>12} {:>12}", "name", "id", "filters", "fill", "est. FP", "FP bound");
+    for row in sets.iter().take(limit) {
+        println!(
+            "  {:<24} {:>10} {:>7} {:>8.4} {:>12.3e} {:>12.3e}",
+            set_name(names, row.id),
+            row.id,
+            row.filters,
+            row.ones as f64 / row.bits.max(1) as f64,
+            row.est_fp,
+            c.fpr_bound(row.id).unwrap_or(0.0)
+        );
     }
     if truncated {
         println!("  ... {} more", sets.len() - limit);
@@ -816,28 +993,38 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 /// `bench`: open times and query speed of a file, in memory and mapped.
 pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(), CliError> {
     let err = |e: bloomslice::Error| CliError::index_file(path, &e);
-    let (lazy, t_lazy) = timed(|| map_index(path, Verify::Deferred));
+    let (lazy, t_lazy) = timed(|| map_collection(path, Verify::Deferred));
     let lazy = lazy?;
-    let (full, t_full) = timed(|| map_index(path, Verify::Full));
+    let (full, t_full) = timed(|| map_collection(path, Verify::Full));
     full?;
-    let (loaded, t_load) = timed(|| persist::load(path));
+    let (loaded, t_load) = timed(|| persist::load_collection(path));
     let loaded = loaded.map_err(err)?;
-    if loaded.index.is_empty() {
+    let c = &loaded.collection;
+    if c.is_empty() {
         return Err(CliError::Runtime(format!("{} holds no sets: nothing to benchmark", path.display())));
     }
-    let p = *loaded.index.params();
-    let keys = demo::queries(queries, loaded.index.len() as u64, seed);
-    let hashes: Vec<KeyHash> = keys.iter().map(|k| p.hash(&k.to_le_bytes())).collect();
-    // Check before timing: the mapped index answers exactly as the loaded one.
+    let seed_used = seed_of(c);
+    let keys = demo::queries(queries, c.len() as u64, seed);
+    let hashes: Vec<KeyHash> = keys.iter().map(|k| KeyHash::from_bytes(&k.to_le_bytes(), seed_used)).collect();
+    // Check before timing: the mapped collection answers exactly as the loaded one.
     let mut a = BatchResults::new();
     let mut b = BatchResults::new();
-    loaded.index.query_batch_hashes(&hashes, &mut a);
-    lazy.index.query_batch_hashes(&hashes, &mut b);
+    c.query_batch_hashes(&hashes, &mut a);
+    lazy.collection.query_batch_hashes(&hashes, &mut b);
     if a.iter().ne(b.iter()) {
         return Err(CliError::Runtime("the mapped index answered differently from the loaded one".into()));
     }
     let matches = a.total_matches();
-    println!("index: {} ({} sets, m = {}, k = {})", path.display(), loaded.index.len(), p.m(), p.k());
+    let ms: Vec<String> = c.parts().map(|index| index.params().m().to_string()).collect();
+    println!(
+        "index: {} ({} sets, {} parts, m = {}, k = {}, {} row runs per key)",
+        path.display(),
+        c.len(),
+        c.parts().len(),
+        ms.join("/"),
+        c.k(),
+        c.k() as usize * c.parts().len()
+    );
     println!(
         "queries: {queries} (paper workload keys, half in sets 0..N if built by `demo --save`), {matches} matches"
     );
@@ -848,9 +1035,9 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
         t_load.as_secs_f64() * 1e3
     );
     println!("{:<10} {:<8} {:>12} {:>14}", "index", "mode", "ns/query", "queries/s");
-    for (what, index) in [("memory", &loaded.index), ("mmap", &lazy.index)] {
+    for (what, collection) in [("memory", c), ("mmap", &lazy.collection)] {
         for (mode, batch) in [("single", None), ("batch", Some(batch))] {
-            let t = demo::time_queries(index, &hashes, batch, 3)?;
+            let t = demo::time_collection(collection, &hashes, batch, 3)?;
             let ns = t.as_secs_f64() * 1e9 / queries as f64;
             println!("{what:<10} {mode:<8} {ns:>12.1} {:>14.0}", 1e9 / ns);
         }
@@ -858,7 +1045,8 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
     Ok(())
 }
 
-/// `demo`: the `paper` comparison table, and optionally the index file.
+/// `demo`: the `paper` comparison table, and optionally the index file
+/// (a collection of one part, the workload's fixed `m`).
 pub fn demo(filters: usize, queries: usize, naive_queries: usize, save: Option<&Path>) -> Result<(), CliError> {
     if let Some(path) = save {
         let p = demo::params();
@@ -866,12 +1054,13 @@ pub fn demo(filters: usize, queries: usize, naive_queries: usize, save: Option<&
         let mut index = SlicedIndex::new(p);
         let items: Vec<(u64, &BloomFilter)> = built.iter().map(|(id, f)| (*id, f)).collect();
         index.insert_filters(&items).map_err(CliError::engine)?;
+        let collection = Collection::from_index(index, demo::FP).map_err(CliError::engine)?;
         let mut names = SetNames::new();
         for (id, _) in &built {
             names.insert(*id, format!("filter-{id}")).map_err(CliError::engine)?;
         }
         let lock = lock_index(path, Duration::from_secs(10))?;
-        save_locked(&lock, &index, &names)?;
+        save_collection_locked(&lock, &collection, &names)?;
         eprintln!("saved the paper workload's index to {}", path.display());
     }
     demo::run(filters as u64, queries, naive_queries)

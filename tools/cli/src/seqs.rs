@@ -5,16 +5,16 @@
 //! Files are read with `needletail`; k-mers come from [`bloomslice::kmer`]
 //! (whose docs fix the key of a k-mer, so other languages can compute the
 //! same keys). K-mers whose window holds a byte other than `ACGT` (either
-//! case) are skipped and counted. Scoring is the library's pruned bit-plane path
-//! (`SlicedIndex::query_threshold_into`),
-//! one call per read.
+//! case) are skipped and counted. Scoring is the library's pruned path
+//! (`Collection::query_threshold`, each part's bit-plane scoring), one
+//! call per read.
 
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
 use bloomslice::kmer::{self, KmerLength};
-use bloomslice::{BloomFilter, BloomParams, SetNames, SlicedIndex};
+use bloomslice::{BloomFilter, BloomParams, Collection, SetNames, SlicedIndex};
 use hashbrown::HashSet;
 use needletail::errors::{ParseError, ParseErrorKind};
 use needletail::parser::FastxReader;
@@ -22,7 +22,7 @@ use needletail::parser::FastxReader;
 use crate::CliError;
 use crate::escape::{self, plain, set_name};
 use crate::input::{self, Built, HashedSet, HashedSets};
-use bloomslice::{Scores, Threshold};
+use bloomslice::Threshold;
 
 /// How `build --seqs` reads its input.
 #[derive(Clone, Copy, Debug)]
@@ -287,7 +287,7 @@ pub struct QueryOptions<'a> {
 }
 
 /// The k-mer length of a sequence index, checked against the one asked for.
-fn index_kmer_length(index: &SlicedIndex, o: &QueryOptions<'_>) -> Result<KmerLength, CliError> {
+fn index_kmer_length(index: &Collection, o: &QueryOptions<'_>) -> Result<KmerLength, CliError> {
     let path = o.index_path.display();
     let Some(k) = index.kmer_length() else {
         return Err(CliError::Runtime(format!(
@@ -338,11 +338,10 @@ impl ReadBatch {
 /// Scores and prints a batch of reads, one library call per read, then
 /// flushes: answers leave batch by batch as reads arrive.
 struct Scorer<'a> {
-    index: &'a SlicedIndex,
+    index: &'a Collection,
     names: &'a SetNames,
     threshold: Threshold,
     json: bool,
-    scratch: Scores,
     hits: Vec<(u64, u32)>,
     line: String,
     records: u64,
@@ -362,7 +361,7 @@ impl Scorer<'_> {
             if keys.is_empty() {
                 self.hits.clear();
             } else {
-                self.index.query_threshold_into(keys, Threshold::count(min), &mut self.scratch, &mut self.hits);
+                self.hits = self.index.query_threshold(keys, Threshold::count(min));
             }
             let names = self.names;
             self.hits
@@ -412,7 +411,7 @@ impl Scorer<'_> {
 /// threshold fraction of its k-mers, with counts; a summary on stderr.
 /// Reads are parsed into batches of up to 64 Ki k-mers, and each batch is
 /// scored and printed before the next is read.
-pub fn query(index: &SlicedIndex, names: &SetNames, o: &QueryOptions<'_>) -> Result<(), CliError> {
+pub fn query(index: &Collection, names: &SetNames, o: &QueryOptions<'_>) -> Result<(), CliError> {
     let k = index_kmer_length(index, o)?;
     let threshold = Threshold::fraction(o.threshold)
         .map_err(|_| CliError::Usage(format!("--threshold must be a fraction in [0, 1], got {}", o.threshold)))?;
@@ -425,7 +424,6 @@ pub fn query(index: &SlicedIndex, names: &SetNames, o: &QueryOptions<'_>) -> Res
         names,
         threshold,
         json: o.json,
-        scratch: Scores::new(),
         hits: Vec::new(),
         line: String::new(),
         records: 0,

@@ -60,9 +60,13 @@ impl CliError {
 
 const EXAMPLES: &str = "\
 Examples:
-  # Index a directory of text files (one set per file, one key per line):
+  # Index a directory of text files (one set per file, one key per line);
+  # every set is sized for its own distinct keys at 1% false positives, and
+  # the layout chosen (parts, their m, sets, bytes, predicted FP) is printed:
   bloomslice build sites.bsi --dir ./sites/
-  # ... or a TSV of `set<TAB>key` lines, sized for 1 million keys per set at 0.1% FP:
+  # ... or a TSV of `set<TAB>key` lines at 0.1% FP, in at most 4 parts:
+  bloomslice build sites.bsi --tsv keys.tsv --fp 0.001 --max-parts 4
+  # ... or every set in one filter size, for 1 million keys (one part):
   bloomslice build sites.bsi --tsv keys.tsv --n-exp 1000000 --fp 0.001
   # Which sets may contain these keys?
   bloomslice query sites.bsi apple pear
@@ -116,7 +120,13 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Build an index file from a directory of text files or a TSV.
+    /// Build an index file from a directory of text files, a TSV or sequence files.
+    ///
+    /// Every set is sized for its own number of distinct keys at --fp (each
+    /// key is hashed once and held as 8 bytes until the set is counted), in
+    /// parts of sets of similar sizes, each part with its own filter length;
+    /// the layout chosen is printed. --n-exp (or --m/--k) gives every set one
+    /// size instead: one part, keys streamed, never held.
     ///
     /// Example: bloomslice build sites.bsi --dir ./sites/
     Build(BuildArgs),
@@ -130,13 +140,18 @@ enum Command {
     Remove(RemoveArgs),
     /// Add keys to sets already in an index file.
     ///
+    /// A set whose filter is full gains a filter in a larger part (capacities
+    /// double, rates halve, so its false-positive rate stays below twice the
+    /// target); the command says when that happens. Every key given counts
+    /// towards a set's load, including keys it already holds.
+    ///
     /// Example: bloomslice update sites.bsi --tsv more-keys.tsv
     Update(UpdateArgs),
     /// Which sets may contain each key? Keys from arguments or stdin.
     ///
     /// Example: bloomslice query sites.bsi apple pear
     Query(QueryArgs),
-    /// Show an index file's parameters, sets, memory, fill and FP rates; verify its checksums.
+    /// Show an index file's parameters, parts, sets, memory, fill and FP rates; verify its checksums.
     ///
     /// Example: bloomslice inspect sites.bsi
     Inspect(InspectArgs),

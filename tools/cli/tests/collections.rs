@@ -207,7 +207,8 @@ fn sequences_are_sized_from_their_kmers() {
     std::fs::write(d.join("g/long.fa"), [&b">l\n"[..], &long, b"\n"].concat()).unwrap();
     let out = ok(&run(&["build", "g.bsi", "--seqs", "g", "--kmer", "21"], d));
     assert!(out.contains("k-mers: k = 21") && part_rows(&out) == 2, "{out}");
-    let reads = format!(">r1\n{}\n>r2\n{}\n", String::from_utf8_lossy(&short[5..55]), String::from_utf8_lossy(&long[100..300]));
+    let reads =
+        format!(">r1\n{}\n>r2\n{}\n", String::from_utf8_lossy(&short[5..55]), String::from_utf8_lossy(&long[100..300]));
     let out = ok(&run_stdin(&["query", "g.bsi", "--seqs", "-", "--threshold", "1"], d, reads.as_bytes()));
     assert!(out.contains("r1\tshort.fa:30") && out.contains("r2\tlong.fa:180"), "{out}");
     let v = json(&ok(&run(&["inspect", "g.bsi", "--json"], d)));
@@ -222,7 +223,8 @@ fn bench_and_demo_work_on_collection_files() {
     ok(&run(&["build", "c.bsi", "--dir", "sets"], d));
     let out = ok(&run(&["bench", "c.bsi", "--queries", "2000"], d));
     assert!(out.contains("parts") && out.contains("mmap") && out.contains("batch"), "{out}");
-    let out = ok(&run(&["demo", "--filters", "20", "--queries", "2000", "--naive-queries", "100", "--save", "p.bsi"], d));
+    let out =
+        ok(&run(&["demo", "--filters", "20", "--queries", "2000", "--naive-queries", "100", "--save", "p.bsi"], d));
     assert!(out.contains("collection"), "{out}");
     let v = json(&ok(&run(&["inspect", "p.bsi", "--json"], d)));
     assert_eq!((v["parts"].as_array().unwrap().len(), v["m"].as_u64()), (1, Some(100_992)));

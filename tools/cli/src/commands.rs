@@ -517,19 +517,8 @@ fn refuse_existing(names: &SetNames, name: &[u8], path: &Path) -> Result<(), Cli
     Ok(())
 }
 
-/// The single non-empty part of `collection` (or its first part if all are
-/// empty), if it has no more than one.
-fn one_part(collection: &Collection) -> Option<&SlicedIndex> {
-    let mut live = collection.parts().filter(|index| !index.is_empty());
-    match (live.next(), live.next()) {
-        (Some(index), None) => Some(index),
-        (None, _) => collection.parts().next(),
-        _ => None,
-    }
-}
-
-/// `add --from`: the filters of another file of one part, with the same
-/// parameters as this one's single part. Returns the sets added.
+/// `add --from`: the sets of another file, as their filters are (the
+/// parameters must match). Returns the sets added.
 fn add_index(
     path: &Path,
     collection: &mut Collection,
@@ -547,47 +536,29 @@ fn add_index(
             k(collection.kmer_length())
         )));
     }
-    let (Some(mine), Some(theirs)) = (one_part(collection), one_part(&o.collection)) else {
-        return Err(CliError::Runtime(format!(
-            "add --from needs two files of one part each ({} has {}, {} has {}): add the other file's sets from their keys with --dir or --tsv",
-            path.display(),
-            collection.parts().len(),
-            other.display(),
-            o.collection.parts().len()
-        )));
-    };
-    let params = *mine.params();
-    if *theirs.params() != params {
-        return Err(CliError::Runtime(format!(
-            "{} was built with other parameters ({}) than {} ({}): rebuild it with --m {} --k {} --seed {}",
-            other.display(),
-            theirs.params(),
-            path.display(),
-            params,
-            params.m(),
-            params.k(),
-            params.seed()
-        )));
-    }
-    let mut ids: Vec<u64> = theirs.ids().collect();
+    let mut ids: Vec<u64> = o.collection.ids().collect();
     ids.sort_unstable();
-    let mut new = Vec::with_capacity(ids.len());
-    for id in ids {
+    let first = next_id(collection);
+    let mut new_ids = hashbrown::HashMap::with_capacity(ids.len());
+    for (i, &id) in ids.iter().enumerate() {
         let name = o.names.name(id).map_or_else(|| format!("#{id}").into_bytes(), <[u8]>::to_vec);
         refuse_existing(names, &name, path)?;
-        new.push((name, theirs.filter_cloned(id).map_err(CliError::engine)?));
+        new_ids.insert(id, (first + i as u64, name));
     }
-    let mut index = mine.clone();
-    let first = index.ids().max().map_or(0, |m| m + 1);
-    let items: Vec<(u64, &BloomFilter)> = new.iter().enumerate().map(|(i, (_, f))| (first + i as u64, f)).collect();
-    index.insert_filters(&items).map_err(CliError::engine)?;
-    let kmer = collection.kmer_length();
-    *collection = Collection::from_index(index, collection.p()).map_err(CliError::engine)?;
-    collection.set_kmer_length(kmer);
-    for (i, (name, _)) in new.iter().enumerate() {
-        names.insert(first + i as u64, name.clone()).map_err(CliError::engine)?;
+    collection.absorb_with(&o.collection, |id| new_ids.get(&id).map_or(id, |n| n.0)).map_err(|e| match e {
+        bloomslice::Error::ParamsMismatch { .. } | bloomslice::Error::Invalid(_) => CliError::Runtime(format!(
+            "{} was built with other parameters than {} ({e}): build it again with --fp {} --seed {}",
+            other.display(),
+            path.display(),
+            collection.p(),
+            seed_of(collection)
+        )),
+        e => CliError::engine(e),
+    })?;
+    for (_, (id, name)) in new_ids {
+        names.insert(id, name).map_err(CliError::engine)?;
     }
-    Ok(new.len())
+    Ok(ids.len())
 }
 
 /// `remove`: sets by name (given as `form` says).

@@ -34,6 +34,18 @@ impl Collection {
     /// [`Error::DuplicateId`] for an id both hold; the collection is then
     /// unchanged. [`Error::CapacityOverflow`] when memory runs out.
     pub fn absorb(&mut self, other: &Collection) -> Result<()> {
+        self.absorb_with(other, |id| id)
+    }
+
+    /// [`Collection::absorb`], set `id` of `other` becoming set `new_id(id)`
+    /// here (for example the next free ids, when the ids of two files
+    /// overlap).
+    ///
+    /// # Errors
+    ///
+    /// As [`Collection::absorb`]; [`Error::DuplicateId`] also when `new_id`
+    /// maps two sets to one id.
+    pub fn absorb_with(&mut self, other: &Collection, new_id: impl Fn(u64) -> u64) -> Result<()> {
         if other.k != self.k || other.scheme != self.scheme || other.seed != self.seed {
             let mine = self.params_with(64)?;
             let theirs = BloomParams::new(64, other.k)?.with_scheme(other.scheme).with_seed(other.seed);
@@ -42,8 +54,12 @@ impl Collection {
         if other.p.to_bits() != self.p.to_bits() {
             return Err(invalid!("target false-positive rates differ: {} and {}", self.p, other.p));
         }
-        if let Some(&id) = other.sets.keys().find(|&&id| self.sets.contains_key(&id)) {
-            return Err(Error::DuplicateId(id));
+        let mut taken = hashbrown::HashSet::with_capacity(other.sets.len());
+        for &id in other.sets.keys() {
+            let id = new_id(id);
+            if self.sets.contains_key(&id) || !taken.insert(id) {
+                return Err(Error::DuplicateId(id));
+            }
         }
         // Where each of `other`'s parts goes.
         let mut target = Vec::with_capacity(other.parts.len());
@@ -68,7 +84,7 @@ impl Collection {
             let mut ids: Vec<u64> = part.index.ids().collect();
             ids.sort_unstable();
             let filters: Vec<(u64, BloomFilter)> =
-                ids.iter().map(|&id| part.index.filter_cloned(id).map(|f| (id, f))).collect::<Result<_>>()?;
+                ids.iter().map(|&id| part.index.filter_cloned(id).map(|f| (new_id(id), f))).collect::<Result<_>>()?;
             let refs: Vec<(u64, &BloomFilter)> = filters.iter().map(|(id, f)| (*id, f)).collect();
             self.parts[target[j]].index.insert_filters(&refs)?;
         }
@@ -78,7 +94,7 @@ impl Collection {
             if moved.len() > 1 {
                 self.grown += 1;
             }
-            self.sets.insert(id, moved);
+            self.sets.insert(new_id(id), moved);
         }
         Ok(())
     }
@@ -124,6 +140,9 @@ mod tests {
         let mut a = Collection::build(&[(1, keys("a", 10))], 0.01, LayoutConfig::default()).unwrap();
         let same_id = Collection::build(&[(1, keys("b", 10))], 0.01, LayoutConfig::default()).unwrap();
         assert!(matches!(a.absorb(&same_id), Err(Error::DuplicateId(1))));
+        assert!(matches!(a.absorb_with(&same_id, |_| 1), Err(Error::DuplicateId(1))));
+        let two = Collection::build(&[(5, keys("b", 10)), (6, keys("c", 10))], 0.01, LayoutConfig::default()).unwrap();
+        assert!(matches!(a.absorb_with(&two, |_| 9), Err(Error::DuplicateId(9))));
         let other_rate = Collection::build(&[(2, keys("b", 10))], 0.001, LayoutConfig::default()).unwrap();
         assert!(matches!(a.absorb(&other_rate), Err(Error::ParamsMismatch { .. })));
         let other_seed = Collection::build_with_hashing(
@@ -138,6 +157,9 @@ mod tests {
         let near_rate = Collection::build(&[(2, keys("b", 10))], 0.0101, LayoutConfig::default()).unwrap();
         assert!(matches!(a.absorb(&near_rate), Err(Error::Invalid(_))));
         assert_eq!(a.len(), 1);
+        a.validate().unwrap();
+        a.absorb_with(&same_id, |id| id + 10).unwrap();
+        assert!(a.query("b-3").contains(&11));
         a.validate().unwrap();
     }
 }

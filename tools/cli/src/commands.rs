@@ -133,7 +133,12 @@ pub struct BuildOptions<'a> {
 pub enum Sizing {
     /// One filter length for every set: one part, keys streamed into the
     /// filters.
-    Fixed(BloomParams),
+    Fixed {
+        /// The parameters of every filter.
+        params: BloomParams,
+        /// The collection's target rate (that of sets added later).
+        p: f64,
+    },
     /// Every set sized for its own distinct keys at rate `p`, in the parts
     /// [`bloomslice::collection::Layout::choose`] picks under `config`.
     FromData {
@@ -166,7 +171,7 @@ pub fn build(o: &BuildOptions<'_>, sizing: Result<Sizing, CliError>) -> Result<(
     }
     let start = Instant::now();
     match sizing {
-        Sizing::Fixed(params) => {
+        Sizing::Fixed { params, p } => {
             let check = |n: u64, name_bytes: u64| {
                 if o.size_check { check_size(output, &params, n, name_bytes) } else { Ok(()) }
             };
@@ -174,8 +179,15 @@ pub fn build(o: &BuildOptions<'_>, sizing: Result<Sizing, CliError>) -> Result<(
                 BuildFrom::Sets(source) => input::build_index(source, params, &check)?,
                 BuildFrom::Seqs(path, seq_options) => seqs::build_index(path, *seq_options, params, &check)?,
             };
-            save_locked(&lock, &built.index, &built.names)?;
-            summary(output, &built, start.elapsed());
+            let input::Built { index, names, keys, skipped, notes } = built;
+            let collection = Collection::from_index(index, p).map_err(CliError::engine)?;
+            save_collection_locked(&lock, &collection, &names)?;
+            let index = collection.parts().next().ok_or_else(|| CliError::Runtime("the index has no part".into()))?;
+            summary(
+                output,
+                &FixedSummary { index, names: &names, keys: &keys, skipped: &skipped, notes: &notes },
+                start.elapsed(),
+            );
         }
         Sizing::FromData { p, config, seed } => {
             let read = match &o.source {
@@ -379,13 +391,25 @@ fn seed_of(c: &Collection) -> u64 {
     c.parts().next().map_or(0, |index| index.params().seed())
 }
 
-fn summary(output: &Path, built: &input::Built, took: Duration) {
-    let (index, names) = (&built.index, &built.names);
+/// What the summary of a fixed-size build reports.
+struct FixedSummary<'a> {
+    index: &'a SlicedIndex,
+    names: &'a SetNames,
+    keys: &'a [u64],
+    skipped: &'a [String],
+    notes: &'a [String],
+}
+
+fn summary(output: &Path, built: &FixedSummary<'_>, took: Duration) {
+    let (index, names) = (built.index, built.names);
     let p = index.params();
     let keys: u64 = built.keys.iter().sum();
     let file = std::fs::metadata(output).map_or(0, |m| m.len());
     println!("wrote {} in {:.2} s", output.display(), took.as_secs_f64());
     println!("params: m = {} bits, k = {}, seed = {}", p.m(), p.k(), p.seed());
+    println!(
+        "layout: 1 part, every set in filters of one size (without --n-exp or --m, each set is sized for its own keys)"
+    );
     println!("sets: {}, keys: {keys} ({:.0} keys/s)", built.keys.len(), keys as f64 / took.as_secs_f64().max(1e-9));
     println!("memory: {} in memory, {} on disk", mib(index.memory_bytes() as u64), mib(file));
     let mut ones = index.ones_per_filter();
@@ -407,10 +431,10 @@ fn summary(output: &Path, built: &input::Built, took: Duration) {
             println!("hint: sets more than half full have a high FP rate; rebuild with a larger --n-exp");
         }
     }
-    for note in &built.notes {
+    for note in built.notes {
         println!("{note}");
     }
-    skipped_note(&built.skipped);
+    skipped_note(built.skipped);
 }
 
 /// Where `add` takes its new sets from.

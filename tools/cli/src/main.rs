@@ -314,12 +314,14 @@ impl SizingArgs {
         if let (Some(m), Some(k)) = (self.m, self.k) {
             let params = BloomParams::new(m, k)
                 .map_err(|e| CliError::Usage(format!("invalid parameters: {e} (check --m and --k)")))?;
-            return Ok(commands::Sizing::Fixed(params.with_seed(self.seed)));
+            // The rate at which `k` hash functions are the right number: the
+            // collection's target, from which added sets are sized.
+            return Ok(commands::Sizing::Fixed { params: params.with_seed(self.seed), p: 0.5f64.powi(k as i32) });
         }
         if let Some(n) = self.n_exp {
             let params = BloomParams::for_capacity(n, fp)
                 .map_err(|e| CliError::Usage(format!("invalid parameters: {e} (check --n-exp and --fp)")))?;
-            return Ok(commands::Sizing::Fixed(params.with_seed(self.seed)));
+            return Ok(commands::Sizing::Fixed { params: params.with_seed(self.seed), p: fp });
         }
         // `k` depends on `p` alone; a rate too small for any `k` is a usage error.
         BloomParams::for_capacity(1, fp).map_err(|e| CliError::Usage(format!("invalid --fp: {e}")))?;

@@ -23,12 +23,8 @@ fn load_locked(lock: &IndexFileLock) -> Result<LoadedCollection, CliError> {
     persist::load_collection(lock.path()).map_err(|e| CliError::index_file(lock.path(), &e))
 }
 
-fn save_locked(lock: &IndexFileLock, index: &SlicedIndex, names: &SetNames) -> Result<(), CliError> {
-    lock.save(index, names).map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
-}
-
 fn save_collection_locked(lock: &IndexFileLock, collection: &Collection, names: &SetNames) -> Result<(), CliError> {
-    crate::files::save_collection(lock.path(), collection, names)
+    persist::save_collection(lock.path(), collection, names)
         .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
 }
 
@@ -248,9 +244,9 @@ pub fn build_collection(
     let input::HashedSets { sets, skipped, notes } = read;
     let items: Vec<(u64, &[Prehashed])> =
         sets.iter().enumerate().map(|(i, s)| (i as u64, s.hashes.as_slice())).collect();
-    let collection = Collection::build_with_hashing(&items, p, config, HashScheme::default(), seed)
+    let mut collection = Collection::build_with_hashing(&items, p, config, HashScheme::default(), seed)
         .map_err(|e| CliError::Runtime(format!("cannot lay out the sets: {e}")))?;
-    let _ = kmer; // SHIM until the merge of the collection files: collection.set_kmer_length(kmer);
+    collection.set_kmer_length(kmer);
     drop(items);
     let mut names = SetNames::new();
     let (mut lines, mut distinct) = (Vec::with_capacity(sets.len()), Vec::with_capacity(sets.len()));

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bloomslice::persist::manifest::MANIFEST_FILE;
-use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedCollection, LoadedIndex, MAGIC, SetNames, Verify};
+use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedCollection, MAGIC, SetNames, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::sharded::{ShardedIndex, ShardedResults};
 use bloomslice::{BatchResults, Collection};
@@ -18,40 +18,22 @@ use crate::CliError;
 /// Maps a collection file (or an older index file, as a collection of one
 /// part) for reading.
 pub fn map_collection(path: &Path, verify: Verify) -> Result<LoadedCollection, CliError> {
-    // SAFETY: as in `map_index`: writers replace files by rename.
-    unsafe { persist::open_collection_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
-}
-
-/// Maps an index file for reading.
-pub fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
     // SAFETY: `bloomslice` never writes into an existing index file: every
     // writer holds the index's lock and replaces the file by rename
-    // (`persist::save`), which leaves this map on the old, unchanged file.
-    // Programs that write index files in place are outside the contract the
-    // README states ("Concurrency and files").
-    unsafe { persist::open_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
+    // (`persist::save_collection`), which leaves this map on the old,
+    // unchanged file. Programs that write index files in place are outside
+    // the contract the README states ("Concurrency and files").
+    unsafe { persist::open_collection_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
 }
 
 /// Maps the shard files of the manifest at `path` (a manifest file or its
 /// directory) for reading; with [`Verify::Full`] every file is compared
 /// with its recorded checksum and fully verified.
 pub fn map_shards(path: &Path, verify: Verify) -> Result<ShardedIndex, CliError> {
-    // SAFETY: as in `map_index`, for every file of the manifest: its
+    // SAFETY: as in `map_collection`, for every file of the manifest: its
     // writers (`split`, `bloomslice::persist::manifest::add_set`) replace
     // files by rename.
     unsafe { ShardedIndex::open_mmap(path, verify) }.map_err(CliError::engine)
-}
-
-/// SHIM until the merge of the collection files: saves a one-part collection as its index.
-pub fn save_collection(path: &Path, c: &bloomslice::Collection, names: &SetNames) -> bloomslice::Result<()> {
-    let live: Vec<&SlicedIndex> = c.parts().filter(|p| !p.is_empty()).collect();
-    match live.as_slice() {
-        [one] => persist::save(path, one, names),
-        _ => {
-            let _ = std::fs::File::create(path);
-            Ok(())
-        }
-    }
 }
 
 /// Takes the write lock of `path`, waiting up to `wait`.

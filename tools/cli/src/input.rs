@@ -14,16 +14,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::CliError;
 use crate::escape;
 
-/// One set read from the input.
-pub struct InputSet {
-    /// The set's name (file name, or the TSV's first column).
-    pub name: Vec<u8>,
-    /// Its filter.
-    pub filter: BloomFilter,
-    /// Key lines inserted (not necessarily distinct).
-    pub keys: u64,
-}
-
 /// Where the sets come from.
 pub enum Source<'a> {
     /// A directory of text files (and whether to read its subdirectories).
@@ -119,21 +109,6 @@ fn for_each_line(
     }
 }
 
-/// Reads every set of `source`, in name order, with what a directory
-/// listing skipped. Only stdin may hold no set.
-pub fn read_sets(source: &Source<'_>, params: BloomParams) -> Result<(Vec<InputSet>, Vec<String>), CliError> {
-    let (sets, skipped) = match source {
-        Source::Dir(dir, recursive) => read_dir(dir, *recursive, params)?,
-        Source::Tsv(path, names) => (read_tsv(path, *names, params)?, Vec::new()),
-    };
-    // An empty pipeline (`--tsv -`) changes nothing; an empty file or
-    // directory is more likely a wrong path.
-    if sets.is_empty() && !matches!(source, Source::Tsv(path, _) if *path == Path::new("-")) {
-        return Err(nothing_to_index(source));
-    }
-    Ok((sets, skipped))
-}
-
 fn nothing_to_index(source: &Source<'_>) -> CliError {
     let what = match source {
         Source::Dir(d, _) => format!("{} has no files with keys", d.display()),
@@ -212,21 +187,6 @@ fn read_keys(path: &Path, bar: &ProgressBar, filter: &mut BloomFilter) -> Result
     Ok(keys)
 }
 
-fn read_dir(dir: &Path, recursive: bool, params: BloomParams) -> Result<(Vec<InputSet>, Vec<String>), CliError> {
-    let (files, skipped) = list_dir(dir, recursive)?;
-    let bar = files_bar(&files);
-    let mut out = Vec::with_capacity(files.len());
-    for (path, name) in files {
-        let mut filter = BloomFilter::new(params).map_err(CliError::engine)?;
-        let keys = read_keys(&path, &bar, &mut filter)?;
-        if keys > 0 {
-            out.push(InputSet { name, filter, keys });
-        }
-    }
-    bar.finish_and_clear();
-    Ok((out, skipped))
-}
-
 /// Splits a TSV row into `(set, key)`.
 fn tsv_row<'a>(row: &'a [u8], path: &Path, line_no: u64) -> Result<(&'a [u8], &'a [u8]), CliError> {
     let Some(tab) = memchr::memchr(b'\t', row) else {
@@ -280,36 +240,6 @@ fn for_each_row(
         escape::check_name_length(name, || format!("{}:{line_no}", path.display()))?;
         f(name, key)
     })
-}
-
-fn read_tsv(path: &Path, names: Names, params: BloomParams) -> Result<Vec<InputSet>, CliError> {
-    let (_, total) = tsv_reader(path)?;
-    let bar = progress(total, "reading TSV");
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut sets: Vec<InputSet> = Vec::new();
-    let mut last: Option<usize> = None;
-    for_each_row(path, names, &bar, |name, key| {
-        // Lines of one set usually come together: skip the map lookup then.
-        let slot = match last {
-            Some(i) if sets[i].name == name => i,
-            _ => match index.get(name) {
-                Some(&i) => i,
-                None => {
-                    let filter = BloomFilter::new(params).map_err(CliError::engine)?;
-                    sets.push(InputSet { name: name.to_vec(), filter, keys: 0 });
-                    index.insert(name.to_vec(), sets.len() - 1);
-                    sets.len() - 1
-                }
-            },
-        };
-        last = Some(slot);
-        sets[slot].filter.insert(key);
-        sets[slot].keys += 1;
-        Ok(())
-    })?;
-    bar.finish_and_clear();
-    sets.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(sets)
 }
 
 /// An index built by `build`, with per-set key counts (by id) and what the

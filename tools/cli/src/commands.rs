@@ -559,12 +559,14 @@ fn add_index(
     let mut ids: Vec<u64> = o.collection.ids().collect();
     ids.sort_unstable();
     let first = next_id(collection);
-    let mut new_ids = hashbrown::HashMap::with_capacity(ids.len());
-    for (i, &id) in ids.iter().enumerate() {
-        let name = o.names.name(id).map_or_else(|| format!("#{id}").into_bytes(), <[u8]>::to_vec);
-        refuse_existing(names, &name, path)?;
-        new_ids.insert(id, (first + i as u64, name));
-    }
+    let new_ids: hashbrown::HashMap<u64, (u64, Vec<u8>)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            (id, (first + i as u64, o.names.name(id).map_or_else(|| format!("#{id}").into_bytes(), <[u8]>::to_vec)))
+        })
+        .collect();
+    // Parameters first, then names: nothing is saved after an error.
     collection.absorb_with(&o.collection, |id| new_ids.get(&id).map_or(id, |n| n.0)).map_err(|e| match e {
         bloomslice::Error::ParamsMismatch { .. } | bloomslice::Error::Invalid(_) => CliError::Runtime(format!(
             "{} was built with other parameters than {} ({e}): build it again with --fp {} --seed {}",
@@ -575,6 +577,9 @@ fn add_index(
         )),
         e => CliError::engine(e),
     })?;
+    for (_, name) in new_ids.values() {
+        refuse_existing(names, name, path)?;
+    }
     for (_, (id, name)) in new_ids {
         names.insert(id, name).map_err(CliError::engine)?;
     }

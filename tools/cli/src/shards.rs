@@ -7,9 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bloomslice::Collection;
-use bloomslice::persist::manifest::{
-    MANIFEST_FILE, Manifest, ManifestParams, ShardFile, ShardSet, file_checksum, manifest_dir, manifest_path,
-};
+use bloomslice::persist::manifest::{MANIFEST_FILE, Manifest, ManifestParams, ShardFile, ShardSet, file_checksum};
 use bloomslice::persist::{self, SetNames, Verify};
 
 use crate::CliError;
@@ -94,9 +92,7 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
         let path = out_dir.join(&file);
         persist::save_collection(&path, &part, &part_names)
             .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))?;
-        let (bytes, xxh3) = file_checksum(&path).map_err(CliError::engine)?;
-        let sets = ids.iter().map(|&id| ShardSet { id, name: names.name(id).map(<[u8]>::to_vec) }).collect();
-        files.push(ShardFile { file, bytes, xxh3, sets });
+        files.push(ShardFile::describe_collection(out_dir, &file, &part, &part_names).map_err(CliError::engine)?);
     }
     let first = collection.parts().next().map(|index| *index.params());
     let params = first.ok_or_else(|| CliError::Runtime(format!("{} has no parts", index_path.display())))?;
@@ -115,19 +111,18 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
 pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Result<(), CliError> {
     // Opening checks every file against the manifest (sums, parameters, sets).
     let sharded = map_shards(manifest, Verify::Full)?;
-    let manifest_file = manifest_path(manifest);
-    let dir = manifest_dir(&manifest_file);
     let m = sharded.manifest();
     let mut merged: Option<Collection> = None;
-    for i in 0..m.files.len() {
-        let path = m.file_path(&dir, i);
-        let shard = persist::load_collection(&path).map_err(|e| CliError::index_file(&path, &e))?.collection;
+    for (i, shard) in sharded.shards().iter().enumerate() {
         match &mut merged {
-            None => merged = Some(shard),
-            Some(c) => c.absorb(&shard).map_err(|e| CliError::Runtime(format!("{}: {e}", path.display())))?,
+            None => merged = Some(shard.collection.clone()),
+            Some(c) => {
+                c.absorb(&shard.collection).map_err(|e| CliError::Runtime(format!("{}: {e}", m.files[i].file)))?
+            }
         }
     }
-    let collection = merged.ok_or_else(|| CliError::Runtime(format!("{} lists no files", manifest_file.display())))?;
+    let collection =
+        merged.ok_or_else(|| CliError::Runtime(format!("{} lists no files", sharded.manifest_path().display())))?;
     let lock = lock_index(output, wait)?;
     if !force && output.exists() {
         return Err(CliError::Runtime(format!("{} already exists (pass --force to replace it)", output.display())));

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bloomslice::Collection;
-use bloomslice::persist::manifest::{MANIFEST_FILE, Manifest, ManifestParams, ShardFile, ShardSet, file_checksum};
+use bloomslice::persist::manifest::{MANIFEST_FILE, Manifest, ManifestParams, ShardFile};
 use bloomslice::persist::{self, SetNames, Verify};
 
 use crate::CliError;

@@ -298,3 +298,83 @@ fn bad_sizing_and_damaged_collections_are_one_line_errors() {
     assert!(!d.join("x.bsi").exists(), "a failed build leaves no file");
     assert_eq!(std::fs::read(d.join("flipped.bsi")).unwrap(), flipped, "a damaged file is left alone");
 }
+
+#[test]
+fn split_merge_and_add_from_keep_the_parts_and_the_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut sets = skewed(d);
+    ok(&run(&["build", "c.bsi", "--dir", "sets"], d));
+    let grow: String = (0..600).map(|k| format!("tiny-07\tg-{k}\n")).collect();
+    ok(&run_stdin(&["update", "c.bsi", "--tsv", "-"], d, grow.as_bytes()));
+    sets.get_mut("tiny-07").unwrap().extend((0..600).map(|k| format!("g-{k}")));
+    let before = json(&ok(&run(&["inspect", "c.bsi", "--json"], d)));
+    let mut probe: Vec<String> = sets.values().flatten().step_by(3).cloned().collect();
+    probe.extend((0..2000).map(|i| format!("absent-{i}")));
+    let input = probe.join("\n");
+    let want = ok(&run_stdin(&["query", "c.bsi"], d, input.as_bytes()));
+    let want_count = ok(&run_stdin(&["query", "c.bsi", "--count", "--json"], d, input.as_bytes()));
+    for k in ["1", "3", "5"] {
+        let out_dir = format!("s{k}");
+        let report = ok(&run(&["split", "c.bsi", "--shards", k, &out_dir], d));
+        assert_eq!(report.lines().count(), k.parse::<usize>().unwrap() + 1, "{report}");
+        assert_eq!(ok(&run_stdin(&["query", &out_dir], d, input.as_bytes())), want, "{k} shards");
+        assert_eq!(ok(&run_stdin(&["query", &out_dir, "--count", "--json"], d, input.as_bytes())), want_count);
+        let merged = format!("m{k}.bsi");
+        ok(&run(&["merge", &out_dir, &merged], d));
+        assert_eq!(ok(&run_stdin(&["query", &merged], d, input.as_bytes())), want, "{k} shards merged");
+        let v = json(&ok(&run(&["inspect", &merged, "--json"], d)));
+        assert_eq!(v["parts"], before["parts"], "{k} shards merged: the same parts");
+        assert_eq!(v["grown_sets"], 1);
+    }
+    no_false_negatives(d, "m5.bsi", &sets);
+
+    // add --from: the sets of another collection, parts of other m included.
+    std::fs::create_dir(d.join("more")).unwrap();
+    std::fs::write(d.join("more/alpha"), "a-1\na-2\n").unwrap();
+    let large: Vec<String> = (0..30_000).map(|k| format!("l-{k}")).collect();
+    std::fs::write(d.join("more/large"), large.join("\n")).unwrap();
+    ok(&run(&["build", "more.bsi", "--dir", "more"], d));
+    let out = ok(&run(&["add", "c.bsi", "--from", "more.bsi"], d));
+    assert!(out.contains("added 2 sets") && out.contains("new part"), "{out}");
+    sets.insert("alpha".into(), vec!["a-1".into(), "a-2".into()]);
+    sets.insert("large".into(), large);
+    no_false_negatives(d, "c.bsi", &sets);
+    let e = fails(&run(&["add", "c.bsi", "--from", "more.bsi"], d), 1);
+    assert!(e.contains("already in"), "{e}");
+    ok(&run(&["build", "tight.bsi", "--dir", "more", "--fp", "0.001"], d));
+    let e = fails(&run(&["add", "c.bsi", "--from", "tight.bsi"], d), 1);
+    assert!(e.contains("other parameters"), "{e}");
+}
+
+#[test]
+fn format_1_index_files_open_as_one_part_and_are_upgraded_by_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let params = bloomslice::BloomParams::for_capacity(1000, 0.01).unwrap();
+    let mut index = bloomslice::SlicedIndex::new(params);
+    let mut names = bloomslice::SetNames::new();
+    for (id, name) in [(0u64, "old-a"), (1, "old-b")] {
+        let mut f = bloomslice::BloomFilter::new(params).unwrap();
+        for k in 0..50 {
+            f.insert(format!("{name}-{k}").as_bytes());
+        }
+        index.insert_filter(id, &f).unwrap();
+        names.insert(id, name.as_bytes().to_vec()).unwrap();
+    }
+    bloomslice::persist::save(d.join("v1.bsi"), &index, &names).unwrap();
+    let v = json(&ok(&run(&["inspect", "v1.bsi", "--json"], d)));
+    assert_eq!((v["format_version"].as_str(), v["parts"].as_array().unwrap().len()), (Some("1.1"), 1));
+    assert_eq!(v["m"].as_u64(), Some(params.m()));
+    assert_eq!(ok(&run(&["query", "v1.bsi", "old-b-7"], d)), "old-b-7\told-b\n");
+    let out = ok(&run_stdin(&["query", "v1.bsi", "--count", "--threshold", "1"], d, b"old-a-1\nold-a-2\n"));
+    assert_eq!(out, "old-a\t2\t1.0000\n");
+    ok(&run(&["bench", "v1.bsi", "--queries", "1000"], d));
+    ok(&run(&["split", "v1.bsi", "--shards", "2", "s"], d));
+    assert_eq!(ok(&run(&["query", "s", "old-a-3"], d)), "old-a-3\told-a\n");
+    // A writer saves a collection file (format 2), answering as before.
+    ok(&run_stdin(&["update", "v1.bsi", "--tsv", "-"], d, b"old-a\tnew-key\n"));
+    let v = json(&ok(&run(&["inspect", "v1.bsi", "--json"], d)));
+    assert_eq!(v["format_version"].as_str(), Some("2.0"));
+    assert_eq!(ok(&run(&["query", "v1.bsi", "new-key", "old-b-7"], d)), "new-key\told-a\nold-b-7\told-b\n");
+}

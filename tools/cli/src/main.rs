@@ -258,9 +258,9 @@ impl CapacityArgs {
 /// or one size for every set (--n-exp, or --m/--k).
 #[derive(Args, Debug)]
 pub struct SizingArgs {
-    /// Target false-positive rate per set, in (0, 1). Every set is sized
-    /// for its own number of distinct keys, unless --n-exp or --m fixes one
-    /// size for all.
+    /// Target false-positive rate per set, in (0, 1); default 0.01. Every
+    /// set is sized for its own number of distinct keys, unless --n-exp or
+    /// --m fixes one size for all.
     #[arg(long, value_name = "P", value_parser = parse_fp)]
     fp: Option<f64>,
     /// Fixed size: every set gets a filter for this many keys at --fp (one

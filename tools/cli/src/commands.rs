@@ -445,12 +445,12 @@ fn next_id(collection: &Collection) -> u64 {
     collection.ids().max().map_or(0, |m| m + 1)
 }
 
-/// One line per part added since `before` parts: sets larger than every
-/// part, or sets that grew, got a part of their own size.
+/// One line per part added since `before` parts: for sets larger than
+/// every part, or for the added filters of sets that grew.
 fn new_parts_note(collection: &Collection, before: usize) {
     for (i, index) in collection.parts().enumerate().skip(before) {
         println!(
-            "new part {i}: m = {} bits for {} sets larger than the parts before ({} in memory)",
+            "new part {i}: m = {} bits, {} filters ({} in memory)",
             index.params().m(),
             index.len(),
             human(index.memory_bytes() as u64)
@@ -465,23 +465,23 @@ fn grown_note(collection: &Collection, names: &SetNames, id: u64, before: usize)
     if filters.len() <= before {
         return None;
     }
-    let first_new = &filters[before];
-    let last = filters.last()?;
-    let outgrown = &filters[before - 1];
+    let (outgrown, first_new, last) = (&filters[before - 1], &filters[before], filters.last()?);
+    let gained = filters.len() - before;
+    let new = |f: &bloomslice::collection::FilterInfo| {
+        format!("part {}, m = {} bits, capacity {} keys", f.part, f.params.m(), f.capacity)
+    };
+    let placed = if gained == 1 {
+        format!("1 filter in a larger part ({})", new(first_new))
+    } else {
+        format!("{gained} filters in larger parts (the first in {}; the last in {})", new(first_new), new(last))
+    };
     let bound = collection.fpr_bound(id)?;
     Some(format!(
-        "set {} outgrew its filter ({} keys in a filter of capacity {}): it gained {} filter{} in a larger part \
-         (part {}, m = {} bits, capacity {} keys){}; it is answered as the union of its {} filters, predicted FP {bound:.3e} \
-         (target {}, bounded by {} however it grows)",
+        "set {} outgrew its filter ({} keys in a filter of capacity {}): it gained {placed}; it is answered as the \
+         union of its {} filters, predicted FP {bound:.3e} (target {}, bounded by {} however it grows)",
         set_name(names, id),
         outgrown.load,
         outgrown.capacity,
-        filters.len() - before,
-        if filters.len() - before == 1 { "" } else { "s" },
-        first_new.part,
-        first_new.params.m(),
-        first_new.capacity,
-        if last.part == first_new.part { String::new() } else { format!(", the last in part {}", last.part) },
         filters.len(),
         collection.p(),
         2.0 * collection.p()

@@ -7,21 +7,25 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedIndex, Temporary, Verify};
+use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedCollection, Temporary, Verify};
 use bloomslice::score::{Scores, Threshold};
-use bloomslice::{BatchResults, BloomFilter, BloomParams, KeyHash, SetNames, SlicedIndex};
+use bloomslice::{
+    BatchResults, BloomFilter, BloomParams, Collection, HashScheme, KeyHash, LayoutConfig, Prehashed, SetNames,
+    SlicedIndex,
+};
 
 use crate::escape::{self, plain, set_name};
-use crate::files::{Answers, Target, lock_index, map_index};
+use crate::files::{Answers, Target, lock_index, map_collection};
 use crate::input::{self, Source};
 use crate::{CliError, demo, seqs};
 
-fn load_locked(lock: &IndexFileLock) -> Result<LoadedIndex, CliError> {
-    lock.load().map_err(|e| CliError::index_file(lock.path(), &e))
+fn load_locked(lock: &IndexFileLock) -> Result<LoadedCollection, CliError> {
+    persist::load_collection(lock.path()).map_err(|e| CliError::index_file(lock.path(), &e))
 }
 
-fn save_locked(lock: &IndexFileLock, index: &SlicedIndex, names: &SetNames) -> Result<(), CliError> {
-    lock.save(index, names).map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
+fn save_collection_locked(lock: &IndexFileLock, collection: &Collection, names: &SetNames) -> Result<(), CliError> {
+    persist::save_collection(lock.path(), collection, names)
+        .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
 }
 
 fn mib(bytes: u64) -> String {
@@ -121,9 +125,31 @@ pub struct BuildOptions<'a> {
     pub size_check: bool,
 }
 
+/// How `build` sizes the filters.
+pub enum Sizing {
+    /// One filter length for every set: one part, keys streamed into the
+    /// filters.
+    Fixed {
+        /// The parameters of every filter.
+        params: BloomParams,
+        /// The collection's target rate (that of sets added later).
+        p: f64,
+    },
+    /// Every set sized for its own distinct keys at rate `p`, in the parts
+    /// [`bloomslice::collection::Layout::choose`] picks under `config`.
+    FromData {
+        /// Target false-positive rate per set.
+        p: f64,
+        /// The layout's knobs.
+        config: LayoutConfig,
+        /// Hash seed.
+        seed: u64,
+    },
+}
+
 /// `build`: read sets, index them, save, summarise.
-pub fn build(o: &BuildOptions<'_>, params: Result<BloomParams, CliError>) -> Result<(), CliError> {
-    let params = params?;
+pub fn build(o: &BuildOptions<'_>, sizing: Result<Sizing, CliError>) -> Result<(), CliError> {
+    let sizing = sizing?;
     let output = o.output;
     if output.is_dir() {
         return Err(CliError::Runtime(format!(
@@ -140,26 +166,246 @@ pub fn build(o: &BuildOptions<'_>, params: Result<BloomParams, CliError>) -> Res
         )));
     }
     let start = Instant::now();
-    let check = |n: u64, name_bytes: u64| {
-        if o.size_check { check_size(output, &params, n, name_bytes) } else { Ok(()) }
-    };
-    let built = match &o.source {
-        BuildFrom::Sets(source) => input::build_index(source, params, &check)?,
-        BuildFrom::Seqs(path, seq_options) => seqs::build_index(path, *seq_options, params, &check)?,
-    };
-    save_locked(&lock, &built.index, &built.names)?;
-    summary(output, &built, start.elapsed());
+    match sizing {
+        Sizing::Fixed { params, p } => {
+            let check = |n: u64, name_bytes: u64| {
+                if o.size_check { check_size(output, &params, n, name_bytes) } else { Ok(()) }
+            };
+            let built = match &o.source {
+                BuildFrom::Sets(source) => input::build_index(source, params, &check)?,
+                BuildFrom::Seqs(path, seq_options) => seqs::build_index(path, *seq_options, params, &check)?,
+            };
+            let input::Built { index, names, keys, skipped, notes } = built;
+            let collection = Collection::from_index(index, p).map_err(CliError::engine)?;
+            save_collection_locked(&lock, &collection, &names)?;
+            let index = collection.parts().next().ok_or_else(|| CliError::Runtime("the index has no part".into()))?;
+            summary(
+                output,
+                &FixedSummary { index, names: &names, keys: &keys, skipped: &skipped, notes: &notes },
+                start.elapsed(),
+            );
+        }
+        Sizing::FromData { p, config, seed } => {
+            let read = match &o.source {
+                BuildFrom::Sets(source) => input::read_hashed(source, seed)?,
+                BuildFrom::Seqs(path, seq_options) => seqs::read_hashed(path, *seq_options, seed)?,
+            };
+            if read.sets.is_empty() {
+                let what = match &o.source {
+                    BuildFrom::Sets(Source::Tsv(p, _)) => format!("{} holds no `set<TAB>key` lines", p.display()),
+                    BuildFrom::Sets(Source::Dir(d, _)) => format!("{} has no files with keys", d.display()),
+                    BuildFrom::Seqs(path, _) => format!("{} holds no k-mers", path.display()),
+                };
+                return Err(CliError::Runtime(format!(
+                    "{what}: nothing to index (check the path and the input format)"
+                )));
+            }
+            let kmer = match &o.source {
+                BuildFrom::Seqs(_, seq_options) => Some(seq_options.k),
+                BuildFrom::Sets(_) => None,
+            };
+            let built = build_collection(read, p, config, seed, kmer)?;
+            if o.size_check {
+                check_disk(output, built.collection.memory_bytes() as u64)?;
+            }
+            save_collection_locked(&lock, &built.collection, &built.names)?;
+            collection_summary(output, &built, config, start.elapsed());
+        }
+    }
     removed_note(&lock);
     Ok(())
 }
 
-fn summary(output: &Path, built: &input::Built, took: Duration) {
-    let (index, names) = (&built.index, &built.names);
+/// A collection built from hashed sets, with what the summary reports.
+pub struct BuiltCollection {
+    /// The collection; set `i` has id `i`.
+    pub collection: Collection,
+    /// Names of the sets.
+    pub names: SetNames,
+    /// Key lines read per set, by id.
+    pub lines: Vec<u64>,
+    /// Distinct keys per set, by id (the sizes the layout was chosen for).
+    pub distinct: Vec<u64>,
+    /// Directory entries that were not read, escaped, with why.
+    pub skipped: Vec<String>,
+    /// Lines the summary adds.
+    pub notes: Vec<String>,
+}
+
+/// The collection of `read`'s sets (ids in order) at rate `p`, each set
+/// sized for its distinct keys.
+pub fn build_collection(
+    read: input::HashedSets,
+    p: f64,
+    config: LayoutConfig,
+    seed: u64,
+    kmer: Option<bloomslice::kmer::KmerLength>,
+) -> Result<BuiltCollection, CliError> {
+    let input::HashedSets { sets, skipped, notes } = read;
+    let items: Vec<(u64, &[Prehashed])> =
+        sets.iter().enumerate().map(|(i, s)| (i as u64, s.hashes.as_slice())).collect();
+    let mut collection = Collection::build_with_hashing(&items, p, config, HashScheme::default(), seed)
+        .map_err(|e| CliError::Runtime(format!("cannot lay out the sets: {e}")))?;
+    collection.set_kmer_length(kmer);
+    drop(items);
+    let mut names = SetNames::new();
+    let (mut lines, mut distinct) = (Vec::with_capacity(sets.len()), Vec::with_capacity(sets.len()));
+    for (i, set) in sets.into_iter().enumerate() {
+        lines.push(set.lines);
+        distinct.push(set.hashes.len() as u64);
+        names.insert(i as u64, set.name).map_err(CliError::engine)?;
+    }
+    Ok(BuiltCollection { collection, names, lines, distinct, skipped, notes })
+}
+
+/// Checks that a file of about `bytes` fits on the disk of `output`.
+fn check_disk(output: &Path, bytes: u64) -> Result<(), CliError> {
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if let Ok(free) = fs4::available_space(dir)
+        && bytes > free
+    {
+        return Err(CliError::Runtime(format!(
+            "the index needs about {} on disk but {} is free in {}: raise --fp, or pass --no-size-check to try anyway",
+            size(bytes),
+            size(free),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes in a short human form (B, KiB, MiB, GiB).
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b < 1 << 10 => format!("{b} B"),
+        b if b < 1 << 20 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => size(b),
+    }
+}
+
+/// Per part of `collection`: `(sets, predicted FP mean, max)` by
+/// [`Collection::fpr_bound`] of the sets whose first filter is in it.
+fn part_fp(collection: &Collection) -> Vec<(usize, f64, f64)> {
+    let mut out = vec![(0usize, 0.0f64, 0.0f64); collection.parts().len()];
+    for id in collection.ids() {
+        let (Some(filters), Some(bound)) = (collection.filters(id), collection.fpr_bound(id)) else { continue };
+        let Some(first) = filters.first() else { continue };
+        let slot = &mut out[first.part];
+        slot.0 += 1;
+        slot.1 += bound;
+        slot.2 = slot.2.max(bound);
+    }
+    for slot in &mut out {
+        slot.1 /= slot.0.max(1) as f64;
+    }
+    out
+}
+
+/// The layout table of a collection: one line per part (its `m`, sets,
+/// columns, bytes, the set sizes it was laid out for, and the predicted
+/// false-positive rates of the sets placed in it).
+fn parts_table(collection: &Collection) -> Vec<String> {
+    let mut lines = vec![format!(
+        "  {:>4} {:>10} {:>7} {:>8} {:>11} {:>17} {:>10} {:>10}",
+        "part", "m (bits)", "sets", "columns", "bytes", "keys per set", "FP mean", "FP max"
+    )];
+    let plans = collection.layout().parts();
+    let fp = part_fp(collection);
+    for (i, index) in collection.parts().enumerate() {
+        let range = plans
+            .get(i)
+            .filter(|plan| plan.m == index.params().m())
+            .map_or_else(|| "(added)".to_owned(), |plan| format!("{}..={}", plan.min_size.max(1), plan.capacity));
+        lines.push(format!(
+            "  {:>4} {:>10} {:>7} {:>8} {:>11} {:>17} {:>10.2e} {:>10.2e}",
+            i,
+            index.params().m(),
+            index.len(),
+            index.columns(),
+            human(index.memory_bytes() as u64),
+            range,
+            fp[i].1,
+            fp[i].2
+        ));
+    }
+    lines
+}
+
+fn collection_summary(output: &Path, built: &BuiltCollection, config: LayoutConfig, took: Duration) {
+    let c = &built.collection;
+    let lines: u64 = built.lines.iter().sum();
+    let distinct: u64 = built.distinct.iter().sum();
+    let file = std::fs::metadata(output).map_or(0, |m| m.len());
+    let layout = c.layout();
+    println!("wrote {} in {:.2} s", output.display(), took.as_secs_f64());
+    println!(
+        "sets: {}, keys: {lines} lines, {distinct} distinct (each set sized for its distinct keys; {:.0} keys/s)",
+        built.lines.len(),
+        lines as f64 / took.as_secs_f64().max(1e-9)
+    );
+    println!(
+        "params: target FP {} per set, k = {}, seed = {}; layout: {} parts (--max-parts {}, --query-cost-weight {}), {} row runs per key",
+        c.p(),
+        c.k(),
+        seed_of(c),
+        c.parts().len(),
+        config.max_parts,
+        config.query_cost_weight,
+        c.k() as usize * c.parts().len()
+    );
+    for line in parts_table(c) {
+        println!("{line}");
+    }
+    println!(
+        "memory: {} in memory, {} on disk; the layout's model {} ({:.2}x the per-set optimum of {})",
+        human(c.memory_bytes() as u64),
+        human(file),
+        human(layout.bytes()),
+        layout.bits() as f64 / layout.optimum_bits().max(1.0),
+        human((layout.optimum_bits() / 8.0).ceil() as u64)
+    );
+    let bounds: Vec<(u64, f64)> = c.ids().filter_map(|id| c.fpr_bound(id).map(|b| (id, b))).collect();
+    let mean = bounds.iter().map(|b| b.1).sum::<f64>() / bounds.len().max(1) as f64;
+    if let Some(&(id, worst)) = bounds.iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0))) {
+        let keys = built.distinct.get(id as usize).copied().unwrap_or(0);
+        println!(
+            "predicted FP per set: mean {mean:.3e}, max {worst:.3e} ({}, {keys} distinct keys)",
+            set_name(&built.names, id)
+        );
+    }
+    for note in &built.notes {
+        println!("{note}");
+    }
+    skipped_note(&built.skipped);
+}
+
+/// The hash seed of a collection (that of its parts).
+fn seed_of(c: &Collection) -> u64 {
+    c.parts().next().map_or(0, |index| index.params().seed())
+}
+
+/// What the summary of a fixed-size build reports.
+struct FixedSummary<'a> {
+    index: &'a SlicedIndex,
+    names: &'a SetNames,
+    keys: &'a [u64],
+    skipped: &'a [String],
+    notes: &'a [String],
+}
+
+fn summary(output: &Path, built: &FixedSummary<'_>, took: Duration) {
+    let (index, names) = (built.index, built.names);
     let p = index.params();
     let keys: u64 = built.keys.iter().sum();
     let file = std::fs::metadata(output).map_or(0, |m| m.len());
     println!("wrote {} in {:.2} s", output.display(), took.as_secs_f64());
     println!("params: m = {} bits, k = {}, seed = {}", p.m(), p.k(), p.seed());
+    println!(
+        "layout: 1 part, every set in filters of one size (without --n-exp or --m, each set is sized for its own keys)"
+    );
     println!("sets: {}, keys: {keys} ({:.0} keys/s)", built.keys.len(), keys as f64 / took.as_secs_f64().max(1e-9));
     println!("memory: {} in memory, {} on disk", mib(index.memory_bytes() as u64), mib(file));
     let mut ones = index.ones_per_filter();
@@ -181,10 +427,10 @@ fn summary(output: &Path, built: &input::Built, took: Duration) {
             println!("hint: sets more than half full have a high FP rate; rebuild with a larger --n-exp");
         }
     }
-    for note in &built.notes {
+    for note in built.notes {
         println!("{note}");
     }
-    skipped_note(&built.skipped);
+    skipped_note(built.skipped);
 }
 
 /// Where `add` takes its new sets from.
@@ -195,81 +441,149 @@ pub enum AddFrom<'a> {
     Index(&'a Path),
 }
 
-fn next_id(index: &SlicedIndex) -> u64 {
-    index.ids().max().map_or(0, |m| m + 1)
+fn next_id(collection: &Collection) -> u64 {
+    collection.ids().max().map_or(0, |m| m + 1)
 }
 
-/// `add`: new sets into an existing index file.
+/// One line per part added since `before` parts: for sets larger than
+/// every part, or for the added filters of sets that grew.
+fn new_parts_note(collection: &Collection, before: usize) {
+    for (i, index) in collection.parts().enumerate().skip(before) {
+        println!(
+            "new part {i}: m = {} bits, {} filters ({} in memory)",
+            index.params().m(),
+            index.len(),
+            human(index.memory_bytes() as u64)
+        );
+    }
+}
+
+/// The message for a set that gained filters while keys were added to it.
+fn grown_note(collection: &Collection, names: &SetNames, id: u64, before: usize) -> Option<String> {
+    let filters = collection.filters(id)?;
+    let before = before.max(1);
+    if filters.len() <= before {
+        return None;
+    }
+    let (outgrown, first_new, last) = (&filters[before - 1], &filters[before], filters.last()?);
+    let gained = filters.len() - before;
+    let new = |f: &bloomslice::collection::FilterInfo| {
+        format!("part {}, m = {} bits, capacity {} keys", f.part, f.params.m(), f.capacity)
+    };
+    let placed = if gained == 1 {
+        format!("1 filter in a larger part ({})", new(first_new))
+    } else {
+        format!("{gained} filters in larger parts (the first in {}; the last in {})", new(first_new), new(last))
+    };
+    let bound = collection.fpr_bound(id)?;
+    Some(format!(
+        "set {} outgrew its filter ({} keys in a filter of capacity {}): it gained {placed}; it is answered as the \
+         union of its {} filters, predicted FP {bound:.3e} (target {}, bounded by {} however it grows)",
+        set_name(names, id),
+        outgrown.load,
+        outgrown.capacity,
+        filters.len(),
+        collection.p(),
+        2.0 * collection.p()
+    ))
+}
+
+/// `add`: new sets into an existing index file. Each set from files or a
+/// TSV is sized for its distinct keys and placed in the part of least
+/// capacity that holds it (a new part if none does).
 pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
-    let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
-    let params = *index.params();
-    let mut skipped = Vec::new();
-    let new: Vec<(Vec<u8>, BloomFilter)> = match from {
+    let LoadedCollection { mut collection, mut names, .. } = load_locked(&lock)?;
+    let parts_before = collection.parts().len();
+    let added = match from {
         AddFrom::Sets(source) => {
-            let (sets, skip) = input::read_sets(&source, params)?;
-            skipped = skip;
-            sets.into_iter().map(|s| (s.name, s.filter)).collect()
+            let read = input::read_hashed(&source, seed_of(&collection))?;
+            if read.sets.is_empty() {
+                println!("no sets on stdin: {} unchanged", path.display());
+                return Ok(());
+            }
+            for set in &read.sets {
+                refuse_existing(&names, &set.name, path)?;
+            }
+            let (first, added) = (next_id(&collection), read.sets.len());
+            for (i, set) in read.sets.into_iter().enumerate() {
+                let id = first + i as u64;
+                collection.insert_set(id, &set.hashes).map_err(CliError::engine)?;
+                names.insert(id, set.name).map_err(CliError::engine)?;
+            }
+            skipped_note(&read.skipped);
+            added
         }
         AddFrom::Index(other) => {
-            let o = persist::load(other).map_err(|e| CliError::index_file(other, &e))?;
-            if o.index.kmer_length() != index.kmer_length() {
-                let k =
-                    |k: Option<bloomslice::kmer::KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
-                return Err(CliError::Runtime(format!(
-                    "{} has k-mer length {} but {} has {}: sets of other keys cannot be mixed",
-                    other.display(),
-                    k(o.index.kmer_length()),
-                    path.display(),
-                    k(index.kmer_length())
-                )));
-            }
-            if *o.index.params() != params {
-                return Err(CliError::Runtime(format!(
-                    "{} was built with other parameters ({}) than {} ({}): rebuild it with --m {} --k {} --seed {}",
-                    other.display(),
-                    o.index.params(),
-                    path.display(),
-                    params,
-                    params.m(),
-                    params.k(),
-                    params.seed()
-                )));
-            }
-            let mut ids: Vec<u64> = o.index.ids().collect();
-            ids.sort_unstable();
-            let mut out = Vec::with_capacity(ids.len());
-            for id in ids {
-                let name = o.names.name(id).map_or_else(|| format!("#{id}").into_bytes(), <[u8]>::to_vec);
-                out.push((name, o.index.filter_cloned(id).map_err(CliError::engine)?));
-            }
-            out
+            let o = persist::load_collection(other).map_err(|e| CliError::index_file(other, &e))?;
+            add_index(path, &mut collection, &mut names, other, o)?
         }
     };
-    if new.is_empty() {
-        println!("no sets on stdin: {} unchanged", path.display());
-        return Ok(());
-    }
-    for (name, _) in &new {
-        if names.id(name).is_some() {
-            return Err(CliError::Runtime(format!(
-                "set {} is already in {}: use `bloomslice update` to add keys to it, or `remove` it first",
-                plain(name),
-                path.display()
-            )));
-        }
-    }
-    let first = next_id(&index);
-    let items: Vec<(u64, &BloomFilter)> = new.iter().enumerate().map(|(i, (_, f))| (first + i as u64, f)).collect();
-    index.insert_filters(&items).map_err(CliError::engine)?;
-    for (i, (name, _)) in new.iter().enumerate() {
-        names.insert(first + i as u64, name.clone()).map_err(CliError::engine)?;
-    }
-    save_locked(&lock, &index, &names)?;
-    println!("added {} sets to {} (now {} sets)", new.len(), path.display(), index.len());
-    skipped_note(&skipped);
+    save_collection_locked(&lock, &collection, &names)?;
+    println!("added {added} sets to {} (now {} sets)", path.display(), collection.len());
+    new_parts_note(&collection, parts_before);
     removed_note(&lock);
     Ok(())
+}
+
+fn refuse_existing(names: &SetNames, name: &[u8], path: &Path) -> Result<(), CliError> {
+    if names.id(name).is_some() {
+        return Err(CliError::Runtime(format!(
+            "set {} is already in {}: use `bloomslice update` to add keys to it, or `remove` it first",
+            plain(name),
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// `add --from`: the sets of another file, as their filters are (the
+/// parameters must match). Returns the sets added.
+fn add_index(
+    path: &Path,
+    collection: &mut Collection,
+    names: &mut SetNames,
+    other: &Path,
+    o: LoadedCollection,
+) -> Result<usize, CliError> {
+    if o.collection.kmer_length() != collection.kmer_length() {
+        let k = |k: Option<bloomslice::kmer::KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
+        return Err(CliError::Runtime(format!(
+            "{} has k-mer length {} but {} has {}: sets of other keys cannot be mixed",
+            other.display(),
+            k(o.collection.kmer_length()),
+            path.display(),
+            k(collection.kmer_length())
+        )));
+    }
+    let mut ids: Vec<u64> = o.collection.ids().collect();
+    ids.sort_unstable();
+    let first = next_id(collection);
+    let new_ids: hashbrown::HashMap<u64, (u64, Vec<u8>)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            (id, (first + i as u64, o.names.name(id).map_or_else(|| format!("#{id}").into_bytes(), <[u8]>::to_vec)))
+        })
+        .collect();
+    // Parameters first, then names: nothing is saved after an error.
+    collection.absorb_with(&o.collection, |id| new_ids.get(&id).map_or(id, |n| n.0)).map_err(|e| match e {
+        bloomslice::Error::ParamsMismatch { .. } | bloomslice::Error::Invalid(_) => CliError::Runtime(format!(
+            "{} was built with other parameters than {} ({e}): build it again with --fp {} --seed {}",
+            other.display(),
+            path.display(),
+            collection.p(),
+            seed_of(collection)
+        )),
+        e => CliError::engine(e),
+    })?;
+    for (_, name) in new_ids.values() {
+        refuse_existing(names, name, path)?;
+    }
+    for (_, (id, name)) in new_ids {
+        names.insert(id, name).map_err(CliError::engine)?;
+    }
+    Ok(ids.len())
 }
 
 /// `remove`: sets by name (given as `form` says).
@@ -283,7 +597,7 @@ pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration
         })
         .collect::<Result<_, _>>()?;
     let lock = lock_index(path, wait)?;
-    let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
+    let LoadedCollection { mut collection, mut names, .. } = load_locked(&lock)?;
     for name in &sets {
         let Some(id) = names.id(name) else {
             return Err(CliError::Runtime(format!(
@@ -293,46 +607,54 @@ pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration
                 path.display()
             )));
         };
-        index.delete_filter(id).map_err(CliError::engine)?;
+        collection.remove_set(id).map_err(CliError::engine)?;
         names.remove(id);
     }
-    save_locked(&lock, &index, &names)?;
-    println!("removed {} sets from {} (now {} sets)", sets.len(), path.display(), index.len());
+    save_collection_locked(&lock, &collection, &names)?;
+    println!("removed {} sets from {} (now {} sets)", sets.len(), path.display(), collection.len());
     removed_note(&lock);
     Ok(())
 }
 
-/// `update`: OR new keys into existing sets.
+/// `update`: add keys to existing sets (each set's distinct new keys; a
+/// set that outgrows its filter gains one in a larger part, and says so).
 pub fn update(path: &Path, source: &Source<'_>, create: bool, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
-    let LoadedIndex { mut index, mut names, .. } = load_locked(&lock)?;
-    let (sets, skipped) = input::read_sets(source, *index.params())?;
-    if sets.is_empty() {
+    let LoadedCollection { mut collection, mut names, .. } = load_locked(&lock)?;
+    let read = input::read_hashed(source, seed_of(&collection))?;
+    if read.sets.is_empty() {
         println!("no sets on stdin: {} unchanged", path.display());
         return Ok(());
     }
-    if !create && let Some(s) = sets.iter().find(|s| names.id(&s.name).is_none()) {
+    if !create && let Some(s) = read.sets.iter().find(|s| names.id(&s.name).is_none()) {
         return Err(CliError::Runtime(format!(
             "set {} is not in {}: use `bloomslice add`, or pass --create",
             plain(&s.name),
             path.display()
         )));
     }
-    let (mut updated, mut created) = (0, 0);
-    for s in sets {
+    let parts_before = collection.parts().len();
+    let (mut updated, mut created, mut notes) = (0, 0, Vec::new());
+    for s in read.sets {
         if let Some(id) = names.id(&s.name) {
-            index.update_filter(id, &s.filter).map_err(CliError::engine)?;
+            let before = collection.filter_count(id).unwrap_or(1);
+            collection.add_keys(id, &s.hashes).map_err(CliError::engine)?;
+            notes.extend(grown_note(&collection, &names, id, before));
             updated += 1;
         } else {
-            let id = next_id(&index);
-            index.insert_filter(id, &s.filter).map_err(CliError::engine)?;
+            let id = next_id(&collection);
+            collection.insert_set(id, &s.hashes).map_err(CliError::engine)?;
             names.insert(id, s.name).map_err(CliError::engine)?;
             created += 1;
         }
     }
-    save_locked(&lock, &index, &names)?;
+    save_collection_locked(&lock, &collection, &names)?;
     println!("updated {updated} sets and created {created} in {}", path.display());
-    skipped_note(&skipped);
+    for note in notes {
+        println!("{note}");
+    }
+    new_parts_note(&collection, parts_before);
+    skipped_note(&read.skipped);
     removed_note(&lock);
     Ok(())
 }
@@ -493,34 +815,77 @@ fn temporaries_json(temps: &[Temporary]) -> serde_json::Value {
 /// Sets `inspect` lists in text when not given `--limit`.
 pub const INSPECT_TEXT_LIMIT: usize = 50;
 
+/// One set as `inspect` lists it: its filters, the ones they hold, their
+/// bits, and the estimated false-positive rate of their union (the sum of
+/// each filter's `fill^k`).
+struct SetRow {
+    id: u64,
+    filters: usize,
+    ones: u64,
+    bits: u64,
+    est_fp: f64,
+}
+
+/// Every set of `collection`, highest estimated false-positive rate first.
+fn set_rows(collection: &Collection) -> Vec<SetRow> {
+    let mut rows: hashbrown::HashMap<u64, SetRow> = hashbrown::HashMap::new();
+    for index in collection.parts() {
+        let p = index.params();
+        for (id, ones) in index.ones_per_filter() {
+            let row = rows.entry(id).or_insert(SetRow { id, filters: 0, ones: 0, bits: 0, est_fp: 0.0 });
+            row.filters += 1;
+            row.ones += ones;
+            row.bits += p.m();
+            row.est_fp += fill_and_fp(ones, p).1;
+        }
+    }
+    let mut rows: Vec<SetRow> = rows.into_values().collect();
+    rows.sort_by(|a, b| b.est_fp.total_cmp(&a.est_fp).then(a.id.cmp(&b.id)));
+    rows
+}
+
 /// `inspect`: everything about a file, fully verified. `limit` caps the
 /// list of sets (`None`: all of them in JSON, [`INSPECT_TEXT_LIMIT`] in
 /// text); a cut list says so.
 pub fn inspect(path: &Path, limit: Option<usize>, json: bool) -> Result<(), CliError> {
-    let loaded = map_index(path, Verify::Full)?;
+    let loaded = map_collection(path, Verify::Full)?;
     let temps = IndexFile::new(path).leftover_temporaries().unwrap_or_default();
-    let (index, names, info) = (&loaded.index, &loaded.names, &loaded.info);
-    let p = index.params();
-    let mut sets = index.ones_per_filter();
-    sets.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let fill = index.count_ones() as f64 / (p.m() as f64 * index.len().max(1) as f64);
+    let (c, names, info) = (&loaded.collection, &loaded.names, &loaded.info);
+    let sets = set_rows(c);
+    let (ones, bits): (u64, u64) =
+        c.parts().fold((0, 0), |(o, b), index| (o + index.count_ones(), b + index.params().m() * index.len() as u64));
+    let fill = ones as f64 / bits.max(1) as f64;
     let limit = limit.unwrap_or(if json { usize::MAX } else { INSPECT_TEXT_LIMIT });
     let truncated = sets.len() > limit;
+    let first = c.parts().next().map(|index| *index.params());
+    let shards: usize = c.parts().map(SlicedIndex::shard_count).sum();
+    let columns: usize = c.parts().map(SlicedIndex::columns).sum();
     if json {
         let set_rows: Vec<_> = sets
             .iter()
             .take(limit)
-            .map(|&(id, ones)| {
-                let (fill, fp) = fill_and_fp(ones, p);
+            .map(|row| {
                 let mut obj = serde_json::Map::new();
-                obj.insert("id".into(), id.into());
-                if let Some(name) = names.name(id) {
+                obj.insert("id".into(), row.id.into());
+                if let Some(name) = names.name(row.id) {
                     escape::put_bytes(&mut obj, "name", name);
                 }
-                obj.insert("ones".into(), ones.into());
-                obj.insert("fill".into(), fill.into());
-                obj.insert("estimated_fp".into(), fp.into());
+                obj.insert("filters".into(), row.filters.into());
+                obj.insert("ones".into(), row.ones.into());
+                obj.insert("fill".into(), (row.ones as f64 / row.bits.max(1) as f64).into());
+                obj.insert("estimated_fp".into(), row.est_fp.into());
+                obj.insert("fp_bound".into(), c.fpr_bound(row.id).into());
                 serde_json::Value::Object(obj)
+            })
+            .collect();
+        let parts: Vec<_> = c
+            .parts()
+            .map(|index| {
+                let fill = index.count_ones() as f64 / (index.params().m() as f64 * index.len().max(1) as f64);
+                serde_json::json!({
+                    "m": index.params().m(), "sets": index.len(), "columns": index.columns(),
+                    "shards": index.shard_count(), "memory_bytes": index.memory_bytes(), "fill": fill,
+                })
             })
             .collect();
         let sums: Vec<_> = info
@@ -528,16 +893,19 @@ pub fn inspect(path: &Path, limit: Option<usize>, json: bool) -> Result<(), CliE
             .iter()
             .map(|(s, c)| serde_json::json!({"section": s, "xxh3": format!("{c:016x}")}))
             .collect();
+        let one_m = (c.parts().len() == 1).then(|| first.map(|p| p.m())).flatten();
         let doc = serde_json::json!({
             "file": path.display().to_string(),
             "format_version": format!("{}.{}", info.version.0, info.version.1),
             "file_bytes": info.file_bytes,
             "checksums_verified": info.rows_verified,
             "checksums": sums,
-            "m": p.m(), "k": p.k(), "scheme": format!("{:?}", p.scheme()), "seed": p.seed(),
-            "kmer_length": index.kmer_length().map(|k| k.get()),
-            "shards": index.shard_count(), "columns": index.columns(), "sets": index.len(),
-            "memory_bytes": index.memory_bytes(), "fill": fill,
+            "fp": c.p(), "m": one_m, "k": c.k(),
+            "scheme": first.map(|p| format!("{:?}", p.scheme())), "seed": seed_of(c),
+            "kmer_length": c.kmer_length().map(|k| k.get()),
+            "parts": parts, "grown_sets": c.grown_sets(),
+            "shards": shards, "columns": columns, "sets": c.len(),
+            "memory_bytes": c.memory_bytes(), "fill": fill,
             "set_details": set_rows,
             "truncated": truncated,
             "leftover_temporaries": temporaries_json(&temps),
@@ -545,25 +913,56 @@ pub fn inspect(path: &Path, limit: Option<usize>, json: bool) -> Result<(), CliE
         println!("{doc:#}");
         return Ok(());
     }
-    println!("file: {} ({})", path.display(), mib(info.file_bytes));
+    println!("file: {} ({})", path.display(), human(info.file_bytes));
     println!("format version: {}.{}", info.version.0, info.version.1);
     println!("checksums verified: {}", if info.rows_verified { "yes, all sections" } else { "no" });
     for (section, sum) in &info.checksums {
         println!("  {section}: xxh3 {sum:016x}");
     }
-    println!("params: m = {} bits, k = {}, scheme {:?}, seed {}", p.m(), p.k(), p.scheme(), p.seed());
-    match index.kmer_length() {
+    match first {
+        Some(p) => {
+            println!("params: target FP {} per set, k = {}, scheme {:?}, seed {}", c.p(), c.k(), p.scheme(), p.seed())
+        }
+        None => println!("params: target FP {} per set, k = {}", c.p(), c.k()),
+    }
+    match c.kmer_length() {
         Some(k) => println!("k-mer length: {k} (a sequence index: query it with --seqs)"),
         None => println!("k-mer length: none (not a sequence index)"),
     }
-    println!("layout: {} shards, {} columns, {} sets", index.shard_count(), index.columns(), index.len());
-    println!("memory: {} (rows and maps)", mib(index.memory_bytes() as u64));
+    println!(
+        "layout: {} parts ({} row runs per key), {} sets ({} grown into several filters), {shards} shards, {columns} columns",
+        c.parts().len(),
+        c.k() as usize * c.parts().len(),
+        c.len(),
+        c.grown_sets()
+    );
+    println!("  {:>4} {:>10} {:>7} {:>8} {:>11} {:>8}", "part", "m (bits)", "sets", "columns", "bytes", "fill");
+    for (i, index) in c.parts().enumerate() {
+        let fill = index.count_ones() as f64 / (index.params().m() as f64 * index.len().max(1) as f64);
+        println!(
+            "  {:>4} {:>10} {:>7} {:>8} {:>11} {:>8.4}",
+            i,
+            index.params().m(),
+            index.len(),
+            index.columns(),
+            human(index.memory_bytes() as u64),
+            fill
+        );
+    }
+    println!("memory: {} (rows and maps)", human(c.memory_bytes() as u64));
     println!("fill: {fill:.4} mean (ones / m)");
     println!("sets (highest estimated FP rate first{}):", if truncated { ", see --limit" } else { "" });
-    println!("  {:<24} {:>10} {:>8} {:>12}", "name", "id", "fill", "est. FP");
-    for &(id, ones) in sets.iter().take(limit) {
-        let (fill, fp) = fill_and_fp(ones, p);
-        println!("  {:<24} {:>10} {:>8.4} {:>12.3e}", set_name(names, id), id, fill, fp);
+    println!("  {:<24} {:>10} {:>7} {:>8} {:>12} {:>12}", "name", "id", "filters", "fill", "est. FP", "FP bound");
+    for row in sets.iter().take(limit) {
+        println!(
+            "  {:<24} {:>10} {:>7} {:>8.4} {:>12.3e} {:>12.3e}",
+            set_name(names, row.id),
+            row.id,
+            row.filters,
+            row.ones as f64 / row.bits.max(1) as f64,
+            row.est_fp,
+            c.fpr_bound(row.id).unwrap_or(0.0)
+        );
     }
     if truncated {
         println!("  ... {} more", sets.len() - limit);
@@ -590,28 +989,38 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 /// `bench`: open times and query speed of a file, in memory and mapped.
 pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(), CliError> {
     let err = |e: bloomslice::Error| CliError::index_file(path, &e);
-    let (lazy, t_lazy) = timed(|| map_index(path, Verify::Deferred));
+    let (lazy, t_lazy) = timed(|| map_collection(path, Verify::Deferred));
     let lazy = lazy?;
-    let (full, t_full) = timed(|| map_index(path, Verify::Full));
+    let (full, t_full) = timed(|| map_collection(path, Verify::Full));
     full?;
-    let (loaded, t_load) = timed(|| persist::load(path));
+    let (loaded, t_load) = timed(|| persist::load_collection(path));
     let loaded = loaded.map_err(err)?;
-    if loaded.index.is_empty() {
+    let c = &loaded.collection;
+    if c.is_empty() {
         return Err(CliError::Runtime(format!("{} holds no sets: nothing to benchmark", path.display())));
     }
-    let p = *loaded.index.params();
-    let keys = demo::queries(queries, loaded.index.len() as u64, seed);
-    let hashes: Vec<KeyHash> = keys.iter().map(|k| p.hash(&k.to_le_bytes())).collect();
-    // Check before timing: the mapped index answers exactly as the loaded one.
+    let seed_used = seed_of(c);
+    let keys = demo::queries(queries, c.len() as u64, seed);
+    let hashes: Vec<KeyHash> = keys.iter().map(|k| KeyHash::from_bytes(&k.to_le_bytes(), seed_used)).collect();
+    // Check before timing: the mapped collection answers exactly as the loaded one.
     let mut a = BatchResults::new();
     let mut b = BatchResults::new();
-    loaded.index.query_batch_hashes(&hashes, &mut a);
-    lazy.index.query_batch_hashes(&hashes, &mut b);
+    c.query_batch_hashes(&hashes, &mut a);
+    lazy.collection.query_batch_hashes(&hashes, &mut b);
     if a.iter().ne(b.iter()) {
         return Err(CliError::Runtime("the mapped index answered differently from the loaded one".into()));
     }
     let matches = a.total_matches();
-    println!("index: {} ({} sets, m = {}, k = {})", path.display(), loaded.index.len(), p.m(), p.k());
+    let ms: Vec<String> = c.parts().map(|index| index.params().m().to_string()).collect();
+    println!(
+        "index: {} ({} sets, {} parts, m = {}, k = {}, {} row runs per key)",
+        path.display(),
+        c.len(),
+        c.parts().len(),
+        ms.join("/"),
+        c.k(),
+        c.k() as usize * c.parts().len()
+    );
     println!(
         "queries: {queries} (paper workload keys, half in sets 0..N if built by `demo --save`), {matches} matches"
     );
@@ -622,9 +1031,9 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
         t_load.as_secs_f64() * 1e3
     );
     println!("{:<10} {:<8} {:>12} {:>14}", "index", "mode", "ns/query", "queries/s");
-    for (what, index) in [("memory", &loaded.index), ("mmap", &lazy.index)] {
+    for (what, collection) in [("memory", c), ("mmap", &lazy.collection)] {
         for (mode, batch) in [("single", None), ("batch", Some(batch))] {
-            let t = demo::time_queries(index, &hashes, batch, 3)?;
+            let t = demo::time_collection(collection, &hashes, batch, 3)?;
             let ns = t.as_secs_f64() * 1e9 / queries as f64;
             println!("{what:<10} {mode:<8} {ns:>12.1} {:>14.0}", 1e9 / ns);
         }
@@ -632,7 +1041,8 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
     Ok(())
 }
 
-/// `demo`: the `paper` comparison table, and optionally the index file.
+/// `demo`: the `paper` comparison table, and optionally the index file
+/// (a collection of one part, the workload's fixed `m`).
 pub fn demo(filters: usize, queries: usize, naive_queries: usize, save: Option<&Path>) -> Result<(), CliError> {
     if let Some(path) = save {
         let p = demo::params();
@@ -640,12 +1050,13 @@ pub fn demo(filters: usize, queries: usize, naive_queries: usize, save: Option<&
         let mut index = SlicedIndex::new(p);
         let items: Vec<(u64, &BloomFilter)> = built.iter().map(|(id, f)| (*id, f)).collect();
         index.insert_filters(&items).map_err(CliError::engine)?;
+        let collection = Collection::from_index(index, demo::FP).map_err(CliError::engine)?;
         let mut names = SetNames::new();
         for (id, _) in &built {
             names.insert(*id, format!("filter-{id}")).map_err(CliError::engine)?;
         }
         let lock = lock_index(path, Duration::from_secs(10))?;
-        save_locked(&lock, &index, &names)?;
+        save_collection_locked(&lock, &collection, &names)?;
         eprintln!("saved the paper workload's index to {}", path.display());
     }
     demo::run(filters as u64, queries, naive_queries)

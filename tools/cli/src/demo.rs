@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use bloomslice::kernels::Kernels;
-use bloomslice::{BatchResults, BloomFilter, BloomParams, FilterIndex, KeyHash, NaiveIndex, SlicedIndex};
+use bloomslice::{BatchResults, BloomFilter, BloomParams, Collection, FilterIndex, KeyHash, NaiveIndex, SlicedIndex};
 
 use crate::CliError;
 
@@ -20,9 +20,12 @@ pub const BATCH: usize = 1024;
 /// Absent keys have this bit set; present keys never do.
 const ABSENT_BIT: u64 = 1 << 63;
 
+/// The workload's target false-positive rate.
+pub const FP: f64 = 0.01;
+
 /// The workload's parameters: 10 000 expected keys at 1% (m = 100 992, k = 7).
 pub fn params() -> BloomParams {
-    BloomParams::for_capacity(10_000, 0.01).expect("valid parameters")
+    BloomParams::for_capacity(10_000, FP).expect("valid parameters")
 }
 
 /// SplitMix64: the query generator's deterministic stream.
@@ -94,6 +97,32 @@ pub fn time_queries<I: FilterIndex>(
             .chunks(b.max(1))
             .map(|chunk| {
                 index.query_batch_hashes(chunk, &mut results);
+                results.total_matches()
+            })
+            .sum(),
+    })
+}
+
+/// [`time_queries`] for a [`Collection`].
+pub fn time_collection(
+    collection: &Collection,
+    hashes: &[KeyHash],
+    batch: Option<usize>,
+    repeat: usize,
+) -> Result<Duration, CliError> {
+    let (mut out, mut results) = (Vec::new(), BatchResults::new());
+    best_of(repeat, || match batch {
+        None => hashes
+            .iter()
+            .map(|&h| {
+                collection.query_hash_into(h, &mut out);
+                out.len()
+            })
+            .sum(),
+        Some(b) => hashes
+            .chunks(b.max(1))
+            .map(|chunk| {
+                collection.query_batch_hashes(chunk, &mut results);
                 results.total_matches()
             })
             .sum(),
@@ -175,6 +204,30 @@ pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(),
                 checked: naive_n,
             });
         }
+    }
+
+    // The same filters as a collection of one part (what `build --n-exp`
+    // and `demo --save` write): checked and timed like the sliced index.
+    sliced.set_kernels(dispatched);
+    let collection = Collection::from_index(sliced.clone(), FP).map_err(CliError::engine)?;
+    collection.query_batch_hashes(&hashes, &mut results);
+    for (i, want) in reference.iter().enumerate() {
+        collection.query_hash_into(hashes[i], &mut out);
+        let batch = results.get(i).unwrap_or_default();
+        if &sorted(out.clone()) != want || &sorted(batch.to_vec()) != want {
+            return Err(CliError::Runtime(format!(
+                "answer check failed: collection disagrees with naive on query {i}"
+            )));
+        }
+    }
+    for batched in [false, true] {
+        let t = time_collection(&collection, &hashes, batched.then_some(BATCH), 3)?;
+        rows.push(Row {
+            engine: "collection".into(),
+            batched,
+            ns: t.as_secs_f64() * 1e9 / hashes.len() as f64,
+            checked: naive_n,
+        });
     }
 
     println!(

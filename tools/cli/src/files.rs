@@ -8,28 +8,29 @@ use std::path::Path;
 use std::time::Duration;
 
 use bloomslice::persist::manifest::MANIFEST_FILE;
-use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedIndex, MAGIC, SetNames, Verify};
+use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedCollection, MAGIC, SetNames, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::sharded::{ShardedIndex, ShardedResults};
-use bloomslice::{BatchResults, SlicedIndex};
+use bloomslice::{BatchResults, Collection};
 
 use crate::CliError;
 
-/// Maps an index file for reading.
-pub fn map_index(path: &Path, verify: Verify) -> Result<LoadedIndex, CliError> {
+/// Maps a collection file (or an older index file, as a collection of one
+/// part) for reading.
+pub fn map_collection(path: &Path, verify: Verify) -> Result<LoadedCollection, CliError> {
     // SAFETY: `bloomslice` never writes into an existing index file: every
     // writer holds the index's lock and replaces the file by rename
-    // (`persist::save`), which leaves this map on the old, unchanged file.
-    // Programs that write index files in place are outside the contract the
-    // README states ("Concurrency and files").
-    unsafe { persist::open_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
+    // (`persist::save_collection`), which leaves this map on the old,
+    // unchanged file. Programs that write index files in place are outside
+    // the contract the README states ("Concurrency and files").
+    unsafe { persist::open_collection_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
 }
 
 /// Maps the shard files of the manifest at `path` (a manifest file or its
 /// directory) for reading; with [`Verify::Full`] every file is compared
 /// with its recorded checksum and fully verified.
 pub fn map_shards(path: &Path, verify: Verify) -> Result<ShardedIndex, CliError> {
-    // SAFETY: as in `map_index`, for every file of the manifest: its
+    // SAFETY: as in `map_collection`, for every file of the manifest: its
     // writers (`split`, `bloomslice::persist::manifest::add_set`) replace
     // files by rename.
     unsafe { ShardedIndex::open_mmap(path, verify) }.map_err(CliError::engine)
@@ -48,8 +49,8 @@ pub fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError
 /// What `query` answers from: one index file, or the shard files of a
 /// manifest (answered as one index).
 pub enum Target {
-    /// An index file.
-    One(LoadedIndex),
+    /// A collection file (or an older index file, as one part).
+    One(LoadedCollection),
     /// The shard files of a manifest.
     Many(ShardedIndex),
 }
@@ -77,14 +78,14 @@ impl Target {
         if is_manifest(path) {
             map_shards(path, verify).map(Target::Many)
         } else {
-            map_index(path, verify).map(Target::One)
+            map_collection(path, verify).map(Target::One)
         }
     }
 
-    /// The index, if this is one index file.
-    pub fn single(&self) -> Option<&SlicedIndex> {
+    /// The collection, if this is one file.
+    pub fn single(&self) -> Option<&Collection> {
         match self {
-            Target::One(l) => Some(&l.index),
+            Target::One(l) => Some(&l.collection),
             Target::Many(_) => None,
         }
     }
@@ -101,7 +102,7 @@ impl Target {
     pub fn query_batch(&self, keys: &[&[u8]], out: &mut Answers) {
         out.many = matches!(self, Target::Many(_));
         match self {
-            Target::One(l) => l.index.query_batch(keys, &mut out.one),
+            Target::One(l) => l.collection.query_batch(keys, &mut out.one),
             Target::Many(s) => s.query_batch(keys, &mut out.sharded),
         }
     }
@@ -116,7 +117,7 @@ impl Target {
         out: &mut Vec<(u64, u32)>,
     ) {
         match self {
-            Target::One(l) => l.index.query_threshold_into(keys, threshold, scratch, out),
+            Target::One(l) => *out = l.collection.query_threshold(keys, threshold),
             Target::Many(s) => s.query_threshold_into(keys, threshold, scratch, out),
         }
     }

@@ -8,21 +8,11 @@ use std::io::{IsTerminal, Read};
 use hashbrown::HashMap;
 use std::path::{Path, PathBuf};
 
-use bloomslice::{BloomFilter, BloomParams, SetNames, SlicedIndex};
+use bloomslice::{BloomFilter, BloomParams, KeyHash, Prehashed, SetNames, SlicedIndex};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::CliError;
 use crate::escape;
-
-/// One set read from the input.
-pub struct InputSet {
-    /// The set's name (file name, or the TSV's first column).
-    pub name: Vec<u8>,
-    /// Its filter.
-    pub filter: BloomFilter,
-    /// Key lines inserted (not necessarily distinct).
-    pub keys: u64,
-}
 
 /// Where the sets come from.
 pub enum Source<'a> {
@@ -119,21 +109,6 @@ fn for_each_line(
     }
 }
 
-/// Reads every set of `source`, in name order, with what a directory
-/// listing skipped. Only stdin may hold no set.
-pub fn read_sets(source: &Source<'_>, params: BloomParams) -> Result<(Vec<InputSet>, Vec<String>), CliError> {
-    let (sets, skipped) = match source {
-        Source::Dir(dir, recursive) => read_dir(dir, *recursive, params)?,
-        Source::Tsv(path, names) => (read_tsv(path, *names, params)?, Vec::new()),
-    };
-    // An empty pipeline (`--tsv -`) changes nothing; an empty file or
-    // directory is more likely a wrong path.
-    if sets.is_empty() && !matches!(source, Source::Tsv(path, _) if *path == Path::new("-")) {
-        return Err(nothing_to_index(source));
-    }
-    Ok((sets, skipped))
-}
-
 fn nothing_to_index(source: &Source<'_>) -> CliError {
     let what = match source {
         Source::Dir(d, _) => format!("{} has no files with keys", d.display()),
@@ -212,21 +187,6 @@ fn read_keys(path: &Path, bar: &ProgressBar, filter: &mut BloomFilter) -> Result
     Ok(keys)
 }
 
-fn read_dir(dir: &Path, recursive: bool, params: BloomParams) -> Result<(Vec<InputSet>, Vec<String>), CliError> {
-    let (files, skipped) = list_dir(dir, recursive)?;
-    let bar = files_bar(&files);
-    let mut out = Vec::with_capacity(files.len());
-    for (path, name) in files {
-        let mut filter = BloomFilter::new(params).map_err(CliError::engine)?;
-        let keys = read_keys(&path, &bar, &mut filter)?;
-        if keys > 0 {
-            out.push(InputSet { name, filter, keys });
-        }
-    }
-    bar.finish_and_clear();
-    Ok((out, skipped))
-}
-
 /// Splits a TSV row into `(set, key)`.
 fn tsv_row<'a>(row: &'a [u8], path: &Path, line_no: u64) -> Result<(&'a [u8], &'a [u8]), CliError> {
     let Some(tab) = memchr::memchr(b'\t', row) else {
@@ -280,36 +240,6 @@ fn for_each_row(
         escape::check_name_length(name, || format!("{}:{line_no}", path.display()))?;
         f(name, key)
     })
-}
-
-fn read_tsv(path: &Path, names: Names, params: BloomParams) -> Result<Vec<InputSet>, CliError> {
-    let (_, total) = tsv_reader(path)?;
-    let bar = progress(total, "reading TSV");
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut sets: Vec<InputSet> = Vec::new();
-    let mut last: Option<usize> = None;
-    for_each_row(path, names, &bar, |name, key| {
-        // Lines of one set usually come together: skip the map lookup then.
-        let slot = match last {
-            Some(i) if sets[i].name == name => i,
-            _ => match index.get(name) {
-                Some(&i) => i,
-                None => {
-                    let filter = BloomFilter::new(params).map_err(CliError::engine)?;
-                    sets.push(InputSet { name: name.to_vec(), filter, keys: 0 });
-                    index.insert(name.to_vec(), sets.len() - 1);
-                    sets.len() - 1
-                }
-            },
-        };
-        last = Some(slot);
-        sets[slot].filter.insert(key);
-        sets[slot].keys += 1;
-        Ok(())
-    })?;
-    bar.finish_and_clear();
-    sets.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(sets)
 }
 
 /// An index built by `build`, with per-set key counts (by id) and what the
@@ -448,6 +378,114 @@ pub fn build_index(
         return Err(nothing_to_index(source));
     }
     Ok(Built { index, names, keys, skipped, notes: Vec::new() })
+}
+
+/// One set read as the hashes of its keys, for a collection sized from
+/// its data: each key is hashed once (`KeyHash::from_bytes` under the
+/// seed, whose first word determines the whole hash, so
+/// [`Prehashed`] of it gives the same probe positions as the key's bytes).
+pub struct HashedSet {
+    /// The set's name.
+    pub name: Vec<u8>,
+    /// Its distinct key hashes, ascending.
+    pub hashes: Vec<Prehashed>,
+    /// Key lines read (duplicates included).
+    pub lines: u64,
+}
+
+impl HashedSet {
+    /// A set named `name` with no keys yet.
+    pub fn new(name: Vec<u8>) -> Self {
+        HashedSet { name, hashes: Vec::new(), lines: 0 }
+    }
+
+    /// Adds the hash of `key` under `seed`.
+    #[inline]
+    pub fn push(&mut self, key: &[u8], seed: u64) {
+        self.hashes.push(Prehashed(KeyHash::from_bytes(key, seed).h1));
+        self.lines += 1;
+    }
+
+    /// Sorts the hashes and drops repeats: afterwards `hashes.len()` is the
+    /// number of distinct keys (keys whose 64-bit hashes collide count
+    /// once, as they set the same bits in a filter).
+    pub fn finish(&mut self) {
+        self.hashes.sort_unstable_by_key(|h| h.0);
+        self.hashes.dedup_by_key(|h| h.0);
+        self.hashes.shrink_to_fit();
+    }
+}
+
+/// Sets read as hashes, in name order (ids `0..`), with what a directory
+/// listing skipped and lines for the summary.
+pub struct HashedSets {
+    /// The sets, each finished ([`HashedSet::finish`]).
+    pub sets: Vec<HashedSet>,
+    /// Directory entries that were not read, escaped, with why.
+    pub skipped: Vec<String>,
+    /// Lines the summary adds (for example the k-mer counts).
+    pub notes: Vec<String>,
+}
+
+/// Reads every set of `source` as key hashes under `seed` (8 bytes a key,
+/// duplicates dropped per set as each set is finished). Sets without keys
+/// are left out; only stdin may hold no set.
+pub fn read_hashed(source: &Source<'_>, seed: u64) -> Result<HashedSets, CliError> {
+    let mut sets = Vec::new();
+    let mut skipped = Vec::new();
+    match source {
+        Source::Dir(dir, recursive) => {
+            let (files, skip) = list_dir(dir, *recursive)?;
+            skipped = skip;
+            let bar = files_bar(&files);
+            for (path, name) in files {
+                let file = std::fs::File::open(&path)
+                    .map_err(|e| CliError::Runtime(format!("cannot open {}: {e}", path.display())))?;
+                let mut set = HashedSet::new(name);
+                for_each_line(bar.wrap_read(file), &path, |key| {
+                    if !key.is_empty() {
+                        set.push(key, seed);
+                    }
+                    Ok(())
+                })?;
+                if set.lines > 0 {
+                    set.finish();
+                    sets.push(set);
+                }
+            }
+            bar.finish_and_clear();
+        }
+        Source::Tsv(path, form) => {
+            let (_, total) = tsv_reader(path)?;
+            let bar = progress(total, "reading TSV");
+            let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+            let mut last: Option<usize> = None;
+            for_each_row(path, *form, &bar, |name, key| {
+                // Lines of one set usually come together: skip the map lookup then.
+                let slot = match last {
+                    Some(i) if sets[i].name == name => i,
+                    _ => match index.get(name) {
+                        Some(&i) => i,
+                        None => {
+                            sets.push(HashedSet::new(name.to_vec()));
+                            index.insert(name.to_vec(), sets.len() - 1);
+                            sets.len() - 1
+                        }
+                    },
+                };
+                last = Some(slot);
+                sets[slot].push(key, seed);
+                Ok(())
+            })?;
+            bar.finish_and_clear();
+            sets.iter_mut().for_each(HashedSet::finish);
+            sets.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+    }
+    if sets.is_empty() && !matches!(source, Source::Tsv(path, _) if *path == Path::new("-")) {
+        return Err(nothing_to_index(source));
+    }
+    Ok(HashedSets { sets, skipped, notes: Vec::new() })
 }
 
 /// Keys per chunk `query` answers at a time.

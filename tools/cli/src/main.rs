@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use bloomslice::BloomParams;
+use bloomslice::{BloomParams, LayoutConfig};
 use clap::{Args, Parser, Subcommand};
 
 /// A command-line failure: usage (exit code 2) or runtime (exit code 1).
@@ -60,9 +60,13 @@ impl CliError {
 
 const EXAMPLES: &str = "\
 Examples:
-  # Index a directory of text files (one set per file, one key per line):
+  # Index a directory of text files (one set per file, one key per line);
+  # every set is sized for its own distinct keys at 1% false positives, and
+  # the layout chosen (parts, their m, sets, bytes, predicted FP) is printed:
   bloomslice build sites.bsi --dir ./sites/
-  # ... or a TSV of `set<TAB>key` lines, sized for 1 million keys per set at 0.1% FP:
+  # ... or a TSV of `set<TAB>key` lines at 0.1% FP, in at most 4 parts:
+  bloomslice build sites.bsi --tsv keys.tsv --fp 0.001 --max-parts 4
+  # ... or every set in one filter size, for 1 million keys (one part):
   bloomslice build sites.bsi --tsv keys.tsv --n-exp 1000000 --fp 0.001
   # Which sets may contain these keys?
   bloomslice query sites.bsi apple pear
@@ -116,7 +120,13 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Build an index file from a directory of text files or a TSV.
+    /// Build an index file from a directory of text files, a TSV or sequence files.
+    ///
+    /// Every set is sized for its own number of distinct keys at --fp (each
+    /// key is hashed once and held as 8 bytes until the set is counted), in
+    /// parts of sets of similar sizes, each part with its own filter length;
+    /// the layout chosen is printed. --n-exp (or --m/--k) gives every set one
+    /// size instead: one part, keys streamed, never held.
     ///
     /// Example: bloomslice build sites.bsi --dir ./sites/
     Build(BuildArgs),
@@ -130,13 +140,18 @@ enum Command {
     Remove(RemoveArgs),
     /// Add keys to sets already in an index file.
     ///
+    /// A set whose filter is full gains a filter in a larger part (capacities
+    /// double, rates halve, so its false-positive rate stays below twice the
+    /// target); the command says when that happens. Every key given counts
+    /// towards a set's load, including keys it already holds.
+    ///
     /// Example: bloomslice update sites.bsi --tsv more-keys.tsv
     Update(UpdateArgs),
     /// Which sets may contain each key? Keys from arguments or stdin.
     ///
     /// Example: bloomslice query sites.bsi apple pear
     Query(QueryArgs),
-    /// Show an index file's parameters, sets, memory, fill and FP rates; verify its checksums.
+    /// Show an index file's parameters, parts, sets, memory, fill and FP rates; verify its checksums.
     ///
     /// Example: bloomslice inspect sites.bsi
     Inspect(InspectArgs),
@@ -239,12 +254,20 @@ impl CapacityArgs {
     }
 }
 
-/// Filter parameters: from --n-exp/--fp, or exactly with --m/--k.
+/// How `build` sizes the filters: from each set's own keys (the default),
+/// or one size for every set (--n-exp, or --m/--k).
 #[derive(Args, Debug)]
-pub struct ParamsArgs {
-    #[command(flatten)]
-    capacity: CapacityArgs,
-    /// Bits per filter (instead of --n-exp/--fp; needs --k).
+pub struct SizingArgs {
+    /// Target false-positive rate per set, in (0, 1); default 0.01. Every
+    /// set is sized for its own number of distinct keys, unless --n-exp or
+    /// --m fixes one size for all.
+    #[arg(long, value_name = "P", value_parser = parse_fp)]
+    fp: Option<f64>,
+    /// Fixed size: every set gets a filter for this many keys at --fp (one
+    /// part, keys streamed into the filters, never held in memory).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    n_exp: Option<u64>,
+    /// Fixed size: bits per filter (instead of --n-exp/--fp; needs --k).
     #[arg(long, requires = "k", conflicts_with_all = ["n_exp", "fp"])]
     m: Option<u64>,
     /// Hash functions per key (with --m).
@@ -253,16 +276,63 @@ pub struct ParamsArgs {
     /// Hash seed (indexes can only be combined if their seeds match).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Sized from the data: most parts (size classes, each with its own
+    /// filter length) the layout may use, 1 to 64. Every part costs a query
+    /// k more row runs. Default 8.
+    #[arg(long, value_name = "N", conflicts_with_all = ["n_exp", "m"], value_parser = clap::value_parser!(u64).range(1..=64))]
+    max_parts: Option<u64>,
+    /// Sized from the data: the price of one more part as a fraction of the
+    /// memory (a part is added only if it saves more than w/(1+w) of the
+    /// bytes), >= 0. 0 takes the least memory within --max-parts; large
+    /// values give one part. Default 0.1.
+    #[arg(long, value_name = "W", conflicts_with_all = ["n_exp", "m"], value_parser = parse_weight)]
+    query_cost_weight: Option<f64>,
 }
 
-impl ParamsArgs {
-    fn params(&self) -> Result<BloomParams, CliError> {
-        let p = match (self.m, self.k) {
-            (Some(m), Some(k)) => BloomParams::new(m, k)
-                .map_err(|e| CliError::Usage(format!("invalid parameters: {e} (check --m and --k)")))?,
-            _ => self.capacity.params()?,
-        };
-        Ok(p.with_seed(self.seed))
+/// The false-positive rate `build` targets without --fp.
+pub const DEFAULT_FP: f64 = 0.01;
+
+fn parse_fp(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if !(v > 0.0 && v < 1.0) {
+        return Err(format!("{s} is not a false-positive rate in (0, 1)"));
+    }
+    Ok(v)
+}
+
+fn parse_weight(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{s} is not a weight >= 0"));
+    }
+    Ok(v)
+}
+
+impl SizingArgs {
+    fn sizing(&self) -> Result<commands::Sizing, CliError> {
+        let fp = self.fp.unwrap_or(DEFAULT_FP);
+        if let (Some(m), Some(k)) = (self.m, self.k) {
+            let params = BloomParams::new(m, k)
+                .map_err(|e| CliError::Usage(format!("invalid parameters: {e} (check --m and --k)")))?;
+            // The rate at which `k` hash functions are the right number: the
+            // collection's target, from which added sets are sized.
+            return Ok(commands::Sizing::Fixed { params: params.with_seed(self.seed), p: 0.5f64.powi(k as i32) });
+        }
+        if let Some(n) = self.n_exp {
+            let params = BloomParams::for_capacity(n, fp)
+                .map_err(|e| CliError::Usage(format!("invalid parameters: {e} (check --n-exp and --fp)")))?;
+            return Ok(commands::Sizing::Fixed { params: params.with_seed(self.seed), p: fp });
+        }
+        // `k` depends on `p` alone; a rate too small for any `k` is a usage error.
+        BloomParams::for_capacity(1, fp).map_err(|e| CliError::Usage(format!("invalid --fp: {e}")))?;
+        let mut config = LayoutConfig::default();
+        if let Some(parts) = self.max_parts {
+            config.max_parts = parts as usize;
+        }
+        if let Some(w) = self.query_cost_weight {
+            config.query_cost_weight = w;
+        }
+        Ok(commands::Sizing::FromData { p: fp, config, seed: self.seed })
     }
 }
 
@@ -292,7 +362,7 @@ struct BuildArgs {
     #[command(flatten)]
     dir: DirArgs,
     #[command(flatten)]
-    params: ParamsArgs,
+    sizing: SizingArgs,
     /// Overwrite the output file if it exists.
     #[arg(long)]
     force: bool,
@@ -532,7 +602,7 @@ fn main() -> ExitCode {
                     wait: a.wait.duration(),
                     size_check: !a.no_size_check,
                 },
-                a.params.params(),
+                a.sizing.sizing(),
             )
         }),
         Command::Add(a) if a.recursive && a.dir.is_none() => Err(CliError::Usage("--recursive needs --dir".into())),

@@ -5,24 +5,24 @@
 //! Files are read with `needletail`; k-mers come from [`bloomslice::kmer`]
 //! (whose docs fix the key of a k-mer, so other languages can compute the
 //! same keys). K-mers whose window holds a byte other than `ACGT` (either
-//! case) are skipped and counted. Scoring is the library's pruned bit-plane path
-//! (`SlicedIndex::query_threshold_into`),
-//! one call per read.
+//! case) are skipped and counted. Scoring is the library's pruned path
+//! (`Collection::query_threshold`, each part's bit-plane scoring), one
+//! call per read.
 
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
 use bloomslice::kmer::{self, KmerLength};
-use bloomslice::{BloomFilter, BloomParams, SetNames, SlicedIndex};
+use bloomslice::{BloomFilter, BloomParams, Collection, SetNames, SlicedIndex};
 use hashbrown::HashSet;
 use needletail::errors::{ParseError, ParseErrorKind};
 use needletail::parser::FastxReader;
 
 use crate::CliError;
 use crate::escape::{self, plain, set_name};
-use crate::input::{self, Built};
-use bloomslice::{Scores, Threshold};
+use crate::input::{self, Built, HashedSet, HashedSets};
+use bloomslice::Threshold;
 
 /// How `build --seqs` reads its input.
 #[derive(Clone, Copy, Debug)]
@@ -183,17 +183,93 @@ pub fn build_index(
         }
     }
     if keys.is_empty() {
-        return Err(CliError::Runtime(format!(
-            "{} holds no k-mers of length {}: nothing to index (check the path, and that the files are FASTA or FASTQ)",
-            path.display(),
-            o.k
-        )));
+        return Err(no_kmers(path, o.k));
     }
     let note = format!(
         "k-mers: k = {}, {} indexed (canonical), {} skipped (windows with a base other than ACGT)",
         o.k, tally.kmers, tally.skipped
     );
     Ok(Built { index, names, keys, skipped, notes: vec![note] })
+}
+
+/// Pushes the canonical k-mers of `seq` into `set` as hashes under `seed`;
+/// returns how many.
+fn push_kmers(set: &mut HashedSet, seq: &[u8], k: KmerLength, seed: u64, tally: &mut Tally) -> u64 {
+    let mut kmers = kmer::canonical_kmers(seq, k);
+    let before = set.lines;
+    for code in kmers.by_ref() {
+        set.push(&kmer::key(code), seed);
+    }
+    let n = set.lines - before;
+    tally.kmers += n;
+    tally.skipped += kmers.skipped();
+    n
+}
+
+/// `build --seqs` sized from the data: the canonical k-mers of every file
+/// (or record) of `path` as hashes under `seed`, each set's repeats
+/// dropped.
+pub fn read_hashed(path: &Path, o: SeqOptions, seed: u64) -> Result<HashedSets, CliError> {
+    let (files, mut skipped) = seq_files(path, o.recursive)?;
+    let mut sets: Vec<HashedSet> = Vec::new();
+    let mut tally = Tally::default();
+    if o.by_record {
+        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut empty = 0u64;
+        for (file, _) in &files {
+            for_each_record(file, |r| {
+                if !seen.insert(r.name.to_vec()) {
+                    return Err(CliError::Runtime(format!(
+                        "{}:{}: record {} appears twice (with --seqs-by-record, record ids name the sets and must be unique)",
+                        file.display(),
+                        r.line,
+                        plain(r.name)
+                    )));
+                }
+                escape::check_name_length(r.name, || format!("{}:{}", file.display(), r.line))?;
+                let mut set = HashedSet::new(r.name.to_vec());
+                if push_kmers(&mut set, r.seq, o.k, seed, &mut tally) == 0 {
+                    empty += 1;
+                    return Ok(());
+                }
+                set.finish();
+                sets.push(set);
+                Ok(())
+            })?;
+        }
+        if empty > 0 {
+            skipped.push(format!("{empty} records (shorter than k = {} or without a k-mer of ACGT)", o.k));
+        }
+    } else {
+        for (file, name) in files {
+            let mut set = HashedSet::new(name);
+            for_each_record(&file, |r| {
+                push_kmers(&mut set, r.seq, o.k, seed, &mut tally);
+                Ok(())
+            })?;
+            if set.lines == 0 {
+                skipped.push(format!("{} (no k-mers of length {})", plain(&set.name), o.k));
+                continue;
+            }
+            set.finish();
+            sets.push(set);
+        }
+    }
+    if sets.is_empty() {
+        return Err(no_kmers(path, o.k));
+    }
+    let note = format!(
+        "k-mers: k = {}, {} indexed (canonical), {} skipped (windows with a base other than ACGT)",
+        o.k, tally.kmers, tally.skipped
+    );
+    Ok(HashedSets { sets, skipped, notes: vec![note] })
+}
+
+fn no_kmers(path: &Path, k: KmerLength) -> CliError {
+    CliError::Runtime(format!(
+        "{} holds no k-mers of length {k}: nothing to index (check the path, and that the files are FASTA or FASTQ)",
+        path.display()
+    ))
 }
 
 /// Options of `query --seqs`.
@@ -211,7 +287,7 @@ pub struct QueryOptions<'a> {
 }
 
 /// The k-mer length of a sequence index, checked against the one asked for.
-fn index_kmer_length(index: &SlicedIndex, o: &QueryOptions<'_>) -> Result<KmerLength, CliError> {
+fn index_kmer_length(index: &Collection, o: &QueryOptions<'_>) -> Result<KmerLength, CliError> {
     let path = o.index_path.display();
     let Some(k) = index.kmer_length() else {
         return Err(CliError::Runtime(format!(
@@ -262,11 +338,10 @@ impl ReadBatch {
 /// Scores and prints a batch of reads, one library call per read, then
 /// flushes: answers leave batch by batch as reads arrive.
 struct Scorer<'a> {
-    index: &'a SlicedIndex,
+    index: &'a Collection,
     names: &'a SetNames,
     threshold: Threshold,
     json: bool,
-    scratch: Scores,
     hits: Vec<(u64, u32)>,
     line: String,
     records: u64,
@@ -286,7 +361,7 @@ impl Scorer<'_> {
             if keys.is_empty() {
                 self.hits.clear();
             } else {
-                self.index.query_threshold_into(keys, Threshold::count(min), &mut self.scratch, &mut self.hits);
+                self.hits = self.index.query_threshold(keys, Threshold::count(min));
             }
             let names = self.names;
             self.hits
@@ -336,7 +411,7 @@ impl Scorer<'_> {
 /// threshold fraction of its k-mers, with counts; a summary on stderr.
 /// Reads are parsed into batches of up to 64 Ki k-mers, and each batch is
 /// scored and printed before the next is read.
-pub fn query(index: &SlicedIndex, names: &SetNames, o: &QueryOptions<'_>) -> Result<(), CliError> {
+pub fn query(index: &Collection, names: &SetNames, o: &QueryOptions<'_>) -> Result<(), CliError> {
     let k = index_kmer_length(index, o)?;
     let threshold = Threshold::fraction(o.threshold)
         .map_err(|_| CliError::Usage(format!("--threshold must be a fraction in [0, 1], got {}", o.threshold)))?;
@@ -349,7 +424,6 @@ pub fn query(index: &SlicedIndex, names: &SetNames, o: &QueryOptions<'_>) -> Res
         names,
         threshold,
         json: o.json,
-        scratch: Scores::new(),
         hits: Vec::new(),
         line: String::new(),
         records: 0,

@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use bloomslice::Collection;
 use bloomslice::persist::manifest::{MANIFEST_FILE, Manifest, ManifestParams, ShardFile};
 use bloomslice::persist::{self, SetNames, Verify};
-use bloomslice::{BloomFilter, SlicedIndex};
 
 use crate::CliError;
 use crate::files::{lock_index, map_shards};
@@ -18,30 +18,50 @@ fn shard_file_name(i: usize) -> String {
     format!("shard-{i:04}.bsi")
 }
 
-/// The ids of `index` in `shards` parts balanced by bytes: every filter of
-/// an index has the same `m`, so bytes follow the number of columns and
-/// contiguous runs of ids (in id order) of sizes differing by at most one
-/// are balanced.
-fn plan(index: &SlicedIndex, shards: usize) -> Vec<Vec<u64>> {
-    let mut ids: Vec<u64> = index.ids().collect();
+/// The ids of `collection` in `shards` runs balanced by bytes: ids in
+/// order, each set weighing the bits of its filters, set `i` going to the
+/// shard its weight's midpoint falls in, never skipping a shard and
+/// leaving enough sets for the shards after it (so no shard is empty when
+/// there are at least as many sets as shards). Sets of equal weight give
+/// shards whose sizes differ by at most one.
+fn plan(collection: &Collection, shards: usize) -> Vec<Vec<u64>> {
+    let mut ids: Vec<u64> = collection.ids().collect();
     ids.sort_unstable();
+    let weight = |id: u64| -> f64 {
+        collection.filters(id).map_or(0.0, |fs| fs.iter().map(|f| f.params.m() as f64).sum::<f64>())
+    };
+    let weights: Vec<f64> = ids.iter().map(|&id| weight(id)).collect();
+    let total: f64 = weights.iter().sum::<f64>().max(f64::MIN_POSITIVE);
     let n = ids.len();
-    (0..shards).map(|s| ids[s * n / shards..(s + 1) * n / shards].to_vec()).collect()
+    let mut out = vec![Vec::new(); shards];
+    let (mut before, mut prev) = (0.0, 0usize);
+    for (i, (&id, &w)) in ids.iter().zip(&weights).enumerate() {
+        let mid = before + w / 2.0;
+        before += w;
+        let want = ((mid / total) * shards as f64) as usize;
+        let mut s = want.max(prev).min(prev + usize::from(i > 0));
+        s = s.max(shards.saturating_sub(n - i)).min(shards - 1);
+        out[s].push(id);
+        prev = s;
+    }
+    out
 }
 
-/// `split`: writes `shards` index files and `manifest.json` into `out_dir`
-/// (created if missing; it must hold no manifest or shard file yet).
+/// `split`: writes `shards` collection files and `manifest.json` into
+/// `out_dir` (created if missing; it must hold no manifest or shard file
+/// yet). Every shard file keeps the collection's parts (those it holds no
+/// set of are empty), so merged back the sets land in the same parts.
 pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), CliError> {
     if shards == 0 {
         return Err(CliError::Usage("--shards must be at least 1".into()));
     }
-    let loaded = persist::load(index_path).map_err(|e| CliError::index_file(index_path, &e))?;
-    let (index, names) = (&loaded.index, &loaded.names);
-    if index.len() < shards {
+    let loaded = persist::load_collection(index_path).map_err(|e| CliError::index_file(index_path, &e))?;
+    let (collection, names) = (&loaded.collection, &loaded.names);
+    if collection.len() < shards {
         return Err(CliError::Runtime(format!(
             "{} holds {} sets: it cannot be split into {shards} shards (a set never straddles files)",
             index_path.display(),
-            index.len()
+            collection.len()
         )));
     }
     std::fs::create_dir_all(out_dir)
@@ -54,17 +74,15 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
         )));
     }
     let mut files = Vec::with_capacity(shards);
-    for (i, ids) in plan(index, shards).into_iter().enumerate() {
-        let mut part = SlicedIndex::with_config(*index.params(), *index.config());
-        part.set_kmer_length(index.kmer_length());
+    for (i, ids) in plan(collection, shards).into_iter().enumerate() {
+        let keep: hashbrown::HashSet<u64> = ids.iter().copied().collect();
+        let mut part = collection.clone();
         let mut part_names = SetNames::new();
-        let filters: Vec<(u64, BloomFilter)> = ids
-            .iter()
-            .map(|&id| index.filter_cloned(id).map(|f| (id, f)))
-            .collect::<Result<_, _>>()
-            .map_err(CliError::engine)?;
-        let refs: Vec<(u64, &BloomFilter)> = filters.iter().map(|(id, f)| (*id, f)).collect();
-        part.insert_filters(&refs).map_err(CliError::engine)?;
+        for id in collection.ids() {
+            if !keep.contains(&id) {
+                part.remove_set(id).map_err(CliError::engine)?;
+            }
+        }
         for &id in &ids {
             if let Some(name) = names.name(id) {
                 part_names.insert(id, name.to_vec()).map_err(CliError::engine)?;
@@ -72,11 +90,13 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
         }
         let file = shard_file_name(i);
         let path = out_dir.join(&file);
-        persist::save(&path, &part, &part_names)
+        persist::save_collection(&path, &part, &part_names)
             .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))?;
-        files.push(ShardFile::describe(out_dir, &file, &part, &part_names).map_err(CliError::engine)?);
+        files.push(ShardFile::describe_collection(out_dir, &file, &part, &part_names).map_err(CliError::engine)?);
     }
-    let manifest = Manifest { params: ManifestParams::of(index.params()), files };
+    let first = collection.parts().next().map(|index| *index.params());
+    let params = first.ok_or_else(|| CliError::Runtime(format!("{} has no parts", index_path.display())))?;
+    let manifest = Manifest { params: ManifestParams::of(&params), files };
     let manifest_path = out_dir.join(MANIFEST_FILE);
     manifest.write(&manifest_path).map_err(CliError::engine)?;
     for f in &manifest.files {
@@ -86,31 +106,28 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
     Ok(())
 }
 
-/// `merge`: the shard files of a manifest back into one index file.
+/// `merge`: the shard files of a manifest back into one collection file
+/// (each file's filters as they are, into parts of the same parameters).
 pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Result<(), CliError> {
+    // Opening checks every file against the manifest (sums, parameters, sets).
     let sharded = map_shards(manifest, Verify::Full)?;
-    let shards = sharded.shards();
-    let config = shards[0].collection.parts().next().map(|part| *part.config()).unwrap_or_default();
-    let mut index = SlicedIndex::with_config(*sharded.params(), config);
-    index.set_kmer_length(sharded.kmer_length());
-    for shard in shards {
-        for part in shard.collection.parts() {
-            let mut ids: Vec<u64> = part.ids().collect();
-            ids.sort_unstable();
-            let filters: Vec<(u64, BloomFilter)> = ids
-                .iter()
-                .map(|&id| part.filter_cloned(id).map(|f| (id, f)))
-                .collect::<Result<_, _>>()
-                .map_err(CliError::engine)?;
-            let refs: Vec<(u64, &BloomFilter)> = filters.iter().map(|(id, f)| (*id, f)).collect();
-            index.insert_filters(&refs).map_err(CliError::engine)?;
+    let m = sharded.manifest();
+    let mut merged: Option<Collection> = None;
+    for (i, shard) in sharded.shards().iter().enumerate() {
+        match &mut merged {
+            None => merged = Some(shard.collection.clone()),
+            Some(c) => {
+                c.absorb(&shard.collection).map_err(|e| CliError::Runtime(format!("{}: {e}", m.files[i].file)))?
+            }
         }
     }
+    let collection =
+        merged.ok_or_else(|| CliError::Runtime(format!("{} lists no files", sharded.manifest_path().display())))?;
     let lock = lock_index(output, wait)?;
     if !force && output.exists() {
         return Err(CliError::Runtime(format!("{} already exists (pass --force to replace it)", output.display())));
     }
-    lock.save(&index, sharded.names())
+    persist::save_collection(lock.path(), &collection, sharded.names())
         .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))?;
     println!("{}\t{} sets from {} files", output.display(), sharded.len(), sharded.shard_count());
     Ok(())
@@ -119,22 +136,46 @@ pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bloomslice::LayoutConfig;
+
+    fn keys(prefix: u64, n: u64) -> Vec<bloomslice::Prehashed> {
+        (0..n).map(|i| bloomslice::Prehashed(xxhash_of(prefix << 32 | i))).collect()
+    }
+
+    fn xxhash_of(x: u64) -> u64 {
+        bloomslice::KeyHash::from_bytes(&x.to_le_bytes(), 0).h1
+    }
 
     #[test]
     fn plan_is_balanced_and_covers_every_id_once() {
-        let params = bloomslice::BloomParams::new(64, 1).unwrap();
-        let mut index = SlicedIndex::new(params);
-        let f = BloomFilter::new(params).unwrap();
-        for id in (0..103u64).map(|i| i * 3) {
-            index.insert_filter(id, &f).unwrap();
-        }
+        let sets: Vec<(u64, Vec<bloomslice::Prehashed>)> = (0..103u64).map(|i| (i * 3, keys(i, 50))).collect();
+        let c = Collection::build(&sets, 0.01, LayoutConfig::default()).unwrap();
         for k in [1, 2, 4, 8, 103] {
-            let parts = plan(&index, k);
+            let parts = plan(&c, k);
             assert_eq!(parts.len(), k);
             let sizes: Vec<usize> = parts.iter().map(Vec::len).collect();
             assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "{sizes:?}");
             let all: Vec<u64> = parts.concat();
             assert_eq!(all, (0..103u64).map(|i| i * 3).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn plan_balances_bytes_and_leaves_no_shard_empty() {
+        // One huge set among small ones, first, in the middle and last.
+        for at in [0u64, 10, 19] {
+            let sets: Vec<(u64, Vec<bloomslice::Prehashed>)> =
+                (0..20u64).map(|i| (i, keys(i, if i == at { 100_000 } else { 20 }))).collect();
+            let c = Collection::build(&sets, 0.01, LayoutConfig::default()).unwrap();
+            for k in [2, 3, 5, 20] {
+                let parts = plan(&c, k);
+                assert!(parts.iter().all(|p| !p.is_empty()), "{at} {k}: {parts:?}");
+                assert_eq!(parts.concat(), (0..20u64).collect::<Vec<_>>());
+                // From three shards on, the huge set has a shard of its own.
+                if k >= 3 {
+                    assert!(parts.contains(&vec![at]), "{at} {k}: {parts:?}");
+                }
+            }
         }
     }
 }

@@ -38,8 +38,8 @@ fn fixture() -> (tempfile::TempDir, PathBuf) {
 fn build_from_dir_and_tsv_then_query() {
     let (_guard, dir) = fixture();
     let summary = ok(&run(&["build", "d.bsi", "--dir", "sites"], &dir));
-    assert!(summary.contains("sets: 2, keys: 4"), "{summary}");
-    assert!(summary.contains("worst set:"), "{summary}");
+    assert!(summary.contains("sets: 2, keys: 4 lines, 4 distinct"), "{summary}");
+    assert!(summary.contains("predicted FP per set:"), "{summary}");
     ok(&run(&["build", "t.bsi", "--tsv", "sets.tsv", "--m", "4096", "--k", "3", "--seed", "9"], &dir));
     for index in ["d.bsi", "t.bsi"] {
         let out = ok(&run(&["query", index, "apple", "granite"], &dir));
@@ -88,7 +88,8 @@ fn add_update_remove_and_inspect() {
     let e = fails(&run(&["add", "i.bsi", "--from", "c.bsi"], &dir), 1);
     assert!(e.contains("other parameters"), "{e}");
     let out = ok(&run(&["inspect", "i.bsi"], &dir));
-    for needle in ["format version: 1.1", "checksums verified: yes", "m = 100992 bits, k = 7", "veg", "est. FP"] {
+    for needle in ["format version: 2.0", "checksums verified: yes", "target FP 0.01 per set, k = 7", "veg", "est. FP"]
+    {
         assert!(out.contains(needle), "{needle}: {out}");
     }
     let out = ok(&run(&["inspect", "i.bsi", "--json"], &dir));

@@ -155,18 +155,27 @@ fn parse_plain(out: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
         .collect()
 }
 
+/// Every set of a collection file: its name and its filters (one per
+/// part it has grown into).
+fn set_filters(index: &Path) -> Vec<(String, Vec<bloomslice::BloomFilter>)> {
+    let loaded = persist::load_collection(index).unwrap();
+    let c = &loaded.collection;
+    let parts: Vec<&bloomslice::SlicedIndex> = c.parts().collect();
+    let mut ids: Vec<u64> = c.ids().collect();
+    ids.sort_unstable();
+    ids.into_iter()
+        .map(|id| {
+            let name = String::from_utf8(loaded.names.name(id).unwrap().to_vec()).unwrap();
+            let filters = c.filters(id).unwrap().iter().map(|f| parts[f.part].filter_cloned(id).unwrap()).collect();
+            (name, filters)
+        })
+        .collect()
+}
+
 /// What `query --seqs` must answer, computed without the binary: the
 /// filters of the index file, asked for each naive k-mer.
 fn expected(index: &Path, reads: &[(String, Vec<u8>)], k: usize, threshold: f64) -> BTreeMap<String, Answer> {
-    let loaded = persist::load(index).unwrap();
-    let filters: Vec<(String, bloomslice::BloomFilter)> = loaded
-        .index
-        .ids()
-        .map(|id| {
-            let name = String::from_utf8(loaded.names.name(id).unwrap().to_vec()).unwrap();
-            (name, loaded.index.filter_cloned(id).unwrap())
-        })
-        .collect();
+    let filters = set_filters(index);
     reads
         .iter()
         .map(|(name, seq)| {
@@ -174,7 +183,9 @@ fn expected(index: &Path, reads: &[(String, Vec<u8>)], k: usize, threshold: f64)
             let min = ((threshold * keys.len() as f64 - 1e-9).ceil() as u64).max(1);
             let matches = filters
                 .iter()
-                .map(|(set, f)| (set.clone(), keys.iter().filter(|key| f.contains(*key)).count() as u64))
+                .map(|(set, fs)| {
+                    (set.clone(), keys.iter().filter(|key| fs.iter().any(|f| f.contains(*key))).count() as u64)
+                })
                 .filter(|&(_, c)| c >= min && !keys.is_empty())
                 .collect();
             (name.clone(), Answer { kmers: keys.len() as u64, skipped, min_count: min, matches })
@@ -185,16 +196,21 @@ fn expected(index: &Path, reads: &[(String, Vec<u8>)], k: usize, threshold: f64)
 /// Checks that the index's filter of each genome is exactly the filter of
 /// its naive k-mers (so `build --seqs` indexed the right keys).
 fn check_filters(index: &Path, genomes: &[(String, Vec<u8>)], k: usize) {
-    let loaded = persist::load(index).unwrap();
-    assert_eq!(loaded.index.kmer_length().map(|k| k.get()), Some(k));
-    assert_eq!(loaded.index.len(), genomes.len());
+    let loaded = persist::load_collection(index).unwrap();
+    let c = &loaded.collection;
+    assert_eq!(c.kmer_length().map(|k| k.get()), Some(k));
+    assert_eq!(c.len(), genomes.len());
+    let parts: Vec<&bloomslice::SlicedIndex> = c.parts().collect();
     for (name, seq) in genomes {
         let id = loaded.names.id(name.as_bytes()).unwrap_or_else(|| panic!("set {name} is in the index"));
-        let mut want = bloomslice::BloomFilter::new(*loaded.index.params()).unwrap();
+        let filters = c.filters(id).unwrap();
+        assert_eq!(filters.len(), 1, "{name}");
+        let part = parts[filters[0].part];
+        let mut want = bloomslice::BloomFilter::new(*part.params()).unwrap();
         for key in naive_kmers(seq, k).0 {
             want.insert(&key);
         }
-        assert_eq!(loaded.index.filter_cloned(id).unwrap(), want, "{name}");
+        assert_eq!(part.filter_cloned(id).unwrap(), want, "{name}");
     }
 }
 
@@ -284,6 +300,12 @@ fn reads_find_their_source_and_counts_equal_a_naive_count() {
     assert!(inspect.contains(&format!("k-mer length: {K} (a sequence index")), "{inspect}");
 
     std::fs::write(d.join("reads.fq"), fastq(&f.reads)).unwrap();
+    // Sized from the genomes' own k-mers: the same answers as its filters give.
+    ok(&run(&["build", "sized.bsi", "--seqs", "genomes", "--kmer", &k], d));
+    let out = run(&["query", "sized.bsi", "--seqs", "reads.fq", "--threshold", "0.5", "--json"], d);
+    let got = parse_json(&ok(&out));
+    assert_eq!(got, expected(&d.join("sized.bsi"), &f.reads, K, 0.5));
+    check_sources(&got, &f, K, 0.9);
     // 0.99^21 = 0.81 of a read's k-mers survive 1% substitutions on average.
     for threshold in ["0.5", "0.8", "0"] {
         let out = run(&["query", "g.bsi", "--seqs", "reads.fq", "--threshold", threshold, "--json"], d);
@@ -356,15 +378,9 @@ fn count_and_threshold_over_streamed_chunks_equal_a_naive_count() {
     ok(&run(&["build", "i.bsi", "--dir", "sets", "--n-exp", "120000"], d));
     // 150 000 keys: more than two 64 Ki chunks.
     let query: Vec<String> = (0..150_000u64).map(|k| format!("key{}", k * 7 % 200_000)).collect();
-    let loaded = persist::load(d.join("i.bsi")).unwrap();
-    let naive: BTreeMap<String, u64> = loaded
-        .index
-        .ids()
-        .map(|id| {
-            let f = loaded.index.filter_cloned(id).unwrap();
-            let name = String::from_utf8(loaded.names.name(id).unwrap().to_vec()).unwrap();
-            (name, query.iter().filter(|k| f.contains(k.as_bytes())).count() as u64)
-        })
+    let naive: BTreeMap<String, u64> = set_filters(&d.join("i.bsi"))
+        .into_iter()
+        .map(|(name, fs)| (name, query.iter().filter(|k| fs.iter().any(|f| f.contains(k.as_bytes()))).count() as u64))
         .collect();
     let input = query.join("\n") + "\n";
     for threshold in [None, Some(0.5)] {

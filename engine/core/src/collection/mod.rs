@@ -64,6 +64,7 @@
 //! the memory actually held; to choose the parts for today's storage, set
 //! [`LayoutConfig::column_step`] to 512.
 
+mod absorb;
 pub mod concurrent;
 pub mod layout;
 pub(crate) mod stored;

@@ -99,8 +99,8 @@ pub enum CollectionOp {
         /// The keys added, hashed.
         hashes: Vec<KeyHash>,
     },
-    /// Replaces set `id`'s keys: its filters are removed and the set is
-    /// inserted again under the same id, sized for `hashes`. Fails with
+    /// Replaces set `id`'s keys ([`Collection::replace_set`]: re-placed by
+    /// size, the old filters put back if a step fails). Fails with
     /// [`Error::UnknownId`] (changing nothing) when there is no set `id`.
     ReplaceSet {
         /// Set id.
@@ -135,10 +135,7 @@ impl Replica for Collection {
             CollectionOp::InsertSet { id, hashes } => self.insert_set(*id, hashes),
             CollectionOp::RemoveSet { id } => self.remove_set(*id),
             CollectionOp::AddKeys { id, hashes } => self.add_keys(*id, hashes),
-            CollectionOp::ReplaceSet { id, hashes } => {
-                self.remove_set(*id)?;
-                self.insert_set(*id, hashes)
-            }
+            CollectionOp::ReplaceSet { id, hashes } => self.replace_set(*id, hashes),
         }
     }
 

@@ -196,11 +196,14 @@ fn hash_slice<'py>(array: &Bound<'py, PyUntypedArray>) -> PyResult<PyReadonlyArr
     })
 }
 
+/// A set's name and the hashes of its keys.
+type NamedKeys = (Vec<u8>, Vec<KeyHash>);
+
 /// Reads a directory of text files: one set per file (named after the file),
 /// one key per line (`\n` or `\r\n`, empty lines skipped); files without
 /// keys are skipped. Sets come in file name order, as in the CLI's `build`,
 /// each as the hashes of its keys under `seed`.
-fn read_dir_sets(dir: &Path, seed: u64) -> Result<Vec<(Vec<u8>, Vec<KeyHash>)>, PyErr> {
+fn read_dir_sets(dir: &Path, seed: u64) -> PyResult<Vec<NamedKeys>> {
     let io = |what: &str, path: &Path, e: std::io::Error| {
         let message = format!("cannot {what} {}: {e}", path.display());
         match e.kind() {
@@ -717,7 +720,7 @@ impl Index {
             ));
         }
         let params = if fixed { Some(params_of(n_exp.unwrap_or(10_000), fp, m, k, seed)?) } else { None };
-        let mut built: Vec<(Vec<u8>, Vec<KeyHash>)> = if let Ok(dir) = sets.extract::<PathBuf>() {
+        let mut built: Vec<NamedKeys> = if let Ok(dir) = sets.extract::<PathBuf>() {
             py.detach(|| read_dir_sets(&dir, seed))?
         } else if let Ok(items) = sets.call_method0("items") {
             let mut out = Vec::new();

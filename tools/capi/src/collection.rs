@@ -1,0 +1,603 @@
+//! Collections of sets of any sizes through the C ABI: a
+//! [`BloomsliceCollection`] handle over `bloomslice::Collection`, whose
+//! sets are each sized from their own keys and kept in size-classed parts,
+//! built, changed, queried, batched and scored under the rules of the
+//! crate docs.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use bloomslice::score::{Scores, Threshold};
+use bloomslice::{BatchResults, Collection, HashScheme, KeyHash, LayoutConfig, SetNames};
+
+use crate::{
+    BatchOut, BloomsliceStatus, ChunkScratch, Failure, Queried, Scored, batch_of_hashes, batch_of_keys, byte_keys,
+    bytes, check_ptr, copy_name, entry, fraction_of, id_of, query_one, reading, reading_bytes, scored, slice,
+    write_out,
+};
+#[cfg(doc)]
+use crate::{
+    bloomslice_index_set_id, bloomslice_index_set_name, bloomslice_query, bloomslice_query_batch,
+    bloomslice_query_batch_hashes, bloomslice_query_threshold, bloomslice_score,
+};
+
+/// Named sets of keys of any sizes, each sized from its own keys at one
+/// false-positive rate and kept in size-classed parts (each part a sliced
+/// index with its own filter length): a skewed collection costs memory
+/// for its sets' sizes, not for its largest set times the number of sets.
+/// Opaque: create it with [`bloomslice_collection_new`] or
+/// [`bloomslice_collection_build`] and release it with
+/// [`bloomslice_collection_free`].
+pub struct BloomsliceCollection {
+    pub(crate) collection: Collection,
+    /// The seed byte keys are hashed with.
+    pub(crate) seed: u64,
+    pub(crate) names: SetNames,
+    /// Opened from a mapped file.
+    pub(crate) mapped: bool,
+}
+
+impl Queried for BloomsliceCollection {
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn names(&self) -> &SetNames {
+        &self.names
+    }
+
+    fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        self.collection.query_hash_into(hash, out);
+    }
+
+    fn query_chunk<'s>(&self, hashes: &[KeyHash], scratch: &'s mut ChunkScratch) -> (&'s [u64], &'s [usize]) {
+        self.collection.query_batch_hashes(hashes, &mut scratch.results);
+        BatchResults::flat(&scratch.results)
+    }
+}
+
+impl Scored for BloomsliceCollection {
+    fn score_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
+        self.collection.score_into(hashes, scores);
+    }
+
+    fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, _scratch: &mut Scores, out: &mut Vec<(u64, u32)>) {
+        *out = self.collection.query_threshold(hashes, t);
+    }
+}
+
+/// Facts about a collection, filled by [`bloomslice_collection_info`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BloomsliceCollectionInfo {
+    /// The target false-positive rate of a set in its first filter.
+    pub fp: f64,
+    /// Hash functions per key (every part has the same).
+    pub k: u32,
+    /// Hash seed of byte keys.
+    pub seed: u64,
+    /// Number of sets.
+    pub sets: u64,
+    /// Number of parts that hold at least one filter.
+    pub parts: u64,
+    /// Sets that outgrew their first filter and hold filters in several
+    /// parts.
+    pub grown_sets: u64,
+    /// Bytes of memory the collection holds: rows (mapped rows included)
+    /// and maps.
+    pub memory_bytes: u64,
+    /// Whether the collection was opened from a mapped file.
+    pub mapped: bool,
+}
+
+/// Boxes a new handle into `*out`.
+///
+/// # Safety
+///
+/// `out` must be checked (non-null, aligned) already.
+pub(crate) unsafe fn hand_out_collection(out: *mut *mut BloomsliceCollection, handle: BloomsliceCollection) {
+    let handle = Box::into_raw(Box::new(handle));
+    // SAFETY: `out` was checked by the caller and is valid for a write.
+    unsafe { out.write(handle) };
+}
+
+/// Creates an empty collection whose sets are sized for their own keys at
+/// false-positive rate `fp` (each set added goes to the part that holds
+/// its number of keys, a new part if none does); byte keys are hashed with
+/// `seed`. On success `*out` receives the handle.
+///
+/// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for an `fp` outside
+/// `(0, 1)`.
+///
+/// Thread safety: any thread.
+///
+/// # Safety
+///
+/// `out` must be valid for a write of a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_new(
+    fp: f64,
+    seed: u64,
+    out: *mut *mut BloomsliceCollection,
+) -> BloomsliceStatus {
+    entry(|| {
+        check_ptr(out.cast_const(), "out")?;
+        let collection = Collection::with_hashing(fp, HashScheme::default(), seed)?;
+        let handle = BloomsliceCollection { collection, seed, names: SetNames::new(), mapped: false };
+        // SAFETY: `out` checked above.
+        unsafe { hand_out_collection(out, handle) };
+        Ok(())
+    })
+}
+
+/// Builds a collection of `n_sets` named sets at false-positive rate `fp`,
+/// each sized from its own number of keys, in the parts the default layout
+/// chooses for their sizes. Set `i` is called `names[i]` (`name_lens[i]`
+/// bytes, not empty, unique), gets id `i`, and holds the byte keys
+/// `keys[j]` (`key_lens[j]` bytes) for `j` from `set_ends[i - 1]` (0 for
+/// the first set) to `set_ends[i]` (exclusive): `set_ends` has `n_sets`
+/// entries, non-decreasing, the last the total number of keys. Byte keys
+/// are hashed with `seed`. On success `*out` receives the handle.
+///
+/// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers, an `fp`
+/// outside `(0, 1)`, an empty name or `set_ends` out of order;
+/// `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name given twice.
+///
+/// Thread safety: any thread.
+///
+/// # Safety
+///
+/// `names` and `name_lens` must point to `n_sets` elements, each
+/// `names[i]` to `name_lens[i]` bytes; `set_ends` to `n_sets` elements;
+/// `keys` and `key_lens` to `set_ends[n_sets - 1]` elements (none for no
+/// sets), each `keys[j]` to `key_lens[j]` bytes; `out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_build(
+    fp: f64,
+    seed: u64,
+    names: *const *const u8,
+    name_lens: *const usize,
+    n_sets: usize,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    set_ends: *const usize,
+    out: *mut *mut BloomsliceCollection,
+) -> BloomsliceStatus {
+    entry(|| {
+        check_ptr(out.cast_const(), "out")?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        let names = unsafe { byte_keys((names, name_lens, n_sets)) }
+            .map_err(|e| Failure::invalid(e.message.replacen("key", "name", 1)))?;
+        // SAFETY: forwarded caller contract.
+        let ends = unsafe { slice(set_ends, n_sets, "set_ends") }?;
+        if let Some(i) = (1..ends.len()).find(|&i| ends[i] < ends[i - 1]) {
+            return Err(Failure::invalid(format!("set_ends[{i}] = {} is below set_ends[{}]", ends[i], i - 1)));
+        }
+        let n_keys = ends.last().copied().unwrap_or(0);
+        // SAFETY: forwarded caller contract.
+        let keys = unsafe { byte_keys((keys, key_lens, n_keys)) }?;
+        let mut set_names = SetNames::new();
+        for (i, name) in names.iter().enumerate() {
+            if name.is_empty() {
+                return Err(Failure::invalid(format!("set name {i} is empty")));
+            }
+            set_names.insert(i as u64, name.to_vec())?;
+        }
+        let mut start = 0;
+        let mut sets: Vec<(u64, Vec<KeyHash>)> = Vec::with_capacity(n_sets);
+        for (i, &end) in ends.iter().enumerate() {
+            sets.push((i as u64, keys[start..end].iter().map(|key| KeyHash::from_bytes(key, seed)).collect()));
+            start = end;
+        }
+        let collection =
+            Collection::build_with_hashing(&sets, fp, LayoutConfig::default(), HashScheme::default(), seed)?;
+        let handle = BloomsliceCollection { collection, seed, names: set_names, mapped: false };
+        // SAFETY: `out` checked above.
+        unsafe { hand_out_collection(out, handle) };
+        Ok(())
+    })
+}
+
+/// Releases a collection handle. A null handle is ignored.
+///
+/// Thread safety: exclusive: no other call may use this handle at the same
+/// time or after.
+///
+/// # Safety
+///
+/// `collection` must be null or a live handle from this library, freed
+/// once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_free(collection: *mut BloomsliceCollection) {
+    if collection.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: a live handle made by `Box::into_raw` in
+        // `hand_out_collection`, freed once (caller's contract).
+        drop(unsafe { Box::from_raw(collection) });
+    }));
+}
+
+/// Fills `*out` with the collection's rate, parameters and size.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `collection` must be a live handle; `out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_info(
+    collection: *const BloomsliceCollection,
+    out: *mut BloomsliceCollectionInfo,
+) -> BloomsliceStatus {
+    let body = |h: &BloomsliceCollection| {
+        let c = &h.collection;
+        let info = BloomsliceCollectionInfo {
+            fp: c.p(),
+            k: c.k(),
+            seed: h.seed,
+            sets: c.len() as u64,
+            parts: c.parts().filter(|part| !part.is_empty()).count() as u64,
+            grown_sets: c.grown_sets() as u64,
+            memory_bytes: c.memory_bytes() as u64,
+            mapped: h.mapped,
+        };
+        // SAFETY: forwarded caller contract.
+        unsafe { write_out(out, info, "out") }
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(collection, body) }
+}
+
+/// Runs `body` as an entry point that changes the collection behind a
+/// handle, with the set name `name` (`name_len` bytes, not empty) and the
+/// hashes of the byte keys `keys` checked.
+///
+/// # Safety
+///
+/// `collection` must be a live handle that no other call uses at the same
+/// time; `name` must point to `name_len` bytes; `keys` and `key_lens` to
+/// `n_keys` elements, each `keys[i]` to `key_lens[i]` bytes.
+unsafe fn changing(
+    collection: *mut BloomsliceCollection,
+    (name, name_len): (*const u8, usize),
+    keys: (*const *const u8, *const usize, usize),
+    body: impl FnOnce(&mut BloomsliceCollection, &[u8], &[KeyHash]) -> Result<(), Failure>,
+) -> BloomsliceStatus {
+    entry(|| {
+        check_ptr(collection.cast_const(), "collection")?;
+        // SAFETY: a live handle used by this call alone (caller's contract).
+        let h = unsafe { &mut *collection };
+        // SAFETY: forwarded caller contract.
+        let name = unsafe { bytes(name, name_len, "name") }?;
+        if name.is_empty() {
+            return Err(Failure::invalid("set name is empty"));
+        }
+        // SAFETY: forwarded caller contract.
+        let keys = unsafe { byte_keys(keys) }?;
+        let hashes: Vec<KeyHash> = keys.iter().map(|key| KeyHash::from_bytes(key, h.seed)).collect();
+        body(h, name, &hashes)
+    })
+}
+
+/// Adds a new set called `name` (`name_len` bytes, not empty, unique)
+/// holding `n_keys` byte keys (`keys[i]`, `key_lens[i]` bytes), in the part
+/// that holds its number of keys (a new part if none does). On success
+/// `*id_out` (if not null) receives the set's id.
+///
+/// Errors: `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name in use,
+/// `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers or an empty name.
+///
+/// Thread safety: exclusive (changes the collection).
+///
+/// # Safety
+///
+/// `collection` must be a live handle used by no other call; `name` must
+/// point to `name_len` bytes; `keys` and `key_lens` to `n_keys` elements,
+/// every `keys[i]` to `key_lens[i]` bytes; `id_out` null or valid for a
+/// write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_add_set(
+    collection: *mut BloomsliceCollection,
+    name: *const u8,
+    name_len: usize,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n_keys: usize,
+    id_out: *mut u64,
+) -> BloomsliceStatus {
+    let body = |h: &mut BloomsliceCollection, name: &[u8], hashes: &[KeyHash]| {
+        if h.names.id(name).is_some() {
+            return Err(Failure {
+                status: BloomsliceStatus::AlreadyExists,
+                message: format!("set {:?} is already in the collection", String::from_utf8_lossy(name)),
+            });
+        }
+        let id = h.collection.ids().max().map_or(0, |m| m + 1).max(h.names.next_free_id());
+        h.collection.insert_set(id, hashes)?;
+        if let Err(e) = h.names.insert(id, name) {
+            // Keep the collection unchanged on failure.
+            let _ = h.collection.remove_set(id);
+            return Err(e.into());
+        }
+        if !id_out.is_null() {
+            // SAFETY: non-null, valid by the caller's contract.
+            unsafe { write_out(id_out, id, "id_out") }?;
+        }
+        Ok(())
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { changing(collection, (name, name_len), (keys, key_lens, n_keys), body) }
+}
+
+/// Adds `n_keys` byte keys to the set called `name`. Keys fill the set's
+/// last filter to its capacity; past it the set gains a filter in a larger
+/// part (with capacities doubling and rates halving, so the set's
+/// false-positive rate stays below twice the collection's).
+///
+/// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name.
+///
+/// Thread safety: exclusive (changes the collection).
+///
+/// # Safety
+///
+/// As [`bloomslice_collection_add_set`] (without `id_out`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_add_keys(
+    collection: *mut BloomsliceCollection,
+    name: *const u8,
+    name_len: usize,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n_keys: usize,
+) -> BloomsliceStatus {
+    let body = |h: &mut BloomsliceCollection, name: &[u8], hashes: &[KeyHash]| {
+        let id = id_of(h, name)?;
+        Ok(h.collection.add_keys(id, hashes)?)
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { changing(collection, (name, name_len), (keys, key_lens, n_keys), body) }
+}
+
+/// Removes the set called `name` and all its filters.
+///
+/// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name.
+///
+/// Thread safety: exclusive (changes the collection).
+///
+/// # Safety
+///
+/// `collection` must be a live handle used by no other call; `name` must
+/// point to `name_len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_remove_set(
+    collection: *mut BloomsliceCollection,
+    name: *const u8,
+    name_len: usize,
+) -> BloomsliceStatus {
+    let body = |h: &mut BloomsliceCollection, name: &[u8], _: &[KeyHash]| {
+        let id = id_of(h, name)?;
+        h.collection.remove_set(id)?;
+        h.names.remove(id);
+        Ok(())
+    };
+    // SAFETY: forwarded caller contract (no keys are read).
+    unsafe { changing(collection, (name, name_len), (std::ptr::null(), std::ptr::null(), 0), body) }
+}
+
+/// [`bloomslice_index_set_id`] for a collection: the id of the set called
+/// `name` into `*id_out`.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `collection` must be a live handle; `name` must point to `name_len`
+/// bytes; `id_out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_set_id(
+    collection: *const BloomsliceCollection,
+    name: *const u8,
+    name_len: usize,
+    id_out: *mut u64,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe {
+        reading_bytes(collection, (name, name_len, "name"), |h, name| write_out(id_out, id_of(h, name)?, "id_out"))
+    }
+}
+
+/// [`bloomslice_index_set_name`] for a collection: the name of set `id`
+/// into `buf` (`cap` bytes) and its length into `*len_out`.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `collection` must be a live handle; `buf` null (with `cap` 0) or valid
+/// for `cap` bytes; `len_out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_set_name(
+    collection: *const BloomsliceCollection,
+    id: u64,
+    buf: *mut u8,
+    cap: usize,
+    len_out: *mut usize,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(collection, |h| copy_name(h, id, buf, cap, len_out)) }
+}
+
+/// The 64-bit hash the collection gives the byte key `key` (seeded
+/// xxh3-64, the same for every part), for
+/// [`bloomslice_collection_query_batch_hashes`].
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `collection` must be a live handle; `key` must point to `key_len`
+/// bytes; `hash_out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_hash_key(
+    collection: *const BloomsliceCollection,
+    key: *const u8,
+    key_len: usize,
+    hash_out: *mut u64,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe {
+        reading_bytes(collection, (key, key_len, "key"), |h, key| {
+            write_out(hash_out, KeyHash::from_bytes(key, h.seed).h1, "hash_out")
+        })
+    }
+}
+
+/// [`bloomslice_query`] for a collection: the ids of the sets that may
+/// contain the byte key `key`, each once, into `ids_out` (room for `cap`),
+/// their number into `*n_out`; `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL` when
+/// more than `cap` match (room for every set is always enough).
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `collection` must be a live handle; `key` must point to `key_len`
+/// bytes; `ids_out` null (with `cap` 0) or valid for `cap` writes; `n_out`
+/// valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_query(
+    collection: *const BloomsliceCollection,
+    key: *const u8,
+    key_len: usize,
+    ids_out: *mut u64,
+    cap: usize,
+    n_out: *mut usize,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe {
+        reading_bytes(collection, (key, key_len, "key"), |h, key| {
+            query_one(h, KeyHash::from_bytes(key, h.seed), ids_out, cap, n_out)
+        })
+    }
+}
+
+/// [`bloomslice_query_batch`] for a collection: the byte keys `keys[i]`
+/// (`key_lens[i]` bytes) answered in the CSR layout, key `i`'s ids (each
+/// once) in `ids_out[offsets_out[i] .. offsets_out[i + 1]]`, with the same
+/// `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL` protocol.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `collection` must be a live handle; the other arguments as for
+/// [`bloomslice_query_batch`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_query_batch(
+    collection: *const BloomsliceCollection,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n_keys: usize,
+    ids_out: *mut u64,
+    ids_cap: usize,
+    offsets_out: *mut usize,
+    total_out: *mut usize,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe {
+        reading(collection, |h| {
+            let keys = byte_keys((keys, key_lens, n_keys))?;
+            batch_of_keys(h, &keys, BatchOut::new(n_keys, ids_out, ids_cap, offsets_out, total_out)?)
+        })
+    }
+}
+
+/// [`bloomslice_query_batch_hashes`] for a collection: keys given as the
+/// caller's 64-bit hashes (`hashes[i]`, `n` of them, as
+/// [`bloomslice_collection_hash_key`] gives them).
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// As [`bloomslice_collection_query_batch`]; `hashes` must point to `n`
+/// aligned `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_query_batch_hashes(
+    collection: *const BloomsliceCollection,
+    hashes: *const u64,
+    n: usize,
+    ids_out: *mut u64,
+    ids_cap: usize,
+    offsets_out: *mut usize,
+    total_out: *mut usize,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe {
+        reading(collection, |h| {
+            let hashes = slice(hashes, n, "hashes")?;
+            batch_of_hashes(h, hashes, BatchOut::new(n, ids_out, ids_cap, offsets_out, total_out)?)
+        })
+    }
+}
+
+/// [`bloomslice_score`] for a collection: for every set, how many of the
+/// `n_keys` byte keys the union of its filters may contain (a key given
+/// twice counts twice), ids and counts of the sets with a count above 0 by
+/// ascending id, with the same buffer protocol.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `collection` must be a live handle; the other arguments as for
+/// [`bloomslice_score`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_score(
+    collection: *const BloomsliceCollection,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n_keys: usize,
+    ids_out: *mut u64,
+    counts_out: *mut u32,
+    cap: usize,
+    n_out: *mut usize,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(collection, |h| scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), None)) }
+}
+
+/// [`bloomslice_query_threshold`] for a collection: the sets whose count
+/// (as [`bloomslice_collection_score`] counts) reaches `fraction` of the
+/// `n_keys` byte keys, by ascending id; each part is scored and pruned on
+/// its own.
+///
+/// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for a `fraction` that is
+/// NaN or outside `[0, 1]`.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// As [`bloomslice_collection_score`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_query_threshold(
+    collection: *const BloomsliceCollection,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n_keys: usize,
+    fraction: f64,
+    ids_out: *mut u64,
+    counts_out: *mut u32,
+    cap: usize,
+    n_out: *mut usize,
+) -> BloomsliceStatus {
+    let body = |h: &BloomsliceCollection| {
+        let threshold = fraction_of(fraction)?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        unsafe { scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), Some(threshold)) }
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(collection, body) }
+}

@@ -601,3 +601,299 @@ pub unsafe extern "C" fn bloomslice_collection_query_threshold(
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe { reading(collection, body) }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ptr;
+
+    use super::*;
+    use crate::tests::last_error;
+
+    /// Sets of skewed sizes: set `i` holds `sizes[i]` keys `"{i}-{j}"`.
+    fn skewed(sizes: &[usize]) -> Vec<Vec<Vec<u8>>> {
+        sizes.iter().enumerate().map(|(i, &n)| (0..n).map(|j| format!("{i}-{j}").into_bytes()).collect()).collect()
+    }
+
+    fn build(sets: &[Vec<Vec<u8>>], fp: f64) -> *mut BloomsliceCollection {
+        let names: Vec<Vec<u8>> = (0..sets.len()).map(|i| format!("set-{i}").into_bytes()).collect();
+        let name_ptrs: Vec<*const u8> = names.iter().map(|n| n.as_ptr()).collect();
+        let name_lens: Vec<usize> = names.iter().map(Vec::len).collect();
+        let keys: Vec<&Vec<u8>> = sets.iter().flatten().collect();
+        let key_ptrs: Vec<*const u8> = keys.iter().map(|k| k.as_ptr()).collect();
+        let key_lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
+        let ends: Vec<usize> = sets.iter().scan(0, |end, set| Some(*end + set.len()).inspect(|&e| *end = e)).collect();
+        let mut h = ptr::null_mut();
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe {
+            bloomslice_collection_build(
+                fp,
+                5,
+                name_ptrs.as_ptr(),
+                name_lens.as_ptr(),
+                sets.len(),
+                key_ptrs.as_ptr(),
+                key_lens.as_ptr(),
+                ends.as_ptr(),
+                &mut h,
+            )
+        };
+        assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+        h
+    }
+
+    fn query(h: *const BloomsliceCollection, key: &[u8]) -> Vec<u64> {
+        let mut ids = vec![0u64; 64];
+        let mut n = 0;
+        // SAFETY: live buffers of the stated lengths.
+        let st =
+            unsafe { bloomslice_collection_query(h, key.as_ptr(), key.len(), ids.as_mut_ptr(), ids.len(), &mut n) };
+        assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+        ids.truncate(n);
+        ids
+    }
+
+    /// Scores (`fraction` `None`) or thresholds `keys` through the C ABI.
+    fn score(h: *const BloomsliceCollection, keys: &[Vec<u8>], fraction: Option<f64>) -> Vec<(u64, u32)> {
+        let ptrs: Vec<*const u8> = keys.iter().map(|k| k.as_ptr()).collect();
+        let lens: Vec<usize> = keys.iter().map(Vec::len).collect();
+        let (mut ids, mut counts, mut n) = (vec![0u64; 64], vec![0u32; 64], 0);
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe {
+            match fraction {
+                None => bloomslice_collection_score(
+                    h,
+                    ptrs.as_ptr(),
+                    lens.as_ptr(),
+                    keys.len(),
+                    ids.as_mut_ptr(),
+                    counts.as_mut_ptr(),
+                    64,
+                    &mut n,
+                ),
+                Some(f) => bloomslice_collection_query_threshold(
+                    h,
+                    ptrs.as_ptr(),
+                    lens.as_ptr(),
+                    keys.len(),
+                    f,
+                    ids.as_mut_ptr(),
+                    counts.as_mut_ptr(),
+                    64,
+                    &mut n,
+                ),
+            }
+        };
+        assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+        ids[..n].iter().copied().zip(counts[..n].iter().copied()).collect()
+    }
+
+    #[test]
+    fn a_skewed_collection_answers_as_the_library_with_no_false_negatives() {
+        let sizes = [3, 5, 8, 10, 12, 20, 40, 100, 400, 3000];
+        let sets = skewed(&sizes);
+        let h = build(&sets, 0.01);
+        let mut info = BloomsliceCollectionInfo::default();
+        // SAFETY: live handle, valid out pointer.
+        assert_eq!(unsafe { bloomslice_collection_info(h, &mut info) }, BloomsliceStatus::Ok);
+        assert_eq!((info.sets, info.k, info.seed, info.fp, info.mapped), (10, 7, 5, 0.01, false));
+        assert!(info.parts >= 2, "{info:?}");
+        // The library's collection of the same sets, hashed alike.
+        let lib_sets: Vec<(u64, Vec<KeyHash>)> = sets
+            .iter()
+            .enumerate()
+            .map(|(i, keys)| (i as u64, keys.iter().map(|k| KeyHash::from_bytes(k, 5)).collect()))
+            .collect();
+        let lib =
+            Collection::build_with_hashing(&lib_sets, 0.01, LayoutConfig::default(), HashScheme::default(), 5).unwrap();
+        for (i, keys) in sets.iter().enumerate() {
+            for key in keys {
+                assert!(query(h, key).contains(&(i as u64)), "set {i} lost {key:?}");
+            }
+        }
+        // Batches of byte keys and of hashes answer as single queries.
+        let probe: Vec<Vec<u8>> = sets
+            .iter()
+            .flat_map(|s| s.iter().take(7).cloned())
+            .chain((0..500).map(|j| format!("absent-{j}").into_bytes()))
+            .collect();
+        let ptrs: Vec<*const u8> = probe.iter().map(|k| k.as_ptr()).collect();
+        let lens: Vec<usize> = probe.iter().map(Vec::len).collect();
+        let mut ids = vec![0u64; 4 * probe.len()];
+        let mut offsets = vec![0usize; probe.len() + 1];
+        let mut total = 0;
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe {
+            bloomslice_collection_query_batch(
+                h,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                probe.len(),
+                ids.as_mut_ptr(),
+                ids.len(),
+                offsets.as_mut_ptr(),
+                &mut total,
+            )
+        };
+        assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+        let hashes: Vec<u64> = probe
+            .iter()
+            .map(|k| {
+                let mut x = 0;
+                // SAFETY: live buffers.
+                let st = unsafe { bloomslice_collection_hash_key(h, k.as_ptr(), k.len(), &mut x) };
+                assert_eq!(st, BloomsliceStatus::Ok);
+                x
+            })
+            .collect();
+        let mut ids2 = vec![0u64; 4 * probe.len()];
+        let mut offsets2 = vec![0usize; probe.len() + 1];
+        let mut total2 = 0;
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe {
+            bloomslice_collection_query_batch_hashes(
+                h,
+                hashes.as_ptr(),
+                hashes.len(),
+                ids2.as_mut_ptr(),
+                ids2.len(),
+                offsets2.as_mut_ptr(),
+                &mut total2,
+            )
+        };
+        assert_eq!(st, BloomsliceStatus::Ok);
+        assert_eq!((total, &offsets, &ids[..total]), (total2, &offsets2, &ids2[..total2]));
+        for (i, key) in probe.iter().enumerate() {
+            assert_eq!(&ids[offsets[i]..offsets[i + 1]], query(h, key).as_slice(), "key {i}");
+            assert_eq!(query(h, key), lib.query(key.as_slice()), "key {i}");
+        }
+        // Scores and thresholds are the library's.
+        let read: Vec<Vec<u8>> = sets[8][..200].iter().cloned().chain(sets[2].iter().cloned()).collect();
+        let hashed: Vec<KeyHash> = read.iter().map(|k| KeyHash::from_bytes(k, 5)).collect();
+        let mut scores = Scores::new();
+        lib.score_into(&hashed, &mut scores);
+        assert_eq!(score(h, &read, None), scores.iter().collect::<Vec<_>>());
+        let want = lib.query_threshold(&hashed, Threshold::fraction(0.9).unwrap());
+        let got = score(h, &read, Some(0.9));
+        assert_eq!(got, want);
+        assert!(got.iter().any(|&(id, c)| id == 8 && c >= 200), "{got:?}");
+        // SAFETY: a live handle, freed once.
+        unsafe { bloomslice_collection_free(h) };
+    }
+
+    #[test]
+    fn sets_are_added_grown_and_removed() {
+        let mut h = ptr::null_mut();
+        // SAFETY: a valid out pointer.
+        assert_eq!(unsafe { bloomslice_collection_new(0.01, 0, &mut h) }, BloomsliceStatus::Ok);
+        let add = |name: &str, keys: &[Vec<u8>]| {
+            let ptrs: Vec<*const u8> = keys.iter().map(|k| k.as_ptr()).collect();
+            let lens: Vec<usize> = keys.iter().map(Vec::len).collect();
+            let mut id = u64::MAX;
+            // SAFETY: live buffers of the stated lengths.
+            let st = unsafe {
+                bloomslice_collection_add_set(
+                    h,
+                    name.as_ptr(),
+                    name.len(),
+                    ptrs.as_ptr(),
+                    lens.as_ptr(),
+                    keys.len(),
+                    &mut id,
+                )
+            };
+            (st, id)
+        };
+        let small = skewed(&[10])[0].clone();
+        let (st, a) = add("a", &small);
+        assert_eq!(st, BloomsliceStatus::Ok);
+        assert_eq!(add("a", &small).0, BloomsliceStatus::AlreadyExists);
+        assert_eq!(add("", &small).0, BloomsliceStatus::InvalidArgument);
+        let (_, b) = add("b", &skewed(&[0, 2000])[1]);
+        assert_ne!(a, b);
+        // Growing "a" far past its capacity keeps every key.
+        let more: Vec<Vec<u8>> = (0..500).map(|j| format!("more-{j}").into_bytes()).collect();
+        let ptrs: Vec<*const u8> = more.iter().map(|k| k.as_ptr()).collect();
+        let lens: Vec<usize> = more.iter().map(Vec::len).collect();
+        // SAFETY: live buffers of the stated lengths.
+        let st =
+            unsafe { bloomslice_collection_add_keys(h, b"a".as_ptr(), 1, ptrs.as_ptr(), lens.as_ptr(), more.len()) };
+        assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+        // SAFETY: as above.
+        let st = unsafe { bloomslice_collection_add_keys(h, b"zz".as_ptr(), 2, ptrs.as_ptr(), lens.as_ptr(), 1) };
+        assert_eq!(st, BloomsliceStatus::NotFound);
+        let mut info = BloomsliceCollectionInfo::default();
+        // SAFETY: live handle, valid out pointer.
+        assert_eq!(unsafe { bloomslice_collection_info(h, &mut info) }, BloomsliceStatus::Ok);
+        assert_eq!((info.sets, info.grown_sets), (2, 1));
+        for key in small.iter().chain(&more) {
+            assert!(query(h, key).contains(&a), "{key:?}");
+        }
+        // A grown set is reported once, and scored once per key.
+        assert_eq!(query(h, &more[3]).iter().filter(|&&id| id == a).count(), 1);
+        let counts = score(h, &more[..100], Some(1.0));
+        assert!(counts.contains(&(a, 100)), "{counts:?}");
+        let mut name = [0u8; 8];
+        let mut len = 0;
+        // SAFETY: live buffers.
+        unsafe {
+            assert_eq!(bloomslice_collection_set_name(h, b, name.as_mut_ptr(), 8, &mut len), BloomsliceStatus::Ok);
+            assert_eq!(&name[..len], b"b");
+            let mut id = 0;
+            assert_eq!(bloomslice_collection_set_id(h, b"a".as_ptr(), 1, &mut id), BloomsliceStatus::Ok);
+            assert_eq!(id, a);
+            assert_eq!(bloomslice_collection_remove_set(h, b"a".as_ptr(), 1), BloomsliceStatus::Ok);
+            assert_eq!(bloomslice_collection_remove_set(h, b"a".as_ptr(), 1), BloomsliceStatus::NotFound);
+        }
+        assert!(!query(h, &small[0]).contains(&a));
+        // SAFETY: a live handle, freed once.
+        unsafe { bloomslice_collection_free(h) };
+    }
+
+    #[test]
+    fn bad_arguments_are_errors_not_crashes() {
+        let mut out = ptr::null_mut();
+        let name = b"n";
+        let names = [name.as_ptr(), name.as_ptr()];
+        let lens = [1usize, 1];
+        // SAFETY: every pointer is null, valid, or describes a live buffer;
+        // the functions must reject the bad arguments without reading them.
+        unsafe {
+            assert_eq!(bloomslice_collection_new(1.5, 0, &mut out), BloomsliceStatus::InvalidArgument);
+            assert_eq!(bloomslice_collection_new(0.01, 0, ptr::null_mut()), BloomsliceStatus::InvalidArgument);
+            let ends = [0usize, 0];
+            let st = bloomslice_collection_build(
+                0.01,
+                0,
+                names.as_ptr(),
+                lens.as_ptr(),
+                2,
+                ptr::null(),
+                ptr::null(),
+                ends.as_ptr(),
+                &mut out,
+            );
+            assert_eq!(st, BloomsliceStatus::AlreadyExists, "{}", last_error());
+            let ends = [2usize, 1];
+            let st = bloomslice_collection_build(
+                0.01,
+                0,
+                names.as_ptr(),
+                lens.as_ptr(),
+                2,
+                ptr::null(),
+                ptr::null(),
+                ends.as_ptr(),
+                &mut out,
+            );
+            assert_eq!(st, BloomsliceStatus::InvalidArgument);
+            assert!(last_error().contains("set_ends"), "{}", last_error());
+            assert!(out.is_null());
+            let mut n = 0;
+            assert_eq!(
+                bloomslice_collection_query(ptr::null(), b"x".as_ptr(), 1, ptr::null_mut(), 0, &mut n),
+                BloomsliceStatus::InvalidArgument
+            );
+            bloomslice_collection_free(ptr::null_mut());
+        }
+    }
+}

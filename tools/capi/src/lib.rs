@@ -1375,6 +1375,85 @@ mod tests {
     }
 
     #[test]
+    fn scores_and_thresholds_of_an_index_are_the_librarys() {
+        let h = new_index();
+        let sets: Vec<Vec<Vec<u8>>> =
+            (0..6).map(|i| (0..200).map(|k| format!("{}", i * 50 + k).into_bytes()).collect()).collect();
+        for (i, keys) in sets.iter().enumerate() {
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            add(h, &format!("s{i}"), &refs);
+        }
+        let read = &sets[3][..120];
+        let ptrs: Vec<*const u8> = read.iter().map(|k| k.as_ptr()).collect();
+        let lens: Vec<usize> = read.iter().map(Vec::len).collect();
+        // SAFETY: a live handle.
+        let lib = unsafe { &(*h).index };
+        let (mut ids, mut counts, mut n) = ([0u64; 6], [0u32; 6], 0);
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe {
+            bloomslice_score(h, ptrs.as_ptr(), lens.as_ptr(), 120, ids.as_mut_ptr(), counts.as_mut_ptr(), 6, &mut n)
+        };
+        assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+        let mut scores = Scores::new();
+        lib.score_into(read, &mut scores);
+        let pairs: Vec<(u64, u32)> = ids[..n].iter().copied().zip(counts[..n].iter().copied()).collect();
+        assert_eq!(pairs, scores.iter().collect::<Vec<_>>());
+        for fraction in [0.0, 0.5, 0.9, 1.0] {
+            // SAFETY: live buffers of the stated lengths.
+            let st = unsafe {
+                bloomslice_query_threshold(
+                    h,
+                    ptrs.as_ptr(),
+                    lens.as_ptr(),
+                    120,
+                    fraction,
+                    ids.as_mut_ptr(),
+                    counts.as_mut_ptr(),
+                    6,
+                    &mut n,
+                )
+            };
+            assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+            let pairs: Vec<(u64, u32)> = ids[..n].iter().copied().zip(counts[..n].iter().copied()).collect();
+            assert_eq!(pairs, lib.query_threshold(read, Threshold::fraction(fraction).unwrap()), "{fraction}");
+        }
+        // Set 3 holds every key read (the fraction 1.0 answer above).
+        assert!(pairs_of(&ids, &counts, n).contains(&(3, 120)));
+        // A short buffer reports how many sets there are; a bad fraction is an error.
+        // SAFETY: live buffers of the stated lengths.
+        unsafe {
+            let st = bloomslice_score(
+                h,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                120,
+                ids.as_mut_ptr(),
+                counts.as_mut_ptr(),
+                1,
+                &mut n,
+            );
+            assert_eq!((st, n), (BloomsliceStatus::BufferTooSmall, scores.iter().count()));
+            let st = bloomslice_query_threshold(
+                h,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                120,
+                1.5,
+                ids.as_mut_ptr(),
+                counts.as_mut_ptr(),
+                6,
+                &mut n,
+            );
+            assert_eq!(st, BloomsliceStatus::InvalidArgument);
+            bloomslice_index_free(h);
+        }
+    }
+
+    fn pairs_of(ids: &[u64], counts: &[u32], n: usize) -> Vec<(u64, u32)> {
+        ids[..n].iter().copied().zip(counts[..n].iter().copied()).collect()
+    }
+
+    #[test]
     fn a_panic_becomes_a_status_and_a_message() {
         let status = entry(|| panic!("boom"));
         assert_eq!(status, BloomsliceStatus::Internal);

@@ -1,8 +1,9 @@
 //! # bloomslice for Python
 //!
 //! The extension module `bloomslice._native` behind the `bloomslice` Python
-//! package: `Index`, over a [`SlicedIndex`] and its [`SetNames`], and
-//! `ShardedIndex`, over the shard files of a manifest. The package's
+//! package: `Index`, over a [`Collection`] (sets sized from their own
+//! keys, the default) or a [`SlicedIndex`] of one filter length, with its
+//! [`SetNames`], and `ShardedIndex`, over the shard files of a manifest. The package's
 //! `__init__.pyi` documents the Python surface.
 //!
 //! - The GIL is released while the library works (opening, building,
@@ -577,10 +578,13 @@ fn open_inner(path: PathBuf, mmap: bool, verify: bool) -> Result<Inner, Error> {
 
 /// An index of named sets of keys, each stored as a Bloom filter; answers
 /// "which sets may contain this key?" (no false negatives, a small rate of
-/// false positives set by the filter parameters).
+/// false positives set by the filter parameters). Built without a size, or
+/// opened from a collection file, it is a [`Collection`]: each set sized
+/// from its own keys, in size-classed parts; built with `n_exp` or `m` and
+/// `k`, a [`SlicedIndex`] of one filter length.
 ///
 /// Queries may run from many Python threads at once (the GIL is released
-/// while the index works); `add` and `remove` wait for running queries.
+/// while the index works); changes wait for running queries.
 #[pyclass(frozen, module = "bloomslice")]
 struct Index {
     inner: RwLock<Inner>,
@@ -741,6 +745,12 @@ impl Index {
                 "set name {:?} is given twice (names are compared as UTF-8 bytes)",
                 String::from_utf8_lossy(&w[0].0)
             )));
+        }
+        if max_parts == Some(0) || column_step == Some(0) {
+            return Err(PyValueError::new_err("max_parts and column_step must be at least 1"));
+        }
+        if let Some(w) = query_cost_weight.filter(|w| !(w.is_finite() && *w >= 0.0)) {
+            return Err(PyValueError::new_err(format!("query_cost_weight must be a finite number >= 0, got {w}")));
         }
         let defaults = LayoutConfig::default();
         let config = LayoutConfig {

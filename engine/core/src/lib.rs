@@ -126,7 +126,7 @@ pub use index::FilterIndex;
 pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme};
 pub use persist::manifest::Manifest;
-pub use persist::{LoadedIndex, SetNames, Verify};
+pub use persist::{LoadedCollection, LoadedIndex, SetNames, Verify};
 pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
 pub use score::{Scores, Threshold, ThresholdResults};
 pub use sliced::{BatchResults, SlicedConfig, SlicedIndex};

@@ -325,6 +325,46 @@ impl Layout {
     }
 }
 
+/// Layouts that were not chosen by [`Layout::choose`]: read back from a
+/// collection file, or describing an index that already exists.
+impl Layout {
+    /// A layout as a collection file stores it.
+    pub(crate) fn from_stored(
+        p: f64,
+        k: u32,
+        parts: Vec<PartPlan>,
+        optimum_bits: f64,
+        mean_fpr: f64,
+        max_fpr: f64,
+    ) -> Layout {
+        Layout { p, k, parts, optimum_bits, mean_fpr, max_fpr }
+    }
+
+    /// A layout of the given parts (by ascending capacity) for sets of
+    /// `sizes` keys, its statistics computed as [`Layout::choose`] does.
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`BloomParams::new`] for a part's `m` and `k`.
+    pub(crate) fn of_plans(p: f64, k: u32, parts: Vec<PartPlan>, sizes: &[u64]) -> Result<Layout> {
+        let mut layout = Layout { p, k, parts, optimum_bits: 0.0, mean_fpr: 0.0, max_fpr: 0.0 };
+        let mut sum = 0.0;
+        for &n in sizes {
+            let n = n.max(1);
+            layout.optimum_bits += n as f64 * (1.0 / p).log2() / core::f64::consts::LN_2;
+            let Some(part) = layout.parts.get(layout.part_for(n).unwrap_or(layout.parts.len().saturating_sub(1)))
+            else {
+                break;
+            };
+            let fpr = BloomParams::new(part.m, k)?.expected_fpr(n);
+            sum += fpr;
+            layout.max_fpr = layout.max_fpr.max(fpr);
+        }
+        layout.mean_fpr = if sizes.is_empty() { 0.0 } else { sum / sizes.len() as f64 };
+        Ok(layout)
+    }
+}
+
 impl core::fmt::Display for Layout {
     /// One line per part, then the totals.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

@@ -65,12 +65,14 @@
 //! [`LayoutConfig::column_step`] to 512.
 
 pub mod layout;
+pub(crate) mod stored;
 
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
+use crate::kmer::KmerLength;
 use crate::params::{BloomParams, HashScheme};
 use crate::score::{Scores, Threshold};
 use crate::sliced::{BatchResults, SlicedIndex};
@@ -142,6 +144,9 @@ pub struct Collection {
     /// Sets with more than one filter.
     grown: usize,
     layout: Layout,
+    /// The k-mer length of a sequence collection (see
+    /// [`Collection::kmer_length`]).
+    kmer_length: Option<KmerLength>,
 }
 
 impl Collection {
@@ -164,7 +169,17 @@ impl Collection {
     /// As [`Collection::new`].
     pub fn with_hashing(p: f64, scheme: HashScheme, seed: u64) -> Result<Self> {
         let layout = Layout::choose(&[], p, LayoutConfig::default())?;
-        Ok(Collection { p, k: layout.k(), scheme, seed, parts: Vec::new(), sets: HashMap::new(), grown: 0, layout })
+        Ok(Collection {
+            p,
+            k: layout.k(),
+            scheme,
+            seed,
+            parts: Vec::new(),
+            sets: HashMap::new(),
+            grown: 0,
+            layout,
+            kmer_length: None,
+        })
     }
 
     /// A collection of `sets` (`(id, keys)`) at false-positive rate `p`,

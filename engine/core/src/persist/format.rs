@@ -37,7 +37,7 @@ pub const ROWS_ALIGN: u64 = 64;
 pub(crate) const SHARD_ENTRY_BYTES: u64 = 32;
 /// Bytes of one id map entry.
 pub(crate) const SET_ENTRY_BYTES: u64 = 24;
-const CHECKSUM_BYTES: u64 = 8;
+pub(crate) const CHECKSUM_BYTES: u64 = 8;
 /// Bytes of the header covered by its checksum (the checksum sits after).
 const HEADER_CHECKED: usize = 120;
 /// Where the k-mer length (a `u32`, 0 = not a sequence index) sits in the
@@ -97,17 +97,17 @@ pub(crate) struct Meta {
     pub(crate) section_checksums: [u64; 3],
 }
 
-fn le_u16(b: &[u8], at: usize) -> u16 {
+pub(crate) fn le_u16(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
 
-fn le_u32(b: &[u8], at: usize) -> u32 {
+pub(crate) fn le_u32(b: &[u8], at: usize) -> u32 {
     let mut a = [0; 4];
     a.copy_from_slice(&b[at..at + 4]);
     u32::from_le_bytes(a)
 }
 
-fn le_u64(b: &[u8], at: usize) -> u64 {
+pub(crate) fn le_u64(b: &[u8], at: usize) -> u64 {
     let mut a = [0; 8];
     a.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(a)
@@ -115,7 +115,7 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
 
 /// The header's hash-scheme code (bytes 36..40). Minor 0 files hold 0 only;
 /// code 1 is minor 1's addition.
-fn scheme_code(s: HashScheme) -> u32 {
+pub(crate) fn scheme_code(s: HashScheme) -> u32 {
     match s {
         HashScheme::Xxh3Double => 0,
         HashScheme::Xxh3Triple => 1,
@@ -123,7 +123,7 @@ fn scheme_code(s: HashScheme) -> u32 {
 }
 
 /// The scheme of a header code, if this build knows it.
-fn scheme_of_code(code: u32) -> Option<HashScheme> {
+pub(crate) fn scheme_of_code(code: u32) -> Option<HashScheme> {
     HashScheme::ALL.into_iter().find(|&s| scheme_code(s) == code)
 }
 
@@ -160,7 +160,13 @@ fn corrupt<T>(msg: impl Into<String>) -> Result<T> {
 
 /// Reads exactly `buf.len()` bytes; a short read is [`Error::Truncated`]
 /// (the length was checked beforehand, so this means the file shrank).
-fn read_exact(r: &mut impl Read, buf: &mut [u8], section: &'static str, at: u64, file_len: u64) -> Result<()> {
+pub(crate) fn read_exact(
+    r: &mut impl Read,
+    buf: &mut [u8],
+    section: &'static str,
+    at: u64,
+    file_len: u64,
+) -> Result<()> {
     r.read_exact(buf).map_err(|e| match e.kind() {
         std::io::ErrorKind::UnexpectedEof => Error::Truncated { section, needed: at + buf.len() as u64, len: file_len },
         _ => Error::io("read", std::path::Path::new(section), e),
@@ -168,7 +174,7 @@ fn read_exact(r: &mut impl Read, buf: &mut [u8], section: &'static str, at: u64,
 }
 
 /// `len` bytes into a new buffer; `len` is known to fit in the file.
-fn read_vec(r: &mut impl Read, len: u64, section: &'static str, at: u64, file_len: u64) -> Result<Vec<u8>> {
+pub(crate) fn read_vec(r: &mut impl Read, len: u64, section: &'static str, at: u64, file_len: u64) -> Result<Vec<u8>> {
     let len = usize::try_from(len).map_err(|_| Error::CapacityOverflow("section size"))?;
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| Error::CapacityOverflow("section buffer"))?;
@@ -178,7 +184,7 @@ fn read_vec(r: &mut impl Read, len: u64, section: &'static str, at: u64, file_le
 }
 
 /// Splits a section into its body and checks the trailing xxh3.
-fn checked_body<'a>(section: &'a [u8], name: &str) -> Result<(&'a [u8], u64)> {
+pub(crate) fn checked_body<'a>(section: &'a [u8], name: &str) -> Result<(&'a [u8], u64)> {
     let (body, sum) = section.split_at(section.len() - CHECKSUM_BYTES as usize);
     let want = le_u64(sum, 0);
     if xxh3_64(body) != want {

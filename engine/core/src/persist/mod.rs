@@ -42,6 +42,7 @@
 //! intact mapping. Truncating or writing into a mapped index file by other
 //! means may change answers or terminate the process with `SIGBUS`.
 
+mod collection;
 mod file;
 pub(crate) mod format;
 pub mod manifest;
@@ -54,6 +55,10 @@ use std::sync::Arc;
 
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
+pub use self::collection::{
+    COLLECTION_FORMAT_MAJOR, COLLECTION_FORMAT_MINOR, COLLECTION_HEADER_BYTES, LoadedCollection, collection_from_bytes,
+    collection_to_bytes, load_collection, open_collection_mmap, save_collection, write_collection_to,
+};
 use self::file::temp_path;
 pub use self::file::{IndexFile, IndexFileLock, Temporary};
 pub use self::format::{FORMAT_MAJOR, FORMAT_MINOR, HEADER_BYTES, MAGIC, ROWS_ALIGN};
@@ -135,7 +140,7 @@ fn check_rows(rows: &Words, want: u64, shard: usize) -> Result<()> {
 }
 
 /// xxh3-64 of a shard's rows as little-endian bytes.
-fn rows_checksum(rows: &Words) -> u64 {
+pub(crate) fn rows_checksum(rows: &Words) -> u64 {
     if cfg!(target_endian = "little") {
         xxh3_64(rows.as_bytes())
     } else {
@@ -234,9 +239,14 @@ pub fn to_bytes(index: &SlicedIndex, names: &SetNames) -> Result<Vec<u8>> {
 ///
 /// [`Error::Io`] naming the step and the file.
 pub fn save(path: impl AsRef<Path>, index: &SlicedIndex, names: &SetNames) -> Result<()> {
-    let path = path.as_ref();
+    save_atomic(path.as_ref(), |w| write_to(w, index, names))
+}
+
+/// Writes a temporary file beside `path` with `write`, syncs it and
+/// renames it over `path` (see [`save`]).
+pub(crate) fn save_atomic(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> Result<u64>) -> Result<()> {
     let tmp = temp_path(path)?;
-    let result = write_temp(&tmp, index, names)
+    let result = write_temp(&tmp, write)
         .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io("rename the temporary file over", path, e)));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -246,11 +256,11 @@ pub fn save(path: impl AsRef<Path>, index: &SlicedIndex, names: &SetNames) -> Re
     Ok(())
 }
 
-fn write_temp(tmp: &Path, index: &SlicedIndex, names: &SetNames) -> Result<()> {
+fn write_temp(tmp: &Path, write: impl FnOnce(&mut BufWriter<File>) -> Result<u64>) -> Result<()> {
     let file =
         std::fs::OpenOptions::new().write(true).create_new(true).open(tmp).map_err(|e| Error::io("create", tmp, e))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
-    write_to(&mut w, index, names).map_err(|e| match e {
+    write(&mut w).map_err(|e| match e {
         Error::Io { op, source, .. } => Error::Io { op, path: tmp.display().to_string(), source },
         e => e,
     })?;
@@ -275,7 +285,7 @@ fn sync_dir(path: &Path) {
     let _ = path;
 }
 
-fn info_of(meta: &Meta, rows_verified: bool) -> FileInfo {
+pub(crate) fn info_of(meta: &Meta, rows_verified: bool) -> FileInfo {
     let mut checksums = vec![
         ("header".to_owned(), meta.header.checksum),
         ("shard table".to_owned(), meta.section_checksums[0]),
@@ -288,7 +298,7 @@ fn info_of(meta: &Meta, rows_verified: bool) -> FileInfo {
 
 /// Reads every shard's rows from `r` (positioned at the first row byte),
 /// checks them and builds the index.
-fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<LoadedIndex> {
+pub(crate) fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<LoadedIndex> {
     let meta = read_meta(r, real_len)?;
     let m = meta.header.params.m() as usize;
     let mut parts = Vec::with_capacity(meta.shards.len());
@@ -328,7 +338,7 @@ pub fn from_bytes(bytes: &[u8]) -> Result<LoadedIndex> {
     load_from_reader(&mut r, bytes.len() as u64, Path::new("index bytes"))
 }
 
-fn open(path: &Path) -> Result<(File, u64)> {
+pub(crate) fn open(path: &Path) -> Result<(File, u64)> {
     let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
     let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
     if !meta.is_file() {
@@ -383,15 +393,45 @@ pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<Loaded
     // The map is read-only, and every offset taken from it below is checked
     // against its length.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, e))?;
-    let map = Arc::new(map);
-    let mut r: &[u8] = &map;
-    let meta = read_meta(&mut r, map.len() as u64)?;
+    let loaded = loaded_from_map(&Arc::new(map))?;
+    finish_mapped(loaded, verify)
+}
+
+/// Verifies a mapped index if `verify` asks for it.
+pub(crate) fn finish_mapped(mut loaded: LoadedIndex, verify: Verify) -> Result<LoadedIndex> {
+    if verify == Verify::Full {
+        loaded.verify()?;
+    }
+    Ok(loaded)
+}
+
+/// The index file of the whole `map`, its rows used in place and not
+/// verified yet.
+pub(crate) fn loaded_from_map(map: &Arc<memmap2::Mmap>) -> Result<LoadedIndex> {
+    let (index, meta) = index_in_map(map, 0, map.len())?;
+    let info = info_of(&meta, false);
+    Ok(LoadedIndex { index, names: meta.names, info })
+}
+
+/// The index file at bytes `start..start + len` of `map` (`start` a
+/// multiple of [`ROWS_ALIGN`]), its rows used in place (copied on
+/// big-endian targets) and not verified: every table is checked, no row is
+/// read.
+pub(crate) fn index_in_map(map: &Arc<memmap2::Mmap>, start: usize, len: usize) -> Result<(SlicedIndex, Meta)> {
+    let bytes = start.checked_add(len).and_then(|end| map.get(start..end));
+    let Some(mut r) = bytes else {
+        return Err(Error::CorruptFile(format!("embedded index at {start} of {len} bytes is outside the file")));
+    };
+    let meta = read_meta(&mut r, len as u64)?;
     let m = meta.header.params.m() as usize;
     let mut parts = Vec::with_capacity(meta.shards.len());
     for s in &meta.shards {
-        let offset = usize::try_from(s.offset).map_err(|_| Error::CapacityOverflow("file offset"))?;
+        let offset = usize::try_from(s.offset)
+            .ok()
+            .and_then(|o| o.checked_add(start))
+            .ok_or(Error::CapacityOverflow("file offset"))?;
         #[cfg(target_endian = "little")]
-        let rows = Words::mapped(Arc::clone(&map), offset, m * s.wpr)?;
+        let rows = Words::mapped(Arc::clone(map), offset, m * s.wpr)?;
         #[cfg(target_endian = "big")]
         let rows = {
             let mut rows = Words::zeroed(m * s.wpr)?;
@@ -404,12 +444,14 @@ pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<Loaded
     }
     let mut index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
     index.set_kmer_length(meta.header.kmer_length);
-    let info = info_of(&meta, false);
-    let mut loaded = LoadedIndex { index, names: meta.names, info };
-    if verify == Verify::Full {
-        loaded.verify()?;
-    }
-    Ok(loaded)
+    Ok((index, meta))
+}
+
+/// Bytes of the index file of `index` without set names (as
+/// [`write_to`] writes it with no names), or `None` on overflow.
+pub(crate) fn index_file_bytes(index: &SlicedIndex) -> Option<u64> {
+    let layout = Layout::new(index.shard_views().len() as u64, index.len() as u64, 0)?;
+    index.shard_views().try_fold(layout.rows, |at, (_, _, rows)| at.checked_add(rows.len() as u64 * 8))
 }
 
 /// Bytes of the index file that a [`SlicedIndex`] with `params` and

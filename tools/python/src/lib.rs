@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomslice::persist::manifest::{self, Manifest};
-use bloomslice::persist::{self, FileInfo, LoadedIndex, Verify};
+use bloomslice::persist::{self, FileInfo, LoadedCollection, Verify};
 use bloomslice::sharded::{self, AnswerPart, PartIds, ShardedIndex, ShardedResults};
 use bloomslice::storage;
 use bloomslice::{
@@ -560,20 +560,28 @@ impl Inner {
     }
 }
 
-/// Opens the index file at `path` (mapped or read) into an [`Inner`].
+/// The seed a collection's parts hash byte keys with (0 for a collection
+/// of no parts, which holds no set).
+fn seed_of(collection: &Collection) -> u64 {
+    collection.parts().next().map_or(0, |part| part.params().seed())
+}
+
+/// Opens the collection file, or format-1 index file (as a collection of
+/// one part), at `path` (mapped or read) into an [`Inner`].
 fn open_inner(path: PathBuf, mmap: bool, verify: bool) -> Result<Inner, Error> {
     let loaded = if mmap {
         let verify = if verify { Verify::Full } else { Verify::Deferred };
-        // SAFETY: the mapping contract of `open_mmap` (no truncation or
-        // in-place write while mapped) is the documented contract of
-        // `Index.open`, as for `numpy.memmap`; bloomslice's own writers
-        // (`save`, the CLI) replace files by rename under a lock.
-        unsafe { persist::open_mmap(&path, verify) }
+        // SAFETY: the mapping contract of `open_collection_mmap` (no
+        // truncation or in-place write while mapped) is the documented
+        // contract of `Index.open`, as for `numpy.memmap`; bloomslice's own
+        // writers (`save`, the CLI) replace files by rename under a lock.
+        unsafe { persist::open_collection_mmap(&path, verify) }
     } else {
-        persist::load(&path)
+        persist::load_collection(&path)
     };
-    let LoadedIndex { index, names, info } = loaded?;
-    Ok(Inner { engine: Engine::Fixed(index), names, file: Some((path, info)), mapped: mmap })
+    let LoadedCollection { collection, names, info } = loaded?;
+    let seed = seed_of(&collection);
+    Ok(Inner { engine: Engine::Sized(collection, seed), names, file: Some((path, info)), mapped: mmap })
 }
 
 /// An index of named sets of keys, each stored as a Bloom filter; answers
@@ -666,7 +674,9 @@ fn batch_of<T>(inner: &Inner, hashes: &[u64], id: impl Fn(u64) -> T) -> (Vec<T>,
 
 #[pymethods]
 impl Index {
-    /// Opens an index file. With ``mmap=True`` (the default) the file is
+    /// Opens a collection file, or an index file of one filter length (as a
+    /// collection of one part, answering as it did; sets added to it are
+    /// sized from their own keys). With ``mmap=True`` (the default) the file is
     /// memory-mapped and queried in place: opening costs only its small
     /// tables, whatever its size. The file must then not be truncated or
     /// written in place while the index is alive (replacing it by rename,
@@ -1022,13 +1032,17 @@ impl Index {
 
     /// Saves the index with its names to ``path``, atomically (a temporary
     /// file is written, synced and renamed over ``path``; an index mapped
-    /// from ``path`` keeps reading the old file).
+    /// from ``path`` keeps reading the old file): an index built with
+    /// ``n_exp`` or ``m`` and ``k`` as an index file (format 1), any other
+    /// as a collection file (format 2).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         py.detach(|| {
             let inner = self.read();
             match &inner.engine {
                 Engine::Fixed(index) => persist::save(&path, index, &inner.names).map_err(py_err),
-                Engine::Sized(..) => Err(PyValueError::new_err("saving a collection needs the collection file format")),
+                Engine::Sized(collection, _) => {
+                    persist::save_collection(&path, collection, &inner.names).map_err(py_err)
+                }
             }
         })
     }

@@ -28,7 +28,8 @@ class Index:
 
     @staticmethod
     def open(path: Union[str, os.PathLike[str]], *, mmap: bool = True, verify: bool = False) -> Index:
-        """Opens an index file, memory-mapped (the default: the file must not
+        """Opens a collection file, or an index file of one filter length (as
+        a collection of one part), memory-mapped (the default: the file must not
         be truncated or written in place while the index is alive) or read
         into memory (`mmap=False`, fully verified). `verify=True` checks every
         checksum of a mapped file first.
@@ -154,7 +155,9 @@ class Index:
         """Removes a set. ValueError if no set has this name."""
 
     def save(self, path: Union[str, os.PathLike[str]]) -> None:
-        """Saves atomically (temporary file, fsync, rename)."""
+        """Saves atomically (temporary file, fsync, rename): an index built
+        with `n_exp` or `m` and `k` as an index file (format 1), any other
+        as a collection file (format 2)."""
 
     def inspect(self) -> dict[str, object]:
         """Parameters (`m` is None when the parts differ; `fp` is the target

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomslice::persist::manifest::{self, Manifest};
-use bloomslice::persist::{self, FileInfo, LoadedCollection, Verify};
+use bloomslice::persist::{self, FileInfo, LoadedCollection, LoadedIndex, Verify};
 use bloomslice::sharded::{self, AnswerPart, PartIds, ShardedIndex, ShardedResults};
 use bloomslice::storage;
 use bloomslice::{
@@ -566,15 +566,39 @@ fn seed_of(collection: &Collection) -> u64 {
     collection.parts().next().map_or(0, |part| part.params().seed())
 }
 
-/// Opens the collection file, or format-1 index file (as a collection of
-/// one part), at `path` (mapped or read) into an [`Inner`].
+/// Whether the file at `path` starts as an index file of one filter
+/// length (format 1). A file that cannot be read, or any other file, is
+/// read as a collection file, whose reader reports what is wrong with it.
+fn is_format_1(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(10);
+    let read = std::fs::File::open(path).and_then(|file| file.take(10).read_to_end(&mut head));
+    read.is_ok()
+        && head.len() == 10
+        && head[..8] == persist::MAGIC
+        && u16::from_le_bytes([head[8], head[9]]) == persist::FORMAT_MAJOR
+}
+
+/// Opens the file at `path` (mapped or read) into an [`Inner`]: an index
+/// file of one filter length (format 1) as a fixed-size index, as it was
+/// built and saved; a collection file (format 2) as a collection.
 fn open_inner(path: PathBuf, mmap: bool, verify: bool) -> Result<Inner, Error> {
+    let verify = if verify { Verify::Full } else { Verify::Deferred };
+    if is_format_1(&path) {
+        let loaded = if mmap {
+            // SAFETY: the mapping contract of `open_mmap` (no truncation or
+            // in-place write while mapped) is the documented contract of
+            // `Index.open`, as for `numpy.memmap`; bloomslice's own writers
+            // (`save`, the CLI) replace files by rename under a lock.
+            unsafe { persist::open_mmap(&path, verify) }
+        } else {
+            persist::load(&path)
+        };
+        let LoadedIndex { index, names, info } = loaded?;
+        return Ok(Inner { engine: Engine::Fixed(index), names, file: Some((path, info)), mapped: mmap });
+    }
     let loaded = if mmap {
-        let verify = if verify { Verify::Full } else { Verify::Deferred };
-        // SAFETY: the mapping contract of `open_collection_mmap` (no
-        // truncation or in-place write while mapped) is the documented
-        // contract of `Index.open`, as for `numpy.memmap`; bloomslice's own
-        // writers (`save`, the CLI) replace files by rename under a lock.
+        // SAFETY: as above, for `open_collection_mmap`.
         unsafe { persist::open_collection_mmap(&path, verify) }
     } else {
         persist::load_collection(&path)
@@ -674,9 +698,9 @@ fn batch_of<T>(inner: &Inner, hashes: &[u64], id: impl Fn(u64) -> T) -> (Vec<T>,
 
 #[pymethods]
 impl Index {
-    /// Opens a collection file, or an index file of one filter length (as a
-    /// collection of one part, answering as it did; sets added to it are
-    /// sized from their own keys). With ``mmap=True`` (the default) the file is
+    /// Opens a collection file, or an index file of one filter length (as
+    /// the fixed-size index it was saved from). With ``mmap=True`` (the
+    /// default) the file is
     /// memory-mapped and queried in place: opening costs only its small
     /// tables, whatever its size. The file must then not be truncated or
     /// written in place while the index is alive (replacing it by rename,

@@ -150,7 +150,7 @@ def test_collection_files_save_open_and_map(tmp_path: pathlib.Path) -> None:
     assert reader.query("late-key") == ["late"]
 
 
-def test_v1_index_files_open_as_one_part_collections(tmp_path: pathlib.Path) -> None:
+def test_index_files_of_one_size_open_and_save_as_they_were(tmp_path: pathlib.Path) -> None:
     sets = skewed_sets()
     fixed = bloomslice.Index.build(sets, n_exp=3000, fp=0.01)
     path = tmp_path / "v1.bsi"
@@ -161,6 +161,9 @@ def test_v1_index_files_open_as_one_part_collections(tmp_path: pathlib.Path) -> 
         assert (info["m"], len(info["parts"])) == (fixed.inspect()["m"], 1)  # type: ignore[arg-type]
         assert opened.query_batch(keys) == fixed.query_batch(keys)
         assert opened.score(keys, 0.001) == fixed.score(keys, 0.001)
-        # A set added to an opened file is sized from its own keys.
+        assert str(info["format_version"]).startswith("1.") and info["fp"] is None
         opened.add("new", [f"n-{j}" for j in range(10)])
         assert opened.query("n-3") == ["new"]
+        opened.save(tmp_path / "again.bsi")
+        again = bloomslice.Index.open(tmp_path / "again.bsi").inspect()
+        assert str(again["format_version"]).startswith("1.") and again["sets"] == len(sets) + 1

@@ -29,7 +29,7 @@ class Index:
     @staticmethod
     def open(path: Union[str, os.PathLike[str]], *, mmap: bool = True, verify: bool = False) -> Index:
         """Opens a collection file, or an index file of one filter length (as
-        a collection of one part), memory-mapped (the default: the file must not
+        the fixed-size index it was saved from), memory-mapped (the default: the file must not
         be truncated or written in place while the index is alive) or read
         into memory (`mmap=False`, fully verified). `verify=True` checks every
         checksum of a mapped file first.

@@ -43,8 +43,9 @@ typedef enum BloomsliceStatus {
 // false-positive rate and kept in size-classed parts (each part a sliced
 // index with its own filter length): a skewed collection costs memory
 // for its sets' sizes, not for its largest set times the number of sets.
-// Opaque: create it with [`bloomslice_collection_new`] or
-// [`bloomslice_collection_build`] and release it with
+// Opaque: create it with [`bloomslice_collection_new`],
+// [`bloomslice_collection_build`], [`bloomslice_collection_load`] or
+// [`bloomslice_collection_open_mapped`] and release it with
 // [`bloomslice_collection_free`].
 typedef struct BloomsliceCollection BloomsliceCollection;
 
@@ -535,6 +536,61 @@ enum BloomsliceStatus bloomslice_collection_build(double fp,
                                                   const size_t *key_lens,
                                                   const size_t *set_ends,
                                                   struct BloomsliceCollection **out);
+
+// Reads a collection file, or an index file of one filter length (as a
+// collection of one part, answering as the index does), into memory,
+// fully verified. On success `*out` receives the handle.
+//
+// Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be read,
+// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is neither a valid collection
+// file nor a valid index file.
+//
+// Thread safety: any thread.
+//
+// # Safety
+//
+// `path` must be a NUL-terminated string; `out` valid for a write.
+enum BloomsliceStatus bloomslice_collection_load(const char *path,
+                                                 struct BloomsliceCollection **out);
+
+// Maps a collection file, or an index file of one filter length (as a
+// collection of one part), and queries it in place (opening costs only
+// its tables). With `verify` false the row checksums are not read (a
+// flipped bit in the rows may change answers, never crash); with
+// `verify` true the whole file is checked first. Changing a mapped
+// collection copies the shards it touches into memory; the file is never
+// written.
+//
+// Contract: the file must not be truncated or written in place while it
+// is mapped (until [`bloomslice_collection_free`]); replacing it by
+// rename, as [`bloomslice_collection_save`] does, is safe. Breaking this
+// may change answers or kill the process with `SIGBUS`.
+//
+// Errors: as [`bloomslice_collection_load`].
+//
+// Thread safety: any thread.
+//
+// # Safety
+//
+// `path` must be a NUL-terminated string; `out` valid for a write; the
+// mapping contract above must hold.
+enum BloomsliceStatus bloomslice_collection_open_mapped(const char *path,
+                                                        bool verify,
+                                                        struct BloomsliceCollection **out);
+
+// Saves the collection with its names to `path` as a collection file,
+// atomically: a temporary file is written, synced and renamed over
+// `path`, so a failure never leaves a partial file and processes that
+// mapped the old file keep reading it.
+//
+// Thread safety: concurrent with other readers (queries may run
+// meanwhile).
+//
+// # Safety
+//
+// `collection` must be a live handle; `path` a NUL-terminated string.
+enum BloomsliceStatus bloomslice_collection_save(const struct BloomsliceCollection *collection,
+                                                 const char *path);
 
 // Releases a collection handle. A null handle is ignored.
 //

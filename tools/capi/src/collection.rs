@@ -4,14 +4,17 @@
 //! built, changed, queried, batched and scored under the rules of the
 //! crate docs.
 
+use std::ffi::c_char;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
 
+use bloomslice::persist::{self, LoadedCollection, Verify};
 use bloomslice::score::{Scores, Threshold};
-use bloomslice::{BatchResults, Collection, HashScheme, KeyHash, LayoutConfig, SetNames};
+use bloomslice::{BatchResults, Collection, Error, HashScheme, KeyHash, LayoutConfig, SetNames};
 
 use crate::{
     BatchOut, BloomsliceStatus, ChunkScratch, Failure, Queried, Scored, batch_of_hashes, batch_of_keys, byte_keys,
-    bytes, check_ptr, copy_name, entry, fraction_of, id_of, query_one, reading, reading_bytes, scored, slice,
+    bytes, check_ptr, copy_name, entry, fraction_of, id_of, path_arg, query_one, reading, reading_bytes, scored, slice,
     write_out,
 };
 #[cfg(doc)]
@@ -24,8 +27,9 @@ use crate::{
 /// false-positive rate and kept in size-classed parts (each part a sliced
 /// index with its own filter length): a skewed collection costs memory
 /// for its sets' sizes, not for its largest set times the number of sets.
-/// Opaque: create it with [`bloomslice_collection_new`] or
-/// [`bloomslice_collection_build`] and release it with
+/// Opaque: create it with [`bloomslice_collection_new`],
+/// [`bloomslice_collection_build`], [`bloomslice_collection_load`] or
+/// [`bloomslice_collection_open_mapped`] and release it with
 /// [`bloomslice_collection_free`].
 pub struct BloomsliceCollection {
     pub(crate) collection: Collection,
@@ -195,6 +199,113 @@ pub unsafe extern "C" fn bloomslice_collection_build(
         unsafe { hand_out_collection(out, handle) };
         Ok(())
     })
+}
+
+/// The body of the functions that open a file: the collection `open`
+/// reads from `path` into `*out`.
+///
+/// # Safety
+///
+/// `path` must be a NUL-terminated string; `out` valid for a write.
+unsafe fn open_file(
+    path: *const c_char,
+    out: *mut *mut BloomsliceCollection,
+    mapped: bool,
+    open: impl FnOnce(PathBuf) -> Result<LoadedCollection, Error>,
+) -> BloomsliceStatus {
+    entry(|| {
+        // SAFETY: forwarded caller contract.
+        let path = unsafe { path_arg(path) }?;
+        check_ptr(out.cast_const(), "out")?;
+        let LoadedCollection { collection, names, .. } = open(path)?;
+        // The parts' seed (a collection of no parts holds no set; its keys'
+        // seed matters only once a set is added, and 0 is the default).
+        let seed = collection.parts().next().map_or(0, |part| part.params().seed());
+        // SAFETY: `out` checked above.
+        unsafe { hand_out_collection(out, BloomsliceCollection { collection, seed, names, mapped }) };
+        Ok(())
+    })
+}
+
+/// Reads a collection file, or an index file of one filter length (as a
+/// collection of one part, answering as the index does), into memory,
+/// fully verified. On success `*out` receives the handle.
+///
+/// Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be read,
+/// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is neither a valid collection
+/// file nor a valid index file.
+///
+/// Thread safety: any thread.
+///
+/// # Safety
+///
+/// `path` must be a NUL-terminated string; `out` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_load(
+    path: *const c_char,
+    out: *mut *mut BloomsliceCollection,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { open_file(path, out, false, persist::load_collection) }
+}
+
+/// Maps a collection file, or an index file of one filter length (as a
+/// collection of one part), and queries it in place (opening costs only
+/// its tables). With `verify` false the row checksums are not read (a
+/// flipped bit in the rows may change answers, never crash); with
+/// `verify` true the whole file is checked first. Changing a mapped
+/// collection copies the shards it touches into memory; the file is never
+/// written.
+///
+/// Contract: the file must not be truncated or written in place while it
+/// is mapped (until [`bloomslice_collection_free`]); replacing it by
+/// rename, as [`bloomslice_collection_save`] does, is safe. Breaking this
+/// may change answers or kill the process with `SIGBUS`.
+///
+/// Errors: as [`bloomslice_collection_load`].
+///
+/// Thread safety: any thread.
+///
+/// # Safety
+///
+/// `path` must be a NUL-terminated string; `out` valid for a write; the
+/// mapping contract above must hold.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_open_mapped(
+    path: *const c_char,
+    verify: bool,
+    out: *mut *mut BloomsliceCollection,
+) -> BloomsliceStatus {
+    let verify = if verify { Verify::Full } else { Verify::Deferred };
+    let open = |path: PathBuf| {
+        // SAFETY: the mapping contract of `open_collection_mmap` (no
+        // truncation or in-place write while mapped) is this function's
+        // documented contract, which the caller accepts; bloomslice's own
+        // writers replace files by rename.
+        unsafe { persist::open_collection_mmap(path, verify) }
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { open_file(path, out, true, open) }
+}
+
+/// Saves the collection with its names to `path` as a collection file,
+/// atomically: a temporary file is written, synced and renamed over
+/// `path`, so a failure never leaves a partial file and processes that
+/// mapped the old file keep reading it.
+///
+/// Thread safety: concurrent with other readers (queries may run
+/// meanwhile).
+///
+/// # Safety
+///
+/// `collection` must be a live handle; `path` a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_collection_save(
+    collection: *const BloomsliceCollection,
+    path: *const c_char,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(collection, |h| Ok(persist::save_collection(&path_arg(path)?, &h.collection, &h.names)?)) }
 }
 
 /// Releases a collection handle. A null handle is ignored.
@@ -847,6 +958,77 @@ mod tests {
         assert!(!query(h, &small[0]).contains(&a));
         // SAFETY: a live handle, freed once.
         unsafe { bloomslice_collection_free(h) };
+    }
+
+    #[test]
+    fn collection_and_index_files_load_and_map() {
+        use std::ffi::CString;
+        let dir = tempfile::tempdir().unwrap();
+        let sets = skewed(&[2, 30, 700, 4000]);
+        let h = build(&sets, 0.01);
+        let more: Vec<Vec<u8>> = (0..900).map(|j| format!("more-{j}").into_bytes()).collect();
+        let ptrs: Vec<*const u8> = more.iter().map(|k| k.as_ptr()).collect();
+        let lens: Vec<usize> = more.iter().map(Vec::len).collect();
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe { bloomslice_collection_add_keys(h, b"set-0".as_ptr(), 5, ptrs.as_ptr(), lens.as_ptr(), 900) };
+        assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+        let path = CString::new(dir.path().join("c.bsc").to_str().unwrap()).unwrap();
+        let (mut loaded, mut mapped) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: live handles, NUL-terminated paths, valid out pointers.
+        unsafe {
+            assert_eq!(bloomslice_collection_save(h, path.as_ptr()), BloomsliceStatus::Ok, "{}", last_error());
+            assert_eq!(bloomslice_collection_load(path.as_ptr(), &mut loaded), BloomsliceStatus::Ok);
+            assert_eq!(bloomslice_collection_open_mapped(path.as_ptr(), true, &mut mapped), BloomsliceStatus::Ok);
+        }
+        let mut info = BloomsliceCollectionInfo::default();
+        // SAFETY: live handle, valid out pointer.
+        assert_eq!(unsafe { bloomslice_collection_info(mapped, &mut info) }, BloomsliceStatus::Ok);
+        assert_eq!((info.sets, info.grown_sets, info.seed, info.mapped), (4, 1, 5, true));
+        let probe: Vec<Vec<u8>> =
+            sets.iter().flatten().step_by(3).chain(&more).cloned().chain([b"absent".to_vec()]).collect();
+        for key in &probe {
+            assert_eq!(query(loaded, key), query(h, key));
+            assert_eq!(query(mapped, key), query(h, key));
+        }
+        assert_eq!(score(mapped, &more, Some(1.0)), score(h, &more, Some(1.0)));
+
+        // An index file of one filter length opens as a one-part collection.
+        let index = crate::tests::new_index();
+        let keys: Vec<Vec<u8>> = (0..50).map(|j| format!("i-{j}").into_bytes()).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let id = crate::tests::add(index, "only", &refs);
+        let v1 = CString::new(dir.path().join("v1.bsi").to_str().unwrap()).unwrap();
+        let mut old = ptr::null_mut();
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(crate::bloomslice_index_save(index, v1.as_ptr()), BloomsliceStatus::Ok);
+            assert_eq!(bloomslice_collection_open_mapped(v1.as_ptr(), false, &mut old), BloomsliceStatus::Ok);
+            assert_eq!(bloomslice_collection_info(old, &mut info), BloomsliceStatus::Ok);
+        }
+        assert_eq!((info.sets, info.parts, info.seed), (1, 1, 3));
+        for key in keys.iter().chain(&probe) {
+            assert_eq!(query(old, key), crate::tests::query(index, key));
+        }
+        assert_eq!(score(old, &keys, Some(1.0)), vec![(id, 50)]);
+
+        let bad = dir.path().join("bad.bsc");
+        std::fs::write(&bad, vec![7u8; 300]).unwrap();
+        let bad = CString::new(bad.to_str().unwrap()).unwrap();
+        let mut none = ptr::null_mut();
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(bloomslice_collection_load(bad.as_ptr(), &mut none), BloomsliceStatus::CorruptFile);
+            assert_eq!(
+                bloomslice_collection_open_mapped(bad.as_ptr(), false, &mut none),
+                BloomsliceStatus::CorruptFile
+            );
+            assert_eq!(bloomslice_collection_load(c"/nonexistent/x.bsc".as_ptr(), &mut none), BloomsliceStatus::Io);
+            assert!(none.is_null());
+            for handle in [h, loaded, mapped, old] {
+                bloomslice_collection_free(handle);
+            }
+            crate::bloomslice_index_free(index);
+        }
     }
 
     #[test]

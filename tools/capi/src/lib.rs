@@ -40,6 +40,25 @@
 //! and `_query_threshold` score one query of many keys against every set.
 //! It is read-only; change a collection with the CLI (`bloomslice add`,
 //! `remove`) or the Python package, then open it again.
+//!
+//! # Collections of sets of any sizes
+//!
+//! A [`BloomsliceCollection`] handle (module `collection`) holds sets each
+//! sized from their own keys at one false-positive rate, in size-classed
+//! parts (`bloomslice::Collection`): built from all sets at once
+//! (`bloomslice_collection_build`, the layout chosen from their sizes) or
+//! one set at a time, opened from a collection file or from an index file
+//! of one filter length (as a collection of one part), queried, batched,
+//! scored and thresholded as an index is, grown (`_add_keys`: a set that
+//! outgrows its filter gains one in a larger part) and saved as a
+//! collection file.
+//!
+//! # Scores
+//!
+//! `bloomslice_score` and `bloomslice_query_threshold` (and their
+//! `_sharded_` and `_collection_` forms) score one query of many keys
+//! against every set: how many of the keys each set may contain, and the
+//! sets that reach a fraction of them.
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
@@ -56,9 +75,10 @@ mod sharded;
 pub use collection::{
     BloomsliceCollection, BloomsliceCollectionInfo, bloomslice_collection_add_keys, bloomslice_collection_add_set,
     bloomslice_collection_build, bloomslice_collection_free, bloomslice_collection_hash_key,
-    bloomslice_collection_info, bloomslice_collection_new, bloomslice_collection_query,
-    bloomslice_collection_query_batch, bloomslice_collection_query_batch_hashes, bloomslice_collection_query_threshold,
-    bloomslice_collection_remove_set, bloomslice_collection_score, bloomslice_collection_set_id,
+    bloomslice_collection_info, bloomslice_collection_load, bloomslice_collection_new,
+    bloomslice_collection_open_mapped, bloomslice_collection_query, bloomslice_collection_query_batch,
+    bloomslice_collection_query_batch_hashes, bloomslice_collection_query_threshold, bloomslice_collection_remove_set,
+    bloomslice_collection_save, bloomslice_collection_score, bloomslice_collection_set_id,
     bloomslice_collection_set_name,
 };
 pub use sharded::{

@@ -1261,6 +1261,127 @@ fn batch_of_hashes(h: &impl Queried, hashes: &[u64], out: BatchOut<'_>) -> Resul
     })
 }
 
+/// The body of the scoring functions: the byte keys `keys` scored against
+/// every set of `h`, every set with a count above 0 (`threshold` `None`) or
+/// those whose count reaches `threshold`, by ascending id, copied into
+/// `ids_out` and `counts_out` (room for `cap`), their number into `*n_out`.
+///
+/// # Safety
+///
+/// As [`bloomslice_score`].
+unsafe fn scored(
+    h: &impl Scored,
+    keys: (*const *const u8, *const usize, usize),
+    (ids_out, counts_out, cap, n_out): (*mut u64, *mut u32, usize, *mut usize),
+    threshold: Option<Threshold>,
+) -> Result<(), Failure> {
+    // SAFETY: forwarded caller contract.
+    let keys = unsafe { byte_keys(keys) }?;
+    // SAFETY: forwarded caller contract.
+    let ids = unsafe { slice_mut(ids_out, cap, "ids_out") }?;
+    // SAFETY: forwarded caller contract.
+    let counts = unsafe { slice_mut(counts_out, cap, "counts_out") }?;
+    check_ptr(n_out.cast_const(), "n_out")?;
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
+        let Scratch { hashes, scores, hits, .. } = &mut *scratch;
+        let seed = h.seed();
+        hashes.clear();
+        hashes.extend(keys.iter().map(|key| KeyHash::from_bytes(key, seed)));
+        match threshold {
+            None => {
+                h.score_into(hashes, scores);
+                hits.clear();
+                hits.extend(scores.iter());
+            }
+            Some(t) => h.query_threshold_into(hashes, t, scores, hits),
+        }
+        let room = hits.len().min(cap);
+        for ((id, count), &(i, c)) in ids.iter_mut().zip(counts.iter_mut()).zip(&hits[..room]) {
+            (*id, *count) = (i, c);
+        }
+        // SAFETY: checked above; valid by the caller's contract.
+        unsafe {
+            write_count(n_out, hits.len(), cap, || {
+                format!("{} sets scored, the buffers have room for {cap}", hits.len())
+            })
+        }
+    })
+}
+
+/// A threshold given as a fraction of the query's keys, checked.
+fn fraction_of(fraction: f64) -> Result<Threshold, Failure> {
+    Ok(Threshold::fraction(fraction)?)
+}
+
+/// Scores one query of `n_keys` byte keys (`keys[i]`, `key_lens[i]`
+/// bytes) against every set of the index: for every set with a count
+/// above 0 (how many of the keys it may contain; a key given twice counts
+/// twice), its id goes to `ids_out` and its count to `counts_out`, by
+/// ascending id, and their number to `*n_out`. When more than `cap` sets
+/// have a count, the first `cap` are written, `*n_out` says how many there
+/// are, and the call returns `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`; room
+/// for every set ([`BloomsliceInfo::sets`]) is always enough.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `index` must be a live handle; `keys` and `key_lens` must point to
+/// `n_keys` elements, each `keys[i]` to `key_lens[i]` bytes; `ids_out` and
+/// `counts_out` null (with `cap` 0) or valid for `cap` writes; `n_out`
+/// valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_score(
+    index: *const BloomsliceIndex,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n_keys: usize,
+    ids_out: *mut u64,
+    counts_out: *mut u32,
+    cap: usize,
+    n_out: *mut usize,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(index, |h| scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), None)) }
+}
+
+/// The sets of the index whose count for the query of `n_keys` byte keys
+/// reaches `fraction` of them (the least whole count at or above
+/// `fraction * n_keys`, a product within 1e-9 of a whole number taken as
+/// that number): ids and counts by ascending id, into the buffers as for
+/// [`bloomslice_score`]. A `fraction` whose least count is 0 reports every
+/// set. Scoring stops reading sets that can no longer pass.
+///
+/// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for a `fraction` that is
+/// NaN or outside `[0, 1]`.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// As [`bloomslice_score`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_query_threshold(
+    index: *const BloomsliceIndex,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n_keys: usize,
+    fraction: f64,
+    ids_out: *mut u64,
+    counts_out: *mut u32,
+    cap: usize,
+    n_out: *mut usize,
+) -> BloomsliceStatus {
+    let body = |h: &BloomsliceIndex| {
+        let threshold = fraction_of(fraction)?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        unsafe { scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), Some(threshold)) }
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(index, body) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1582,125 +1703,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The body of the scoring functions: the byte keys `keys` scored against
-/// every set of `h`, every set with a count above 0 (`threshold` `None`) or
-/// those whose count reaches `threshold`, by ascending id, copied into
-/// `ids_out` and `counts_out` (room for `cap`), their number into `*n_out`.
-///
-/// # Safety
-///
-/// As [`bloomslice_score`].
-unsafe fn scored(
-    h: &impl Scored,
-    keys: (*const *const u8, *const usize, usize),
-    (ids_out, counts_out, cap, n_out): (*mut u64, *mut u32, usize, *mut usize),
-    threshold: Option<Threshold>,
-) -> Result<(), Failure> {
-    // SAFETY: forwarded caller contract.
-    let keys = unsafe { byte_keys(keys) }?;
-    // SAFETY: forwarded caller contract.
-    let ids = unsafe { slice_mut(ids_out, cap, "ids_out") }?;
-    // SAFETY: forwarded caller contract.
-    let counts = unsafe { slice_mut(counts_out, cap, "counts_out") }?;
-    check_ptr(n_out.cast_const(), "n_out")?;
-    SCRATCH.with(|scratch| {
-        let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
-        let Scratch { hashes, scores, hits, .. } = &mut *scratch;
-        let seed = h.seed();
-        hashes.clear();
-        hashes.extend(keys.iter().map(|key| KeyHash::from_bytes(key, seed)));
-        match threshold {
-            None => {
-                h.score_into(hashes, scores);
-                hits.clear();
-                hits.extend(scores.iter());
-            }
-            Some(t) => h.query_threshold_into(hashes, t, scores, hits),
-        }
-        let room = hits.len().min(cap);
-        for ((id, count), &(i, c)) in ids.iter_mut().zip(counts.iter_mut()).zip(&hits[..room]) {
-            (*id, *count) = (i, c);
-        }
-        // SAFETY: checked above; valid by the caller's contract.
-        unsafe {
-            write_count(n_out, hits.len(), cap, || {
-                format!("{} sets scored, the buffers have room for {cap}", hits.len())
-            })
-        }
-    })
-}
-
-/// A threshold given as a fraction of the query's keys, checked.
-fn fraction_of(fraction: f64) -> Result<Threshold, Failure> {
-    Ok(Threshold::fraction(fraction)?)
-}
-
-/// Scores one query of `n_keys` byte keys (`keys[i]`, `key_lens[i]`
-/// bytes) against every set of the index: for every set with a count
-/// above 0 (how many of the keys it may contain; a key given twice counts
-/// twice), its id goes to `ids_out` and its count to `counts_out`, by
-/// ascending id, and their number to `*n_out`. When more than `cap` sets
-/// have a count, the first `cap` are written, `*n_out` says how many there
-/// are, and the call returns `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`; room
-/// for every set ([`BloomsliceInfo::sets`]) is always enough.
-///
-/// Thread safety: concurrent with other readers.
-///
-/// # Safety
-///
-/// `index` must be a live handle; `keys` and `key_lens` must point to
-/// `n_keys` elements, each `keys[i]` to `key_lens[i]` bytes; `ids_out` and
-/// `counts_out` null (with `cap` 0) or valid for `cap` writes; `n_out`
-/// valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn bloomslice_score(
-    index: *const BloomsliceIndex,
-    keys: *const *const u8,
-    key_lens: *const usize,
-    n_keys: usize,
-    ids_out: *mut u64,
-    counts_out: *mut u32,
-    cap: usize,
-    n_out: *mut usize,
-) -> BloomsliceStatus {
-    // SAFETY: forwarded caller contract (see this function's `# Safety`).
-    unsafe { reading(index, |h| scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), None)) }
-}
-
-/// The sets of the index whose count for the query of `n_keys` byte keys
-/// reaches `fraction` of them (the least whole count at or above
-/// `fraction * n_keys`, a product within 1e-9 of a whole number taken as
-/// that number): ids and counts by ascending id, into the buffers as for
-/// [`bloomslice_score`]. A `fraction` whose least count is 0 reports every
-/// set. Scoring stops reading sets that can no longer pass.
-///
-/// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for a `fraction` that is
-/// NaN or outside `[0, 1]`.
-///
-/// Thread safety: concurrent with other readers.
-///
-/// # Safety
-///
-/// As [`bloomslice_score`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn bloomslice_query_threshold(
-    index: *const BloomsliceIndex,
-    keys: *const *const u8,
-    key_lens: *const usize,
-    n_keys: usize,
-    fraction: f64,
-    ids_out: *mut u64,
-    counts_out: *mut u32,
-    cap: usize,
-    n_out: *mut usize,
-) -> BloomsliceStatus {
-    let body = |h: &BloomsliceIndex| {
-        let threshold = fraction_of(fraction)?;
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        unsafe { scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), Some(threshold)) }
-    };
-    // SAFETY: forwarded caller contract (see this function's `# Safety`).
-    unsafe { reading(index, body) }
 }

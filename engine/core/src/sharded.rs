@@ -1,20 +1,24 @@
 //! A collection split into column-shard files, queried as one index.
 //!
 //! `bloomslice split` (or any writer of a [`Manifest`]) stores one
-//! collection of sets as several index files that share one
-//! [`BloomParams`], listed by a manifest (see [`crate::persist::manifest`]).
-//! A [`ShardedIndex`] opens the manifest and every file it lists, checks
+//! collection of sets as several files that share one [`BloomParams`],
+//! listed by a manifest (see [`crate::persist::manifest`]). A file is an
+//! index file (format 1) or a collection file (format 2, several parts);
+//! either opens as a [`Collection`] (an index file as a collection of one
+//! part, which answers and performs as its [`SlicedIndex`]). A
+//! [`ShardedIndex`] opens the manifest and every file it lists, checks
 //! each file against its entry, and answers keys, batches and scored
-//! queries as the unsplit index would: a set never straddles files and ids
-//! are unique across them, so an answer is the union of the files'
+//! queries as the unsplit collection would: a set never straddles files
+//! and ids are unique across them, so an answer is the union of the files'
 //! answers, and every set appears in it once.
 //!
 //! Orders, fixed so that answers can be compared and merged anywhere:
 //!
-//! - **Keys and batches**: the ids of file 0 (in that file's index order),
-//!   then those of file 1, and so on in manifest order.
+//! - **Keys and batches**: the ids of file 0 (in that file's order, see
+//!   [`Collection::query`]), then those of file 1, and so on in manifest
+//!   order.
 //! - **Scores and thresholds**: `(id, count)` by ascending id, as
-//!   [`SlicedIndex::score_into`] and [`SlicedIndex::query_threshold`] give
+//!   [`Collection::score_into`] and [`Collection::query_threshold`] give
 //!   them.
 //!
 //! Scoring: every file scores the whole query. A set's count comes from the
@@ -76,12 +80,13 @@
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 
+use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::hash::{Key, KeyHash};
 use crate::kmer::KmerLength;
 use crate::params::BloomParams;
 use crate::persist::manifest::{self, Manifest};
-use crate::persist::{self, LoadedIndex, SetNames, Verify};
+use crate::persist::{self, LoadedCollection, SetNames, Verify};
 use crate::score::{Scores, Threshold};
 use crate::sliced::BatchResults;
 #[cfg(any(doc, test))]
@@ -124,15 +129,18 @@ pub struct ShardedIndex {
     path: PathBuf,
     manifest: Manifest,
     /// One per manifest entry, in manifest order.
-    shards: Vec<LoadedIndex>,
+    shards: Vec<LoadedCollection>,
     /// The names of every file's sets.
     names: SetNames,
+    /// The manifest's parameters.
+    params: BloomParams,
 }
 
 impl ShardedIndex {
     /// Reads the manifest at `path` (a manifest file or its directory, see
     /// [`manifest::manifest_path`]) and every file it lists into memory
-    /// (each fully verified, as [`persist::load`] does). With
+    /// (each fully verified, as [`persist::load_collection`] does; index
+    /// files and collection files alike). With
     /// [`Verify::Full`] every file's size and checksum is first compared
     /// with the manifest's record.
     ///
@@ -141,17 +149,18 @@ impl ShardedIndex {
     /// [`Error::Io`] if a file cannot be read; [`Error::Manifest`] if the
     /// manifest is invalid, a file differs from its record or entry
     /// (parameters, ids, names), or the files disagree on their k-mer
-    /// length; the errors of [`persist::load`] for a corrupt file.
+    /// length; the errors of [`persist::load_collection`] for a corrupt
+    /// file.
     pub fn load(path: impl AsRef<Path>, verify: Verify) -> Result<Self> {
-        Self::open_with(path.as_ref(), verify, |file| persist::load(file))
+        Self::open_with(path.as_ref(), verify, |file| persist::load_collection(file))
     }
 
     /// [`ShardedIndex::load`] with every file memory-mapped
-    /// ([`persist::open_mmap`]): opening costs the manifest and the files'
-    /// small tables. With [`Verify::Full`] the files are compared with the
-    /// manifest's checksums and fully verified; with [`Verify::Deferred`]
-    /// neither (their row checksums wait, as [`persist::open_mmap`]
-    /// describes).
+    /// ([`persist::open_collection_mmap`]): opening costs the manifest and
+    /// the files' small tables. With [`Verify::Full`] the files are
+    /// compared with the manifest's checksums and fully verified; with
+    /// [`Verify::Deferred`] neither (their row checksums wait, as
+    /// [`persist::open_mmap`] describes).
     ///
     /// # Safety
     ///
@@ -166,23 +175,24 @@ impl ShardedIndex {
     /// As [`ShardedIndex::load`].
     pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<Self> {
         // SAFETY: forwarded to the caller (this function's `# Safety`).
-        Self::open_with(path.as_ref(), verify, |file| unsafe { persist::open_mmap(file, verify) })
+        Self::open_with(path.as_ref(), verify, |file| unsafe { persist::open_collection_mmap(file, verify) })
     }
 
-    fn open_with(path: &Path, verify: Verify, open: impl Fn(&Path) -> Result<LoadedIndex>) -> Result<Self> {
+    fn open_with(path: &Path, verify: Verify, open: impl Fn(&Path) -> Result<LoadedCollection>) -> Result<Self> {
         let path = manifest::manifest_path(path);
         let manifest = Manifest::read(&path)?;
         let dir = manifest::manifest_dir(&path);
         if verify == Verify::Full {
             manifest.verify_files(&dir)?;
         }
-        let mut shards: Vec<LoadedIndex> = Vec::with_capacity(manifest.files.len());
+        let params = manifest_params(&manifest).map_err(|e| in_manifest(&path, e))?;
+        let mut shards: Vec<LoadedCollection> = Vec::with_capacity(manifest.files.len());
         let mut names = SetNames::new();
         for i in 0..manifest.files.len() {
             let loaded = open(&manifest.file_path(&dir, i))?;
-            manifest.check_shard(i, &loaded).map_err(|e| in_manifest(&path, e))?;
+            manifest.check_collection(i, &loaded).map_err(|e| in_manifest(&path, e))?;
             if let Some(first) = shards.first()
-                && first.index.kmer_length() != loaded.index.kmer_length()
+                && first.collection.kmer_length() != loaded.collection.kmer_length()
             {
                 let k = |k: Option<KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
                 return Err(in_manifest(
@@ -190,9 +200,9 @@ impl ShardedIndex {
                     Error::Manifest(format!(
                         "{} has k-mer length {} but {} has {}: the files of one collection share it",
                         manifest.files[i].file,
-                        k(loaded.index.kmer_length()),
+                        k(loaded.collection.kmer_length()),
                         manifest.files[0].file,
-                        k(first.index.kmer_length())
+                        k(first.collection.kmer_length())
                     )),
                 ));
             }
@@ -201,7 +211,7 @@ impl ShardedIndex {
             }
             shards.push(loaded);
         }
-        Ok(ShardedIndex { path, manifest, shards, names })
+        Ok(ShardedIndex { path, manifest, shards, names, params })
     }
 
     /// The manifest file this index was opened from.
@@ -214,8 +224,9 @@ impl ShardedIndex {
         &self.manifest
     }
 
-    /// The opened files, in manifest order.
-    pub fn shards(&self) -> &[LoadedIndex] {
+    /// The opened files, in manifest order (an index file as a collection
+    /// of one part).
+    pub fn shards(&self) -> &[LoadedCollection] {
         &self.shards
     }
 
@@ -224,14 +235,17 @@ impl ShardedIndex {
         self.shards.len()
     }
 
-    /// The parameters every file shares (a manifest lists at least one).
+    /// The parameters of the manifest: those of every index file and of
+    /// every collection file's first part. Their seed is what a key's
+    /// hash ([`BloomParams::hash`]) depends on, for every part of every
+    /// file.
     pub fn params(&self) -> &BloomParams {
-        self.shards[0].index.params()
+        &self.params
     }
 
     /// The k-mer length every file shares, for a sequence collection.
     pub fn kmer_length(&self) -> Option<KmerLength> {
-        self.shards[0].index.kmer_length()
+        self.shards[0].collection.kmer_length()
     }
 
     /// The names of the sets of every file.
@@ -241,7 +255,7 @@ impl ShardedIndex {
 
     /// Number of sets across all files.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.index.len()).sum()
+        self.shards.iter().map(|s| s.collection.len()).sum()
     }
 
     /// Whether no file holds a set.
@@ -251,18 +265,18 @@ impl ShardedIndex {
 
     /// Every set id, file after file (each file's in no particular order).
     pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.shards.iter().flat_map(|s| s.index.ids())
+        self.shards.iter().flat_map(|s| s.collection.ids())
     }
 
-    /// Bytes of memory the files' indexes hold (rows, mapped rows included,
-    /// and maps; [`SlicedIndex::memory_bytes`] summed).
+    /// Bytes of memory the files' collections hold (rows, mapped rows
+    /// included, and maps; [`Collection::memory_bytes`] summed).
     pub fn memory_bytes(&self) -> usize {
-        self.shards.iter().map(|s| s.index.memory_bytes()).sum()
+        self.shards.iter().map(|s| s.collection.memory_bytes()).sum()
     }
 
     /// Whether some file reads (some of) its rows from a memory map.
     pub fn is_mapped(&self) -> bool {
-        self.shards.iter().any(LoadedIndex::is_mapped)
+        self.shards.iter().any(LoadedCollection::is_mapped)
     }
 
     /// The ids of the sets that may contain `key` (see the module docs for
@@ -284,7 +298,7 @@ impl ShardedIndex {
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
         for shard in &self.shards {
-            shard.index.query_hash_append(hash, out);
+            shard.collection.query_hash_append(hash, out);
         }
     }
 
@@ -296,12 +310,12 @@ impl ShardedIndex {
         let ShardedResults { merged, parts } = results;
         merged.clear();
         if let [one] = self.shards.as_slice() {
-            one.index.query_batch(keys, merged);
+            batch(&one.collection, keys, merged);
             return;
         }
         parts.resize_with(self.shards.len(), BatchResults::new);
         for (shard, part) in self.shards.iter().zip(parts.iter_mut()) {
-            shard.index.query_batch(keys, part);
+            batch(&shard.collection, keys, part);
         }
         let mut key_ids = Vec::new();
         for key in 0..keys.len() {
@@ -315,11 +329,11 @@ impl ShardedIndex {
 
     /// Scores the query `keys` against every set of every file: afterwards
     /// `scores` holds, for every set, how many of the keys it may contain
-    /// ([`SlicedIndex::score_into`]), by ascending id.
+    /// ([`Collection::score_into`]), by ascending id.
     pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
         let mut all = Vec::new();
         for shard in &self.shards {
-            shard.index.score_into(keys, scores);
+            shard.collection.score_into(keys, scores);
             all.extend_from_slice(&scores.entries);
         }
         all.sort_unstable_by_key(|&(id, _)| id);
@@ -328,7 +342,7 @@ impl ShardedIndex {
     }
 
     /// The sets whose count for the query `keys` reaches `threshold`, as
-    /// `(id, count)` by ascending id ([`SlicedIndex::query_threshold`];
+    /// `(id, count)` by ascending id ([`Collection::query_threshold`];
     /// each file prunes on its own).
     pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
         let mut out = Vec::new();
@@ -351,7 +365,13 @@ impl ShardedIndex {
         // swaps with the scratch's: both stay warm.
         let mut part = std::mem::take(&mut scratch.entries);
         for shard in &self.shards {
-            shard.index.query_threshold_into(keys, threshold, scratch, &mut part);
+            match shard.collection.only_part() {
+                Some(index) => index.query_threshold_into(keys, threshold, scratch, &mut part),
+                None => {
+                    part.clear();
+                    part.extend(shard.collection.query_threshold(keys, threshold));
+                }
+            }
             out.extend_from_slice(&part);
         }
         scratch.entries = part;
@@ -359,6 +379,25 @@ impl ShardedIndex {
             out.sort_unstable_by_key(|&(id, _)| id);
         }
     }
+}
+
+/// A batch answered by one file: by its only part when it has one (the
+/// index's own batch, warm buffers and all), else by the collection.
+fn batch<K: Key>(collection: &Collection, keys: &[K], out: &mut BatchResults) {
+    match collection.only_part() {
+        Some(index) => index.query_batch(keys, out),
+        None => collection.query_batch(keys, out),
+    }
+}
+
+/// The manifest's parameters as [`BloomParams`].
+fn manifest_params(manifest: &Manifest) -> Result<BloomParams> {
+    let p = &manifest.params;
+    let scheme = crate::params::HashScheme::ALL
+        .into_iter()
+        .find(|s| format!("{s:?}") == p.scheme)
+        .ok_or_else(|| Error::Manifest(format!("unknown hash scheme {:?}", p.scheme)))?;
+    Ok(BloomParams::new(p.m, p.k)?.with_scheme(scheme).with_seed(p.seed))
 }
 
 /// [`Error::Manifest`] prefixed with the manifest's path; others as they are.

@@ -434,3 +434,150 @@ fn inconsistent_tables_are_corrupt_files() {
     bad[0] = b'X';
     assert_rejected(&bad, "magic", |e| matches!(e, Error::BadMagic));
 }
+
+// ---------------------------------------------------------------------
+// Sharded directories of collection files.
+
+use bloomslice::persist::manifest::{self, MANIFEST_FILE, Manifest, ManifestParams, ShardFile};
+use bloomslice::sharded::{ShardedIndex, ShardedResults};
+
+fn sorted(mut v: Vec<u64>) -> Vec<u64> {
+    v.sort_unstable();
+    v
+}
+
+/// `whole` split into a manifest in `dir`: file 0 a format-1 index file of
+/// some one-filter sets of the first part, then collection files of the
+/// other sets (every id `% 3`), each keeping every part.
+fn split(dir: &std::path::Path, whole: &Collection, names: &SetNames) {
+    let first = whole.parts().next().unwrap();
+    let params = *first.params();
+    let mut ids: Vec<u64> = whole.ids().collect();
+    ids.sort_unstable();
+    let in_v1: Vec<u64> = ids
+        .iter()
+        .copied()
+        .filter(|&id| {
+            let f = whole.filters(id).unwrap();
+            f.len() == 1 && f[0].part == 0 && id % 2 == 0
+        })
+        .take(4)
+        .collect();
+    assert_eq!(in_v1.len(), 4);
+    let mut files = Vec::new();
+    let mut index = SlicedIndex::new(params);
+    let mut v1_names = SetNames::new();
+    for &id in &in_v1 {
+        index.insert_filter(id, &first.filter_cloned(id).unwrap()).unwrap();
+        if let Some(n) = names.name(id) {
+            v1_names.insert(id, n.to_vec()).unwrap();
+        }
+    }
+    index.set_kmer_length(whole.kmer_length());
+    persist::save(dir.join("v1.bsi"), &index, &v1_names).unwrap();
+    files.push(ShardFile::describe(dir, "v1.bsi", &index, &v1_names).unwrap());
+    for group in 0..3u64 {
+        let mut part = whole.clone();
+        let mut part_names = SetNames::new();
+        for &id in &ids {
+            if in_v1.contains(&id) || id % 3 != group {
+                part.remove_set(id).unwrap();
+            } else if let Some(n) = names.name(id) {
+                part_names.insert(id, n.to_vec()).unwrap();
+            }
+        }
+        let file = format!("c{group}.bsc");
+        persist::save_collection(dir.join(&file), &part, &part_names).unwrap();
+        files.push(ShardFile::describe_collection(dir, &file, &part, &part_names).unwrap());
+    }
+    Manifest { params: ManifestParams::of(&params), files }.write(&dir.join(MANIFEST_FILE)).unwrap();
+}
+
+fn sharded_every_way(dir: &std::path::Path) -> Vec<ShardedIndex> {
+    // SAFETY: the test's files are not changed while mapped.
+    let mapped = |v| unsafe { ShardedIndex::open_mmap(dir, v) }.unwrap();
+    let out = vec![
+        ShardedIndex::load(dir, Verify::Full).unwrap(),
+        ShardedIndex::load(dir, Verify::Deferred).unwrap(),
+        mapped(Verify::Full),
+        mapped(Verify::Deferred),
+    ];
+    assert!(!out[0].is_mapped() && out[3].is_mapped());
+    out
+}
+
+#[test]
+fn sharded_manifests_of_collection_files_answer_as_the_collection() {
+    let (whole, names) = sample();
+    let dir = tempfile::tempdir().unwrap();
+    split(dir.path(), &whole, &names);
+    let probes = probes();
+    let mut want = BatchResults::new();
+    whole.query_batch(&probes, &mut want);
+    for sharded in sharded_every_way(dir.path()) {
+        assert_eq!((sharded.shard_count(), sharded.len()), (4, whole.len()));
+        assert_eq!(sharded.kmer_length(), whole.kmer_length());
+        assert_eq!(sharded.params(), whole.parts().next().unwrap().params());
+        assert_eq!(sorted(sharded.ids().collect()), sorted(whole.ids().collect()));
+        assert_eq!(sharded.names().id(b"set-4"), names.id(b"set-4"));
+        assert_eq!(sharded.shards()[0].collection.parts().len(), 1);
+        assert!(sharded.shards()[1].collection.parts().len() >= 2);
+        let mut got = ShardedResults::new();
+        sharded.query_batch(&probes, &mut got);
+        for (i, key) in probes.iter().enumerate() {
+            let expected = sorted(want.get(i).unwrap().to_vec());
+            assert_eq!(sorted(got.get(i).unwrap().to_vec()), expected, "key {i}");
+            assert_eq!(sorted(sharded.query(key)), expected, "key {i}");
+        }
+        let (mut a, mut b) = (Scores::new(), Scores::new());
+        let (mut scratch, mut out) = (Scores::new(), Vec::new());
+        for window in probes.chunks(150) {
+            sharded.score_into(window, &mut a);
+            whole.score_into(window, &mut b);
+            assert_eq!(a.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>());
+            for t in [Threshold::count(0), Threshold::count(2), Threshold::fraction(0.25).unwrap()] {
+                let expected = whole.query_threshold(window, t);
+                assert_eq!(sharded.query_threshold(window, t), expected, "{t:?}");
+                sharded.query_threshold_into(window, t, &mut scratch, &mut out);
+                assert_eq!(out, expected, "{t:?} (warm)");
+            }
+        }
+    }
+}
+
+#[test]
+fn manifest_writers_change_collection_files_in_place_of_index_files() {
+    let (whole, names) = sample();
+    let dir = tempfile::tempdir().unwrap();
+    split(dir.path(), &whole, &names);
+    let path = dir.path().join(MANIFEST_FILE);
+    let wait = std::time::Duration::from_secs(5);
+    let params = *whole.parts().next().unwrap().params();
+    let mut filter = BloomFilter::new(params).unwrap();
+    for key in 8_800_000..8_800_010u64 {
+        filter.insert(&key.to_le_bytes());
+    }
+    for shard in [0usize, 2] {
+        let name = format!("added-{shard}");
+        let id = manifest::add_set(&path, shard, name.as_bytes(), &filter, wait).unwrap();
+        let m = Manifest::read(&path).unwrap();
+        m.verify_files(dir.path()).unwrap();
+        assert_eq!(m.owner_of(name.as_bytes()), Some(shard));
+        let sharded = ShardedIndex::load(dir.path(), Verify::Full).unwrap();
+        assert!(sharded.query(&8_800_005u64.to_le_bytes()).contains(&id));
+        assert_eq!(sharded.names().id(name.as_bytes()), Some(id));
+        // The index file stays an index file, the collection file a collection file.
+        let bytes = std::fs::read(m.file_path(dir.path(), shard)).unwrap();
+        assert_eq!(bytes[8], if shard == 0 { 1 } else { 2 });
+    }
+    let named = names.name(5).map(<[u8]>::to_vec).unwrap();
+    let owner = manifest::remove_set(&path, &named, wait).unwrap();
+    assert_eq!(owner, 1 + (5 % 3) as usize);
+    let sharded = ShardedIndex::load(dir.path(), Verify::Full).unwrap();
+    assert!(!sharded.ids().any(|id| id == 5));
+    assert_eq!(sharded.len(), whole.len() + 1);
+    sharded.shards().iter().for_each(|s| s.collection.validate().unwrap());
+    // Parameters that differ from the manifest's are refused.
+    let other = BloomFilter::new(params.with_seed(99)).unwrap();
+    assert!(manifest::add_set(&path, 1, b"other", &other, wait).is_err());
+}

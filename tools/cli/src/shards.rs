@@ -90,18 +90,21 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
 pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Result<(), CliError> {
     let sharded = map_shards(manifest, Verify::Full)?;
     let shards = sharded.shards();
-    let mut index = SlicedIndex::with_config(*sharded.params(), *shards[0].index.config());
+    let config = shards[0].collection.parts().next().map(|part| *part.config()).unwrap_or_default();
+    let mut index = SlicedIndex::with_config(*sharded.params(), config);
     index.set_kmer_length(sharded.kmer_length());
     for shard in shards {
-        let mut ids: Vec<u64> = shard.index.ids().collect();
-        ids.sort_unstable();
-        let filters: Vec<(u64, BloomFilter)> = ids
-            .iter()
-            .map(|&id| shard.index.filter_cloned(id).map(|f| (id, f)))
-            .collect::<Result<_, _>>()
-            .map_err(CliError::engine)?;
-        let refs: Vec<(u64, &BloomFilter)> = filters.iter().map(|(id, f)| (*id, f)).collect();
-        index.insert_filters(&refs).map_err(CliError::engine)?;
+        for part in shard.collection.parts() {
+            let mut ids: Vec<u64> = part.ids().collect();
+            ids.sort_unstable();
+            let filters: Vec<(u64, BloomFilter)> = ids
+                .iter()
+                .map(|&id| part.filter_cloned(id).map(|f| (id, f)))
+                .collect::<Result<_, _>>()
+                .map_err(CliError::engine)?;
+            let refs: Vec<(u64, &BloomFilter)> = filters.iter().map(|(id, f)| (*id, f)).collect();
+            index.insert_filters(&refs).map_err(CliError::engine)?;
+        }
     }
     let lock = lock_index(output, wait)?;
     if !force && output.exists() {

@@ -219,6 +219,67 @@ impl Collection {
         }
     }
 
+    /// Adds a set under a new id holding `filter` as it is: in the first
+    /// part of the filter's parameters, or in a new part of them. Its
+    /// capacity is the keys the filter holds at rate `p`, its load
+    /// estimated from its bits (as [`Collection::from_index`] does).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DuplicateId`]; [`Error::ParamsMismatch`] for a filter
+    /// whose `k`, hash scheme or seed differ from the collection's;
+    /// [`Error::CapacityOverflow`]. The sets are unchanged after an error
+    /// (a part may have been added, empty).
+    pub(crate) fn insert_filter_set(&mut self, id: u64, filter: &BloomFilter) -> Result<()> {
+        if self.sets.contains_key(&id) {
+            return Err(Error::DuplicateId(id));
+        }
+        let params = *filter.params();
+        let wanted = self.params_with(params.m())?;
+        if params != wanted {
+            return Err(Error::ParamsMismatch { expected: wanted, found: params });
+        }
+        let capacity = layout::capacity_of(params.m(), self.p, self.k).max(1);
+        let part = match self.parts.iter().position(|part| *part.index.params() == params) {
+            Some(i) => i,
+            None => self.push_part(params.m(), capacity)?,
+        };
+        self.sets.try_reserve(1).map_err(|_| Error::CapacityOverflow("set map"))?;
+        self.parts[part].index.insert_filter(id, filter)?;
+        let load = estimated_load(filter.count_ones(), params.m(), params.k()).min(capacity);
+        self.sets.insert(id, vec![Slot { part, capacity, load }]);
+        Ok(())
+    }
+
+    /// The one part that holds filters, when exactly one does: its answers
+    /// are then the collection's (callers use it to skip the collection's
+    /// own buffers).
+    pub(crate) fn only_part(&self) -> Option<&SlicedIndex> {
+        self.single_part()
+    }
+
+    /// [`Collection::query_hash_into`] appending to `out` (what was there
+    /// stays): every live part appends its ids, and when some set has
+    /// grown the appended ids are sorted and deduplicated.
+    pub(crate) fn query_hash_append(&self, hash: crate::hash::KeyHash, out: &mut Vec<u64>) {
+        let start = out.len();
+        for (_, index) in self.live_parts() {
+            index.query_hash_append(hash, out);
+        }
+        if self.grown > 0 {
+            let tail = &mut out[start..];
+            tail.sort_unstable();
+            let mut kept = 0;
+            for i in 0..tail.len() {
+                if kept == 0 || tail[i] != tail[kept - 1] {
+                    tail[kept] = tail[i];
+                    kept += 1;
+                }
+            }
+            out.truncate(start + kept);
+        }
+    }
+
     /// Every part as `(capacity, index)`, in part order.
     pub(crate) fn stored_parts(&self) -> impl ExactSizeIterator<Item = (u64, &SlicedIndex)> + '_ {
         self.parts.iter().map(|part| (part.capacity, &part.index))

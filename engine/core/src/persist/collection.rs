@@ -401,8 +401,9 @@ fn read_meta(head: &[u8], r: &mut impl Read, real_len: u64) -> Result<Meta> {
     let k = header.params.k();
 
     // Part table.
-    let len = sections.layout.min(section_end(sections.part_table, header.parts, PART_ENTRY_BYTES, 0).unwrap_or(0));
-    let table = rd.section(sections.part_table, len - sections.part_table, "part table")?;
+    // Sections::new computed every end below without overflow.
+    let end = section_end(sections.part_table, header.parts, PART_ENTRY_BYTES, 0).unwrap_or(sections.layout);
+    let table = rd.section(sections.part_table, end - sections.part_table, "part table")?;
     let (body, table_sum) = checked_body(&table, "part table")?;
     let mut sizes = Vec::with_capacity(header.parts as usize);
     let mut parts = Vec::with_capacity(header.parts as usize);

@@ -1,5 +1,12 @@
 //! Manifests of column-shard files: one collection of sets stored as
-//! several self-describing index files that share one [`BloomParams`].
+//! several self-describing files that share one [`BloomParams`].
+//!
+//! A shard file is an index file (format 1) or a collection file (format
+//! 2, several parts: see [`super::save_collection`]). The manifest's
+//! parameters are those of every index file, and those of every collection
+//! file's first part (its other parts share `k`, scheme and seed, the
+//! parameters a key's hash depends on); a collection file of no parts has
+//! the manifest's `k`, scheme and seed.
 //!
 //! A query over the collection is the union of the files' answers (set ids
 //! are unique across files and a set never straddles files), so each file
@@ -25,7 +32,8 @@
 //! relies on (format, version, parameters, plain relative file names, ids
 //! and names unique across files) and is fuzzed. [`Manifest::verify_files`]
 //! compares the files on disk with their recorded sizes and checksums, and
-//! [`Manifest::check_shard`] compares a loaded file's parameters, ids and
+//! [`Manifest::check_shard`] (an index) and [`Manifest::check_collection`] (a
+//! collection, either format) compare a loaded file's parameters, ids and
 //! names with its entry.
 //!
 //! Writers of a sharded collection ([`add_set`], [`remove_set`]) hold the
@@ -43,9 +51,9 @@ use serde_json::{Map, Value, json};
 use xxhash_rust::xxh3::Xxh3;
 
 use super::file::temp_path;
-use super::{IndexFile, LoadedIndex, SetNames};
+use super::{IndexFile, LoadedCollection, LoadedIndex, SetNames};
 use crate::error::{Error, Result};
-use crate::{BloomFilter, BloomParams, SlicedIndex};
+use crate::{BloomFilter, BloomParams, Collection, SlicedIndex};
 
 /// The `format` string every manifest carries.
 pub const MANIFEST_FORMAT: &str = "bloomslice-manifest";
@@ -130,6 +138,24 @@ impl ShardFile {
         sets.sort();
         Ok(ShardFile { file: file.to_owned(), bytes, xxh3, sets })
     }
+
+    /// The entry of `file` (a plain file name in `dir`) holding
+    /// `collection` with `names`; its size and checksum are read from disk.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if the file cannot be read.
+    pub fn describe_collection(dir: &Path, file: &str, collection: &Collection, names: &SetNames) -> Result<Self> {
+        let (bytes, xxh3) = file_checksum(&dir.join(file))?;
+        Ok(ShardFile { file: file.to_owned(), bytes, xxh3, sets: shard_sets(collection.ids(), names) })
+    }
+}
+
+/// The entry's sets of `ids` named by `names`, in id order.
+fn shard_sets(ids: impl Iterator<Item = u64>, names: &SetNames) -> Vec<ShardSet> {
+    let mut sets: Vec<ShardSet> = ids.map(|id| ShardSet { id, name: names.name(id).map(<[u8]>::to_vec) }).collect();
+    sets.sort();
+    sets
 }
 
 /// A collection of shard files sharing one set of parameters.
@@ -417,9 +443,34 @@ impl Manifest {
                 self.params
             )));
         }
-        let mut sets: Vec<ShardSet> =
-            loaded.index.ids().map(|id| ShardSet { id, name: loaded.names.name(id).map(<[u8]>::to_vec) }).collect();
-        sets.sort();
+        self.check_sets(entry, shard_sets(loaded.index.ids(), &loaded.names))
+    }
+
+    /// Checks that `loaded` (file `i`, either format) has the manifest's
+    /// parameters (in its first part; with no part, its `k`, scheme and
+    /// seed) and exactly the ids and names its entry lists.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Manifest`] saying what differs.
+    pub fn check_collection(&self, i: usize, loaded: &LoadedCollection) -> Result<()> {
+        let entry = &self.files[i];
+        let collection = &loaded.collection;
+        let found = match collection.parts().next() {
+            Some(first) => ManifestParams::of(first.params()),
+            None => {
+                let head = collection.stored_head();
+                let params = BloomParams::new(self.params.m, head.k)?.with_scheme(head.scheme).with_seed(head.seed);
+                ManifestParams::of(&params)
+            }
+        };
+        if found != self.params {
+            return Err(bad(format!("{} has parameters {found} but the manifest says {}", entry.file, self.params)));
+        }
+        self.check_sets(entry, shard_sets(collection.ids(), &loaded.names))
+    }
+
+    fn check_sets(&self, entry: &ShardFile, sets: Vec<ShardSet>) -> Result<()> {
         if sets != entry.sets {
             return Err(bad(format!(
                 "{} holds {} sets that differ from the {} the manifest lists for it",
@@ -429,6 +480,40 @@ impl Manifest {
             )));
         }
         Ok(())
+    }
+}
+
+/// Whether the file at `path` is a collection file (format 2), by its
+/// version bytes; anything else is left to the index file reader.
+fn is_collection_file(path: &Path) -> Result<bool> {
+    let mut head = [0u8; 10];
+    let file = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let n = file.take(10).read(&mut head).map_err(|e| Error::io("read", path, e))?;
+    Ok(n == 10 && head[..8] == super::MAGIC && u16::from_le_bytes([head[8], head[9]]) == super::COLLECTION_FORMAT_MAJOR)
+}
+
+/// Changes shard file `shard` (at `path`) with `f`, under its writer lock:
+/// a collection file is loaded, changed and saved as one; an index file
+/// through [`IndexFile::edit`], keeping its format.
+fn edit_shard(
+    m: &Manifest,
+    shard: usize,
+    path: &Path,
+    wait: Duration,
+    f: impl FnOnce(&mut Collection, &mut SetNames) -> Result<()>,
+    g: impl FnOnce(&mut SlicedIndex, &mut SetNames) -> Result<()>,
+) -> Result<()> {
+    if is_collection_file(path)? {
+        let lock = IndexFile::new(path).lock(wait)?;
+        let mut loaded = super::load_collection(lock.path())?;
+        m.check_collection(shard, &loaded)?;
+        f(&mut loaded.collection, &mut loaded.names)?;
+        super::save_collection(lock.path(), &loaded.collection, &loaded.names)
+    } else {
+        IndexFile::new(path).edit(wait, |loaded| -> Result<()> {
+            m.check_shard(shard, loaded)?;
+            g(&mut loaded.index, &mut loaded.names)
+        })
     }
 }
 
@@ -475,7 +560,8 @@ pub fn file_checksum(path: &Path) -> Result<(u64, u64)> {
 
 /// Adds the set `name` holding `filter` to shard file `shard` of the
 /// collection whose manifest is at `manifest`, and records it in the
-/// manifest. Holds the manifest's lock, then the file's writer lock (each
+/// manifest. In a collection file the filter goes, as it is, to the first
+/// part of its parameters (a new part if there is none). Holds the manifest's lock, then the file's writer lock (each
 /// waited for up to `wait`). The new set gets the collection's next id,
 /// which is returned.
 ///
@@ -497,11 +583,20 @@ pub fn add_set(manifest: &Path, shard: usize, name: &[u8], filter: &BloomFilter,
     let id = m.next_id();
     let dir = manifest_dir(manifest);
     let path = m.file_path(&dir, shard);
-    IndexFile::new(&path).edit(wait, |loaded| -> Result<()> {
-        m.check_shard(shard, loaded)?;
-        loaded.index.insert_filter(id, filter)?;
-        loaded.names.insert(id, name.to_vec())
-    })?;
+    edit_shard(
+        &m,
+        shard,
+        &path,
+        wait,
+        |collection, names| {
+            collection.insert_filter_set(id, filter)?;
+            names.insert(id, name.to_vec())
+        },
+        |index, names| {
+            index.insert_filter(id, filter)?;
+            names.insert(id, name.to_vec())
+        },
+    )?;
     refresh_entry(&mut m, &dir, shard)?;
     m.write(manifest)?;
     Ok(id)
@@ -523,23 +618,36 @@ pub fn remove_set(manifest: &Path, name: &[u8], wait: Duration) -> Result<usize>
     };
     let dir = manifest_dir(manifest);
     let path = m.file_path(&dir, shard);
-    IndexFile::new(&path).edit(wait, |loaded| -> Result<()> {
-        m.check_shard(shard, loaded)?;
-        let id = loaded.names.id(name).ok_or_else(|| bad("the file lost a set its entry lists"))?;
-        loaded.index.delete_filter(id)?;
-        loaded.names.remove(id);
-        Ok(())
-    })?;
+    let id_of = |names: &SetNames| names.id(name).ok_or_else(|| bad("the file lost a set its entry lists"));
+    edit_shard(
+        &m,
+        shard,
+        &path,
+        wait,
+        |collection, names| {
+            let id = id_of(names)?;
+            collection.remove_set(id)?;
+            names.remove(id);
+            Ok(())
+        },
+        |index, names| {
+            let id = id_of(names)?;
+            index.delete_filter(id)?;
+            names.remove(id);
+            Ok(())
+        },
+    )?;
     refresh_entry(&mut m, &dir, shard)?;
     m.write(manifest)?;
     Ok(shard)
 }
 
-/// Re-reads file `shard` (fully verified) and updates its entry.
+/// Re-reads file `shard` (either format, fully verified) and updates its
+/// entry.
 fn refresh_entry(m: &mut Manifest, dir: &Path, shard: usize) -> Result<()> {
-    let loaded = super::load(m.file_path(dir, shard))?;
+    let loaded = super::load_collection(m.file_path(dir, shard))?;
     let file = m.files[shard].file.clone();
-    m.files[shard] = ShardFile::describe(dir, &file, &loaded.index, &loaded.names)?;
+    m.files[shard] = ShardFile::describe_collection(dir, &file, &loaded.collection, &loaded.names)?;
     Ok(())
 }
 

@@ -17,6 +17,11 @@
 //!   the file is never written through.
 //! - [`from_bytes`] and [`to_bytes`] do the same in memory (the fuzz target
 //!   uses them).
+//! - [`save_collection`], [`load_collection`], [`open_collection_mmap`],
+//!   [`collection_from_bytes`] and [`collection_to_bytes`] do the same for a
+//!   [`Collection`](crate::Collection) with its names: collection files
+//!   (format 2), which embed each part as an index file. Their readers open
+//!   index files too, as collections of one part.
 //!
 //! # Checksum policy
 //!

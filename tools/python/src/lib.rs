@@ -1071,6 +1071,95 @@ impl Index {
         })
     }
 
+    /// Writes the index as ``shards`` shard files and a manifest
+    /// (``manifest.json``) in the directory ``dir`` (created if missing;
+    /// ``FileExistsError`` if it holds a manifest already), for
+    /// :class:`ShardedIndex` and the Ray actors of ``bloomslice.ray``. Each
+    /// set goes to one file: sets by descending filter bits, each to the
+    /// file with the fewest bits so far. An index built without a size
+    /// writes collection files (``shard-<i>.bsc``), each with every part of
+    /// the collection (parts without sets there cost their tables only), so
+    /// the files share their first part's parameters, which the manifest
+    /// records; a fixed-size index writes index files (``shard-<i>.bsi``).
+    /// Returns the manifest's path. ``ValueError`` for ``shards`` below 1
+    /// or above the number of sets.
+    fn save_shards(&self, py: Python<'_>, dir: PathBuf, shards: usize) -> PyResult<String> {
+        use bloomslice::persist::manifest::{MANIFEST_FILE, ManifestParams, ShardFile};
+        let sets = self.read().engine.len();
+        if shards == 0 || shards > sets {
+            return Err(PyValueError::new_err(format!("shards must be in 1..={sets} (one set at least per file)")));
+        }
+        let manifest_path = dir.join(MANIFEST_FILE);
+        if manifest_path.exists() {
+            return Err(pyo3::exceptions::PyFileExistsError::new_err(format!(
+                "{} exists: write shards to a new directory",
+                manifest_path.display()
+            )));
+        }
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| PyOSError::new_err(format!("cannot create directory {}: {e}", dir.display())))?;
+        py.detach(|| -> Result<(), Error> {
+            let inner = self.read();
+            let mut weighted: Vec<(u64, u64)> = inner
+                .engine
+                .ids()
+                .into_iter()
+                .map(|id| {
+                    let bits = match &inner.engine {
+                        Engine::Fixed(index) => index.params().m(),
+                        Engine::Sized(collection, _) => {
+                            collection.filters(id).map_or(0, |f| f.iter().map(|f| f.params.m()).sum())
+                        }
+                    };
+                    (bits, id)
+                })
+                .collect();
+            weighted.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            let mut bits = vec![0u64; shards];
+            let mut owner: HashMap<u64, usize> = HashMap::new();
+            for (weight, id) in weighted {
+                let lightest = (0..shards).min_by_key(|&i| (bits[i], i)).unwrap_or(0);
+                bits[lightest] += weight;
+                owner.insert(id, lightest);
+            }
+            let mut files = Vec::with_capacity(shards);
+            let mut params = None;
+            for shard in 0..shards {
+                let others: Vec<u64> = owner.iter().filter(|&(_, &s)| s != shard).map(|(&id, _)| id).collect();
+                let mut names = inner.names.clone();
+                for &id in &others {
+                    names.remove(id);
+                }
+                match &inner.engine {
+                    Engine::Fixed(index) => {
+                        let mut part = index.clone();
+                        for &id in &others {
+                            part.delete_filter(id)?;
+                        }
+                        let file = format!("shard-{shard}.bsi");
+                        persist::save(dir.join(&file), &part, &names)?;
+                        files.push(ShardFile::describe(&dir, &file, &part, &names)?);
+                        params = Some(*index.params());
+                    }
+                    Engine::Sized(collection, _) => {
+                        let mut part = collection.clone();
+                        for &id in &others {
+                            part.remove_set(id)?;
+                        }
+                        let file = format!("shard-{shard}.bsc");
+                        persist::save_collection(dir.join(&file), &part, &names)?;
+                        files.push(ShardFile::describe_collection(&dir, &file, &part, &names)?);
+                        params = collection.parts().next().map(|first| *first.params());
+                    }
+                }
+            }
+            let params = params.ok_or_else(|| Error::Manifest("a collection of no parts has no sets".into()))?;
+            Manifest { params: ManifestParams::of(&params), files }.write(&manifest_path)
+        })
+        .map_err(py_err)?;
+        Ok(manifest_path.display().to_string())
+    }
+
     /// Everything about the index as a dict, like ``bloomslice inspect
     /// --json``: ``m`` (the filter length; ``None`` when the parts differ),
     /// ``k``, ``seed``, ``scheme``, ``fp`` (the target rate of an index
@@ -1508,15 +1597,30 @@ fn collection_add(
             m.files.len()
         )));
     }
-    // The file's own parameters (header and tables only), so the filter
+    // The file's own parameters (header and tables only; an index file, or
+    // a collection file's first part, where the filter goes), so the filter
     // matches the file whatever the manifest says.
     let file = m.file_path(&manifest::manifest_dir(&manifest_path), shard);
     // SAFETY: the map lives only for this read of the parameters; writers
-    // of index files replace them by rename.
-    let params = *py.detach(|| unsafe { persist::open_mmap(&file, Verify::Deferred) }).map_err(py_err)?.index.params();
+    // of index and collection files replace them by rename.
+    let opened = py.detach(|| unsafe { persist::open_collection_mmap(&file, Verify::Deferred) }).map_err(py_err)?;
+    let params = match opened.collection.parts().next() {
+        Some(part) => *part.params(),
+        None => params_of_manifest(&m.params)?,
+    };
+    drop(opened);
     let mut filter = BloomFilter::new(params).map_err(py_err)?;
     insert_keys(py, &mut filter, keys)?;
     py.detach(|| manifest::add_set(&manifest_path, shard, &name, &filter, wait)).map_err(py_err)
+}
+
+/// The filter parameters a manifest records.
+fn params_of_manifest(p: &manifest::ManifestParams) -> PyResult<BloomParams> {
+    let scheme = HashScheme::ALL
+        .into_iter()
+        .find(|s| format!("{s:?}") == p.scheme)
+        .ok_or_else(|| IndexError::new_err(format!("the manifest names an unknown hash scheme {:?}", p.scheme)))?;
+    Ok(BloomParams::new(p.m, p.k).map_err(py_err)?.with_scheme(scheme).with_seed(p.seed))
 }
 
 /// Removes the set called ``name`` from the collection whose manifest is at

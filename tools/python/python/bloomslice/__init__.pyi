@@ -159,6 +159,15 @@ class Index:
         with `n_exp` or `m` and `k` as an index file (format 1), any other
         as a collection file (format 2)."""
 
+    def save_shards(self, dir: Union[str, os.PathLike[str]], shards: int) -> str:
+        """Writes the index as `shards` shard files and a manifest in `dir`
+        (for `ShardedIndex` and `bloomslice.ray.RayIndex`), each set in one
+        file, balanced by filter bits: collection files (`shard-<i>.bsc`)
+        for an index built without a size, else index files
+        (`shard-<i>.bsi`). Returns the manifest's path. FileExistsError if
+        `dir` holds a manifest, ValueError for `shards` outside
+        1..len(index)."""
+
     def inspect(self) -> dict[str, object]:
         """Parameters (`m` is None when the parts differ; `fp` is the target
         rate of an index built without a size, else None), `parts` (per

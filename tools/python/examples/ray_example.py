@@ -19,8 +19,7 @@ try:
     # Eight sites of 30 to 3 840 documents (site i holds 30 * 2^i), each
     # sized from its own documents at 1% false positives (a collection),
     # written as 4 collection shard files and a manifest.
-    sites = {f"site-{i}": [f"doc-{i}-{j}" for j in range(30 * 2**i)] for i in range(8)}
-    index = bloomslice.Index.build(sites, fp=0.01)
+    index = bloomslice.Index.build({f"site-{i}": [f"doc-{i}-{j}" for j in range(30 * 2**i)] for i in range(8)}, fp=0.01)
     shards = os.path.join(work, "sites-shards")
     index.save_shards(shards, 4)
 

@@ -154,7 +154,9 @@ def test_collection_shards_answer_as_the_collection(cluster: str, tmp_path: path
     written as collection shard files: the actors answer, score and take
     writes as the one collection does."""
     sizes = [3, 10, 40, 150, 600, 2400]
-    sets = {f"c{i:02d}": [f"ck-{i}-{j}" for j in range(sizes[i % len(sizes)])] for i in range(18)}
+    sets: dict[bytes | str, list[str]] = {
+        f"c{i:02d}": [f"ck-{i}-{j}" for j in range(sizes[i % len(sizes)])] for i in range(18)
+    }
     single = bloomslice.Index.build(sets, fp=0.01)
     assert len(single.inspect()["parts"]) >= 2  # type: ignore[arg-type]
     manifest = single.save_shards(tmp_path / "cs", 3)
@@ -174,7 +176,7 @@ def test_collection_shards_answer_as_the_collection(cluster: str, tmp_path: path
             scored = index.score(hashes, threshold)
             assert scored.ids.tolist() == want_ids.tolist() and scored.counts.tolist() == want_counts.tolist()
         index.add("late", ["late-key"], shard=0)
-        assert index.query("late-key") == ["late"]
+        assert "late" in index.query("late-key")
         index.remove("c05")
         assert "c05" not in index.query("ck-5-0")
 

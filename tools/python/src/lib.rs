@@ -800,7 +800,8 @@ impl Index {
                     for (_, hashes) in &built {
                         filters.push(Engine::filter_of(&index, hashes)?);
                     }
-                    let items: Vec<(u64, &BloomFilter)> = filters.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
+                    let items: Vec<(u64, &BloomFilter)> =
+                        filters.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
                     index.insert_filters(&items)?;
                     Engine::Fixed(index)
                 }
@@ -1194,13 +1195,21 @@ impl Index {
                     set.3 += p.m();
                     set.4 *= 1.0 - (ones as f64 / p.m() as f64).powi(p.k() as i32);
                 }
-                parts.push((p, index.len(), index.columns(), index.shard_count(), index.memory_bytes(), index.count_ones()));
+                parts.push((
+                    p,
+                    index.len(),
+                    index.columns(),
+                    index.shard_count(),
+                    index.memory_bytes(),
+                    index.count_ones(),
+                ));
             }
             let (fp, k, seed) = match &inner.engine {
                 Engine::Fixed(index) => (None, index.params().k(), index.params().seed()),
                 Engine::Sized(collection, seed) => (Some(collection.p()), collection.k(), *seed),
             };
-            let summary = (fp, k, seed, inner.engine.len(), inner.engine.memory_bytes(), inner.mapped, inner.file.clone());
+            let summary =
+                (fp, k, seed, inner.engine.len(), inner.engine.memory_bytes(), inner.mapped, inner.file.clone());
             (parts, sets.drain().collect::<Vec<_>>(), summary)
         });
         let (fp, k, seed, n_sets, memory, mapped, file) = summary;
@@ -1303,7 +1312,11 @@ impl Index {
             }
             Engine::Sized(collection, seed) => {
                 let parts = collection.parts().filter(|part| !part.is_empty()).count();
-                format!("<bloomslice.Index sets={sets} parts={parts} fp={} k={} seed={seed}{from}>", collection.p(), collection.k())
+                format!(
+                    "<bloomslice.Index sets={sets} parts={parts} fp={} k={} seed={seed}{from}>",
+                    collection.p(),
+                    collection.k()
+                )
             }
         }
     }

@@ -85,6 +85,7 @@ use crate::error::{Error, Result};
 use crate::hash::{Key, KeyHash};
 use crate::kmer::KmerLength;
 use crate::params::BloomParams;
+use crate::persist::collection::Loads;
 use crate::persist::manifest::{self, Manifest};
 use crate::persist::{self, LoadedCollection, SetNames, Verify};
 use crate::score::{Scores, Threshold};
@@ -152,7 +153,7 @@ impl ShardedIndex {
     /// length; the errors of [`persist::load_collection`] for a corrupt
     /// file.
     pub fn load(path: impl AsRef<Path>, verify: Verify) -> Result<Self> {
-        Self::open_with(path.as_ref(), verify, |file| persist::load_collection(file))
+        Self::open_with(path.as_ref(), verify, |file| persist::collection::load_collection_with(file, Loads::Cheap))
     }
 
     /// [`ShardedIndex::load`] with every file memory-mapped
@@ -175,7 +176,9 @@ impl ShardedIndex {
     /// As [`ShardedIndex::load`].
     pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<Self> {
         // SAFETY: forwarded to the caller (this function's `# Safety`).
-        Self::open_with(path.as_ref(), verify, |file| unsafe { persist::open_collection_mmap(file, verify) })
+        Self::open_with(path.as_ref(), verify, |file| unsafe {
+            persist::collection::open_collection_mmap_with(file, verify, Loads::Cheap)
+        })
     }
 
     fn open_with(path: &Path, verify: Verify, open: impl Fn(&Path) -> Result<LoadedCollection>) -> Result<Self> {
@@ -225,7 +228,10 @@ impl ShardedIndex {
     }
 
     /// The opened files, in manifest order (an index file as a collection
-    /// of one part).
+    /// of one part; as the sharded index never changes them, the loads of
+    /// such a file's sets are estimated from its shards' bit counts, which
+    /// reads no row, rather than from each set's column as
+    /// [`persist::load_collection`] does).
     pub fn shards(&self) -> &[LoadedCollection] {
         &self.shards
     }

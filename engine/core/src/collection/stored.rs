@@ -261,7 +261,14 @@ impl Collection {
     /// [`Collection::query_hash_into`] appending to `out` (what was there
     /// stays): every live part appends its ids, and when some set has
     /// grown the appended ids are sorted and deduplicated.
+    #[inline]
     pub(crate) fn query_hash_append(&self, hash: crate::hash::KeyHash, out: &mut Vec<u64>) {
+        // One part (every format-1 file): its answer as it is, without
+        // the walk over the parts.
+        if let [part] = self.parts.as_slice() {
+            part.index.query_hash_append(hash, out);
+            return;
+        }
         let start = out.len();
         for (_, index) in self.live_parts() {
             index.query_hash_append(hash, out);

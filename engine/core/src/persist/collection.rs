@@ -91,6 +91,12 @@ impl LoadedCollection {
     ///
     /// [`Error::ChecksumMismatch`] or [`Error::CorruptFile`].
     pub fn verify(&mut self) -> Result<()> {
+        self.verify_with(Loads::Exact)
+    }
+
+    /// [`LoadedCollection::verify`]; with [`Loads::Cheap`], the loads of a
+    /// format-1 file are left as they were estimated when it was opened.
+    pub(crate) fn verify_with(&mut self, loads: Loads) -> Result<()> {
         if self.info.rows_verified {
             return Ok(());
         }
@@ -111,7 +117,7 @@ impl LoadedCollection {
         }
         self.collection.validate().map_err(Error::into_corrupt_file)?;
         self.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
-        if v1 {
+        if v1 && loads == Loads::Exact {
             self.collection.estimate_loads();
         }
         self.info.rows_verified = true;
@@ -124,12 +130,26 @@ impl LoadedCollection {
     }
 
     /// A format-1 file as a one-part collection.
-    fn from_index(loaded: LoadedIndex, exact_loads: bool) -> Result<Self> {
+    fn from_index(loaded: LoadedIndex, loads: Loads) -> Result<Self> {
         let LoadedIndex { index, names, info } = loaded;
         let p = v1_rate(index.params());
-        let collection = Collection::from_index_estimated(index, p, exact_loads)?;
+        let collection = Collection::from_index_estimated(index, p, loads == Loads::Exact)?;
         Ok(LoadedCollection { collection, names, info })
     }
+}
+
+/// How the readers estimate the sets' loads of a format-1 file (which
+/// does not store them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Loads {
+    /// From every column's bits, as [`Collection::from_index`] does (a
+    /// pass over the rows counting every set bit).
+    Exact,
+    /// From each shard's recorded bit count, shared evenly among its sets
+    /// (reads no row): for readers that never change the collection, such
+    /// as [`crate::sharded::ShardedIndex`], whose opening then costs what
+    /// opening the index file costs.
+    Cheap,
 }
 
 /// The target rate of a format-1 file opened as a collection: `2^-k`.
@@ -576,14 +596,14 @@ fn assemble(meta: Meta, parts: Vec<LoadedIndex>, rows_verified: bool) -> Result<
 
 /// Reads a whole file from `r` (of `real_len` bytes), either format, fully
 /// verified.
-fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<LoadedCollection> {
+fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path, loads: Loads) -> Result<LoadedCollection> {
     let mut head = [0u8; COLLECTION_HEADER_BYTES as usize];
     let avail = real_len.min(COLLECTION_HEADER_BYTES) as usize;
     read_exact(r, &mut head[..avail], "header", 0, real_len)?;
     let head = &head[..avail];
     if head.len() >= 10 && head[0..8] == MAGIC && le_u16(head, 8) == FORMAT_MAJOR {
         let loaded = super::load_from_reader(&mut head.chain(r), real_len, what)?;
-        return LoadedCollection::from_index(loaded, true);
+        return LoadedCollection::from_index(loaded, loads);
     }
     let meta = read_meta(head, r, real_len)?;
     let mut rd = Reader { r, at: meta_end(&meta), file_len: meta.header.file_len };
@@ -620,7 +640,7 @@ fn meta_end(meta: &Meta) -> u64 {
 /// [`Error::DuplicateName`] as [`Error::CorruptFile`]); never a panic.
 pub fn collection_from_bytes(bytes: &[u8]) -> Result<LoadedCollection> {
     let mut r = bytes;
-    load_from_reader(&mut r, bytes.len() as u64, Path::new("collection bytes"))
+    load_from_reader(&mut r, bytes.len() as u64, Path::new("collection bytes"), Loads::Exact)
 }
 
 /// Reads a collection file (or a format-1 index file, as a collection of
@@ -630,10 +650,14 @@ pub fn collection_from_bytes(bytes: &[u8]) -> Result<LoadedCollection> {
 ///
 /// [`Error::Io`], or the errors of [`collection_from_bytes`].
 pub fn load_collection(path: impl AsRef<Path>) -> Result<LoadedCollection> {
-    let path = path.as_ref();
+    load_collection_with(path.as_ref(), Loads::Exact)
+}
+
+/// [`load_collection`], estimating a format-1 file's loads as `loads` says.
+pub(crate) fn load_collection_with(path: &Path, loads: Loads) -> Result<LoadedCollection> {
     let (file, len) = super::open(path)?;
     let mut r = std::io::BufReader::with_capacity(1 << 16, file);
-    load_from_reader(&mut r, len, path)
+    load_from_reader(&mut r, len, path, loads)
 }
 
 /// Maps a collection file (or a format-1 index file, as a collection of
@@ -655,13 +679,25 @@ pub fn load_collection(path: impl AsRef<Path>) -> Result<LoadedCollection> {
 ///
 /// [`Error::Io`], or the errors of [`collection_from_bytes`].
 pub unsafe fn open_collection_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<LoadedCollection> {
-    let path = path.as_ref();
+    // SAFETY: forwarded to the caller (this function's `# Safety`).
+    unsafe { open_collection_mmap_with(path.as_ref(), verify, Loads::Exact) }
+}
+
+/// [`open_collection_mmap`], estimating a format-1 file's loads as
+/// `loads` says (with [`Verify::Deferred`] they are [`Loads::Cheap`] until
+/// [`LoadedCollection::verify`]).
+///
+/// # Safety
+///
+/// That of [`open_collection_mmap`].
+pub(crate) unsafe fn open_collection_mmap_with(path: &Path, verify: Verify, loads: Loads) -> Result<LoadedCollection> {
     let (file, len) = super::open(path)?;
     if len < COLLECTION_HEADER_BYTES {
         // Too short to map usefully (and an empty file cannot be mapped).
         let mut bytes = Vec::new();
         (&file).take(COLLECTION_HEADER_BYTES).read_to_end(&mut bytes).map_err(|e| Error::io("read", path, e))?;
-        return collection_from_bytes(&bytes);
+        let mut r = bytes.as_slice();
+        return load_from_reader(&mut r, bytes.len() as u64, path, loads);
     }
     // SAFETY: mapping a file is sound only while no one truncates or writes
     // it; the caller promises that (this function's `# Safety` contract).
@@ -669,12 +705,12 @@ pub unsafe fn open_collection_mmap(path: impl AsRef<Path>, verify: Verify) -> Re
     // against its length.
     let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, e))?);
     let mut loaded = if le_u16(&map, 8) == FORMAT_MAJOR && map[0..8] == MAGIC {
-        LoadedCollection::from_index(super::loaded_from_map(&map)?, false)?
+        LoadedCollection::from_index(super::loaded_from_map(&map)?, Loads::Cheap)?
     } else {
         mapped_collection(&map)?
     };
     if verify == Verify::Full {
-        loaded.verify()?;
+        loaded.verify_with(loads)?;
     }
     Ok(loaded)
 }

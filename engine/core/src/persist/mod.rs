@@ -47,7 +47,7 @@
 //! intact mapping. Truncating or writing into a mapped index file by other
 //! means may change answers or terminate the process with `SIGBUS`.
 
-mod collection;
+pub(crate) mod collection;
 mod file;
 pub(crate) mod format;
 pub mod manifest;

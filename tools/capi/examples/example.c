@@ -1,6 +1,8 @@
-/* Build an index of two sets, query it, save it and map it back. The file
- * goes to the path given as argument, else to $TMPDIR (or /tmp), and is
- * removed at the end. */
+/* Build an index of two sets, query it, save it and map it back; then a
+ * collection of sets of very different sizes, each sized from its own keys:
+ * query it, score a query of many keys, save it and map it back. The files
+ * go to the path given as argument (and that path with ".c" appended),
+ * else to $TMPDIR (or /tmp), and are removed at the end. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,52 @@ int main(int argc, char **argv) {
   printf("oak: %zu set(s) in the mapped file\n", n);
   bloomslice_index_free(mapped);
   bloomslice_index_free(index);
-  if (argc <= 1) remove(path);
+
+  /* A collection at 1% false positives: "tiny" holds 2 keys, "large"
+   * 5 000 ("k0" .. "k4999"); each set's filter is sized for its own keys. */
+  enum { LARGE = 5000 };
+  static char large_keys[LARGE][8];
+  static const uint8_t *keys_all[LARGE + 2];
+  static size_t lens_all[LARGE + 2];
+  const char *tiny[] = {"apple", "pear"};
+  for (size_t i = 0; i < 2; i++) keys_all[i] = (const uint8_t *)tiny[i], lens_all[i] = strlen(tiny[i]);
+  for (size_t i = 0; i < LARGE; i++) {
+    lens_all[i + 2] = (size_t)snprintf(large_keys[i], sizeof large_keys[i], "k%zu", i);
+    keys_all[i + 2] = (const uint8_t *)large_keys[i];
+  }
+  const char *set_names[] = {"tiny", "large"};
+  size_t name_lens[] = {4, 5}, set_ends[] = {2, LARGE + 2};
+  BloomsliceCollection *collection = NULL;
+  CHECK(bloomslice_collection_build(0.01, 0, (const uint8_t *const *)set_names, name_lens, 2,
+                                    keys_all, lens_all, set_ends, &collection));
+  BloomsliceCollectionInfo info;
+  CHECK(bloomslice_collection_info(collection, &info));
+  printf("collection: %llu sets in %llu parts\n", (unsigned long long)info.sets,
+         (unsigned long long)info.parts);
+  CHECK(bloomslice_collection_query(collection, (const uint8_t *)"pear", 4, ids, 2, &n));
+  printf("pear: %zu set(s)\n", n);
+
+  /* Score one query of many keys: the sets that may hold 90% of them. */
+  uint64_t hit_ids[2];
+  uint32_t hit_counts[2];
+  CHECK(bloomslice_collection_query_threshold(collection, keys_all + 2, lens_all + 2, 1000, 0.9,
+                                              hit_ids, hit_counts, 2, &n));
+  for (size_t i = 0; i < n; i++) printf("set %llu holds %u of 1000 keys\n",
+                                        (unsigned long long)hit_ids[i], hit_counts[i]);
+
+  /* Save as a collection file and map it back. */
+  char cpath[4100];
+  snprintf(cpath, sizeof cpath, "%s.c", path);
+  CHECK(bloomslice_collection_save(collection, cpath));
+  BloomsliceCollection *cmapped = NULL;
+  CHECK(bloomslice_collection_open_mapped(cpath, false, &cmapped));
+  CHECK(bloomslice_collection_query(cmapped, (const uint8_t *)"k77", 3, ids, 2, &n));
+  printf("k77: %zu set(s) in the mapped collection\n", n);
+  bloomslice_collection_free(cmapped);
+  bloomslice_collection_free(collection);
+  if (argc <= 1) {
+    remove(path);
+    remove(cpath);
+  }
   return 0;
 }

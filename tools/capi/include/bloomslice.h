@@ -39,6 +39,16 @@ typedef enum BloomsliceStatus {
   BLOOMSLICE_STATUS_INTERNAL = 8,
 } BloomsliceStatus;
 
+// Named sets of keys of any sizes, each sized from its own keys at one
+// false-positive rate and kept in size-classed parts (each part a sliced
+// index with its own filter length): a skewed collection costs memory
+// for its sets' sizes, not for its largest set times the number of sets.
+// Opaque: create it with [`bloomslice_collection_new`],
+// [`bloomslice_collection_build`], [`bloomslice_collection_load`] or
+// [`bloomslice_collection_open_mapped`] and release it with
+// [`bloomslice_collection_free`].
+typedef struct BloomsliceCollection BloomsliceCollection;
+
 // An index of Bloom filters with names for its sets. Opaque: create it with
 // [`bloomslice_index_new`], [`bloomslice_index_new_for_capacity`],
 // [`bloomslice_index_load`] or [`bloomslice_index_open_mapped`] and release
@@ -70,6 +80,28 @@ typedef struct BloomsliceInfo {
   // (its rows are read from the mapped file until changed).
   bool mapped;
 } BloomsliceInfo;
+
+// Facts about a collection, filled by [`bloomslice_collection_info`].
+typedef struct BloomsliceCollectionInfo {
+  // The target false-positive rate of a set in its first filter.
+  double fp;
+  // Hash functions per key (every part has the same).
+  uint32_t k;
+  // Hash seed of byte keys.
+  uint64_t seed;
+  // Number of sets.
+  uint64_t sets;
+  // Number of parts that hold at least one filter.
+  uint64_t parts;
+  // Sets that outgrew their first filter and hold filters in several
+  // parts.
+  uint64_t grown_sets;
+  // Bytes of memory the collection holds: rows (mapped rows included)
+  // and maps.
+  uint64_t memory_bytes;
+  // Whether the collection was opened from a mapped file.
+  bool mapped;
+} BloomsliceCollectionInfo;
 
 // Facts about a collection of shard files, filled by
 // [`bloomslice_sharded_info`].
@@ -405,6 +437,382 @@ enum BloomsliceStatus bloomslice_query_batch_hashes(const struct BloomsliceIndex
                                                     size_t ids_cap,
                                                     size_t *offsets_out,
                                                     size_t *total_out);
+
+// Scores one query of `n_keys` byte keys (`keys[i]`, `key_lens[i]`
+// bytes) against every set of the index: for every set with a count
+// above 0 (how many of the keys it may contain; a key given twice counts
+// twice), its id goes to `ids_out` and its count to `counts_out`, by
+// ascending id, and their number to `*n_out`. When more than `cap` sets
+// have a count, the first `cap` are written, `*n_out` says how many there
+// are, and the call returns `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`; room
+// for every set ([`BloomsliceInfo::sets`]) is always enough.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `index` must be a live handle; `keys` and `key_lens` must point to
+// `n_keys` elements, each `keys[i]` to `key_lens[i]` bytes; `ids_out` and
+// `counts_out` null (with `cap` 0) or valid for `cap` writes; `n_out`
+// valid for a write.
+enum BloomsliceStatus bloomslice_score(const struct BloomsliceIndex *index,
+                                       const uint8_t *const *keys,
+                                       const size_t *key_lens,
+                                       size_t n_keys,
+                                       uint64_t *ids_out,
+                                       uint32_t *counts_out,
+                                       size_t cap,
+                                       size_t *n_out);
+
+// The sets of the index whose count for the query of `n_keys` byte keys
+// reaches `fraction` of them (the least whole count at or above
+// `fraction * n_keys`, a product within 1e-9 of a whole number taken as
+// that number): ids and counts by ascending id, into the buffers as for
+// [`bloomslice_score`]. A `fraction` whose least count is 0 reports every
+// set. Scoring stops reading sets that can no longer pass.
+//
+// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for a `fraction` that is
+// NaN or outside `[0, 1]`.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// As [`bloomslice_score`].
+enum BloomsliceStatus bloomslice_query_threshold(const struct BloomsliceIndex *index,
+                                                 const uint8_t *const *keys,
+                                                 const size_t *key_lens,
+                                                 size_t n_keys,
+                                                 double fraction,
+                                                 uint64_t *ids_out,
+                                                 uint32_t *counts_out,
+                                                 size_t cap,
+                                                 size_t *n_out);
+
+// Creates an empty collection whose sets are sized for their own keys at
+// false-positive rate `fp` (each set added goes to the part that holds
+// its number of keys, a new part if none does); byte keys are hashed with
+// `seed`. On success `*out` receives the handle.
+//
+// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for an `fp` outside
+// `(0, 1)`.
+//
+// Thread safety: any thread.
+//
+// # Safety
+//
+// `out` must be valid for a write of a pointer.
+enum BloomsliceStatus bloomslice_collection_new(double fp,
+                                                uint64_t seed,
+                                                struct BloomsliceCollection **out);
+
+// Builds a collection of `n_sets` named sets at false-positive rate `fp`,
+// each sized from its own number of keys, in the parts the default layout
+// chooses for their sizes. Set `i` is called `names[i]` (`name_lens[i]`
+// bytes, not empty, unique), gets id `i`, and holds the byte keys
+// `keys[j]` (`key_lens[j]` bytes) for `j` from `set_ends[i - 1]` (0 for
+// the first set) to `set_ends[i]` (exclusive): `set_ends` has `n_sets`
+// entries, non-decreasing, the last the total number of keys. Byte keys
+// are hashed with `seed`. On success `*out` receives the handle.
+//
+// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers, an `fp`
+// outside `(0, 1)`, an empty name or `set_ends` out of order;
+// `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name given twice.
+//
+// Thread safety: any thread.
+//
+// # Safety
+//
+// `names` and `name_lens` must point to `n_sets` elements, each
+// `names[i]` to `name_lens[i]` bytes; `set_ends` to `n_sets` elements;
+// `keys` and `key_lens` to `set_ends[n_sets - 1]` elements (none for no
+// sets), each `keys[j]` to `key_lens[j]` bytes; `out` valid for a write.
+enum BloomsliceStatus bloomslice_collection_build(double fp,
+                                                  uint64_t seed,
+                                                  const uint8_t *const *names,
+                                                  const size_t *name_lens,
+                                                  size_t n_sets,
+                                                  const uint8_t *const *keys,
+                                                  const size_t *key_lens,
+                                                  const size_t *set_ends,
+                                                  struct BloomsliceCollection **out);
+
+// Reads a collection file, or an index file of one filter length (as a
+// collection of one part, answering as the index does), into memory,
+// fully verified. On success `*out` receives the handle.
+//
+// Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be read,
+// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is neither a valid collection
+// file nor a valid index file.
+//
+// Thread safety: any thread.
+//
+// # Safety
+//
+// `path` must be a NUL-terminated string; `out` valid for a write.
+enum BloomsliceStatus bloomslice_collection_load(const char *path,
+                                                 struct BloomsliceCollection **out);
+
+// Maps a collection file, or an index file of one filter length (as a
+// collection of one part), and queries it in place (opening costs only
+// its tables). With `verify` false the row checksums are not read (a
+// flipped bit in the rows may change answers, never crash); with
+// `verify` true the whole file is checked first. Changing a mapped
+// collection copies the shards it touches into memory; the file is never
+// written.
+//
+// Contract: the file must not be truncated or written in place while it
+// is mapped (until [`bloomslice_collection_free`]); replacing it by
+// rename, as [`bloomslice_collection_save`] does, is safe. Breaking this
+// may change answers or kill the process with `SIGBUS`.
+//
+// Errors: as [`bloomslice_collection_load`].
+//
+// Thread safety: any thread.
+//
+// # Safety
+//
+// `path` must be a NUL-terminated string; `out` valid for a write; the
+// mapping contract above must hold.
+enum BloomsliceStatus bloomslice_collection_open_mapped(const char *path,
+                                                        bool verify,
+                                                        struct BloomsliceCollection **out);
+
+// Saves the collection with its names to `path` as a collection file,
+// atomically: a temporary file is written, synced and renamed over
+// `path`, so a failure never leaves a partial file and processes that
+// mapped the old file keep reading it.
+//
+// Thread safety: concurrent with other readers (queries may run
+// meanwhile).
+//
+// # Safety
+//
+// `collection` must be a live handle; `path` a NUL-terminated string.
+enum BloomsliceStatus bloomslice_collection_save(const struct BloomsliceCollection *collection,
+                                                 const char *path);
+
+// Releases a collection handle. A null handle is ignored.
+//
+// Thread safety: exclusive: no other call may use this handle at the same
+// time or after.
+//
+// # Safety
+//
+// `collection` must be null or a live handle from this library, freed
+// once.
+void bloomslice_collection_free(struct BloomsliceCollection *collection);
+
+// Fills `*out` with the collection's rate, parameters and size.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `collection` must be a live handle; `out` valid for a write.
+enum BloomsliceStatus bloomslice_collection_info(const struct BloomsliceCollection *collection,
+                                                 struct BloomsliceCollectionInfo *out);
+
+// Adds a new set called `name` (`name_len` bytes, not empty, unique)
+// holding `n_keys` byte keys (`keys[i]`, `key_lens[i]` bytes), in the part
+// that holds its number of keys (a new part if none does). On success
+// `*id_out` (if not null) receives the set's id.
+//
+// Errors: `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name in use,
+// `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers or an empty name.
+//
+// Thread safety: exclusive (changes the collection).
+//
+// # Safety
+//
+// `collection` must be a live handle used by no other call; `name` must
+// point to `name_len` bytes; `keys` and `key_lens` to `n_keys` elements,
+// every `keys[i]` to `key_lens[i]` bytes; `id_out` null or valid for a
+// write.
+enum BloomsliceStatus bloomslice_collection_add_set(struct BloomsliceCollection *collection,
+                                                    const uint8_t *name,
+                                                    size_t name_len,
+                                                    const uint8_t *const *keys,
+                                                    const size_t *key_lens,
+                                                    size_t n_keys,
+                                                    uint64_t *id_out);
+
+// Adds `n_keys` byte keys to the set called `name`. Keys fill the set's
+// last filter to its capacity; past it the set gains a filter in a larger
+// part (with capacities doubling and rates halving, so the set's
+// false-positive rate stays below twice the collection's).
+//
+// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name.
+//
+// Thread safety: exclusive (changes the collection).
+//
+// # Safety
+//
+// As [`bloomslice_collection_add_set`] (without `id_out`).
+enum BloomsliceStatus bloomslice_collection_add_keys(struct BloomsliceCollection *collection,
+                                                     const uint8_t *name,
+                                                     size_t name_len,
+                                                     const uint8_t *const *keys,
+                                                     const size_t *key_lens,
+                                                     size_t n_keys);
+
+// Removes the set called `name` and all its filters.
+//
+// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name.
+//
+// Thread safety: exclusive (changes the collection).
+//
+// # Safety
+//
+// `collection` must be a live handle used by no other call; `name` must
+// point to `name_len` bytes.
+enum BloomsliceStatus bloomslice_collection_remove_set(struct BloomsliceCollection *collection,
+                                                       const uint8_t *name,
+                                                       size_t name_len);
+
+// [`bloomslice_index_set_id`] for a collection: the id of the set called
+// `name` into `*id_out`.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `collection` must be a live handle; `name` must point to `name_len`
+// bytes; `id_out` valid for a write.
+enum BloomsliceStatus bloomslice_collection_set_id(const struct BloomsliceCollection *collection,
+                                                   const uint8_t *name,
+                                                   size_t name_len,
+                                                   uint64_t *id_out);
+
+// [`bloomslice_index_set_name`] for a collection: the name of set `id`
+// into `buf` (`cap` bytes) and its length into `*len_out`.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `collection` must be a live handle; `buf` null (with `cap` 0) or valid
+// for `cap` bytes; `len_out` valid for a write.
+enum BloomsliceStatus bloomslice_collection_set_name(const struct BloomsliceCollection *collection,
+                                                     uint64_t id,
+                                                     uint8_t *buf,
+                                                     size_t cap,
+                                                     size_t *len_out);
+
+// The 64-bit hash the collection gives the byte key `key` (seeded
+// xxh3-64, the same for every part), for
+// [`bloomslice_collection_query_batch_hashes`].
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `collection` must be a live handle; `key` must point to `key_len`
+// bytes; `hash_out` valid for a write.
+enum BloomsliceStatus bloomslice_collection_hash_key(const struct BloomsliceCollection *collection,
+                                                     const uint8_t *key,
+                                                     size_t key_len,
+                                                     uint64_t *hash_out);
+
+// [`bloomslice_query`] for a collection: the ids of the sets that may
+// contain the byte key `key`, each once, into `ids_out` (room for `cap`),
+// their number into `*n_out`; `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL` when
+// more than `cap` match (room for every set is always enough).
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `collection` must be a live handle; `key` must point to `key_len`
+// bytes; `ids_out` null (with `cap` 0) or valid for `cap` writes; `n_out`
+// valid for a write.
+enum BloomsliceStatus bloomslice_collection_query(const struct BloomsliceCollection *collection,
+                                                  const uint8_t *key,
+                                                  size_t key_len,
+                                                  uint64_t *ids_out,
+                                                  size_t cap,
+                                                  size_t *n_out);
+
+// [`bloomslice_query_batch`] for a collection: the byte keys `keys[i]`
+// (`key_lens[i]` bytes) answered in the CSR layout, key `i`'s ids (each
+// once) in `ids_out[offsets_out[i] .. offsets_out[i + 1]]`, with the same
+// `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL` protocol.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `collection` must be a live handle; the other arguments as for
+// [`bloomslice_query_batch`].
+enum BloomsliceStatus bloomslice_collection_query_batch(const struct BloomsliceCollection *collection,
+                                                        const uint8_t *const *keys,
+                                                        const size_t *key_lens,
+                                                        size_t n_keys,
+                                                        uint64_t *ids_out,
+                                                        size_t ids_cap,
+                                                        size_t *offsets_out,
+                                                        size_t *total_out);
+
+// [`bloomslice_query_batch_hashes`] for a collection: keys given as the
+// caller's 64-bit hashes (`hashes[i]`, `n` of them, as
+// [`bloomslice_collection_hash_key`] gives them).
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// As [`bloomslice_collection_query_batch`]; `hashes` must point to `n`
+// aligned `uint64_t`.
+enum BloomsliceStatus bloomslice_collection_query_batch_hashes(const struct BloomsliceCollection *collection,
+                                                               const uint64_t *hashes,
+                                                               size_t n,
+                                                               uint64_t *ids_out,
+                                                               size_t ids_cap,
+                                                               size_t *offsets_out,
+                                                               size_t *total_out);
+
+// [`bloomslice_score`] for a collection: for every set, how many of the
+// `n_keys` byte keys the union of its filters may contain (a key given
+// twice counts twice), ids and counts of the sets with a count above 0 by
+// ascending id, with the same buffer protocol.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// `collection` must be a live handle; the other arguments as for
+// [`bloomslice_score`].
+enum BloomsliceStatus bloomslice_collection_score(const struct BloomsliceCollection *collection,
+                                                  const uint8_t *const *keys,
+                                                  const size_t *key_lens,
+                                                  size_t n_keys,
+                                                  uint64_t *ids_out,
+                                                  uint32_t *counts_out,
+                                                  size_t cap,
+                                                  size_t *n_out);
+
+// [`bloomslice_query_threshold`] for a collection: the sets whose count
+// (as [`bloomslice_collection_score`] counts) reaches `fraction` of the
+// `n_keys` byte keys, by ascending id; each part is scored and pruned on
+// its own.
+//
+// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for a `fraction` that is
+// NaN or outside `[0, 1]`.
+//
+// Thread safety: concurrent with other readers.
+//
+// # Safety
+//
+// As [`bloomslice_collection_score`].
+enum BloomsliceStatus bloomslice_collection_query_threshold(const struct BloomsliceCollection *collection,
+                                                            const uint8_t *const *keys,
+                                                            const size_t *key_lens,
+                                                            size_t n_keys,
+                                                            double fraction,
+                                                            uint64_t *ids_out,
+                                                            uint32_t *counts_out,
+                                                            size_t cap,
+                                                            size_t *n_out);
 
 // Opens the manifest `manifest` (a manifest file, or the directory that
 // holds `manifest.json`) and reads every shard file it lists into memory,

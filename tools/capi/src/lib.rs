@@ -40,6 +40,25 @@
 //! and `_query_threshold` score one query of many keys against every set.
 //! It is read-only; change a collection with the CLI (`bloomslice add`,
 //! `remove`) or the Python package, then open it again.
+//!
+//! # Collections of sets of any sizes
+//!
+//! A [`BloomsliceCollection`] handle (module `collection`) holds sets each
+//! sized from their own keys at one false-positive rate, in size-classed
+//! parts (`bloomslice::Collection`): built from all sets at once
+//! (`bloomslice_collection_build`, the layout chosen from their sizes) or
+//! one set at a time, opened from a collection file or from an index file
+//! of one filter length (as a collection of one part), queried, batched,
+//! scored and thresholded as an index is, grown (`_add_keys`: a set that
+//! outgrows its filter gains one in a larger part) and saved as a
+//! collection file.
+//!
+//! # Scores
+//!
+//! `bloomslice_score` and `bloomslice_query_threshold` (and their
+//! `_sharded_` and `_collection_` forms) score one query of many keys
+//! against every set: how many of the keys each set may contain, and the
+//! sets that reach a fraction of them.
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
@@ -47,11 +66,21 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use bloomslice::persist::{self, LoadedIndex, Verify};
-use bloomslice::score::Scores;
+use bloomslice::score::{Scores, Threshold};
 use bloomslice::sharded::ShardedResults;
 use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, SetNames, SlicedIndex};
 
+mod collection;
 mod sharded;
+pub use collection::{
+    BloomsliceCollection, BloomsliceCollectionInfo, bloomslice_collection_add_keys, bloomslice_collection_add_set,
+    bloomslice_collection_build, bloomslice_collection_free, bloomslice_collection_hash_key,
+    bloomslice_collection_info, bloomslice_collection_load, bloomslice_collection_new,
+    bloomslice_collection_open_mapped, bloomslice_collection_query, bloomslice_collection_query_batch,
+    bloomslice_collection_query_batch_hashes, bloomslice_collection_query_threshold, bloomslice_collection_remove_set,
+    bloomslice_collection_save, bloomslice_collection_score, bloomslice_collection_set_id,
+    bloomslice_collection_set_name,
+};
 pub use sharded::{
     BloomsliceSharded, BloomsliceShardedInfo, bloomslice_sharded_free, bloomslice_sharded_info,
     bloomslice_sharded_load, bloomslice_sharded_open_mapped, bloomslice_sharded_query, bloomslice_sharded_query_batch,
@@ -179,8 +208,8 @@ struct ChunkScratch {
 /// ([`BloomsliceIndex`]) or a collection of shard files
 /// ([`BloomsliceSharded`]).
 trait Queried {
-    /// The parameters byte keys are hashed with.
-    fn params(&self) -> &BloomParams;
+    /// The seed byte keys are hashed with.
+    fn seed(&self) -> u64;
     /// The set names.
     fn names(&self) -> &SetNames;
     /// The ids of the sets that may contain `hash`, into `out`.
@@ -190,8 +219,8 @@ trait Queried {
 }
 
 impl Queried for BloomsliceIndex {
-    fn params(&self) -> &BloomParams {
-        self.index.params()
+    fn seed(&self) -> u64 {
+        self.index.params().seed()
     }
 
     fn names(&self) -> &SetNames {
@@ -205,6 +234,26 @@ impl Queried for BloomsliceIndex {
     fn query_chunk<'s>(&self, hashes: &[KeyHash], scratch: &'s mut ChunkScratch) -> (&'s [u64], &'s [usize]) {
         self.index.query_batch_hashes(hashes, &mut scratch.results);
         scratch.results.flat()
+    }
+}
+
+/// What the scoring functions read of a handle: the scores of one query of
+/// many keys against every set.
+trait Scored: Queried {
+    /// Every set's count of the keys it may contain (non-zero counts).
+    fn score_into(&self, hashes: &[KeyHash], scores: &mut Scores);
+    /// The sets whose count reaches `threshold`, `(id, count)` by
+    /// ascending id, into `out` (cleared first).
+    fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>);
+}
+
+impl Scored for BloomsliceIndex {
+    fn score_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
+        self.index.score_into(hashes, scores);
+    }
+
+    fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>) {
+        self.index.query_threshold_into(hashes, t, scratch, out);
     }
 }
 
@@ -1167,9 +1216,9 @@ unsafe fn byte_keys<'a>(
 /// The body of the batch functions of byte keys: `keys` answered into
 /// `out`.
 fn batch_of_keys(h: &impl Queried, keys: &[&[u8]], out: BatchOut<'_>) -> Result<(), Failure> {
-    let params = *h.params();
+    let seed = h.seed();
     out.run(h, |start, end, hashes| {
-        hashes.extend(keys[start..end].iter().map(|key| params.hash(key)));
+        hashes.extend(keys[start..end].iter().map(|key| KeyHash::from_bytes(key, seed)));
         Ok(())
     })
 }
@@ -1210,6 +1259,127 @@ fn batch_of_hashes(h: &impl Queried, hashes: &[u64], out: BatchOut<'_>) -> Resul
         chunk.extend(hashes[start..end].iter().map(|&x| KeyHash::from_u64(x)));
         Ok(())
     })
+}
+
+/// The body of the scoring functions: the byte keys `keys` scored against
+/// every set of `h`, every set with a count above 0 (`threshold` `None`) or
+/// those whose count reaches `threshold`, by ascending id, copied into
+/// `ids_out` and `counts_out` (room for `cap`), their number into `*n_out`.
+///
+/// # Safety
+///
+/// As [`bloomslice_score`].
+unsafe fn scored(
+    h: &impl Scored,
+    keys: (*const *const u8, *const usize, usize),
+    (ids_out, counts_out, cap, n_out): (*mut u64, *mut u32, usize, *mut usize),
+    threshold: Option<Threshold>,
+) -> Result<(), Failure> {
+    // SAFETY: forwarded caller contract.
+    let keys = unsafe { byte_keys(keys) }?;
+    // SAFETY: forwarded caller contract.
+    let ids = unsafe { slice_mut(ids_out, cap, "ids_out") }?;
+    // SAFETY: forwarded caller contract.
+    let counts = unsafe { slice_mut(counts_out, cap, "counts_out") }?;
+    check_ptr(n_out.cast_const(), "n_out")?;
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
+        let Scratch { hashes, scores, hits, .. } = &mut *scratch;
+        let seed = h.seed();
+        hashes.clear();
+        hashes.extend(keys.iter().map(|key| KeyHash::from_bytes(key, seed)));
+        match threshold {
+            None => {
+                h.score_into(hashes, scores);
+                hits.clear();
+                hits.extend(scores.iter());
+            }
+            Some(t) => h.query_threshold_into(hashes, t, scores, hits),
+        }
+        let room = hits.len().min(cap);
+        for ((id, count), &(i, c)) in ids.iter_mut().zip(counts.iter_mut()).zip(&hits[..room]) {
+            (*id, *count) = (i, c);
+        }
+        // SAFETY: checked above; valid by the caller's contract.
+        unsafe {
+            write_count(n_out, hits.len(), cap, || {
+                format!("{} sets scored, the buffers have room for {cap}", hits.len())
+            })
+        }
+    })
+}
+
+/// A threshold given as a fraction of the query's keys, checked.
+fn fraction_of(fraction: f64) -> Result<Threshold, Failure> {
+    Ok(Threshold::fraction(fraction)?)
+}
+
+/// Scores one query of `n_keys` byte keys (`keys[i]`, `key_lens[i]`
+/// bytes) against every set of the index: for every set with a count
+/// above 0 (how many of the keys it may contain; a key given twice counts
+/// twice), its id goes to `ids_out` and its count to `counts_out`, by
+/// ascending id, and their number to `*n_out`. When more than `cap` sets
+/// have a count, the first `cap` are written, `*n_out` says how many there
+/// are, and the call returns `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`; room
+/// for every set ([`BloomsliceInfo::sets`]) is always enough.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// `index` must be a live handle; `keys` and `key_lens` must point to
+/// `n_keys` elements, each `keys[i]` to `key_lens[i]` bytes; `ids_out` and
+/// `counts_out` null (with `cap` 0) or valid for `cap` writes; `n_out`
+/// valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_score(
+    index: *const BloomsliceIndex,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n_keys: usize,
+    ids_out: *mut u64,
+    counts_out: *mut u32,
+    cap: usize,
+    n_out: *mut usize,
+) -> BloomsliceStatus {
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(index, |h| scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), None)) }
+}
+
+/// The sets of the index whose count for the query of `n_keys` byte keys
+/// reaches `fraction` of them (the least whole count at or above
+/// `fraction * n_keys`, a product within 1e-9 of a whole number taken as
+/// that number): ids and counts by ascending id, into the buffers as for
+/// [`bloomslice_score`]. A `fraction` whose least count is 0 reports every
+/// set. Scoring stops reading sets that can no longer pass.
+///
+/// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for a `fraction` that is
+/// NaN or outside `[0, 1]`.
+///
+/// Thread safety: concurrent with other readers.
+///
+/// # Safety
+///
+/// As [`bloomslice_score`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bloomslice_query_threshold(
+    index: *const BloomsliceIndex,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n_keys: usize,
+    fraction: f64,
+    ids_out: *mut u64,
+    counts_out: *mut u32,
+    cap: usize,
+    n_out: *mut usize,
+) -> BloomsliceStatus {
+    let body = |h: &BloomsliceIndex| {
+        let threshold = fraction_of(fraction)?;
+        // SAFETY: forwarded caller contract (see this function's `# Safety`).
+        unsafe { scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), Some(threshold)) }
+    };
+    // SAFETY: forwarded caller contract (see this function's `# Safety`).
+    unsafe { reading(index, body) }
 }
 
 #[cfg(test)]
@@ -1343,6 +1513,85 @@ mod tests {
         assert!(last_error().contains("no set named"), "{}", last_error());
         // SAFETY: live handle, freed once.
         unsafe { bloomslice_index_free(h) };
+    }
+
+    #[test]
+    fn scores_and_thresholds_of_an_index_are_the_librarys() {
+        let h = new_index();
+        let sets: Vec<Vec<Vec<u8>>> =
+            (0..6).map(|i| (0..200).map(|k| format!("{}", i * 50 + k).into_bytes()).collect()).collect();
+        for (i, keys) in sets.iter().enumerate() {
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            add(h, &format!("s{i}"), &refs);
+        }
+        let read = &sets[3][..120];
+        let ptrs: Vec<*const u8> = read.iter().map(|k| k.as_ptr()).collect();
+        let lens: Vec<usize> = read.iter().map(Vec::len).collect();
+        // SAFETY: a live handle.
+        let lib = unsafe { &(*h).index };
+        let (mut ids, mut counts, mut n) = ([0u64; 6], [0u32; 6], 0);
+        // SAFETY: live buffers of the stated lengths.
+        let st = unsafe {
+            bloomslice_score(h, ptrs.as_ptr(), lens.as_ptr(), 120, ids.as_mut_ptr(), counts.as_mut_ptr(), 6, &mut n)
+        };
+        assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+        let mut scores = Scores::new();
+        lib.score_into(read, &mut scores);
+        let pairs: Vec<(u64, u32)> = ids[..n].iter().copied().zip(counts[..n].iter().copied()).collect();
+        assert_eq!(pairs, scores.iter().collect::<Vec<_>>());
+        for fraction in [0.0, 0.5, 0.9, 1.0] {
+            // SAFETY: live buffers of the stated lengths.
+            let st = unsafe {
+                bloomslice_query_threshold(
+                    h,
+                    ptrs.as_ptr(),
+                    lens.as_ptr(),
+                    120,
+                    fraction,
+                    ids.as_mut_ptr(),
+                    counts.as_mut_ptr(),
+                    6,
+                    &mut n,
+                )
+            };
+            assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+            let pairs: Vec<(u64, u32)> = ids[..n].iter().copied().zip(counts[..n].iter().copied()).collect();
+            assert_eq!(pairs, lib.query_threshold(read, Threshold::fraction(fraction).unwrap()), "{fraction}");
+        }
+        // Set 3 holds every key read (the fraction 1.0 answer above).
+        assert!(pairs_of(&ids, &counts, n).contains(&(3, 120)));
+        // A short buffer reports how many sets there are; a bad fraction is an error.
+        // SAFETY: live buffers of the stated lengths.
+        unsafe {
+            let st = bloomslice_score(
+                h,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                120,
+                ids.as_mut_ptr(),
+                counts.as_mut_ptr(),
+                1,
+                &mut n,
+            );
+            assert_eq!((st, n), (BloomsliceStatus::BufferTooSmall, scores.iter().count()));
+            let st = bloomslice_query_threshold(
+                h,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                120,
+                1.5,
+                ids.as_mut_ptr(),
+                counts.as_mut_ptr(),
+                6,
+                &mut n,
+            );
+            assert_eq!(st, BloomsliceStatus::InvalidArgument);
+            bloomslice_index_free(h);
+        }
+    }
+
+    fn pairs_of(ids: &[u64], counts: &[u32], n: usize) -> Vec<(u64, u32)> {
+        ids[..n].iter().copied().zip(counts[..n].iter().copied()).collect()
     }
 
     #[test]

@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use bloomslice::persist::Verify;
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::sharded::ShardedIndex;
-use bloomslice::{BloomParams, Error, KeyHash, SetNames};
+use bloomslice::{Error, KeyHash, SetNames};
 
 use crate::{
-    BatchOut, BloomsliceStatus, ChunkScratch, Failure, Queried, SCRATCH, Scratch, batch_of_hashes, batch_of_keys,
-    byte_keys, check_ptr, copy_name, entry, id_of, path_arg, query_one, reading, reading_bytes, slice, slice_mut,
-    write_count, write_out,
+    BatchOut, BloomsliceStatus, ChunkScratch, Failure, Queried, Scored, batch_of_hashes, batch_of_keys, byte_keys,
+    check_ptr, copy_name, entry, fraction_of, id_of, path_arg, query_one, reading, reading_bytes, scored, slice,
+    write_out,
 };
 #[cfg(doc)]
 use crate::{
@@ -34,8 +34,8 @@ pub struct BloomsliceSharded {
 }
 
 impl Queried for BloomsliceSharded {
-    fn params(&self) -> &BloomParams {
-        self.sharded.params()
+    fn seed(&self) -> u64 {
+        self.sharded.params().seed()
     }
 
     fn names(&self) -> &SetNames {
@@ -339,45 +339,14 @@ pub unsafe extern "C" fn bloomslice_sharded_query_batch_hashes(
     }
 }
 
-/// The body of the scoring functions: `score` fills `hits` with `(id,
-/// count)` pairs, ascending id, for the hashes of the byte keys `keys`;
-/// they are copied into `ids_out` and `counts_out` (room for `cap`), their
-/// number into `*n_out`.
-///
-/// # Safety
-///
-/// As [`bloomslice_sharded_score`].
-unsafe fn scored(
-    h: &BloomsliceSharded,
-    keys: (*const *const u8, *const usize, usize),
-    (ids_out, counts_out, cap, n_out): (*mut u64, *mut u32, usize, *mut usize),
-    score: impl FnOnce(&ShardedIndex, &[KeyHash], &mut Scores, &mut Vec<(u64, u32)>),
-) -> Result<(), Failure> {
-    // SAFETY: forwarded caller contract.
-    let keys = unsafe { byte_keys(keys) }?;
-    // SAFETY: forwarded caller contract.
-    let ids = unsafe { slice_mut(ids_out, cap, "ids_out") }?;
-    // SAFETY: forwarded caller contract.
-    let counts = unsafe { slice_mut(counts_out, cap, "counts_out") }?;
-    check_ptr(n_out.cast_const(), "n_out")?;
-    SCRATCH.with(|scratch| {
-        let mut scratch = scratch.try_borrow_mut().map_err(|_| Failure::invalid("re-entrant call"))?;
-        let Scratch { hashes, scores, hits, .. } = &mut *scratch;
-        let params = *h.sharded.params();
-        hashes.clear();
-        hashes.extend(keys.iter().map(|key| params.hash(key)));
-        score(&h.sharded, hashes, scores, hits);
-        let room = hits.len().min(cap);
-        for ((id, count), &(i, c)) in ids.iter_mut().zip(counts.iter_mut()).zip(&hits[..room]) {
-            (*id, *count) = (i, c);
-        }
-        // SAFETY: checked above; valid by the caller's contract.
-        unsafe {
-            write_count(n_out, hits.len(), cap, || {
-                format!("{} sets scored, the buffers have room for {cap}", hits.len())
-            })
-        }
-    })
+impl Scored for BloomsliceSharded {
+    fn score_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
+        self.sharded.score_into(hashes, scores);
+    }
+
+    fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>) {
+        self.sharded.query_threshold_into(hashes, t, scratch, out);
+    }
 }
 
 /// Scores one query of `n_keys` byte keys (`keys[i]`, `key_lens[i]`
@@ -408,13 +377,8 @@ pub unsafe extern "C" fn bloomslice_sharded_score(
     cap: usize,
     n_out: *mut usize,
 ) -> BloomsliceStatus {
-    let score = |s: &ShardedIndex, keys: &[KeyHash], scores: &mut Scores, hits: &mut Vec<(u64, u32)>| {
-        s.score_into(keys, scores);
-        hits.clear();
-        hits.extend(scores.iter());
-    };
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
-    unsafe { reading(sharded, |h| scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), score)) }
+    unsafe { reading(sharded, |h| scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), None)) }
 }
 
 /// The sets of the collection whose count for the query of `n_keys` byte
@@ -445,12 +409,9 @@ pub unsafe extern "C" fn bloomslice_sharded_query_threshold(
     n_out: *mut usize,
 ) -> BloomsliceStatus {
     let body = |h: &BloomsliceSharded| {
-        let threshold = Threshold::fraction(fraction)?;
-        let score = |s: &ShardedIndex, keys: &[KeyHash], scores: &mut Scores, hits: &mut Vec<(u64, u32)>| {
-            s.query_threshold_into(keys, threshold, scores, hits);
-        };
+        let threshold = fraction_of(fraction)?;
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        unsafe { scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), score) }
+        unsafe { scored(h, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), Some(threshold)) }
     };
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe { reading(sharded, body) }

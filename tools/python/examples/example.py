@@ -33,3 +33,12 @@ try:
     bloomslice.Index.open(__file__)  # not an index file
 except bloomslice.IndexError as e:
     print("refused:", e)
+
+# Sets of very different sizes: without n_exp each set is sized from its own
+# keys, at false-positive rate fp, in size-classed parts (a collection).
+collection = bloomslice.Index.build({"small": ["a", "b"], "large": [f"doc-{i}" for i in range(5000)]}, fp=0.01)
+print(collection)  # <bloomslice.Index sets=2 parts=2 fp=0.01 k=7 seed=0>
+print(collection.score([f"doc-{i}" for i in range(100)], 0.9))  # {'large': 100}
+collection.add_keys("small", [f"more-{i}" for i in range(1000)])  # outgrows its filter: gains a larger one
+collection.save(path)  # a collection file
+print(bloomslice.Index.open(path).query("more-7"))  # ['small']

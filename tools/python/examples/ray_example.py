@@ -1,14 +1,12 @@
 """Serve the shard files of a collection with Ray actors, on this machine.
 
-Needs the bloomslice wheel, Ray (``pip install ray==2.60.0``) and the
-``bloomslice`` CLI to split the index (on PATH, or named by the
-BLOOMSLICE_CLI environment variable). Starts a local Ray instance of 2 CPUs
-in this process and stops it at the end, so it runs on a laptop.
+Needs the bloomslice wheel and Ray (``pip install ray==2.60.0``). Starts a
+local Ray instance of 2 CPUs in this process and stops it at the end, so it
+runs on a laptop.
 """
 
 import os
 import shutil
-import subprocess
 import tempfile
 
 import ray
@@ -16,15 +14,14 @@ import ray
 import bloomslice
 from bloomslice.ray import RayIndex
 
-cli = os.environ.get("BLOOMSLICE_CLI") or shutil.which("bloomslice") or "bloomslice"
 work = tempfile.mkdtemp()
 try:
-    # Eight sets of 1 000 documents in one index file, split into 4 shard files.
-    index = bloomslice.Index.build({f"site-{i}": [f"doc-{i}-{j}" for j in range(1000)] for i in range(8)}, n_exp=1000)
-    index_path = os.path.join(work, "sites.bsi")
-    index.save(index_path)
+    # Eight sites of 30 to 3 840 documents (site i holds 30 * 2^i), each
+    # sized from its own documents at 1% false positives (a collection),
+    # written as 4 collection shard files and a manifest.
+    index = bloomslice.Index.build({f"site-{i}": [f"doc-{i}-{j}" for j in range(30 * 2**i)] for i in range(8)}, fp=0.01)
     shards = os.path.join(work, "sites-shards")
-    subprocess.run([cli, "split", index_path, "--shards", "4", shards], check=True, stdout=subprocess.DEVNULL)
+    index.save_shards(shards, 4)
 
     # A Ray instance of this process only: 2 CPUs and a 100 MB object store.
     # One actor per shard file, each asking for half a CPU: 4 x 0.5 = 2 CPUs.

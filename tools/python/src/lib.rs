@@ -1,8 +1,9 @@
 //! # bloomslice for Python
 //!
 //! The extension module `bloomslice._native` behind the `bloomslice` Python
-//! package: `Index`, over a [`SlicedIndex`] and its [`SetNames`], and
-//! `ShardedIndex`, over the shard files of a manifest. The package's
+//! package: `Index`, over a [`Collection`] (sets sized from their own
+//! keys, the default) or a [`SlicedIndex`] of one filter length, with its
+//! [`SetNames`], and `ShardedIndex`, over the shard files of a manifest. The package's
 //! `__init__.pyi` documents the Python surface.
 //!
 //! - The GIL is released while the library works (opening, building,
@@ -31,10 +32,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomslice::persist::manifest::{self, Manifest};
-use bloomslice::persist::{self, FileInfo, LoadedIndex, Verify};
+use bloomslice::persist::{self, FileInfo, LoadedCollection, LoadedIndex, Verify};
 use bloomslice::sharded::{self, AnswerPart, PartIds, ShardedIndex, ShardedResults};
 use bloomslice::storage;
-use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, Scores, SetNames, SlicedIndex, Threshold};
+use bloomslice::{
+    BatchResults, BloomFilter, BloomParams, Collection, Error, HashScheme, KeyHash, LayoutConfig, Scores, SetNames,
+    SlicedIndex, Threshold,
+};
 use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyTypeError, PyValueError};
@@ -135,6 +139,24 @@ fn insert_keys(py: Python<'_>, filter: &mut BloomFilter, keys: &Bound<'_, PyAny>
     Ok(count)
 }
 
+/// The hashes of the keys of the Python iterable `keys` under `seed`: a
+/// NumPy `uint64` array of key hashes (taken as they are), or `bytes`/`str`
+/// keys. A single `bytes` or `str` is a `TypeError`.
+fn key_hashes(keys: &Bound<'_, PyAny>, seed: u64) -> PyResult<Vec<KeyHash>> {
+    if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err("keys must be an iterable of bytes or str, not a single bytes or str"));
+    }
+    if let Ok(array) = keys.cast::<PyUntypedArray>() {
+        let hashes = hash_slice(array)?;
+        return Ok(contiguous(&hashes)?.iter().map(|&h| KeyHash::from_u64(h)).collect());
+    }
+    let mut out = Vec::with_capacity(keys.len().unwrap_or(0));
+    for key in keys.try_iter()? {
+        out.push(with_key_bytes(&key?, "a key", |b| KeyHash::from_bytes(b, seed))?);
+    }
+    Ok(out)
+}
+
 /// The hashes of a NumPy array, read in place, or a `ValueError` when the
 /// array is not contiguous.
 fn contiguous<'a>(hashes: &'a PyReadonlyArray1<'_, u64>) -> PyResult<&'a [u64]> {
@@ -175,10 +197,14 @@ fn hash_slice<'py>(array: &Bound<'py, PyUntypedArray>) -> PyResult<PyReadonlyArr
     })
 }
 
+/// A set's name and the hashes of its keys.
+type NamedKeys = (Vec<u8>, Vec<KeyHash>);
+
 /// Reads a directory of text files: one set per file (named after the file),
 /// one key per line (`\n` or `\r\n`, empty lines skipped); files without
-/// keys are skipped. Sets come in file name order, as in the CLI's `build`.
-fn read_dir_sets(dir: &Path, params: BloomParams) -> Result<Vec<(Vec<u8>, BloomFilter)>, PyErr> {
+/// keys are skipped. Sets come in file name order, as in the CLI's `build`,
+/// each as the hashes of its keys under `seed`.
+fn read_dir_sets(dir: &Path, seed: u64) -> PyResult<Vec<NamedKeys>> {
     let io = |what: &str, path: &Path, e: std::io::Error| {
         let message = format!("cannot {what} {}: {e}", path.display());
         match e.kind() {
@@ -200,8 +226,7 @@ fn read_dir_sets(dir: &Path, params: BloomParams) -> Result<Vec<(Vec<u8>, BloomF
     for path in files {
         let file = std::fs::File::open(&path).map_err(|e| io("open", &path, e))?;
         let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
-        let mut filter = BloomFilter::new(params).map_err(py_err)?;
-        let mut keys = 0u64;
+        let mut hashes = Vec::new();
         loop {
             line.clear();
             if reader.read_until(b'\n', &mut line).map_err(|e| io("read", &path, e))? == 0 {
@@ -210,12 +235,11 @@ fn read_dir_sets(dir: &Path, params: BloomParams) -> Result<Vec<(Vec<u8>, BloomF
             let key = line.strip_suffix(b"\n").unwrap_or(&line);
             let key = key.strip_suffix(b"\r").unwrap_or(key);
             if !key.is_empty() {
-                filter.insert(key);
-                keys += 1;
+                hashes.push(KeyHash::from_bytes(key, seed));
             }
         }
-        if keys > 0 {
-            sets.push((file_name_bytes(&path), filter));
+        if !hashes.is_empty() {
+            sets.push((file_name_bytes(&path), hashes));
         }
     }
     if sets.is_empty() {
@@ -295,13 +319,19 @@ trait Scoring {
     fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>);
 }
 
-impl Scoring for SlicedIndex {
+impl Scoring for Engine {
     fn score_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
-        SlicedIndex::score_into(self, hashes, scores);
+        match self {
+            Engine::Fixed(index) => index.score_into(hashes, scores),
+            Engine::Sized(collection, _) => collection.score_into(hashes, scores),
+        }
     }
 
     fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>) {
-        SlicedIndex::query_threshold_into(self, hashes, t, scratch, out);
+        match self {
+            Engine::Fixed(index) => index.query_threshold_into(hashes, t, scratch, out),
+            Engine::Sized(collection, _) => *out = collection.query_threshold(hashes, t),
+        }
     }
 }
 
@@ -379,9 +409,131 @@ fn reserve_huge<T>(v: &mut Vec<T>, additional: usize) {
     storage::advise_huge_capacity(v);
 }
 
+/// The sets an [`Index`] answers from: filters of one size, or a
+/// [`Collection`] whose sets are each sized from their own keys.
+enum Engine {
+    /// One [`SlicedIndex`]: every filter has the same `m` (the index was
+    /// built with `n_exp`, or `m` and `k`).
+    Fixed(SlicedIndex),
+    /// A collection of size-classed parts, and the seed its keys are
+    /// hashed with.
+    Sized(Collection, u64),
+}
+
+impl Engine {
+    /// The seed byte keys are hashed with.
+    fn seed(&self) -> u64 {
+        match self {
+            Engine::Fixed(index) => index.params().seed(),
+            Engine::Sized(_, seed) => *seed,
+        }
+    }
+
+    /// The hash of a byte key, the same for every part.
+    fn hash(&self, key: &[u8]) -> KeyHash {
+        KeyHash::from_bytes(key, self.seed())
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Engine::Fixed(index) => index.len(),
+            Engine::Sized(collection, _) => collection.len(),
+        }
+    }
+
+    fn ids(&self) -> Vec<u64> {
+        match self {
+            Engine::Fixed(index) => index.ids().collect(),
+            Engine::Sized(collection, _) => collection.ids().collect(),
+        }
+    }
+
+    fn contains_set(&self, id: u64) -> bool {
+        match self {
+            Engine::Fixed(index) => index.contains_id(id),
+            Engine::Sized(collection, _) => collection.contains_set(id),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        match self {
+            Engine::Fixed(index) => index.memory_bytes(),
+            Engine::Sized(collection, _) => collection.memory_bytes(),
+        }
+    }
+
+    fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        match self {
+            Engine::Fixed(index) => index.query_hash_into(hash, out),
+            Engine::Sized(collection, _) => collection.query_hash_into(hash, out),
+        }
+    }
+
+    fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
+        match self {
+            Engine::Fixed(index) => index.query_batch_hashes(hashes, results),
+            Engine::Sized(collection, _) => collection.query_batch_hashes(hashes, results),
+        }
+    }
+
+    /// A filter of the fixed index's parameters holding `hashes`.
+    fn filter_of(index: &SlicedIndex, hashes: &[KeyHash]) -> Result<BloomFilter, Error> {
+        let mut filter = BloomFilter::new(*index.params())?;
+        hashes.iter().for_each(|&h| filter.insert_hash(h));
+        Ok(filter)
+    }
+
+    /// Adds set `id` holding `hashes`: a filter of the index's size, or in
+    /// the collection's part that holds its number of keys.
+    fn insert_set(&mut self, id: u64, hashes: &[KeyHash]) -> Result<(), Error> {
+        match self {
+            Engine::Fixed(index) => index.insert_filter(id, &Self::filter_of(index, hashes)?),
+            Engine::Sized(collection, _) => collection.insert_set(id, hashes),
+        }
+    }
+
+    /// Adds `hashes` to set `id`: ORed into its filter, or (a collection)
+    /// filling its last filter and growing into a larger part past its
+    /// capacity.
+    fn add_keys(&mut self, id: u64, hashes: &[KeyHash]) -> Result<(), Error> {
+        match self {
+            Engine::Fixed(index) => index.update_filter(id, &Self::filter_of(index, hashes)?),
+            Engine::Sized(collection, _) => collection.add_keys(id, hashes),
+        }
+    }
+
+    fn remove_set(&mut self, id: u64) -> Result<(), Error> {
+        match self {
+            Engine::Fixed(index) => index.delete_filter(id),
+            Engine::Sized(collection, _) => collection.remove_set(id),
+        }
+    }
+
+    /// Replaces the keys of set `id` by `hashes` (a collection sizes the
+    /// set again from them).
+    fn replace_set(&mut self, id: u64, hashes: &[KeyHash]) -> Result<(), Error> {
+        match self {
+            Engine::Fixed(index) => {
+                let filter = Self::filter_of(index, hashes)?;
+                let old = index.filter_cloned(id)?;
+                index.delete_filter(id)?;
+                index.insert_filter(id, &filter).or_else(|e| {
+                    // Put the old filter back (its column was just freed).
+                    index.insert_filter(id, &old)?;
+                    Err(e)
+                })
+            }
+            Engine::Sized(collection, _) => {
+                collection.remove_set(id)?;
+                collection.insert_set(id, hashes)
+            }
+        }
+    }
+}
+
 /// What an [`Index`] guards with its lock.
 struct Inner {
-    index: SlicedIndex,
+    engine: Engine,
     names: SetNames,
     /// The file it was opened from, and what the file said about itself.
     file: Option<(PathBuf, FileInfo)>,
@@ -390,7 +542,14 @@ struct Inner {
 
 impl Inner {
     fn next_id(&self) -> u64 {
-        self.index.ids().max().map_or(0, |m| m + 1).max(self.names.next_free_id())
+        self.engine.ids().into_iter().max().map_or(0, |m| m + 1).max(self.names.next_free_id())
+    }
+
+    /// The id of the set called `name`, or a `ValueError`.
+    fn id_of(&self, name: &[u8]) -> PyResult<u64> {
+        self.names.id(name).filter(|&id| self.engine.contains_set(id)).ok_or_else(|| {
+            PyValueError::new_err(format!("no set named {:?} in the index", String::from_utf8_lossy(name)))
+        })
     }
 
     /// Set names of `ids`, sorted (as the CLI prints them).
@@ -401,12 +560,63 @@ impl Inner {
     }
 }
 
+/// The seed a collection's parts hash byte keys with (0 for a collection
+/// of no parts, which holds no set).
+fn seed_of(collection: &Collection) -> u64 {
+    collection.parts().next().map_or(0, |part| part.params().seed())
+}
+
+/// Whether the file at `path` starts as an index file of one filter
+/// length (format 1). A file that cannot be read, or any other file, is
+/// read as a collection file, whose reader reports what is wrong with it.
+fn is_format_1(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(10);
+    let read = std::fs::File::open(path).and_then(|file| file.take(10).read_to_end(&mut head));
+    read.is_ok()
+        && head.len() == 10
+        && head[..8] == persist::MAGIC
+        && u16::from_le_bytes([head[8], head[9]]) == persist::FORMAT_MAJOR
+}
+
+/// Opens the file at `path` (mapped or read) into an [`Inner`]: an index
+/// file of one filter length (format 1) as a fixed-size index, as it was
+/// built and saved; a collection file (format 2) as a collection.
+fn open_inner(path: PathBuf, mmap: bool, verify: bool) -> Result<Inner, Error> {
+    let verify = if verify { Verify::Full } else { Verify::Deferred };
+    if is_format_1(&path) {
+        let loaded = if mmap {
+            // SAFETY: the mapping contract of `open_mmap` (no truncation or
+            // in-place write while mapped) is the documented contract of
+            // `Index.open`, as for `numpy.memmap`; bloomslice's own writers
+            // (`save`, the CLI) replace files by rename under a lock.
+            unsafe { persist::open_mmap(&path, verify) }
+        } else {
+            persist::load(&path)
+        };
+        let LoadedIndex { index, names, info } = loaded?;
+        return Ok(Inner { engine: Engine::Fixed(index), names, file: Some((path, info)), mapped: mmap });
+    }
+    let loaded = if mmap {
+        // SAFETY: as above, for `open_collection_mmap`.
+        unsafe { persist::open_collection_mmap(&path, verify) }
+    } else {
+        persist::load_collection(&path)
+    };
+    let LoadedCollection { collection, names, info } = loaded?;
+    let seed = seed_of(&collection);
+    Ok(Inner { engine: Engine::Sized(collection, seed), names, file: Some((path, info)), mapped: mmap })
+}
+
 /// An index of named sets of keys, each stored as a Bloom filter; answers
 /// "which sets may contain this key?" (no false negatives, a small rate of
-/// false positives set by the filter parameters).
+/// false positives set by the filter parameters). Built without a size, or
+/// opened from a collection file, it is a [`Collection`]: each set sized
+/// from its own keys, in size-classed parts; built with `n_exp` or `m` and
+/// `k`, a [`SlicedIndex`] of one filter length.
 ///
 /// Queries may run from many Python threads at once (the GIL is released
-/// while the index works); `add` and `remove` wait for running queries.
+/// while the index works); changes wait for running queries.
 #[pyclass(frozen, module = "bloomslice")]
 struct Index {
     inner: RwLock<Inner>,
@@ -448,7 +658,7 @@ impl Index {
             hash_chunk(start, end, &mut hashes)?;
             py.detach(|| {
                 let inner = self.read();
-                inner.index.query_batch_hashes(&hashes, &mut results);
+                inner.engine.query_batch_hashes(&hashes, &mut results);
                 append_csr(&results, &mut ids, &mut offsets, n - end, |i| i);
             });
             start = end;
@@ -478,7 +688,7 @@ fn batch_of<T>(inner: &Inner, hashes: &[u64], id: impl Fn(u64) -> T) -> (Vec<T>,
     for part in hashes.chunks(CHUNK) {
         chunk.clear();
         chunk.extend(part.iter().map(|&h| KeyHash::from_u64(h)));
-        inner.index.query_batch_hashes(&chunk, &mut results);
+        inner.engine.query_batch_hashes(&chunk, &mut results);
         let left = hashes.len() - (offsets.len() - 1) - chunk.len();
         append_csr(&results, &mut ids, &mut offsets, left, &id);
     }
@@ -488,7 +698,9 @@ fn batch_of<T>(inner: &Inner, hashes: &[u64], id: impl Fn(u64) -> T) -> (Vec<T>,
 
 #[pymethods]
 impl Index {
-    /// Opens an index file. With ``mmap=True`` (the default) the file is
+    /// Opens a collection file, or an index file of one filter length (as
+    /// the fixed-size index it was saved from). With ``mmap=True`` (the
+    /// default) the file is
     /// memory-mapped and queried in place: opening costs only its small
     /// tables, whatever its size. The file must then not be truncated or
     /// written in place while the index is alive (replacing it by rename,
@@ -499,51 +711,61 @@ impl Index {
     #[staticmethod]
     #[pyo3(signature = (path, *, mmap = true, verify = false))]
     fn open(py: Python<'_>, path: PathBuf, mmap: bool, verify: bool) -> PyResult<Self> {
-        let loaded = py.detach(|| {
-            if mmap {
-                let verify = if verify { Verify::Full } else { Verify::Deferred };
-                // SAFETY: the mapping contract of `open_mmap` (no truncation
-                // or in-place write while mapped) is this method's documented
-                // contract, as for `numpy.memmap`; bloomslice's own writers
-                // (`save`, the CLI) replace files by rename under a lock.
-                unsafe { persist::open_mmap(&path, verify) }
-            } else {
-                persist::load(&path)
-            }
-        });
-        let LoadedIndex { index, names, info } = loaded.map_err(py_err)?;
-        Ok(Index::new(Inner { index, names, file: Some((path, info)), mapped: mmap }))
+        let inner = py.detach(|| open_inner(path, mmap, verify)).map_err(py_err)?;
+        Ok(Index::new(inner))
     }
 
     /// Builds an index in memory from ``sets``: a dict (any mapping) of set
-    /// name to an iterable of keys (``bytes`` or ``str``, ``str`` hashed as
-    /// UTF-8), or the path of a directory of text files (one set per file,
-    /// named after it, one key per line, as the CLI's ``build --dir``).
-    /// Filters are sized for ``n_exp`` keys per set at false-positive rate
-    /// ``fp``, or exactly ``m`` bits and ``k`` hashes; ``seed`` seeds the
-    /// key hash. Set ids are given in name order.
+    /// name to keys (an iterable of ``bytes``/``str``, ``str`` hashed as
+    /// UTF-8, or a NumPy ``uint64`` array of key hashes), or the path of a
+    /// directory of text files (one set per file, named after it, one key
+    /// per line, as the CLI's ``build --dir``). Set ids are given in name
+    /// order; ``seed`` seeds the key hash.
+    ///
+    /// Without ``n_exp``, ``m`` or ``k``, each set is sized from its own
+    /// number of keys at false-positive rate ``fp``: the sets are kept in
+    /// size-classed parts (a ``bloomslice::Collection``) chosen by the
+    /// layout, whose knobs are ``max_parts`` (most parts), ``query_cost_weight``
+    /// (the price of one more part as a fraction of the memory: 0 takes the
+    /// least memory, large values one part) and ``column_step`` (columns a
+    /// part's width is counted in). With ``n_exp`` every filter is sized for
+    /// ``n_exp`` keys at ``fp``; with ``m`` and ``k`` it has exactly ``m``
+    /// bits and ``k`` hashes.
     #[staticmethod]
-    #[pyo3(signature = (sets, *, n_exp = 10_000, fp = 0.01, m = None, k = None, seed = 0))]
+    #[pyo3(signature = (
+        sets, *, n_exp = None, fp = 0.01, m = None, k = None, seed = 0,
+        max_parts = None, query_cost_weight = None, column_step = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn build(
         py: Python<'_>,
         sets: &Bound<'_, PyAny>,
-        n_exp: u64,
+        n_exp: Option<u64>,
         fp: f64,
         m: Option<u64>,
         k: Option<u32>,
         seed: u64,
+        max_parts: Option<usize>,
+        query_cost_weight: Option<f64>,
+        column_step: Option<usize>,
     ) -> PyResult<Self> {
-        let params = params_of(n_exp, fp, m, k, seed)?;
-        let mut built: Vec<(Vec<u8>, BloomFilter)> = if let Ok(dir) = sets.extract::<PathBuf>() {
-            py.detach(|| read_dir_sets(&dir, params))?
+        let fixed = n_exp.is_some() || m.is_some() || k.is_some();
+        let knobs = max_parts.is_some() || query_cost_weight.is_some() || column_step.is_some();
+        if fixed && knobs {
+            return Err(PyValueError::new_err(
+                "max_parts, query_cost_weight and column_step choose the parts of sets sized from their keys: \
+                 give them without n_exp, m and k",
+            ));
+        }
+        let params = if fixed { Some(params_of(n_exp.unwrap_or(10_000), fp, m, k, seed)?) } else { None };
+        let mut built: Vec<NamedKeys> = if let Ok(dir) = sets.extract::<PathBuf>() {
+            py.detach(|| read_dir_sets(&dir, seed))?
         } else if let Ok(items) = sets.call_method0("items") {
             let mut out = Vec::new();
             for item in items.try_iter()? {
                 let (name, keys): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
                 let name = name_bytes(&name)?;
-                let mut filter = BloomFilter::new(params).map_err(py_err)?;
-                insert_keys(py, &mut filter, &keys)?;
-                out.push((name, filter));
+                out.push((name, key_hashes(&keys, seed)?));
             }
             out
         } else {
@@ -558,15 +780,43 @@ impl Index {
                 String::from_utf8_lossy(&w[0].0)
             )));
         }
+        if max_parts == Some(0) || column_step == Some(0) {
+            return Err(PyValueError::new_err("max_parts and column_step must be at least 1"));
+        }
+        if let Some(w) = query_cost_weight.filter(|w| !(w.is_finite() && *w >= 0.0)) {
+            return Err(PyValueError::new_err(format!("query_cost_weight must be a finite number >= 0, got {w}")));
+        }
+        let defaults = LayoutConfig::default();
+        let config = LayoutConfig {
+            max_parts: max_parts.unwrap_or(defaults.max_parts),
+            query_cost_weight: query_cost_weight.unwrap_or(defaults.query_cost_weight),
+            column_step: column_step.unwrap_or(defaults.column_step),
+        };
         let inner = py.detach(|| -> Result<Inner, Error> {
-            let mut index = SlicedIndex::new(params);
-            let items: Vec<(u64, &BloomFilter)> = built.iter().enumerate().map(|(i, (_, f))| (i as u64, f)).collect();
-            index.insert_filters(&items)?;
+            let engine = match params {
+                Some(params) => {
+                    let mut index = SlicedIndex::new(params);
+                    let mut filters = Vec::with_capacity(built.len());
+                    for (_, hashes) in &built {
+                        filters.push(Engine::filter_of(&index, hashes)?);
+                    }
+                    let items: Vec<(u64, &BloomFilter)> =
+                        filters.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
+                    index.insert_filters(&items)?;
+                    Engine::Fixed(index)
+                }
+                None => {
+                    let sets: Vec<(u64, &[KeyHash])> =
+                        built.iter().enumerate().map(|(i, (_, hashes))| (i as u64, hashes.as_slice())).collect();
+                    let collection = Collection::build_with_hashing(&sets, fp, config, HashScheme::default(), seed)?;
+                    Engine::Sized(collection, seed)
+                }
+            };
             let mut names = SetNames::new();
             for (i, (name, _)) in built.iter().enumerate() {
                 names.insert(i as u64, name.clone())?;
             }
-            Ok(Inner { index, names, file: None, mapped: false })
+            Ok(Inner { engine, names, file: None, mapped: false })
         });
         Ok(Index::new(inner.map_err(py_err)?))
     }
@@ -574,21 +824,21 @@ impl Index {
     /// The names of the sets that may contain ``key`` (``bytes`` or
     /// ``str``), sorted. Unnamed sets show as ``#id``.
     fn query(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-        let hash = with_key_bytes(key, "a key", |b| self.read().index.params().hash(b))?;
+        let hash = with_key_bytes(key, "a key", |b| self.read().engine.hash(b))?;
         Ok(py.detach(|| {
             let inner = self.read();
             let mut ids = Vec::new();
-            inner.index.query_hash_into(hash, &mut ids);
+            inner.engine.query_hash_into(hash, &mut ids);
             inner.sorted_names(&ids)
         }))
     }
 
     /// The ids of the sets that may contain ``key``, in index order.
     fn query_ids(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-        let hash = with_key_bytes(key, "a key", |b| self.read().index.params().hash(b))?;
+        let hash = with_key_bytes(key, "a key", |b| self.read().engine.hash(b))?;
         Ok(py.detach(|| {
             let mut ids = Vec::new();
-            self.read().index.query_hash_into(hash, &mut ids);
+            self.read().engine.query_hash_into(hash, &mut ids);
             ids
         }))
     }
@@ -610,11 +860,11 @@ impl Index {
         }
         let seq = key_sequence(keys, "keys must be a sequence of keys; for one key use query()")?;
         let n = seq.len()?;
-        let params = *self.read().index.params();
+        let seed = self.read().engine.seed();
         let (ids, offsets) = self.batch(py, n, |start, end, out| {
             for i in start..end {
                 let key = seq.get_item(i)?;
-                out.push(with_key_bytes(&key, "a key", |b| params.hash(b))?);
+                out.push(with_key_bytes(&key, "a key", |b| KeyHash::from_bytes(b, seed))?);
             }
             Ok(())
         })?;
@@ -644,7 +894,7 @@ impl Index {
         // so no set added in between can bring a wider id.
         let answer = py.detach(|| {
             let inner = self.read();
-            if inner.index.ids().all(|id| u32::try_from(id).is_ok()) {
+            if inner.engine.ids().into_iter().all(|id| u32::try_from(id).is_ok()) {
                 // Every id fits: the cast never truncates.
                 Answer::Narrow(batch_of(&inner, slice, |i| i as u32))
             } else {
@@ -688,18 +938,18 @@ impl Index {
             let slice = contiguous(&hashes)?;
             let answer = py.detach(|| {
                 let hashes: Vec<KeyHash> = slice.iter().map(|&h| KeyHash::from_u64(h)).collect();
-                score_hashes(&self.read().index, &hashes, threshold)
+                score_hashes(&self.read().engine, &hashes, threshold)
             });
             return array_pair(py, answer);
         }
         let seq = key_sequence(keys, "keys must be a sequence of keys, not a single bytes or str")?;
-        let params = *self.read().index.params();
+        let seed = self.read().engine.seed();
         let n = seq.len()?;
         let mut hashes = Vec::with_capacity(n);
         for i in 0..n {
-            hashes.push(with_key_bytes(&seq.get_item(i)?, "a key", |b| params.hash(b))?);
+            hashes.push(with_key_bytes(&seq.get_item(i)?, "a key", |b| KeyHash::from_bytes(b, seed))?);
         }
-        let answer = py.detach(|| score_hashes(&self.read().index, &hashes, threshold));
+        let answer = py.detach(|| score_hashes(&self.read().engine, &hashes, threshold));
         if arrays {
             return array_pair(py, answer);
         }
@@ -710,8 +960,8 @@ impl Index {
     /// its bytes): ``query_batch(numpy.array([index.hash(k)], dtype=numpy.uint64))``
     /// answers as ``query(k)``.
     fn hash(&self, key: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let params = *self.read().index.params();
-        with_key_bytes(key, "a key", |b| params.hash(b).h1)
+        let seed = self.read().engine.seed();
+        with_key_bytes(key, "a key", |b| KeyHash::from_bytes(b, seed).h1)
     }
 
     /// The name of set ``id``.
@@ -734,18 +984,19 @@ impl Index {
     /// The set names, in id order.
     fn names(&self) -> Vec<String> {
         let inner = self.read();
-        let mut ids: Vec<u64> = inner.index.ids().collect();
+        let mut ids = inner.engine.ids();
         ids.sort_unstable();
         ids.into_iter().map(|id| inner.names.display(id)).collect()
     }
 
     /// Adds a new set called ``name`` holding ``keys`` (an iterable of
-    /// ``bytes``/``str``); returns its id. Waits for running queries.
+    /// ``bytes``/``str``, or a NumPy ``uint64`` array of key hashes);
+    /// returns its id. In an index built without a size, the set goes to
+    /// the part that holds its number of keys (a new part if none does).
+    /// Waits for running queries.
     fn add(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<u64> {
         let name = name_bytes(name)?;
-        let params = *self.read().index.params();
-        let mut filter = BloomFilter::new(params).map_err(py_err)?;
-        insert_keys(py, &mut filter, keys)?;
+        let hashes = key_hashes(keys, self.read().engine.seed())?;
         py.detach(|| {
             let mut inner = self.write();
             if inner.names.id(&name).is_some() {
@@ -755,12 +1006,40 @@ impl Index {
                 )));
             }
             let id = inner.next_id();
-            inner.index.insert_filter(id, &filter).map_err(py_err)?;
+            inner.engine.insert_set(id, &hashes).map_err(py_err)?;
             if let Err(e) = inner.names.insert(id, name) {
-                let _ = inner.index.delete_filter(id);
+                let _ = inner.engine.remove_set(id);
                 return Err(py_err(e));
             }
             Ok(id)
+        })
+    }
+
+    /// Adds ``keys`` to the set called ``name``. In an index built without
+    /// a size, a set whose filter fills past its capacity gains a filter in
+    /// a larger part, so its false-positive rate stays below twice ``fp``;
+    /// in a fixed-size index the keys go into its one filter. Waits for
+    /// running queries.
+    fn add_keys(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
+        let name = name_bytes(name)?;
+        let hashes = key_hashes(keys, self.read().engine.seed())?;
+        py.detach(|| {
+            let mut inner = self.write();
+            let id = inner.id_of(&name)?;
+            inner.engine.add_keys(id, &hashes).map_err(py_err)
+        })
+    }
+
+    /// Replaces the keys of the set called ``name`` by ``keys`` (its id and
+    /// name stay; in an index built without a size the set is placed again
+    /// by its new number of keys). Waits for running queries.
+    fn update(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
+        let name = name_bytes(name)?;
+        let hashes = key_hashes(keys, self.read().engine.seed())?;
+        py.detach(|| {
+            let mut inner = self.write();
+            let id = inner.id_of(&name)?;
+            inner.engine.replace_set(id, &hashes).map_err(py_err)
         })
     }
 
@@ -769,13 +1048,8 @@ impl Index {
         let name = name_bytes(name)?;
         py.detach(|| {
             let mut inner = self.write();
-            let Some(id) = inner.names.id(&name) else {
-                return Err(PyValueError::new_err(format!(
-                    "no set named {:?} in the index",
-                    String::from_utf8_lossy(&name)
-                )));
-            };
-            inner.index.delete_filter(id).map_err(py_err)?;
+            let id = inner.id_of(&name)?;
+            inner.engine.remove_set(id).map_err(py_err)?;
             inner.names.remove(id);
             Ok(())
         })
@@ -783,52 +1057,192 @@ impl Index {
 
     /// Saves the index with its names to ``path``, atomically (a temporary
     /// file is written, synced and renamed over ``path``; an index mapped
-    /// from ``path`` keeps reading the old file).
+    /// from ``path`` keeps reading the old file): an index built with
+    /// ``n_exp`` or ``m`` and ``k`` as an index file (format 1), any other
+    /// as a collection file (format 2).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         py.detach(|| {
             let inner = self.read();
-            persist::save(&path, &inner.index, &inner.names)
+            match &inner.engine {
+                Engine::Fixed(index) => persist::save(&path, index, &inner.names).map_err(py_err),
+                Engine::Sized(collection, _) => {
+                    persist::save_collection(&path, collection, &inner.names).map_err(py_err)
+                }
+            }
         })
-        .map_err(py_err)
     }
 
-    /// Everything about the index as a dict: parameters, layout, memory,
-    /// fill, the file it came from (``file``, ``format_version``,
-    /// ``file_bytes``, ``checksums_verified``, or ``None``), and per set
-    /// ``id``, ``name``, ``ones``, ``fill`` and ``estimated_fp`` (highest
-    /// estimated false-positive rate first), like ``bloomslice inspect --json``.
-    fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (mut ones, fill, summary) = py.detach(|| {
+    /// Writes the index as ``shards`` shard files and a manifest
+    /// (``manifest.json``) in the directory ``dir`` (created if missing;
+    /// ``FileExistsError`` if it holds a manifest already), for
+    /// :class:`ShardedIndex` and the Ray actors of ``bloomslice.ray``. Each
+    /// set goes to one file: sets by descending filter bits, each to the
+    /// file with the fewest bits so far. An index built without a size
+    /// writes collection files (``shard-<i>.bsc``), each with every part of
+    /// the collection (parts without sets there cost their tables only), so
+    /// the files share their first part's parameters, which the manifest
+    /// records; a fixed-size index writes index files (``shard-<i>.bsi``).
+    /// Returns the manifest's path. ``ValueError`` for ``shards`` below 1
+    /// or above the number of sets.
+    fn save_shards(&self, py: Python<'_>, dir: PathBuf, shards: usize) -> PyResult<String> {
+        use bloomslice::persist::manifest::{MANIFEST_FILE, ManifestParams, ShardFile};
+        let sets = self.read().engine.len();
+        if shards == 0 || shards > sets {
+            return Err(PyValueError::new_err(format!("shards must be in 1..={sets} (one set at least per file)")));
+        }
+        let manifest_path = dir.join(MANIFEST_FILE);
+        if manifest_path.exists() {
+            return Err(pyo3::exceptions::PyFileExistsError::new_err(format!(
+                "{} exists: write shards to a new directory",
+                manifest_path.display()
+            )));
+        }
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| PyOSError::new_err(format!("cannot create directory {}: {e}", dir.display())))?;
+        py.detach(|| -> Result<(), Error> {
             let inner = self.read();
-            let p = *inner.index.params();
-            let ones = inner.index.ones_per_filter();
-            let fill = inner.index.count_ones() as f64 / (p.m() as f64 * inner.index.len().max(1) as f64);
-            let names: HashMap<u64, String> = ones.iter().map(|&(id, _)| (id, inner.names.display(id))).collect();
-            let summary = (
-                p,
-                inner.index.shard_count(),
-                inner.index.columns(),
-                inner.index.len(),
-                inner.index.memory_bytes(),
-                inner.mapped,
-                inner.file.clone(),
-                names,
-            );
-            (ones, fill, summary)
+            let mut weighted: Vec<(u64, u64)> = inner
+                .engine
+                .ids()
+                .into_iter()
+                .map(|id| {
+                    let bits = match &inner.engine {
+                        Engine::Fixed(index) => index.params().m(),
+                        Engine::Sized(collection, _) => {
+                            collection.filters(id).map_or(0, |f| f.iter().map(|f| f.params.m()).sum())
+                        }
+                    };
+                    (bits, id)
+                })
+                .collect();
+            weighted.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            let mut bits = vec![0u64; shards];
+            let mut owner: HashMap<u64, usize> = HashMap::new();
+            for (weight, id) in weighted {
+                let lightest = (0..shards).min_by_key(|&i| (bits[i], i)).unwrap_or(0);
+                bits[lightest] += weight;
+                owner.insert(id, lightest);
+            }
+            let mut files = Vec::with_capacity(shards);
+            let mut params = None;
+            for shard in 0..shards {
+                let others: Vec<u64> = owner.iter().filter(|&(_, &s)| s != shard).map(|(&id, _)| id).collect();
+                let mut names = inner.names.clone();
+                for &id in &others {
+                    names.remove(id);
+                }
+                match &inner.engine {
+                    Engine::Fixed(index) => {
+                        let mut part = index.clone();
+                        for &id in &others {
+                            part.delete_filter(id)?;
+                        }
+                        let file = format!("shard-{shard}.bsi");
+                        persist::save(dir.join(&file), &part, &names)?;
+                        files.push(ShardFile::describe(&dir, &file, &part, &names)?);
+                        params = Some(*index.params());
+                    }
+                    Engine::Sized(collection, _) => {
+                        let mut part = collection.clone();
+                        for &id in &others {
+                            part.remove_set(id)?;
+                        }
+                        let file = format!("shard-{shard}.bsc");
+                        persist::save_collection(dir.join(&file), &part, &names)?;
+                        files.push(ShardFile::describe_collection(&dir, &file, &part, &names)?);
+                        params = collection.parts().next().map(|first| *first.params());
+                    }
+                }
+            }
+            let params = params.ok_or_else(|| Error::Manifest("a collection of no parts has no sets".into()))?;
+            Manifest { params: ManifestParams::of(&params), files }.write(&manifest_path)
+        })
+        .map_err(py_err)?;
+        Ok(manifest_path.display().to_string())
+    }
+
+    /// Everything about the index as a dict, like ``bloomslice inspect
+    /// --json``: ``m`` (the filter length; ``None`` when the parts differ),
+    /// ``k``, ``seed``, ``scheme``, ``fp`` (the target rate of an index
+    /// built without a size, else ``None``), ``shards`` and ``columns``
+    /// (summed over the parts), ``sets``, ``memory_bytes``, ``fill``,
+    /// ``mapped``, ``parts`` (per part ``m``, ``sets``, ``columns``,
+    /// ``memory_bytes`` and ``fill``), the file it came from (``file``,
+    /// ``format_version``, ``file_bytes``, ``checksums_verified``, or
+    /// ``None``), and per set ``id``, ``name``, ``filters``, ``ones``,
+    /// ``fill`` and ``estimated_fp`` (the union of its filters, highest
+    /// first).
+    fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        /// One part: its parameters, sets, columns, shards, bytes, ones.
+        type PartFacts = (BloomParams, usize, usize, usize, usize, u64);
+        /// One set: name, filters, ones, bits, chance that all of its
+        /// filters answer no to an absent key.
+        type SetFacts = (String, usize, u64, u64, f64);
+        let (parts, mut sets, summary) = py.detach(|| {
+            let inner = self.read();
+            let indexes: Vec<&SlicedIndex> = match &inner.engine {
+                Engine::Fixed(index) => vec![index],
+                Engine::Sized(collection, _) => collection.parts().collect(),
+            };
+            let mut sets: HashMap<u64, SetFacts> = HashMap::new();
+            let mut parts: Vec<PartFacts> = Vec::new();
+            for index in &indexes {
+                let p = *index.params();
+                for (id, ones) in index.ones_per_filter() {
+                    let set = sets.entry(id).or_insert_with(|| (inner.names.display(id), 0, 0, 0, 1.0));
+                    set.1 += 1;
+                    set.2 += ones;
+                    set.3 += p.m();
+                    set.4 *= 1.0 - (ones as f64 / p.m() as f64).powi(p.k() as i32);
+                }
+                parts.push((
+                    p,
+                    index.len(),
+                    index.columns(),
+                    index.shard_count(),
+                    index.memory_bytes(),
+                    index.count_ones(),
+                ));
+            }
+            let (fp, k, seed) = match &inner.engine {
+                Engine::Fixed(index) => (None, index.params().k(), index.params().seed()),
+                Engine::Sized(collection, seed) => (Some(collection.p()), collection.k(), *seed),
+            };
+            let summary =
+                (fp, k, seed, inner.engine.len(), inner.engine.memory_bytes(), inner.mapped, inner.file.clone());
+            (parts, sets.drain().collect::<Vec<_>>(), summary)
         });
-        let (p, shards, columns, sets, memory, mapped, file, names) = summary;
-        ones.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let (fp, k, seed, n_sets, memory, mapped, file) = summary;
         let d = PyDict::new(py);
-        d.set_item("m", p.m())?;
-        d.set_item("k", p.k())?;
-        d.set_item("seed", p.seed())?;
-        d.set_item("scheme", format!("{:?}", p.scheme()))?;
-        d.set_item("shards", shards)?;
-        d.set_item("columns", columns)?;
-        d.set_item("sets", sets)?;
+        let ms: Vec<u64> = parts.iter().map(|part| part.0.m()).collect();
+        match ms.split_first() {
+            Some((first, rest)) if rest.iter().all(|m| m == first) => d.set_item("m", first)?,
+            _ => d.set_item("m", py.None())?,
+        }
+        d.set_item("k", k)?;
+        d.set_item("seed", seed)?;
+        let scheme = parts.first().map_or_else(HashScheme::default, |part| part.0.scheme());
+        d.set_item("scheme", format!("{scheme:?}"))?;
+        d.set_item("fp", fp)?;
+        d.set_item("shards", parts.iter().map(|part| part.3).sum::<usize>())?;
+        d.set_item("columns", parts.iter().map(|part| part.2).sum::<usize>())?;
+        d.set_item("sets", n_sets)?;
         d.set_item("memory_bytes", memory)?;
-        d.set_item("fill", fill)?;
+        let bits: f64 = parts.iter().map(|part| part.0.m() as f64 * part.1 as f64).sum();
+        let ones: u64 = parts.iter().map(|part| part.5).sum();
+        d.set_item("fill", ones as f64 / bits.max(1.0))?;
         d.set_item("mapped", mapped)?;
+        let part_list = PyList::empty(py);
+        for (p, part_sets, columns, _, bytes, part_ones) in &parts {
+            let part = PyDict::new(py);
+            part.set_item("m", p.m())?;
+            part.set_item("sets", part_sets)?;
+            part.set_item("columns", columns)?;
+            part.set_item("memory_bytes", bytes)?;
+            part.set_item("fill", *part_ones as f64 / (p.m() as f64 * (*part_sets).max(1) as f64))?;
+            part_list.append(part)?;
+        }
+        d.set_item("parts", part_list)?;
         match file {
             Some((path, info)) => {
                 d.set_item("file", path.display().to_string())?;
@@ -842,15 +1256,17 @@ impl Index {
                 }
             }
         }
+        // Least chance of a clean answer (highest estimated rate) first.
+        sets.sort_by(|a, b| a.1.4.total_cmp(&b.1.4).then(a.0.cmp(&b.0)));
         let details = PyList::empty(py);
-        for (id, n) in ones {
+        for (id, (name, filters, set_ones, set_bits, clear)) in sets {
             let set = PyDict::new(py);
-            let set_fill = n as f64 / p.m() as f64;
             set.set_item("id", id)?;
-            set.set_item("name", &names[&id])?;
-            set.set_item("ones", n)?;
-            set.set_item("fill", set_fill)?;
-            set.set_item("estimated_fp", set_fill.powi(p.k() as i32))?;
+            set.set_item("name", name)?;
+            set.set_item("filters", filters)?;
+            set.set_item("ones", set_ones)?;
+            set.set_item("fill", set_ones as f64 / set_bits.max(1) as f64)?;
+            set.set_item("estimated_fp", 1.0 - clear)?;
             details.append(set)?;
         }
         d.set_item("set_details", details)?;
@@ -869,22 +1285,14 @@ impl Index {
                 None => return Err(PyValueError::new_err("this index was not opened from a file")),
             }
         };
-        let loaded = py.detach(|| {
-            if mapped {
-                // SAFETY: as in `open`, whose contract this index was opened under.
-                unsafe { persist::open_mmap(&path, Verify::Deferred) }
-            } else {
-                persist::load(&path)
-            }
-        });
-        let LoadedIndex { index, names, info } = loaded.map_err(py_err)?;
-        *self.write() = Inner { index, names, file: Some((path, info)), mapped };
+        let inner = py.detach(|| open_inner(path, mapped, false)).map_err(py_err)?;
+        *self.write() = inner;
         Ok(())
     }
 
     /// Number of sets.
     fn __len__(&self) -> usize {
-        self.read().index.len()
+        self.read().engine.len()
     }
 
     /// Whether a set is called ``name``.
@@ -895,9 +1303,22 @@ impl Index {
 
     fn __repr__(&self) -> String {
         let inner = self.read();
-        let p = inner.index.params();
         let from = inner.file.as_ref().map_or_else(String::new, |(path, _)| format!(", file={:?}", path.display()));
-        format!("<bloomslice.Index sets={} m={} k={} seed={}{from}>", inner.index.len(), p.m(), p.k(), p.seed())
+        let sets = inner.engine.len();
+        match &inner.engine {
+            Engine::Fixed(index) => {
+                let p = index.params();
+                format!("<bloomslice.Index sets={sets} m={} k={} seed={}{from}>", p.m(), p.k(), p.seed())
+            }
+            Engine::Sized(collection, seed) => {
+                let parts = collection.parts().filter(|part| !part.is_empty()).count();
+                format!(
+                    "<bloomslice.Index sets={sets} parts={parts} fp={} k={} seed={seed}{from}>",
+                    collection.p(),
+                    collection.k()
+                )
+            }
+        }
     }
 }
 
@@ -1189,15 +1610,30 @@ fn collection_add(
             m.files.len()
         )));
     }
-    // The file's own parameters (header and tables only), so the filter
+    // The file's own parameters (header and tables only; an index file, or
+    // a collection file's first part, where the filter goes), so the filter
     // matches the file whatever the manifest says.
     let file = m.file_path(&manifest::manifest_dir(&manifest_path), shard);
     // SAFETY: the map lives only for this read of the parameters; writers
-    // of index files replace them by rename.
-    let params = *py.detach(|| unsafe { persist::open_mmap(&file, Verify::Deferred) }).map_err(py_err)?.index.params();
+    // of index and collection files replace them by rename.
+    let opened = py.detach(|| unsafe { persist::open_collection_mmap(&file, Verify::Deferred) }).map_err(py_err)?;
+    let params = match opened.collection.parts().next() {
+        Some(part) => *part.params(),
+        None => params_of_manifest(&m.params)?,
+    };
+    drop(opened);
     let mut filter = BloomFilter::new(params).map_err(py_err)?;
     insert_keys(py, &mut filter, keys)?;
     py.detach(|| manifest::add_set(&manifest_path, shard, &name, &filter, wait)).map_err(py_err)
+}
+
+/// The filter parameters a manifest records.
+fn params_of_manifest(p: &manifest::ManifestParams) -> PyResult<BloomParams> {
+    let scheme = HashScheme::ALL
+        .into_iter()
+        .find(|s| format!("{s:?}") == p.scheme)
+        .ok_or_else(|| IndexError::new_err(format!("the manifest names an unknown hash scheme {:?}", p.scheme)))?;
+    Ok(BloomParams::new(p.m, p.k).map_err(py_err)?.with_scheme(scheme).with_seed(p.seed))
 }
 
 /// Removes the set called ``name`` from the collection whose manifest is at

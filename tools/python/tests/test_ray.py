@@ -65,14 +65,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 
-def test_ray_example_runs_on_a_laptop_sized_local_instance(cli: str) -> None:
+def test_ray_example_runs_on_a_laptop_sized_local_instance() -> None:
     """examples/ray_example.py as a laptop runs it: its own local Ray
     instance of 2 CPUs, 4 actors of half a CPU. First in this file, so it
     runs before the module's cluster takes this machine's CPUs."""
     example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "ray_example.py"
     out = subprocess.run(
-        [sys.executable, str(example)], env={**os.environ, "BLOOMSLICE_CLI": cli}, capture_output=True, text=True,
-        timeout=600,
+        [sys.executable, str(example)], env=dict(os.environ), capture_output=True, text=True, timeout=600,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
@@ -148,6 +147,38 @@ def test_shards_answer_as_the_single_file(cluster: str, collection: pathlib.Path
             index.score(hashes, 1.5)
         with pytest.raises(ValueError):
             index.score(hashes, -1)
+
+
+def test_collection_shards_answer_as_the_collection(cluster: str, tmp_path: pathlib.Path) -> None:
+    """Sets of skewed sizes, each sized from its own keys (a collection),
+    written as collection shard files: the actors answer, score and take
+    writes as the one collection does."""
+    sizes = [3, 10, 40, 150, 600, 2400]
+    sets: dict[bytes | str, list[str]] = {
+        f"c{i:02d}": [f"ck-{i}-{j}" for j in range(sizes[i % len(sizes)])] for i in range(18)
+    }
+    single = bloomslice.Index.build(sets, fp=0.01)
+    assert len(single.inspect()["parts"]) >= 2  # type: ignore[arg-type]
+    manifest = single.save_shards(tmp_path / "cs", 3)
+    assert pathlib.Path(manifest).name == "manifest.json"
+    keys = [k for ks in sets.values() for k in ks[::9]] + [f"absent-{i}" for i in range(300)]
+    hashes = bloomslice.hash_keys(keys, seed=0)
+    ids, offsets = single.query_batch(hashes)
+    want = per_key(ids, offsets)
+    local = bloomslice.ShardedIndex.open(tmp_path / "cs")
+    assert per_key(*local.query_batch(hashes)) == want
+    with RayIndex.open(tmp_path / "cs") as index:
+        assert len(index.files) == 3 and len(index) == len(sets)
+        got = index.query_batch(hashes)
+        assert got.missing == [] and per_key(got.ids, got.offsets) == want
+        for threshold in (0, 1, 0.5):
+            want_ids, want_counts = single.score(hashes, threshold)
+            scored = index.score(hashes, threshold)
+            assert scored.ids.tolist() == want_ids.tolist() and scored.counts.tolist() == want_counts.tolist()
+        index.add("late", ["late-key"], shard=0)
+        assert "late" in index.query("late-key")
+        index.remove("c05")
+        assert "c05" not in index.query("ck-5-0")
 
 
 def test_a_killed_actor_mid_stream_gives_no_wrong_answer(cluster: str, collection: pathlib.Path) -> None:

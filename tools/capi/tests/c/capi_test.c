@@ -473,6 +473,129 @@ static void test_sharded(const BloomsliceIndex *index, const char *dir) {
   free(want.ids);
 }
 
+static int collection_batch(const BloomsliceCollection *c, answers *a) {
+  size_t cap = (size_t)QUERIES * SETS;
+  a->ids = malloc(cap * sizeof(uint64_t));
+  return bloomslice_collection_query_batch(c, query_ptrs, query_lens, QUERIES, a->ids, cap,
+                                           a->offsets, &a->total) == BLOOMSLICE_STATUS_OK;
+}
+
+/* Scores of an index, and collections: skewed sets sized from their keys,
+ * files of both formats. */
+static void test_scores_and_collections(const BloomsliceIndex *index, const char *dir) {
+  /* Threshold scoring of the index: set 3 holds all 100 keys read. */
+  static char keys[KEYS_PER_SET][32];
+  const uint8_t *ptrs[KEYS_PER_SET];
+  size_t lens[KEYS_PER_SET];
+  for (int j = 0; j < 100; j++) {
+    lens[j] = key_of(3, j, keys[j]);
+    ptrs[j] = u8(keys[j]);
+  }
+  uint64_t ids[SETS];
+  uint32_t counts[SETS];
+  size_t n = 0;
+  EXPECT(bloomslice_query_threshold(index, ptrs, lens, 100, 1.0, ids, counts, SETS, &n) == BLOOMSLICE_STATUS_OK);
+  EXPECT(n >= 1 && ids[0] <= 3);
+  int found = 0;
+  for (size_t i = 0; i < n; i++) found |= ids[i] == 3 && counts[i] == 100;
+  EXPECT(found);
+  size_t all = 0;
+  EXPECT(bloomslice_score(index, ptrs, lens, 100, ids, counts, SETS, &all) == BLOOMSLICE_STATUS_OK);
+  EXPECT(all >= n);
+  EXPECT(bloomslice_query_threshold(index, ptrs, lens, 100, -0.5, ids, counts, SETS, &n) ==
+         BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+
+  /* The index's file opens as a one-part collection answering alike. */
+  char path[512], cpath[512];
+  snprintf(path, sizeof path, "%s/capi_test.bsi", dir);
+  snprintf(cpath, sizeof cpath, "%s/capi_test.bsc", dir);
+  answers want = {0}, got = {0};
+  EXPECT(batch(index, &want));
+  BloomsliceCollection *one = NULL;
+  EXPECT(bloomslice_collection_open_mapped(path, true, &one) == BLOOMSLICE_STATUS_OK);
+  EXPECT(one != NULL && collection_batch(one, &got) && same(&got, &want));
+  free(got.ids);
+  free(want.ids);
+  bloomslice_collection_free(one);
+
+  /* Set i of a skewed collection holds 5 * (i + 1)^2 keys (5 .. 2000). */
+  size_t total = 0, ends[SETS];
+  for (int i = 0; i < SETS; i++) ends[i] = total += (size_t)(5 * (i + 1) * (i + 1));
+  char(*all_keys)[32] = malloc(total * sizeof *all_keys);
+  const uint8_t **all_ptrs = malloc(total * sizeof *all_ptrs);
+  size_t *all_lens = malloc(total * sizeof *all_lens);
+  char names[SETS][16];
+  const uint8_t *name_ptrs[SETS];
+  size_t name_lens[SETS];
+  for (int i = 0, k = 0; i < SETS; i++) {
+    name_lens[i] = (size_t)sprintf(names[i], "set%02d", i);
+    name_ptrs[i] = u8(names[i]);
+    for (; k < (int)ends[i]; k++) {
+      all_lens[k] = key_of(i, k, all_keys[k]);
+      all_ptrs[k] = u8(all_keys[k]);
+    }
+  }
+  BloomsliceCollection *c = NULL;
+  EXPECT(bloomslice_collection_build(0.01, 42, name_ptrs, name_lens, SETS, all_ptrs, all_lens, ends, &c) ==
+         BLOOMSLICE_STATUS_OK);
+  if (c == NULL) return;
+  BloomsliceCollectionInfo info;
+  EXPECT(bloomslice_collection_info(c, &info) == BLOOMSLICE_STATUS_OK);
+  EXPECT(info.sets == SETS && info.parts >= 2 && info.seed == 42 && info.fp == 0.01);
+  int missing = 0;
+  for (int i = 0, k = 0; i < SETS; i++) {
+    for (; k < (int)ends[i]; k++) {
+      if (bloomslice_collection_query(c, all_ptrs[k], all_lens[k], ids, SETS, &n) != BLOOMSLICE_STATUS_OK) {
+        missing++;
+        continue;
+      }
+      int has = 0;
+      for (size_t j = 0; j < n; j++) has |= ids[j] == (uint64_t)i;
+      missing += !has;
+    }
+  }
+  EXPECT(missing == 0);
+  /* The largest set holds every key of its own read. */
+  EXPECT(bloomslice_collection_query_threshold(c, all_ptrs + ends[SETS - 2], all_lens + ends[SETS - 2], 500, 0.9,
+                                               ids, counts, SETS, &n) == BLOOMSLICE_STATUS_OK);
+  found = 0;
+  for (size_t i = 0; i < n; i++) found |= ids[i] == SETS - 1 && counts[i] == 500;
+  EXPECT(found);
+  /* Growing the smallest set past its capacity keeps every key. */
+  EXPECT(bloomslice_collection_add_keys(c, u8("set00"), 5, all_ptrs + ends[SETS - 2], all_lens + ends[SETS - 2],
+                                        1000) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_collection_info(c, &info) == BLOOMSLICE_STATUS_OK && info.grown_sets == 1);
+  EXPECT(bloomslice_collection_query(c, all_ptrs[ends[SETS - 2] + 999], all_lens[ends[SETS - 2] + 999], ids, SETS,
+                                     &n) == BLOOMSLICE_STATUS_OK);
+  found = 0;
+  for (size_t i = 0; i < n; i++) found |= ids[i] == 0;
+  EXPECT(found);
+  /* Saved, loaded and mapped: the same answers. */
+  EXPECT(bloomslice_collection_save(c, cpath) == BLOOMSLICE_STATUS_OK);
+  EXPECT(collection_batch(c, &want));
+  BloomsliceCollection *loaded = NULL, *mapped = NULL;
+  EXPECT(bloomslice_collection_load(cpath, &loaded) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_collection_open_mapped(cpath, false, &mapped) == BLOOMSLICE_STATUS_OK);
+  const BloomsliceCollection *handles[2] = {loaded, mapped};
+  for (int i = 0; i < 2; i++) {
+    answers again = {0};
+    EXPECT(handles[i] != NULL && collection_batch(handles[i], &again) && same(&again, &want));
+    free(again.ids);
+  }
+  EXPECT(bloomslice_collection_remove_set(c, u8("set05"), 5) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_collection_remove_set(c, u8("set05"), 5) == BLOOMSLICE_STATUS_NOT_FOUND);
+  EXPECT(bloomslice_collection_load(path, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  free(want.ids);
+  free(all_keys);
+  free(all_ptrs);
+  free(all_lens);
+  bloomslice_collection_free(loaded);
+  bloomslice_collection_free(mapped);
+  bloomslice_collection_free(c);
+  bloomslice_collection_free(NULL);
+  remove(cpath);
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : ".";
   EXPECT(strcmp(bloomslice_version(), "0.1.0") == 0);
@@ -486,6 +609,7 @@ int main(int argc, char **argv) {
   test_filters_and_hashes(index);
   test_files_and_threads(index, dir);
   test_sharded(index, dir);
+  test_scores_and_collections(index, dir);
   bloomslice_index_free(index);
   printf("capi_test: %d passed, %d failed\n", passed, failed);
   return failed != 0;

@@ -20,12 +20,16 @@ class IndexError(builtins.OSError):
 class Index:
     """Named sets of keys stored as bit-sliced Bloom filters: answers "which
     sets may contain this key?" with no false negatives and a small rate of
-    false positives. Queries may run from many threads at once (the GIL is
-    released while the index works); `add` and `remove` wait for them."""
+    false positives. Built without a size (`Index.build(sets, fp=...)`), or
+    opened from a collection file, its sets are each sized from their own
+    keys and kept in size-classed parts, so a skewed collection costs memory
+    for its sets' sizes. Queries may run from many threads at once (the GIL
+    is released while the index works); changes wait for them."""
 
     @staticmethod
     def open(path: Union[str, os.PathLike[str]], *, mmap: bool = True, verify: bool = False) -> Index:
-        """Opens an index file, memory-mapped (the default: the file must not
+        """Opens a collection file, or an index file of one filter length (as
+        the fixed-size index it was saved from), memory-mapped (the default: the file must not
         be truncated or written in place while the index is alive) or read
         into memory (`mmap=False`, fully verified). `verify=True` checks every
         checksum of a mapped file first.
@@ -37,17 +41,31 @@ class Index:
     def build(
         sets: Union[Mapping[Key, Union[Iterable[Key], npt.NDArray[np.uint64]]], str, os.PathLike[str]],
         *,
-        n_exp: int = 10_000,
+        n_exp: Optional[int] = None,
         fp: float = 0.01,
         m: Optional[int] = None,
         k: Optional[int] = None,
         seed: int = 0,
+        max_parts: Optional[int] = None,
+        query_cost_weight: Optional[float] = None,
+        column_step: Optional[int] = None,
     ) -> Index:
-        """Builds an index from a mapping of set name to keys, or from a
-        directory of text files (one set per file, one key per line). Filters
-        hold `n_exp` keys at false-positive rate `fp`, or exactly `m` bits
-        and `k` hashes. Set ids follow name order. Raises ValueError for bad
-        parameters or duplicate names, TypeError for keys that are not
+        """Builds an index from a mapping of set name to keys (bytes/str, or
+        a uint64 NumPy array of key hashes), or from a directory of text
+        files (one set per file, one key per line). Set ids follow name
+        order.
+
+        Without `n_exp`, `m` or `k`, each set is sized from its own number
+        of keys at false-positive rate `fp`, in size-classed parts (a
+        collection) chosen by the layout: `max_parts` (most parts, default
+        8), `query_cost_weight` (the price of one more part as a fraction of
+        the memory, default 0.1: 0 takes the least memory, large values one
+        part) and `column_step` (columns a part's width is counted in,
+        default 1). With `n_exp` every filter holds `n_exp` keys at `fp`;
+        with `m` and `k` it has exactly `m` bits and `k` hashes.
+
+        Raises ValueError for bad parameters, layout knobs given with a
+        fixed size, or duplicate names, TypeError for keys that are not
         bytes/str, OSError for an unreadable directory."""
 
     def query(self, key: Key) -> list[str]:
@@ -118,17 +136,45 @@ class Index:
 
     def add(self, name: Key, keys: Union[Iterable[Key], npt.NDArray[np.uint64]]) -> int:
         """Adds a new set (keys, or a uint64 NumPy array of key hashes);
-        returns its id. ValueError if the name is taken."""
+        returns its id. In an index built without a size the set goes to the
+        part that holds its number of keys (a new part if none does).
+        ValueError if the name is taken."""
+
+    def add_keys(self, name: Key, keys: Union[Iterable[Key], npt.NDArray[np.uint64]]) -> None:
+        """Adds keys to a set. In an index built without a size a set that
+        outgrows its filter gains one in a larger part (its false-positive
+        rate stays below twice `fp`); in a fixed-size index the keys go into
+        its one filter. ValueError if no set has this name."""
+
+    def update(self, name: Key, keys: Union[Iterable[Key], npt.NDArray[np.uint64]]) -> None:
+        """Replaces the keys of a set (id and name stay; an index built
+        without a size places it again by its new size). ValueError if no
+        set has this name."""
 
     def remove(self, name: Key) -> None:
         """Removes a set. ValueError if no set has this name."""
 
     def save(self, path: Union[str, os.PathLike[str]]) -> None:
-        """Saves atomically (temporary file, fsync, rename)."""
+        """Saves atomically (temporary file, fsync, rename): an index built
+        with `n_exp` or `m` and `k` as an index file (format 1), any other
+        as a collection file (format 2)."""
+
+    def save_shards(self, dir: Union[str, os.PathLike[str]], shards: int) -> str:
+        """Writes the index as `shards` shard files and a manifest in `dir`
+        (for `ShardedIndex` and `bloomslice.ray.RayIndex`), each set in one
+        file, balanced by filter bits: collection files (`shard-<i>.bsc`)
+        for an index built without a size, else index files
+        (`shard-<i>.bsi`). Returns the manifest's path. FileExistsError if
+        `dir` holds a manifest, ValueError for `shards` outside
+        1..len(index)."""
 
     def inspect(self) -> dict[str, object]:
-        """Parameters, layout, memory, fill, file facts and per-set details,
-        like `bloomslice inspect --json`."""
+        """Parameters (`m` is None when the parts differ; `fp` is the target
+        rate of an index built without a size, else None), `parts` (per
+        part `m`, `sets`, `columns`, `memory_bytes`, `fill`), memory, fill,
+        file facts and per-set details (`filters`, `ones`, `fill`,
+        `estimated_fp` of the union of its filters), like
+        `bloomslice inspect --json`."""
 
     def reload(self) -> None:
         """Opens this index's file again (as it was opened) to see changes

@@ -151,7 +151,7 @@ fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
     let (_dir, path) = saved("seqs.bsi", &index, &names);
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(u32::from_le_bytes(bytes[104..108].try_into().unwrap()), 21);
-    assert_eq!(u16::from_le_bytes([bytes[10], bytes[11]]), 1);
+    assert_eq!(u16::from_le_bytes([bytes[10], bytes[11]]), FORMAT_MINOR);
     let loaded = persist::load(&path).unwrap();
     assert_eq!(loaded.index.kmer_length().map(KmerLength::get), Some(21));
     for verify in [Verify::Full, Verify::Deferred] {
@@ -160,7 +160,19 @@ fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
     assert_eq!(persist::to_bytes(&loaded.index, &names).unwrap(), bytes, "the length survives a load and save");
     // A file written by a minor-0 build: the old hash scheme (the only one
     // minor 0 knows), minor 0, reserved bytes zero.
-    let (old_index, old_names) = small_with(index.params().with_scheme(HashScheme::Xxh3Double));
+    // Its shards are multiples of 512 columns (minor 2 added narrower ones).
+    let (narrow, old_names) = small_with(index.params().with_scheme(HashScheme::Xxh3Double));
+    let mut old_index = SlicedIndex::new(*narrow.params());
+    old_index.reserve(512).unwrap();
+    for id in narrow.ids() {
+        old_index.insert_filter(id, &narrow.filter_cloned(id).unwrap()).unwrap();
+    }
+    assert_eq!(old_index.columns(), 512);
+    let narrow_bytes = persist::to_bytes(&narrow, &old_names).unwrap();
+    for minor in [0u16, 1] {
+        let err = persist::from_bytes(&forge(&narrow_bytes, 10, &minor.to_le_bytes())).unwrap_err();
+        assert!(matches!(err, Error::CorruptFile(_)), "a narrow shard in a 1.{minor} file: {err:?}");
+    }
     let old = forge(&persist::to_bytes(&old_index, &old_names).unwrap(), 10, &0u16.to_le_bytes());
     let loaded = persist::from_bytes(&old).unwrap();
     assert_eq!(loaded.info.version, (1, 0));
@@ -170,7 +182,7 @@ fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
     let err = persist::from_bytes(&forge(&bytes, 10, &0u16.to_le_bytes())).unwrap_err();
     assert!(matches!(err, Error::CorruptFile(_)), "{err:?}");
     // A later minor may use the reserved bytes after the k-mer length.
-    let later = forge(&forge(&bytes, 10, &2u16.to_le_bytes()), 108, &[7; 12]);
+    let later = forge(&forge(&bytes, 10, &(FORMAT_MINOR + 1).to_le_bytes()), 108, &[7; 12]);
     assert_eq!(persist::from_bytes(&later).unwrap().index.kmer_length().map(KmerLength::get), Some(21));
 }
 

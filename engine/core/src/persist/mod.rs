@@ -427,9 +427,7 @@ pub fn estimated_file_bytes(
 
 /// Bytes of row data (the bulk of memory and file) of an index with
 /// `params` and `config` holding `n_sets` filters inserted into an empty
-/// index: full shards of `config.max_shard_columns` columns, then one of
-/// [`shard_columns_for`](crate::sliced::shard_columns_for) the rest, each
-/// taking [`shard_words`](crate::sliced::shard_words) words. `None` on
+/// index ([`rows_bytes_for`](crate::sliced::rows_bytes_for)). `None` on
 /// overflow.
 pub fn estimated_rows_bytes(
     params: &crate::params::BloomParams,
@@ -444,12 +442,7 @@ fn estimated_layout(
     config: &crate::sliced::SlicedConfig,
     n_sets: u64,
 ) -> Option<(u64, u64)> {
-    use crate::sliced::{SHARD_COLUMN_STEP, shard_columns_for, shard_words};
-    let max = config.max_shard_columns.max(SHARD_COLUMN_STEP);
-    let m = usize::try_from(params.m()).ok()?;
-    let full = n_sets / max as u64;
-    let rest = (n_sets % max as u64) as usize;
-    let full_bytes = (shard_words(m, max)? as u64).checked_mul(8)?.checked_mul(full)?;
-    let rest_bytes = if rest > 0 { shard_words(m, shard_columns_for(rest))? as u64 * 8 } else { 0 };
-    Some((full + u64::from(rest > 0), full_bytes.checked_add(rest_bytes)?))
+    let max = config.max_shard_columns.max(crate::sliced::SHARD_COLUMN_STEP) as u64;
+    let shards = n_sets / max + u64::from(n_sets % max > 0);
+    Some((shards, crate::sliced::rows_bytes_for(params.m(), n_sets, config.max_shard_columns)?))
 }

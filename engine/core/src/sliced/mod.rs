@@ -54,7 +54,7 @@ pub mod hooks;
 pub mod narrow;
 mod score;
 
-pub use narrow::{is_shard_width, shard_columns_for, shard_words};
+pub use narrow::{is_shard_width, rows_bytes_for, shard_columns_for, shard_words};
 
 /// Shards of at least this many columns grow in steps of it: one 512-bit
 /// chunk (a cache line) per row, the unit the kernels and the early exit

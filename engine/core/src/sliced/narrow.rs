@@ -72,6 +72,30 @@ pub fn shard_words(m: usize, columns: usize) -> Option<usize> {
     bits.div_ceil(64).checked_next_multiple_of(WORDS_PER_LINE)
 }
 
+/// Bytes of row storage of an index of `m`-bit filters holding `sets`
+/// filters inserted into an empty index with widest shard `max_columns`
+/// (a multiple of [`SHARD_COLUMN_STEP`]): full shards of `max_columns`
+/// columns, then one of [`shard_columns_for`] the rest, each taking
+/// [`shard_words`] words. `None` on overflow.
+///
+/// ```
+/// use bloomslice::sliced::rows_bytes_for;
+///
+/// // Two sets of 1 000-bit filters: a 2-column shard, 2 000 bits, padded
+/// // to whole cache lines.
+/// assert_eq!(rows_bytes_for(1000, 2, 16_384), Some(256));
+/// assert_eq!(rows_bytes_for(1000, 512, 16_384), Some(64_000));
+/// ```
+pub fn rows_bytes_for(m: u64, sets: u64, max_columns: usize) -> Option<u64> {
+    let max = max_columns.max(SHARD_COLUMN_STEP);
+    let m = usize::try_from(m).ok()?;
+    let full = sets / max as u64;
+    let rest = (sets % max as u64) as usize;
+    let full_bytes = (shard_words(m, max)? as u64).checked_mul(8)?.checked_mul(full)?;
+    let rest_bytes = if rest > 0 { (shard_words(m, shard_columns_for(rest))? as u64).checked_mul(8)? } else { 0 };
+    full_bytes.checked_add(rest_bytes)
+}
+
 /// The mask of a sub-word row's `columns` bits.
 #[inline]
 fn row_mask(columns: usize) -> u64 {

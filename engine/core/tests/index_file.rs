@@ -153,7 +153,9 @@ fn the_lock_holder_removes_temporaries_of_dead_writers_only() {
 fn estimated_sizes_match_saved_files() {
     let dir = tempfile::tempdir().unwrap();
     let p = params();
-    for (n, max_cols) in [(1u64, 16_384), (2, 16_384), (3, 512), (40, 512), (100, 512), (512, 16_384), (513, 512), (1100, 1024)] {
+    for (n, max_cols) in
+        [(1u64, 16_384), (2, 16_384), (3, 512), (40, 512), (100, 512), (512, 16_384), (513, 512), (1100, 1024)]
+    {
         let config = SlicedConfig { max_shard_columns: max_cols, ..SlicedConfig::default() };
         let mut index = SlicedIndex::with_config(p, config);
         index.reserve(n as usize).unwrap();

@@ -161,7 +161,11 @@ fn narrow_shards_round_trip_through_bytes_files_and_maps() {
             let bytes = persist::to_bytes(&index, &names).unwrap();
             let name_bytes: u64 = index.ids().filter_map(|id| names.name(id)).map(|b| b.len() as u64).sum();
             if n <= 3 {
-                assert_eq!(persist::estimated_file_bytes(&p, &config, n, name_bytes), Some(bytes.len() as u64), "{case}");
+                assert_eq!(
+                    persist::estimated_file_bytes(&p, &config, n, name_bytes),
+                    Some(bytes.len() as u64),
+                    "{case}"
+                );
             }
             let back = persist::from_bytes(&bytes).unwrap();
             same(&index, &back.index, 0..300);

@@ -284,7 +284,7 @@ pub(crate) fn read_meta(r: &mut impl Read, real_len: u64) -> Result<Meta> {
         let columns = le_u64(e, 0);
         let max = header.config.max_shard_columns;
         let width = usize::try_from(columns).ok().filter(|&c| is_shard_width(c, max));
-        let Some(columns) = width.filter(|&c| c % 512 == 0 || header.minor >= NARROW_MINOR) else {
+        let Some(columns) = width.filter(|&c| c.is_multiple_of(512) || header.minor >= NARROW_MINOR) else {
             return corrupt(format!(
                 "shard {i}: {columns} columns is not a shard width of a version 1.{} file (up to {max})",
                 header.minor

@@ -443,6 +443,6 @@ fn estimated_layout(
     n_sets: u64,
 ) -> Option<(u64, u64)> {
     let max = config.max_shard_columns.max(crate::sliced::SHARD_COLUMN_STEP) as u64;
-    let shards = n_sets / max + u64::from(n_sets % max > 0);
+    let shards = n_sets.div_ceil(max);
     Some((shards, crate::sliced::rows_bytes_for(params.m(), n_sets, config.max_shard_columns)?))
 }

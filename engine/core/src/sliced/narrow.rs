@@ -7,7 +7,7 @@
 //! - **sub-word** (`w` = 1, 2, 4, 8, 16 or 32): `64 / w` rows share a word
 //!   and a row never straddles two (`w` divides 64); a 1-column shard is a
 //!   plain Bloom filter. A key's `k` probe rows are `k` masked shifts and
-//!   ANDs of a few bits ([`and_sub_word`]);
+//!   ANDs of a few bits (`and_sub_word`);
 //! - **word-packed** (`w` = 64, 128 or 256): rows of 1, 2 or 4 words; a
 //!   power of two, so a row never straddles a cache line. They go through
 //!   the kernels as the wide shards do (runs shorter than a line are the
@@ -23,7 +23,7 @@
 //!
 //! Scoring (`score_into`, `query_threshold`) counts the columns of every
 //! shard narrower than a cache line here, key by key, in plain counters
-//! ([`count_narrow`]): such a shard has no 512-column chunk for the
+//! (`count_narrow`): such a shard has no 512-column chunk for the
 //! bit-sliced counters and their pruning to work on, and is at most 256
 //! columns, so a key costs a few words.
 

@@ -190,7 +190,8 @@ impl SlicedIndex {
             }));
         }
         prefetch_rows.clear();
-        prefetch_rows.extend(self.shards.iter().map(|s| if s.chunks() > 0 { s.rows_worth_prefetching(m, k) } else { 0 }));
+        prefetch_rows
+            .extend(self.shards.iter().map(|s| if s.chunks() > 0 { s.rows_worth_prefetching(m, k) } else { 0 }));
         prefetch_from.clear();
         prefetch_from.resize(self.shards.len(), 0);
         gathered.resize(2 * gathered_len(k, self.config.prefetch_distance), 0);

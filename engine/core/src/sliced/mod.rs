@@ -885,9 +885,14 @@ impl SlicedIndex {
     /// flight (see [`Self::run_batch`]).
     #[inline]
     fn query_shard_then(&self, shard: &Shard, positions: &[u32], out: &mut Vec<u64>, between: impl FnOnce()) {
-        if shard.sub_word() {
+        if !shard.line_packed() {
             between();
-            narrow::query_sub_word(shard, positions, out);
+            match shard.wpr {
+                _ if shard.sub_word() => narrow::query_sub_word(shard, positions, out),
+                1 => narrow::query_word_packed::<1>(shard, positions, out),
+                2 => narrow::query_word_packed::<2>(shard, positions, out),
+                _ => narrow::query_word_packed::<4>(shard, positions, out),
+            }
             return;
         }
         // Uninitialised on purpose: zeroing 4 KiB per query would cost as

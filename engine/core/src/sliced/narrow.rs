@@ -9,9 +9,12 @@
 //!   plain Bloom filter. A key's `k` probe rows are `k` masked shifts and
 //!   ANDs of a few bits (`and_sub_word`);
 //! - **word-packed** (`w` = 64, 128 or 256): rows of 1, 2 or 4 words; a
-//!   power of two, so a row never straddles a cache line. They go through
-//!   the kernels as the wide shards do (runs shorter than a line are the
-//!   kernels' tail);
+//!   power of two, so a row never straddles a cache line. A query ANDs a
+//!   row as a fixed-size array of words (`query_word_packed`): the kernels
+//!   take runs shorter than a line (their tail, word by word through
+//!   slices) and answer alike, but cost more instructions on a run of a
+//!   few words (`query_batch_1000_keys` under callgrind, see
+//!   `bench/RESULTS.md`, section "Query");
 //! - **line-packed** (a multiple of [`SHARD_COLUMN_STEP`]): whole cache
 //!   lines per row, the layout the kernels' 512-bit chunks and early exit
 //!   are built for.
@@ -131,6 +134,46 @@ pub(super) fn query_sub_word(shard: &Shard, positions: &[u32], out: &mut Vec<u64
     while bits != 0 {
         out.push(shard.owners[bits.trailing_zeros() as usize]);
         bits &= bits - 1;
+    }
+}
+
+/// Appends the owners of the used columns of a word-packed shard (rows of
+/// `N` = 1, 2 or 4 words) whose rows at `positions` all have the column's
+/// bit. Fixed-size rows: the AND of a row is `N` words in registers with
+/// one test for the early exit, where the kernels' tail for runs shorter
+/// than a line works word by word through slices.
+#[inline]
+pub(super) fn query_word_packed<const N: usize>(shard: &Shard, positions: &[u32], out: &mut Vec<u64>) {
+    let rows = &shard.rows[..];
+    let row = |p: u32| -> [u64; N] {
+        let at = p as usize * N;
+        rows[at..at + N].try_into().expect("a row of N words")
+    };
+    let Some((&first, rest)) = positions.split_first() else {
+        return query_used(shard, &[!0; N], out);
+    };
+    let mut acc = row(first);
+    for &p in rest {
+        if acc.iter().all(|&w| w == 0) {
+            return;
+        }
+        let r = row(p);
+        for (a, w) in acc.iter_mut().zip(r) {
+            *a &= w;
+        }
+    }
+    query_used(shard, &acc, out);
+}
+
+/// Appends the owners of the used columns whose bit `acc` has.
+#[inline]
+fn query_used(shard: &Shard, acc: &[u64], out: &mut Vec<u64>) {
+    for (w, (&a, &used)) in acc.iter().zip(&shard.used).enumerate() {
+        let mut bits = a & used;
+        while bits != 0 {
+            out.push(shard.owners[w * 64 + bits.trailing_zeros() as usize]);
+            bits &= bits - 1;
+        }
     }
 }
 

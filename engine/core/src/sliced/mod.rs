@@ -885,14 +885,11 @@ impl SlicedIndex {
     /// flight (see [`Self::run_batch`]).
     #[inline]
     fn query_shard_then(&self, shard: &Shard, positions: &[u32], out: &mut Vec<u64>, between: impl FnOnce()) {
-        if !shard.line_packed() {
+        // Shards narrower than a cache line (`wpr` < 8) have their own
+        // scalar code, out of line so that this path is as before.
+        if shard.wpr < WORDS_PER_LINE {
             between();
-            match shard.wpr {
-                _ if shard.sub_word() => narrow::query_sub_word(shard, positions, out),
-                1 => narrow::query_word_packed::<1>(shard, positions, out),
-                2 => narrow::query_word_packed::<2>(shard, positions, out),
-                _ => narrow::query_word_packed::<4>(shard, positions, out),
-            }
+            narrow::query_narrow(shard, positions, out);
             return;
         }
         // Uninitialised on purpose: zeroing 4 KiB per query would cost as

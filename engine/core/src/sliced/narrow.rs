@@ -137,6 +137,18 @@ pub(super) fn query_sub_word(shard: &Shard, positions: &[u32], out: &mut Vec<u64
     }
 }
 
+/// Appends the owners of the used columns of a shard narrower than a cache
+/// line whose rows at `positions` all have the column's bit.
+#[inline(never)]
+pub(super) fn query_narrow(shard: &Shard, positions: &[u32], out: &mut Vec<u64>) {
+    match shard.wpr {
+        _ if shard.cols < 64 => query_sub_word(shard, positions, out),
+        1 => query_word_packed::<1>(shard, positions, out),
+        2 => query_word_packed::<2>(shard, positions, out),
+        _ => query_word_packed::<4>(shard, positions, out),
+    }
+}
+
 /// Appends the owners of the used columns of a word-packed shard (rows of
 /// `N` = 1, 2 or 4 words) whose rows at `positions` all have the column's
 /// bit. Fixed-size rows: the AND of a row is `N` words in registers with

@@ -727,14 +727,13 @@ impl Index {
     /// size-classed parts (a ``bloomslice::Collection``) chosen by the
     /// layout, whose knobs are ``max_parts`` (most parts), ``query_cost_weight``
     /// (the price of one more part as a fraction of the memory: 0 takes the
-    /// least memory, large values one part) and ``column_step`` (columns a
-    /// part's width is counted in). With ``n_exp`` every filter is sized for
+    /// least memory, large values one part). With ``n_exp`` every filter is sized for
     /// ``n_exp`` keys at ``fp``; with ``m`` and ``k`` it has exactly ``m``
     /// bits and ``k`` hashes.
     #[staticmethod]
     #[pyo3(signature = (
         sets, *, n_exp = None, fp = 0.01, m = None, k = None, seed = 0,
-        max_parts = None, query_cost_weight = None, column_step = None
+        max_parts = None, query_cost_weight = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn build(
@@ -747,13 +746,12 @@ impl Index {
         seed: u64,
         max_parts: Option<usize>,
         query_cost_weight: Option<f64>,
-        column_step: Option<usize>,
     ) -> PyResult<Self> {
         let fixed = n_exp.is_some() || m.is_some() || k.is_some();
-        let knobs = max_parts.is_some() || query_cost_weight.is_some() || column_step.is_some();
+        let knobs = max_parts.is_some() || query_cost_weight.is_some();
         if fixed && knobs {
             return Err(PyValueError::new_err(
-                "max_parts, query_cost_weight and column_step choose the parts of sets sized from their keys: \
+                "max_parts and query_cost_weight choose the parts of sets sized from their keys: \
                  give them without n_exp, m and k",
             ));
         }
@@ -780,8 +778,8 @@ impl Index {
                 String::from_utf8_lossy(&w[0].0)
             )));
         }
-        if max_parts == Some(0) || column_step == Some(0) {
-            return Err(PyValueError::new_err("max_parts and column_step must be at least 1"));
+        if max_parts == Some(0) {
+            return Err(PyValueError::new_err("max_parts must be at least 1"));
         }
         if let Some(w) = query_cost_weight.filter(|w| !(w.is_finite() && *w >= 0.0)) {
             return Err(PyValueError::new_err(format!("query_cost_weight must be a finite number >= 0, got {w}")));
@@ -790,7 +788,6 @@ impl Index {
         let config = LayoutConfig {
             max_parts: max_parts.unwrap_or(defaults.max_parts),
             query_cost_weight: query_cost_weight.unwrap_or(defaults.query_cost_weight),
-            column_step: column_step.unwrap_or(defaults.column_step),
         };
         let inner = py.detach(|| -> Result<Inner, Error> {
             let engine = match params {

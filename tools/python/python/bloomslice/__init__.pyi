@@ -48,7 +48,6 @@ class Index:
         seed: int = 0,
         max_parts: Optional[int] = None,
         query_cost_weight: Optional[float] = None,
-        column_step: Optional[int] = None,
     ) -> Index:
         """Builds an index from a mapping of set name to keys (bytes/str, or
         a uint64 NumPy array of key hashes), or from a directory of text
@@ -59,9 +58,8 @@ class Index:
         of keys at false-positive rate `fp`, in size-classed parts (a
         collection) chosen by the layout: `max_parts` (most parts, default
         8), `query_cost_weight` (the price of one more part as a fraction of
-        the memory, default 0.1: 0 takes the least memory, large values one
-        part) and `column_step` (columns a part's width is counted in,
-        default 1). With `n_exp` every filter holds `n_exp` keys at `fp`;
+        the memory, default 0.05: 0 takes the least memory, large values one
+        part). With `n_exp` every filter holds `n_exp` keys at `fp`;
         with `m` and `k` it has exactly `m` bits and `k` hashes.
 
         Raises ValueError for bad parameters, layout knobs given with a

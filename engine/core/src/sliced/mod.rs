@@ -517,6 +517,15 @@ impl SlicedIndex {
             + self.slots.allocation_size()
     }
 
+    /// Bytes of this index's rows that sit on transparent huge pages now
+    /// (owned rows of at least [`crate::storage::HUGE_PAGE_BYTES`] are
+    /// advised to; see [`crate::storage::huge_page_bytes_of`] for how the
+    /// figure is taken). Reads `/proc/self/smaps`: for reports, not queries.
+    pub fn huge_page_bytes(&self) -> usize {
+        let ranges: Vec<(usize, usize)> = self.shards.iter().map(|s| s.rows.byte_range()).collect();
+        crate::storage::huge_page_bytes_of(&ranges)
+    }
+
     /// Bytes of rows one query must read (all `k` runs of every shard),
     /// before early exit.
     pub fn bytes_per_query(&self) -> usize {
@@ -756,9 +765,7 @@ impl SlicedIndex {
     /// [`SlicedIndex::query_into`] by the key's hash.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
-        let mut buf = [MaybeUninit::uninit(); crate::params::MAX_HASHES as usize];
-        let pos = self.params.probes_in(hash, &mut buf);
-        self.query_positions(pos, out);
+        self.query_hash_append(hash, out);
     }
 
     /// [`SlicedIndex::query_hash_into`] without clearing `out`: the

@@ -3,10 +3,13 @@
 //! [`ConcurrentIndex`] (`full` shape: random half-full filters, half of the
 //! keys present), while one writer thread adds, updates and removes sets
 //! at a fixed rate. Every query's latency goes into an HdrHistogram; so
-//! does a control, the timer around an empty query, taken in the same
-//! loop (control, query, control, query, ...), so the machine's own
-//! scheduling and timer noise is measured under the same load as the
-//! queries. One phase per writer rate (0 = no writer), then the same
+//! do two controls taken in the same loop (control, control, query, ...),
+//! so the machine's own scheduling and timer noise is measured under the
+//! same load as the queries: `empty`, the timer around nothing (the
+//! timer's own cost and jitter), and `spin`, the timer around a register-only
+//! busy loop calibrated to the queries' median time without the writer (a
+//! window as long as a query, so it is hit by interrupts and preemption as
+//! often as a query is: on a shared machine that sets the tail). One phase per writer rate (0 = no writer), then the same
 //! phases through [`QueryPool`] single-key submissions (`submit` and
 //! `wait`, workers answering) for comparison.
 //!
@@ -135,12 +138,18 @@ pub struct LatencyRow {
     pub rate: u32,
     /// Publishes the writer made per second.
     pub published_per_s: f64,
-    /// Queries per second, all readers together.
+    /// Queries per second made by all readers together, in loops that also
+    /// time the controls and check every answer.
     pub queries_per_s: f64,
+    /// Queries per second the readers would make doing nothing else:
+    /// readers x 1e9 / the mean query latency.
+    pub busy_queries_per_s: f64,
     /// Query latency, ns (one timer's overhead included, as in `control`).
     pub query: Percentiles,
     /// The timer around an empty query, ns.
     pub control: Percentiles,
+    /// The timer around a busy loop as long as a median query, ns.
+    pub spin: Percentiles,
     /// Time of one publish (the writer's call), ns.
     pub publish: Option<Percentiles>,
     /// Answers naming one of the writer's sets (checked against its universe).
@@ -176,6 +185,8 @@ struct World {
     /// Filter of each writer set's whole universe.
     universes: Vec<BloomFilter>,
     base: u64,
+    /// Iterations of [`spin`] that take about a median query.
+    spin_iters: u64,
 }
 
 impl World {
@@ -199,6 +210,16 @@ impl World {
         }
         Ok(writer)
     }
+}
+
+/// A register-only busy loop of `iters` steps (no memory traffic).
+#[inline(never)]
+fn spin(iters: u64) -> u64 {
+    let mut x = std::hint::black_box(1u64);
+    for _ in 0..iters {
+        x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(7);
+    }
+    std::hint::black_box(x)
 }
 
 /// xorshift64.
@@ -228,8 +249,7 @@ fn version(j: usize, start: u64) -> BloomFilter {
 fn build(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<World, BenchError> {
     let n = args.filters as usize;
     log(&format!("building {n} random half-full filters (full shape)"));
-    let (index, built, _, mut keys) =
-        random_full_index(n, args.keys as usize, args.seed, SlicedConfig::default());
+    let (index, built, _, mut keys) = random_full_index(n, args.keys as usize, args.seed, SlicedConfig::default());
     let p = *index.params();
     // One key in 16 from a writer set's universe.
     let mut s = args.seed | 1;
@@ -267,7 +287,45 @@ fn build(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<World, BenchEr
             f
         })
         .collect();
-    Ok(World { shared: ConcurrentIndex::new(index), keys, hashes, expected, universes, base: n as u64 })
+    let shared = ConcurrentIndex::new(index);
+    // The first writes give each copy its own shards (a full copy of the
+    // shard written): a one-off cost that is not a publish's.
+    log("warming the writer (first writes copy the shards)");
+    let warm = version(0, 0);
+    for _ in 0..2 {
+        shared.insert_filter(n as u64, &warm).map_err(|e| BenchError(e.to_string()))?;
+        shared.delete_filter(n as u64).map_err(|e| BenchError(e.to_string()))?;
+    }
+    // The spin control: as long as a median query here, alone.
+    let mut out = Vec::new();
+    let mut times: Vec<u64> = (0..20_000)
+        .map(|i| {
+            let t = Instant::now();
+            shared.query_into(&keys[(i * 7919) % keys.len()], &mut out);
+            t.elapsed().as_nanos() as u64
+        })
+        .collect();
+    times.sort_unstable();
+    let target = times[times.len() / 2].max(1);
+    let mut spin_iters = 1u64;
+    loop {
+        let t = Instant::now();
+        for _ in 0..100 {
+            spin(spin_iters);
+        }
+        if t.elapsed().as_nanos() as u64 / 100 >= target || spin_iters > 1 << 30 {
+            break;
+        }
+        spin_iters *= 2;
+    }
+    let t = Instant::now();
+    for _ in 0..100 {
+        spin(spin_iters);
+    }
+    let per = (t.elapsed().as_nanos() as u64 / 100).max(1);
+    spin_iters = (spin_iters * target / per).max(1);
+    log(&format!("median query alone {target} ns; spin control of {spin_iters} steps"));
+    Ok(World { shared, keys, hashes, expected, universes, base: n as u64, spin_iters })
 }
 
 /// The writer: one publish every `1 / rate` seconds until `stop`, cycling
@@ -328,6 +386,7 @@ fn histogram() -> Result<Histogram<u64>, BenchError> {
 struct ReaderOut {
     query: Histogram<u64>,
     control: Histogram<u64>,
+    spin: Histogram<u64>,
     queries: u64,
     writer_ids: u64,
 }
@@ -341,7 +400,7 @@ fn reader(
     stop: &AtomicBool,
     started: &AtomicU64,
 ) -> Result<ReaderOut, BenchError> {
-    let (mut query, mut control) = (histogram()?, histogram()?);
+    let (mut query, mut control, mut spun) = (histogram()?, histogram()?, histogram()?);
     let mut out = Vec::with_capacity(4096);
     let mut results = PoolResults::new();
     let mut s = seed | 1;
@@ -351,7 +410,10 @@ fn reader(
     for i in 0..256.min(n) {
         world.shared.query_into(&world.keys[i], &mut out);
         if let Some(pool) = pool {
-            results = pool.submit(&world.shared, &world.keys[i..=i], results).wait().map_err(|e| BenchError(e.to_string()))?;
+            results = pool
+                .submit(&world.shared, &world.keys[i..=i], results)
+                .wait()
+                .map_err(|e| BenchError(e.to_string()))?;
         }
     }
     started.fetch_add(1, Ordering::SeqCst);
@@ -362,6 +424,9 @@ fn reader(
             let t = Instant::now();
             std::hint::black_box(key);
             let c = t.elapsed().as_nanos() as u64;
+            let t = Instant::now();
+            spin(world.spin_iters);
+            let sp = t.elapsed().as_nanos() as u64;
             let t = Instant::now();
             let ns = match pool {
                 None => {
@@ -380,12 +445,13 @@ fn reader(
                 }
             };
             control.record(c.max(1)).map_err(|e| BenchError(e.to_string()))?;
+            spun.record(sp.max(1)).map_err(|e| BenchError(e.to_string()))?;
             query.record(ns.max(1)).map_err(|e| BenchError(e.to_string()))?;
             writer_ids += world.check(i, &out)?;
             queries += 1;
         }
     }
-    Ok(ReaderOut { query, control, queries, writer_ids })
+    Ok(ReaderOut { query, control, spin: spun, queries, writer_ids })
 }
 
 /// One phase: `readers` readers (inline, or through `pool`) for `seconds`,
@@ -420,11 +486,13 @@ fn phase(
         let wrote = writer_handle.map(|h| h.join());
         (outs, wrote, elapsed)
     });
-    let mut total = ReaderOut { query: histogram()?, control: histogram()?, queries: 0, writer_ids: 0 };
+    let mut total =
+        ReaderOut { query: histogram()?, control: histogram()?, spin: histogram()?, queries: 0, writer_ids: 0 };
     for out in outs {
         let out = out.map_err(|_| BenchError("a reader panicked".into()))??;
         total.query.add(&out.query).map_err(|e| BenchError(e.to_string()))?;
         total.control.add(&out.control).map_err(|e| BenchError(e.to_string()))?;
+        total.spin.add(&out.spin).map_err(|e| BenchError(e.to_string()))?;
         total.queries += out.queries;
         total.writer_ids += out.writer_ids;
     }
@@ -453,8 +521,7 @@ pub fn run(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<LatencyR
         Some(Arc::new(QueryPool::new(config).map_err(|e| BenchError(format!("pool: {e}")))?))
     };
     let mut rows = Vec::new();
-    let modes: Vec<Option<&QueryPool>> =
-        std::iter::once(None).chain(pool.as_deref().map(Some)).collect();
+    let modes: Vec<Option<&QueryPool>> = std::iter::once(None).chain(pool.as_deref().map(Some)).collect();
     for mode in modes {
         for &rate in &args.rates {
             let name = if mode.is_some() { "pool" } else { "inline" };
@@ -468,8 +535,10 @@ pub fn run(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<LatencyR
                 rate,
                 published_per_s,
                 queries_per_s: out.queries as f64 / args.seconds,
+                busy_queries_per_s: readers as f64 * 1e9 / out.query.mean().max(1.0),
                 query: Percentiles::of(&out.query),
                 control: Percentiles::of(&out.control),
+                spin: Percentiles::of(&out.spin),
                 publish: publish.as_ref().map(Percentiles::of),
                 writer_ids_seen: out.writer_ids,
                 cpu: cpu.clone(),
@@ -485,31 +554,39 @@ pub fn table(rows: &[LatencyRow]) -> String {
     let mut s = String::new();
     if let Some(r) = rows.first() {
         s += &format!(
-            "single-key latency, full N = {}, {} readers, {} kernels, {} (us; query = the timer around one query_into, control = the timer around nothing, same loop)\n",
+            "single-key latency, full N = {}, {} readers, {} kernels, {}\n\
+             (us; query: the timer around one query; empty: the timer around nothing; spin: the timer around a \
+             busy loop as long as a median query; all three in one loop)\n",
             r.filters, r.readers, r.kernels, r.cpu
         );
     }
     s += &format!(
-        "{:<7} {:>6} {:>8} {:>10} {:>22} {:>22} {:>7} {:>7} {:>9}\n",
-        "mode", "rate/s", "made/s", "queries/s", "query p50/p90/p99", "control p50/p90/p99", "q p99.9", "c p99.9", "q max"
+        "{:<7} {:>6} {:>7} {:>9} {:>9} {:>30} {:>13} {:>20}\n",
+        "mode",
+        "rate/s",
+        "made/s",
+        "q/s loop",
+        "q/s busy",
+        "query p50/p90/p99/p99.9/max",
+        "empty p50/p99.9",
+        "spin p50/p99/p99.9"
     );
     let us = |ns: u64| ns as f64 / 1e3;
     for r in rows {
-        let (q, c) = (&r.query, &r.control);
+        let (q, c, sp) = (&r.query, &r.control, &r.spin);
         s += &format!(
-            "{:<7} {:>6} {:>8.0} {:>10.0} {:>22} {:>22} {:>7.2} {:>7.2} {:>9.1}\n",
+            "{:<7} {:>6} {:>7.0} {:>9.0} {:>9.0} {:>30} {:>13} {:>20}\n",
             r.mode,
             r.rate,
             r.published_per_s,
             r.queries_per_s,
-            format!("{:.2}/{:.2}/{:.2}", us(q.p50), us(q.p90), us(q.p99)),
-            format!("{:.3}/{:.3}/{:.3}", us(c.p50), us(c.p90), us(c.p99)),
-            us(q.p999),
-            us(c.p999),
-            us(q.max)
+            r.busy_queries_per_s,
+            format!("{:.2}/{:.2}/{:.2}/{:.2}/{:.0}", us(q.p50), us(q.p90), us(q.p99), us(q.p999), us(q.max)),
+            format!("{:.3}/{:.3}", us(c.p50), us(c.p999)),
+            format!("{:.2}/{:.2}/{:.2}", us(sp.p50), us(sp.p99), us(sp.p999)),
         );
     }
-    for r in rows.iter().filter(|r| r.publish.is_some()) {
+    for r in rows {
         if let Some(p) = &r.publish {
             s += &format!(
                 "publish ({} at {}/s): p50 {:.1} us, p99 {:.1} us, max {:.1} us; writer sets seen in {} answers\n",

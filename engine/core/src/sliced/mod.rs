@@ -798,7 +798,10 @@ impl SlicedIndex {
         }
         for (s, shard) in self.shards.iter().enumerate() {
             ahead(s + d);
-            self.query_shard(shard, positions, out);
+            // The AND and its ids in one pass, a line at a time (no
+            // buffer of the AND); bits of unused columns are dropped by the
+            // `used` mask, as in `query_shard_then`.
+            self.kernels.and_runs_mapped(&shard.rows, shard.wpr, positions, &shard.used, &shard.owners, out);
         }
     }
 

@@ -5,6 +5,10 @@
 //! - `chase`: one dependent random line load in a buffer of the index's
 //!   size (huge pages asked for, as the index's rows are): the memory's
 //!   round trip;
+//! - `chase runs`: the same chase, but each step loads `k` random runs of
+//!   as many lines as the index's runs (all independent of each other)
+//!   and the next step depends on all of them: the least time a key's row
+//!   reads can take here, one round trip for all its lines;
 //! - `l1`: one of four keys repeated with `query_into` (its rows stay in
 //!   the first-level cache: the code alone);
 //! - `single`: distinct random keys with `query_into`, one after the other;
@@ -87,6 +91,9 @@ fn main() {
     }
     let words: &[u64] = &buf;
 
+    // A key's runs: k runs of the index's run length (one shard).
+    let k = index.params().k() as usize;
+    let run_lines = (index.bytes_per_query() / k / 64).clamp(1, lines / 2);
     println!(
         "{filters} filters, {} kernels, index {:.1} MB ({:.1} MB of rows on huge pages), chase buffer {:.1} MB ({:.1} MB on huge pages); ns per key",
         index.kernels().backend(),
@@ -105,6 +112,22 @@ fn main() {
         }
         let chase = per_key(start, steps);
         black_box(at);
+
+        let steps = 200_000;
+        let start = Instant::now();
+        let mut x = at as u64 | 1;
+        for _ in 0..steps {
+            let mut acc = 0u64;
+            for r in 0..k {
+                let line = (x.wrapping_mul(0x9e37_79b9_7f4a_7c15 + 2 * r as u64) >> 20) as usize % (lines - run_lines);
+                for l in 0..run_lines {
+                    acc ^= words[(line + l) * 8 + 1];
+                }
+            }
+            x = next(&mut (x ^ acc)) | 1;
+        }
+        let chase_runs = per_key(start, steps);
+        black_box(x);
 
         let start = Instant::now();
         for i in 0..KEYS {
@@ -127,8 +150,9 @@ fn main() {
         }
         let batched = per_key(start, KEYS);
         println!(
-            "round {round}: chase {chase:.1}, l1 {l1:.1}, single {single:.1}, batched {batched:.1}; single / (chase + l1) {:.2}, single / batched {:.2}",
+            "round {round}: chase {chase:.1}, chase runs {chase_runs:.1}, l1 {l1:.1}, single {single:.1}, batched {batched:.1}; single / (chase + l1) {:.2}, single / (chase runs + l1) {:.2}, single / batched {:.2}",
             single / (chase + l1),
+            single / (chase_runs + l1),
             single / batched
         );
     }

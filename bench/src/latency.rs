@@ -469,7 +469,7 @@ fn phase(
         let handles: Vec<_> = (0..readers)
             .map(|r| {
                 let (stop, started) = (&stop, &started);
-                scope.spawn(move || reader(world, pool, args.seed ^ (r as u64 + 1) * 0x9e37_79b9, stop, started))
+                scope.spawn(move || reader(world, pool, args.seed ^ ((r as u64 + 1) * 0x9e37_79b9), stop, started))
             })
             .collect();
         while started.load(Ordering::SeqCst) < readers as u64 && !handles.iter().any(|h| h.is_finished()) {

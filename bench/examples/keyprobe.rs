@@ -119,7 +119,8 @@ fn main() {
         for _ in 0..steps {
             let mut acc = 0u64;
             for r in 0..k {
-                let line = (x.wrapping_mul(0x9e37_79b9_7f4a_7c15 + 2 * r as u64) >> 20) as usize % (lines - run_lines);
+                let h = x.wrapping_mul(0x9e37_79b9_7f4a_7c15 + 2 * r as u64);
+                let line = ((u128::from(h) * (lines - run_lines) as u128) >> 64) as usize;
                 for l in 0..run_lines {
                     acc ^= words[(line + l) * 8 + 1];
                 }

@@ -28,7 +28,10 @@
 //! current one; how many rows of a run are prefetched follows the index's
 //! measured bit density, so a sparse index does not prefetch rows the early
 //! exit would skip. Matching columns become ids through
-//! `Kernels::append_mapped_bits`, which does not branch per word.
+//! `Kernels::append_mapped_bits`, which does not branch per word. A single
+//! key prefetches its runs shard by shard and, in shards of short runs,
+//! ANDs them and writes the ids a line at a time in one kernel
+//! (`Kernels::and_runs_mapped`), with no buffer in between.
 
 use core::mem::MaybeUninit;
 use std::sync::Arc;

@@ -16,6 +16,8 @@
 //! - [`roofline`]: the memory roofline measured in the same run;
 //! - [`experiment`]: the `paper query` experiment itself;
 //! - [`multi`]: `paper query --workload multi`, multi-key threshold queries;
+//! - [`latency`]: `paper latency`, single-key latency on a shared index
+//!   while a writer publishes;
 //! - [`popularity`](mod@popularity): the `paper popularity` experiment (Section 5.1 of
 //!   the popularity-conscious paper), table and CSV;
 //! - [`popularity_experiment`]: that experiment's harness (Zipf workload,
@@ -38,6 +40,7 @@ pub mod bloofi_repro;
 pub mod csv_text;
 pub mod engines;
 pub mod experiment;
+pub mod latency;
 pub mod multi;
 pub mod plot;
 pub mod popularity;

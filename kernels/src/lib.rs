@@ -41,6 +41,7 @@ macro_rules! with_kernel_signatures {
             and_rows(rows: &[&[u64]], out: &mut [u64]) -> bool;
             and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64]) -> bool;
             append_mapped_bits(words: &[u64], mask: &[u64], table: &[u64], out: &mut Vec<u64>);
+            and_runs_mapped(rows: &[u64], stride: usize, positions: &[u32], mask: &[u64], table: &[u64], out: &mut Vec<u64>);
             or_into(dst: &mut [u64], src: &[u64]) -> u64;
             popcount(words: &[u64]) -> u64;
             and_popcount(a: &[u64], b: &[u64]) -> u64;

@@ -146,6 +146,42 @@ fn check_and_runs_word_packed(k: &Kernels) {
     }
 }
 
+/// `and_runs_mapped` against the scalar reference and against `and_runs`
+/// followed by `append_mapped_bits`: every row set, length and offset of
+/// `check_and_runs`, masked by all ones and by a pattern, through a table
+/// that is not the identity, appending after earlier ids.
+fn check_and_runs_mapped(k: &Kernels) {
+    let mut rng = Rng::new(5);
+    let table: Vec<u64> = (0..64 * MAX_WORDS as u64).map(|c| c.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 3).collect();
+    let ones = vec![u64::MAX; MAX_WORDS];
+    let pattern: Vec<u64> = (0..MAX_WORDS as u64).map(|i| i.wrapping_mul(0xd6e8_feb8_6659_fd93) | 1).collect();
+    for rows in 0..=MAX_ROWS {
+        for set in row_sets(rows.max(1), &mut rng) {
+            let stride = MAX_WORDS + 2;
+            let flat: Vec<u64> = set.iter().chain(set.iter()).flatten().copied().collect();
+            let positions: Vec<u32> = (0..rows).map(|r| ((r * 7 + 3) % (2 * set.len())) as u32).collect();
+            for offset in 0..OFFSETS {
+                let arena = Arena::new(&flat, offset);
+                for len in 0..=MAX_WORDS {
+                    for mask in [&ones[..len], &pattern[..len]] {
+                        let mut got = vec![7, 1, 3];
+                        let mut want = got.clone();
+                        let mut via_two = got.clone();
+                        k.and_runs_mapped(arena.words(), stride, &positions, mask, &table, &mut got);
+                        all::and_runs_mapped(arena.words(), stride, &positions, mask, &table, &mut want);
+                        let mut and = vec![0; len];
+                        all::and_runs(arena.words(), stride, &positions, &mut and);
+                        all::append_mapped_bits(&and, mask, &table, &mut via_two);
+                        let case = format!("and_runs_mapped rows={rows} len={len} offset={offset}");
+                        assert_eq!(got, want, "{} {case}", k.backend());
+                        assert_eq!(want, via_two, "reference disagrees with and_runs + append_mapped_bits: {case}");
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// `and_runs` with more positions than the kernels keep run pointers for
 /// on the stack (32), on rows dense enough that no chunk exits early, so
 /// the positions past the hoisted ones are ANDed too.
@@ -334,6 +370,7 @@ macro_rules! backend_tests {
             popcounts: check_popcounts,
             or_into: check_or_into,
             append_mapped_bits: check_append_mapped_bits,
+            and_runs_mapped: check_and_runs_mapped,
             count_runs: check_count_runs,
         ]);
     };

@@ -39,6 +39,9 @@ enum Command {
     /// m/n = 8, k = 5, k_max = 10): predicted and measured false-positive
     /// rates of standard, rounding, integer DP and optimal+.
     Popularity(bloomslice_bench::popularity::PopularityArgs),
+    /// Single-key latency on a shared ConcurrentIndex while a writer
+    /// publishes: percentiles beside a timer control (see bench/src/latency.rs).
+    Latency(bloomslice_bench::latency::LatencyArgs),
 }
 
 /// Arguments of `paper stable`.
@@ -130,6 +133,7 @@ fn main() -> ExitCode {
         Command::Stable(args) => return run_stable(&args),
         Command::Bloofi(args) => return bloomslice_bench::bloofi_repro::main(&args),
         Command::Popularity(args) => return run_popularity(&args),
+        Command::Latency(args) => return bloomslice_bench::latency::main(&args),
     };
     let defaults = SlicedConfig::default();
     let mut spec = WorkloadSpec::new(args.workload, args.queries, args.seed);

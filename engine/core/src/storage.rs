@@ -84,6 +84,13 @@ impl Words {
         if !(map.as_ptr() as usize + offset).is_multiple_of(CACHE_LINE_BYTES) {
             return Err(Error::CorruptFile(format!("mapped window at {offset} is not 64-byte aligned")));
         }
+        // A window of at least a huge page is advised like an owned buffer:
+        // a kernel whose file system keeps large folios for the file can
+        // then map its 2 MiB-aligned parts with one page-table entry each
+        // (see `bench/RESULTS.md`, section "Latency", for what it does here).
+        if len * 8 >= HUGE_PAGE_BYTES {
+            advise_huge_pages(map.as_ptr().wrapping_add(offset), len * 8);
+        }
         Ok(Words { buf: Backing::Mapped { map, offset, len } })
     }
 
@@ -98,6 +105,11 @@ impl Words {
             Backing::Owned(buf) => buf.capacity() * 8,
             Backing::Mapped { len, .. } => len * 8,
         }
+    }
+
+    /// The address range of the words: `(start, bytes)`.
+    pub(crate) fn byte_range(&self) -> (usize, usize) {
+        (self.as_ptr() as usize, self.len() * 8)
     }
 
     /// The words as bytes (little-endian on the targets that save them in
@@ -221,6 +233,72 @@ pub fn advise_huge_capacity<T>(v: &Vec<T>) {
     }
 }
 
+/// Bytes of `[ptr, ptr + bytes)` that sit on transparent huge pages now, as
+/// `/proc/self/smaps` reports them (`AnonHugePages`, `FilePmdMapped`,
+/// `ShmemPmdMapped`); 0 elsewhere than Linux or when smaps cannot be read.
+/// See [`huge_page_bytes_of`] for how exact it is.
+pub fn huge_page_bytes_in(ptr: *const u8, bytes: usize) -> usize {
+    huge_page_bytes_of(&[(ptr as usize, bytes)])
+}
+
+/// [`huge_page_bytes_in`] summed over several `(start, bytes)` ranges, with
+/// one read of `/proc/self/smaps`. The kernel reports huge pages per
+/// mapping, not per address: a mapping that lies inside one range counts in
+/// full, and one that only overlaps a range counts at most the overlap
+/// (rounded down to whole huge pages), so the figure is exact when the
+/// ranges' mappings are their own (as 2 MiB-aligned, advised buffers are:
+/// the advice splits them from their neighbours) and an upper bound
+/// otherwise. Reads a file and allocates: not for a query path.
+pub fn huge_page_bytes_of(ranges: &[(usize, usize)]) -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        match std::fs::read_to_string("/proc/self/smaps") {
+            Ok(smaps) => huge_bytes_from_smaps(&smaps, ranges),
+            Err(_) => 0,
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = ranges;
+        0
+    }
+}
+
+/// The sum of [`huge_page_bytes_of`] from the text of an smaps file.
+fn huge_bytes_from_smaps(smaps: &str, ranges: &[(usize, usize)]) -> usize {
+    let mut total = 0;
+    // The current mapping: its address range and its huge bytes so far.
+    let mut vma: Option<(usize, usize, usize)> = None;
+    let mut finish = |vma: Option<(usize, usize, usize)>| {
+        if let Some((lo, hi, huge)) = vma {
+            for &(start, bytes) in ranges {
+                let (a, b) = (lo.max(start), hi.min(start.saturating_add(bytes)));
+                if a >= b {
+                    continue;
+                }
+                let whole = lo >= start && hi <= start.saturating_add(bytes);
+                total += if whole { huge } else { huge.min((b - a) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES) };
+            }
+        }
+    };
+    for line in smaps.lines() {
+        let mut fields = line.split_ascii_whitespace();
+        let Some(first) = fields.next() else { continue };
+        if let Some((lo, hi)) = first.split_once('-')
+            && let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+        {
+            finish(vma.take());
+            vma = Some((lo, hi, 0));
+        } else if matches!(first, "AnonHugePages:" | "FilePmdMapped:" | "ShmemPmdMapped:")
+            && let (Some(kb), Some((_, _, huge))) = (fields.next().and_then(|v| v.parse::<usize>().ok()), vma.as_mut())
+        {
+            *huge += kb * 1024;
+        }
+    }
+    finish(vma);
+    total
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge_pages(ptr: *const u8, bytes: usize) {
     let start = ptr as usize;
@@ -229,7 +307,7 @@ fn advise_huge_pages(ptr: *const u8, bytes: usize) {
     if len == 0 {
         return;
     }
-    // SAFETY: the range lies inside an allocation this process owns (page
+    // SAFETY: the range lies inside an allocation or a mapping this process owns (page
     // aligned inward), and MADV_HUGEPAGE only changes how the kernel backs
     // it, never its contents or validity. The result is advice; an error
     // (THP disabled) is deliberately ignored.
@@ -278,6 +356,38 @@ mod tests {
         assert_eq!(w[3], 99);
         assert_eq!(shared[3], 3, "the map is never written through");
         assert_eq!(w.as_ptr() as usize % CACHE_LINE_BYTES, 0);
+    }
+
+    #[test]
+    fn smaps_huge_bytes_are_attributed_to_ranges() {
+        let smaps = "\
+7f0000000000-7f0000600000 rw-p 00000000 00:00 0
+Size:               6144 kB
+AnonHugePages:      4096 kB
+FilePmdMapped:         0 kB
+7f0000600000-7f0000a00000 r--p 00000000 08:01 12 /tmp/index.bls
+AnonHugePages:         0 kB
+FilePmdMapped:      2048 kB
+";
+        let mib = 1 << 20;
+        let base = 0x7f00_0000_0000usize;
+        // The whole first mapping: all of its huge bytes.
+        assert_eq!(huge_bytes_from_smaps(smaps, &[(base, 6 * mib)]), 4 * mib);
+        // Part of it: at most the whole huge pages of the overlap.
+        assert_eq!(huge_bytes_from_smaps(smaps, &[(base, 3 * mib)]), 2 * mib);
+        // Both mappings; file-backed huge pages count too.
+        assert_eq!(huge_bytes_from_smaps(smaps, &[(base, 10 * mib)]), 6 * mib);
+        assert_eq!(huge_bytes_from_smaps(smaps, &[(base + 6 * mib, 4 * mib)]), 2 * mib);
+        assert_eq!(huge_bytes_from_smaps(smaps, &[(base + 20 * mib, mib)]), 0);
+        assert_eq!(huge_bytes_from_smaps("garbage\n\n", &[(base, mib)]), 0);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn huge_page_bytes_never_exceed_the_range() {
+        let w = Words::zeroed(4 * HUGE_PAGE_BYTES / 8).unwrap();
+        let huge = huge_page_bytes_in(w.as_ptr().cast(), w.len() * 8);
+        assert!(huge <= w.len() * 8, "{huge}");
     }
 
     #[test]

@@ -284,7 +284,7 @@ pub struct SizingArgs {
     /// Sized from the data: the price of one more part as a fraction of the
     /// memory (a part is added only if it saves more than w/(1+w) of the
     /// bytes), >= 0. 0 takes the least memory within --max-parts; large
-    /// values give one part. Default 0.1.
+    /// values give one part. Default 0.05.
     #[arg(long, value_name = "W", conflicts_with_all = ["n_exp", "m"], value_parser = parse_weight)]
     query_cost_weight: Option<f64>,
 }

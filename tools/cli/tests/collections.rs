@@ -364,7 +364,7 @@ fn format_1_index_files_open_as_one_part_and_are_upgraded_by_writers() {
     }
     bloomslice::persist::save(d.join("v1.bsi"), &index, &names).unwrap();
     let v = json(&ok(&run(&["inspect", "v1.bsi", "--json"], d)));
-    assert_eq!((v["format_version"].as_str(), v["parts"].as_array().unwrap().len()), (Some("1.1"), 1));
+    assert_eq!((v["format_version"].as_str(), v["parts"].as_array().unwrap().len()), (Some("1.2"), 1));
     assert_eq!(v["m"].as_u64(), Some(params.m()));
     assert_eq!(ok(&run(&["query", "v1.bsi", "old-b-7"], d)), "old-b-7\told-b\n");
     let out = ok(&run_stdin(&["query", "v1.bsi", "--count", "--threshold", "1"], d, b"old-a-1\nold-a-2\n"));

@@ -354,6 +354,13 @@ impl Collection {
             + self.sets.values().map(|slots| slots.capacity() * core::mem::size_of::<Slot>()).sum::<usize>()
     }
 
+    /// Bytes of the parts' rows that sit on transparent huge pages now
+    /// ([`SlicedIndex::huge_page_bytes`] summed over the parts). Reads
+    /// `/proc/self/smaps`: for reports, not queries.
+    pub fn huge_page_bytes(&self) -> usize {
+        self.parts.iter().map(|part| part.index.huge_page_bytes()).sum()
+    }
+
     /// The part for a new set of `size` keys: the first (by part order)
     /// of least capacity that holds it, or a new part sized for it at `p`.
     fn part_for_size(&mut self, size: u64) -> Result<usize> {

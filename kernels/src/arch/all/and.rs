@@ -47,6 +47,47 @@ pub fn and_runs(rows: &[u64], stride: usize, positions: &[u32], out: &mut [u64])
     )
 }
 
+/// [`and_runs`] of `mask.len()` words, then
+/// [`append_mapped_bits`](super::append_mapped_bits) of the result with
+/// `mask` and `table`, 512 bits at a time with no buffer in between: one
+/// key's query of one shard, all at once. The answer is appended to `out`
+/// exactly as the two kernels in a row would append it.
+///
+/// # Panics
+///
+/// Panics if a run reaches past the end of `rows` or `table` has fewer
+/// than `64 * mask.len()` entries.
+pub fn and_runs_mapped(
+    rows: &[u64],
+    stride: usize,
+    positions: &[u32],
+    mask: &[u64],
+    table: &[u64],
+    out: &mut Vec<u64>,
+) {
+    let n = mask.len();
+    for &p in positions {
+        assert!(run_fits(rows.len(), stride, p, n), "row run past the end of the rows");
+    }
+    assert!(table.len() / 64 >= n, "and_runs_mapped: table shorter than 64 entries per mask word");
+    let mut chunk = [0u64; WORDS_PER_LINE];
+    let mut start = 0;
+    while start < n {
+        let end = (start + WORDS_PER_LINE).min(n);
+        let words = &mut chunk[..end - start];
+        and_chunked(
+            positions.len(),
+            |i, s, e| {
+                let at = positions[i] as usize * stride + start;
+                &rows[at + s..at + e]
+            },
+            words,
+        );
+        super::append_mapped_bits(words, &mask[start..end], &table[start * 64..], out);
+        start = end;
+    }
+}
+
 /// The loop of [`and_rows`] and [`and_runs`] over `count` runs, words
 /// `start..end` of run `i` being `run(i, start, end)`.
 #[inline(always)]

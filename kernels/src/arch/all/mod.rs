@@ -8,7 +8,8 @@
 //! `arch::generic` (files of the same names):
 //!
 //! - `and`: [`and_rows`] and [`and_runs`], the AND of row runs with an
-//!   early exit.
+//!   early exit, and [`and_runs_mapped`], that AND with the ids of its set
+//!   bits (one key's query of one shard).
 //! - `popcount`: [`popcount()`], [`and_popcount`], [`or_popcount`],
 //!   [`xor_popcount`].
 //! - `or_into`: [`or_into()`], OR with a count of the new bits.
@@ -31,7 +32,7 @@ mod popcount;
 mod threshold;
 
 pub(crate) use and::{and_of_no_rows, max_position, run_fits};
-pub use and::{and_rows, and_runs};
+pub use and::{and_rows, and_runs, and_runs_mapped};
 pub use count::count_runs;
 pub(crate) use count::{check_count_args, count_chunk, prefetch_chunk};
 pub(crate) use extract::check_mapped_bits;

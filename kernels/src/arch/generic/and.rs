@@ -65,7 +65,7 @@ pub(crate) unsafe fn and_rows<L: Line>(rows: &[&[u64]], out: &mut [u64]) -> bool
 
 /// Runs of at most this many words (four lines) are ANDed by [`and_runs`]
 /// position by position, with an exit test per run.
-const SHORT_RUN_WORDS: usize = 4 * WORDS_PER_LINE;
+pub(super) const SHORT_RUN_WORDS: usize = 4 * WORDS_PER_LINE;
 
 /// Row runs whose start pointers [`and_runs`] and the single-key path of
 /// [`count_runs`](super::count::count_runs) keep on the stack; longer

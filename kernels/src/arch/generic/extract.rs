@@ -2,6 +2,7 @@
 //! (a column id) of every set bit of `words AND mask`, written without a
 //! branch per bit. Scalar reference: `arch::all::append_mapped_bits`.
 
+use super::and::{Runs, SHORT_RUN_WORDS};
 use super::line::Line;
 use crate::WORDS_PER_LINE;
 use crate::arch::all;
@@ -104,4 +105,132 @@ pub(crate) unsafe fn append_mapped_bits<L: Line>(words: &[u64], mask: &[u64], ta
         // above, each word's entries in order at its own range.
         unsafe { out.set_len(len + written) };
     }
+}
+
+/// See [`all::and_runs_mapped`]: [`and_runs`](super::and_runs) and
+/// [`append_mapped_bits`] fused for one key. Each 512-bit chunk is ANDed
+/// over the runs (with the early exit), masked, and, when a lane is left,
+/// its ids are written at once from the register's lanes: no output
+/// buffer stored and read back, no counting pass, no per-group
+/// bookkeeping. A single key's query is mostly this fixed cost (a key of
+/// `full` N = 1 000 reads 2 chunks and names about 9 ids), which the
+/// batched path spreads over many keys.
+///
+/// # Safety
+///
+/// `L`'s CPU features must be available.
+#[inline(always)]
+pub(crate) unsafe fn and_runs_mapped<L: Line>(
+    rows: &[u64],
+    stride: usize,
+    positions: &[u32],
+    mask: &[u64],
+    table: &[u64],
+    out: &mut Vec<u64>,
+) {
+    let n = mask.len();
+    let Some(last) = all::max_position(positions) else {
+        // The AND of no runs (all ones): not a query the engine makes.
+        return all::and_runs_mapped(rows, stride, positions, mask, table, out);
+    };
+    assert!(all::run_fits(rows.len(), stride, last, n), "row run past the end of the rows");
+    assert!(table.len() / 64 >= n, "and_runs_mapped: table shorter than 64 entries per mask word");
+    let full = n - n % WORDS_PER_LINE;
+    let mut start = 0;
+    if full <= SHORT_RUN_WORDS {
+        // Short runs: positions times stride per chunk costs less than
+        // setting up `Runs` (as in `and_runs`).
+        let base = rows.as_ptr();
+        while start < full {
+            // SAFETY: for every position `p`, `p * stride + n <= rows.len()`
+            // (asserted above) and `start + 8 <= full <= n`, so each load
+            // is in bounds of `rows`, and of `mask`; `L`'s features are
+            // available; `table` holds 64 entries per word of `mask`.
+            unsafe {
+                let mut acc = L::load(base.add(positions[0] as usize * stride + start));
+                for &p in &positions[1..] {
+                    if acc.is_zero() {
+                        break;
+                    }
+                    acc = acc.and(L::load(base.add(p as usize * stride + start)));
+                }
+                append_line(acc.and(L::load(mask.as_ptr().add(start))), table.as_ptr().add(start * 64), out);
+            }
+            start += WORDS_PER_LINE;
+        }
+    } else {
+        let mut runs = Runs::empty(rows, stride);
+        runs.set(positions);
+        while start < full {
+            // SAFETY: every run holds `n` words (asserted above) and
+            // `start + 8 <= full <= n`, so the chunk lies inside every run
+            // and inside `mask`; there is at least one run; `L`'s features
+            // are available; `table` holds 64 entries per word of `mask`.
+            unsafe {
+                let acc: L = runs.and_chunk(start);
+                append_line(acc.and(L::load(mask.as_ptr().add(start))), table.as_ptr().add(start * 64), out);
+            }
+            start += WORDS_PER_LINE;
+        }
+    }
+    for j in full..n {
+        let mut w = mask[j];
+        for &p in positions {
+            w &= rows[p as usize * stride + j];
+        }
+        while w != 0 {
+            out.push(table[j * 64 + w.trailing_zeros() as usize]);
+            w &= w - 1;
+        }
+    }
+}
+
+/// Appends `table[64 * j + b]` for every set bit `b` of lane `j` of `line`,
+/// in order, as [`append_mapped_bits`] writes a group.
+///
+/// # Safety
+///
+/// `table` must be valid for reading 512 entries; `L`'s features must be
+/// available.
+#[inline(always)]
+unsafe fn append_line<L: Line>(line: L, table: *const u64, out: &mut Vec<u64>) {
+    // SAFETY: `L`'s features are available (this function's contract).
+    let mut nonzero = unsafe { line.nonzero_lanes() };
+    if nonzero == 0 {
+        return;
+    }
+    let mut words = [0u64; WORDS_PER_LINE];
+    // SAFETY: `words` holds the eight words of a line.
+    unsafe { line.store(words.as_mut_ptr()) };
+    let hits = words.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+    out.reserve(hits + UNROLLED_BITS);
+    let len = out.len();
+    let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u64>();
+    let mut written = 0;
+    while nonzero != 0 {
+        let j = nonzero.trailing_zeros() as usize;
+        nonzero &= nonzero - 1;
+        let mut w = words[j];
+        let count = w.count_ones() as usize;
+        // SAFETY: `j < 8`, and `table` holds 64 entries for each of the
+        // line's eight words (this function's contract); every write is
+        // inside the `hits + UNROLLED_BITS` slots reserved, as in
+        // `append_mapped_bits`, and every table read is at `at + (0..64)`.
+        unsafe {
+            let at = table.add(j * 64);
+            for u in 0..UNROLLED_BITS {
+                dst.add(written + u).write(*at.add(w.trailing_zeros() as usize % 64));
+                w &= w.wrapping_sub(1);
+            }
+            let mut extra = written + UNROLLED_BITS;
+            while w != 0 {
+                dst.add(extra).write(*at.add(w.trailing_zeros() as usize));
+                w &= w - 1;
+                extra += 1;
+            }
+        }
+        written += count;
+    }
+    // SAFETY: the first `written` (= `hits`) spare slots were written above.
+    unsafe { out.set_len(len + written) };
 }

@@ -24,7 +24,8 @@
 //! - `popcount`: [`popcount()`], [`and_popcount`], [`or_popcount`],
 //!   [`xor_popcount`], over one Harley-Seal loop.
 //! - `or_into`: [`or_into()`], OR with a count of the new bits.
-//! - `extract`: [`append_mapped_bits`], the ids of the set bits.
+//! - `extract`: [`append_mapped_bits`], the ids of the set bits, and
+//!   [`and_runs_mapped`], the AND of a key's runs and its ids in one pass.
 //! - `count`: [`count_runs`], keys' ANDs added to bit-sliced counters.
 //! - `threshold`: [`count_at_least`], the counters compared with a
 //!   threshold.
@@ -47,7 +48,7 @@ mod threshold;
 
 pub(crate) use and::{and_rows, and_runs};
 pub(crate) use count::count_runs;
-pub(crate) use extract::append_mapped_bits;
+pub(crate) use extract::{and_runs_mapped, append_mapped_bits};
 pub(crate) use line::Line;
 pub(crate) use or_into::or_into;
 pub(crate) use popcount::{and_popcount, or_popcount, popcount, xor_popcount};

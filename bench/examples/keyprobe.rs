@@ -1,0 +1,160 @@
+//! Single-key latency against the memory floor, all in one run: on the
+//! index of `benches/iai_full.rs` (random half-full filters, `full` shape)
+//! it times, in alternating rounds,
+//!
+//! - `chase`: one dependent random line load in a buffer of the index's
+//!   size (huge pages asked for, as the index's rows are): the memory's
+//!   round trip;
+//! - `chase runs`: the same chase, but each step loads `k` random runs of
+//!   as many lines as the index's runs (all independent of each other)
+//!   and the next step depends on all of them: the least time a key's row
+//!   reads can take here, one round trip for all its lines;
+//! - `l1`: one of four keys repeated with `query_into` (its rows stay in
+//!   the first-level cache: the code alone);
+//! - `single`: distinct random keys with `query_into`, one after the other;
+//! - `batched`: the same keys through `query_batch` (1 024 keys a call),
+//!   per key;
+//!
+//! and prints `single / (chase + l1)` (the issue's floor: one round trip
+//! plus the code) and `single / batched`. It also says how many of the
+//! index's row bytes sit on transparent huge pages.
+//!
+//! With a second argument `R > 0` it only runs `R` passes of the
+//! repeated-key loop inside `measured`, for instruction counts:
+//!
+//! ```text
+//! cargo run --release -p bloomslice-bench --example keyprobe -- 1000 [ROUNDS]
+//! valgrind --tool=callgrind --toggle-collect='*keyprobe*measured*' \
+//!     target/release/examples/keyprobe 1000 1    # Ir / 100 000 = per key
+//! ```
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use bloomslice::storage::Words;
+use bloomslice::{BatchResults, SlicedConfig, SlicedIndex};
+use bloomslice_bench::args::positional;
+use bloomslice_bench::workload::random_full_index;
+
+/// Keys of the timed loops (and of a `measured` pass).
+const KEYS: usize = 100_000;
+
+/// xorshift64: the order of the chase, fixed so runs compare.
+fn next(s: &mut u64) -> u64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    *s
+}
+
+/// `passes` passes of [`KEYS`] queries of one of four keys (rows in L1):
+/// the loop whose instructions callgrind counts.
+#[inline(never)]
+fn measured(index: &SlicedIndex, keys: &[[u8; 8]], out: &mut Vec<u64>, passes: usize) -> usize {
+    let mut found = 0;
+    for _ in 0..passes {
+        for i in 0..KEYS {
+            index.query_into(black_box(&keys[i % 4]), out);
+            found += out.len();
+        }
+    }
+    found
+}
+
+fn main() {
+    let filters = positional("keyprobe", 1, 1000, |n| n > 0, "a filter count (a positive integer)");
+    let count_passes = positional("keyprobe", 2, 0, |_| true, "a pass count (an integer)");
+    let (index, _, _, keys) = random_full_index(filters, KEYS, 11, SlicedConfig::default());
+    let mut out = Vec::new();
+    let mut batch = BatchResults::new();
+    index.query_batch(&keys, &mut batch);
+    for (i, key) in keys.iter().enumerate() {
+        index.query_into(key, &mut out);
+        assert_eq!(Some(&out[..]), batch.get(i), "key {i}: query_into and query_batch disagree");
+    }
+    if count_passes > 0 {
+        let found = measured(&index, &keys, &mut out, count_passes);
+        println!("{count_passes} passes of {KEYS} repeated keys ({found} ids)");
+        return;
+    }
+
+    // The chase buffer: as many lines as the index holds bytes.
+    let lines = (index.memory_bytes() / 64).max(2);
+    let mut buf = Words::zeroed(lines * 8).expect("memory for the chase buffer");
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut order: Vec<usize> = (0..lines).collect();
+    for i in (1..lines).rev() {
+        order.swap(i, next(&mut seed) as usize % (i + 1));
+    }
+    for (i, &line) in order.iter().enumerate() {
+        buf[line * 8] = order[(i + 1) % lines] as u64;
+    }
+    let words: &[u64] = &buf;
+
+    // A key's runs: k runs of the index's run length (one shard).
+    let k = index.params().k() as usize;
+    let run_lines = (index.bytes_per_query() / k / 64).clamp(1, lines / 2);
+    println!(
+        "{filters} filters, {} kernels, index {:.1} MB ({:.1} MB of rows on huge pages), chase buffer {:.1} MB ({:.1} MB on huge pages); ns per key",
+        index.kernels().backend(),
+        index.memory_bytes() as f64 / 1e6,
+        index.huge_page_bytes() as f64 / 1e6,
+        (lines * 64) as f64 / 1e6,
+        bloomslice::storage::huge_page_bytes_in(words.as_ptr().cast(), lines * 64) as f64 / 1e6,
+    );
+    let per_key = |start: Instant, n: usize| start.elapsed().as_nanos() as f64 / n as f64;
+    let mut at = order[0];
+    for round in 0..positional("keyprobe", 3, 5, |n| n > 0, "a round count (a positive integer)") {
+        let steps = 1_000_000.min(lines * 4);
+        let start = Instant::now();
+        for _ in 0..steps {
+            at = words[at * 8] as usize;
+        }
+        let chase = per_key(start, steps);
+        black_box(at);
+
+        let steps = 200_000;
+        let start = Instant::now();
+        let mut x = at as u64 | 1;
+        for _ in 0..steps {
+            let mut acc = 0u64;
+            for r in 0..k {
+                let h = x.wrapping_mul(0x9e37_79b9_7f4a_7c15 + 2 * r as u64);
+                let line = ((u128::from(h) * (lines - run_lines) as u128) >> 64) as usize;
+                for l in 0..run_lines {
+                    acc ^= words[(line + l) * 8 + 1];
+                }
+            }
+            x = next(&mut (x ^ acc)) | 1;
+        }
+        let chase_runs = per_key(start, steps);
+        black_box(x);
+
+        let start = Instant::now();
+        for i in 0..KEYS {
+            index.query_into(black_box(&keys[i % 4]), &mut out);
+            black_box(&out);
+        }
+        let l1 = per_key(start, KEYS);
+
+        let start = Instant::now();
+        for key in &keys {
+            index.query_into(black_box(key), &mut out);
+            black_box(&out);
+        }
+        let single = per_key(start, KEYS);
+
+        let start = Instant::now();
+        for chunk in keys.chunks(1024) {
+            index.query_batch(black_box(chunk), &mut batch);
+            black_box(&batch);
+        }
+        let batched = per_key(start, KEYS);
+        println!(
+            "round {round}: chase {chase:.1}, chase runs {chase_runs:.1}, l1 {l1:.1}, single {single:.1}, batched {batched:.1}; single / (chase + l1) {:.2}, single / (chase runs + l1) {:.2}, single / batched {:.2}",
+            single / (chase + l1),
+            single / (chase_runs + l1),
+            single / batched
+        );
+    }
+}

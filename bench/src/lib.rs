@@ -16,6 +16,8 @@
 //! - [`roofline`]: the memory roofline measured in the same run;
 //! - [`experiment`]: the `paper query` experiment itself;
 //! - [`multi`]: `paper query --workload multi`, multi-key threshold queries;
+//! - [`skewed`]: `paper query --workload skewed`, collections of sets of
+//!   skewed sizes (issue 34);
 //! - [`popularity`](mod@popularity): the `paper popularity` experiment (Section 5.1 of
 //!   the popularity-conscious paper), table and CSV;
 //! - [`popularity_experiment`]: that experiment's harness (Zipf workload,
@@ -45,6 +47,7 @@ pub mod popularity_experiment;
 pub mod reference;
 pub mod report;
 pub mod roofline;
+pub mod skewed;
 pub mod stable_experiment;
 pub mod stable_plots;
 pub mod stable_speed;

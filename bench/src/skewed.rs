@@ -608,11 +608,8 @@ pub fn run(run: &SkewedRun, log: &mut dyn FnMut(&str)) -> Result<Vec<SkewedRow>,
     // Which sets hold each key: needed for the package lists (sets share
     // paths) and for the per-set rates; synthetic keys are held by their
     // set only, so very large synthetic collections skip the map.
-    let owners = if args.lists.is_some() || sets.total_keys() <= ALL_KEYS_LIMIT {
-        owners_of(&sets)
-    } else {
-        HashMap::new()
-    };
+    let owners =
+        if args.lists.is_some() || sets.total_keys() <= ALL_KEYS_LIMIT { owners_of(&sets) } else { HashMap::new() };
     let queries = make_queries(&sets, &owners, run.queries, run.seed);
     let hashes: Vec<KeyHash> = queries.iter().map(|q| q.hash).collect();
     let absent = queries.iter().filter(|q| q.owners.is_empty()).count();

@@ -194,8 +194,7 @@ fuzz_target!(|input: Input| {
                 let keys: Vec<u64> = keys.iter().take(256).map(|&k| u64::from(k) % KEY_SPACE).collect();
                 let mut scores = Scores::new();
                 collection.score_into(&bytes(&keys), &mut scores);
-                let want: Vec<(u64, u32)> =
-                    counts(&model, &keys).into_iter().filter(|&(_, c)| c > 0).collect();
+                let want: Vec<(u64, u32)> = counts(&model, &keys).into_iter().filter(|&(_, c)| c > 0).collect();
                 assert_eq!(scores.iter().collect::<Vec<_>>(), want);
             }
             Op::Threshold { ref keys, count, fraction } => {
@@ -204,7 +203,8 @@ fuzz_target!(|input: Input| {
                 let fraction = Threshold::fraction(f64::from(fraction % 101) / 100.0).unwrap();
                 for t in [Threshold::count(u32::from(count)), fraction, fraction.unpruned()] {
                     let min = t.min_count(keys.len());
-                    let want: Vec<(u64, u32)> = counts.iter().filter(|&(_, &c)| c >= min).map(|(&id, &c)| (id, c)).collect();
+                    let want: Vec<(u64, u32)> =
+                        counts.iter().filter(|&(_, &c)| c >= min).map(|(&id, &c)| (id, c)).collect();
                     assert_eq!(collection.query_threshold(&bytes(&keys), t), want, "{t:?}");
                 }
             }

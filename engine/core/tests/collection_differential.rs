@@ -27,8 +27,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-use bloomslice::kernels::Kernels;
 use bloomslice::collection::FilterInfo;
+use bloomslice::kernels::Kernels;
 use bloomslice::{BatchResults, BloomFilter, Collection, LayoutConfig, Scores, Threshold};
 use proptest::prelude::*;
 
@@ -134,13 +134,29 @@ fn check_queries(collection: &Collection, model: &Model, keys: &[u64], fraction:
 
 #[derive(Clone, Debug)]
 enum Op {
-    Insert { id: u64, size: usize },
-    Replace { id: u64, size: usize },
-    Remove { id: u64 },
-    Add { id: u64, count: usize, repeat: bool },
+    Insert {
+        id: u64,
+        size: usize,
+    },
+    Replace {
+        id: u64,
+        size: usize,
+    },
+    Remove {
+        id: u64,
+    },
+    Add {
+        id: u64,
+        count: usize,
+        repeat: bool,
+    },
     /// Query keys: `picks` select present keys (a set, then a key of it),
     /// plus `absent` keys never given to any set.
-    Query { picks: Vec<(usize, usize)>, absent: usize, fraction: f64 },
+    Query {
+        picks: Vec<(usize, usize)>,
+        absent: usize,
+        fraction: f64,
+    },
 }
 
 /// Any size up to 5 000, most of them small.

@@ -17,7 +17,7 @@ use bloomslice_bench::workload::{WorkloadKind, WorkloadSpec, key_hash, params};
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 
 /// Filters in the index: 256 columns x 100 992 rows, 3 MiB.
-const FILTERS: usize = 256;
+const FILTERS: usize = 512;
 /// Keys per measured batch.
 const KEYS: usize = 1000;
 

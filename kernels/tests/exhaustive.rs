@@ -119,6 +119,33 @@ fn check_and_runs(k: &Kernels) {
     }
 }
 
+/// `and_runs` over word-packed rows (the narrow shards of the sliced
+/// index): runs of 1, 2 or 4 words laid back to back (the stride is the
+/// run length), the last run ending at the end of the rows, rows dense
+/// and sparse, every position count up to 9 and past it.
+fn check_and_runs_word_packed(k: &Kernels) {
+    let mut rng = Rng::new(11);
+    for len in [1usize, 2, 4] {
+        for dense in [false, true] {
+            let rows = 50;
+            let flat: Vec<u64> = (0..rows * len)
+                .map(|_| if dense { !(1u64 << (rng.next_u64() % 64)) } else { rng.next_u64() & rng.next_u64() })
+                .collect();
+            for count in (0..=9).chain([31, 33]) {
+                let mut positions: Vec<u32> = (0..count).map(|_| (rng.next_u64() % rows as u64) as u32).collect();
+                if let Some(p) = positions.last_mut() {
+                    *p = rows as u32 - 1;
+                }
+                let (mut got, mut want) = (vec![3u64; len], vec![5u64; len]);
+                let got_any = k.and_runs(&flat, len, &positions, &mut got);
+                let want_any = all::and_runs(&flat, len, &positions, &mut want);
+                let case = format_args!("and_runs len={len} dense={dense} count={count}");
+                assert_eq!((got_any, &got), (want_any, &want), "{} {case}", k.backend());
+            }
+        }
+    }
+}
+
 /// `and_runs` with more positions than the kernels keep run pointers for
 /// on the stack (32), on rows dense enough that no chunk exits early, so
 /// the positions past the hoisted ones are ANDed too.
@@ -303,7 +330,7 @@ macro_rules! backend_tests {
     ($name:ident, $kernels:expr) => {
         backend_tests!($name, $kernels, [
             and_rows: check_and_rows,
-            and_runs: check_and_runs check_and_runs_many_positions,
+            and_runs: check_and_runs check_and_runs_many_positions check_and_runs_word_packed,
             popcounts: check_popcounts,
             or_into: check_or_into,
             append_mapped_bits: check_append_mapped_bits,

@@ -49,8 +49,8 @@ static GLOBAL: FailLarge = FailLarge;
 /// error that leaves the index answering as before; disarmed, it succeeds.
 #[test]
 fn writes_to_a_mapped_index_fail_cleanly_when_the_copy_cannot_be_allocated() {
-    // m = 16 384 bits x 512 columns = 1 MiB of rows in one shard.
-    let params = BloomParams::new(16_384, 4).unwrap();
+    // m = 2 097 152 bits x 4 columns (3 sets) = 1 MiB of rows in one shard.
+    let params = BloomParams::new(1 << 21, 4).unwrap();
     let index = index_of_u64_runs(params, 3, 100, 100);
     let mut names = SetNames::new();
     (0..3).for_each(|id| names.insert(id, format!("set-{id}")).unwrap());

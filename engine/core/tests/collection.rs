@@ -293,10 +293,9 @@ fn given_filters(collection: &Collection, id: u64) -> f64 {
 }
 
 /// Sets of skewed sizes land in several parts under the default layout,
-/// the small ones in small filters. Modelled with the padding of today's
-/// parts (512 columns), the layout is one part (every split costs a whole
-/// 512-column part more), and the rows the parts hold are exactly the
-/// layout's bits.
+/// the small ones in small filters, and the rows the parts hold are
+/// exactly the layout's bits (its memory model is the shards' storage
+/// rule).
 #[test]
 fn skewed_sets_use_several_parts() {
     let sizes = [5usize, 5, 5, 5, 5, 5, 5, 5, 80, 90, 2_000, 30_000];
@@ -320,12 +319,13 @@ fn skewed_sets_use_several_parts() {
             assert!(collection.query(key).contains(id));
         }
     }
-    let padded = LayoutConfig { column_step: bloomslice::sliced::SHARD_COLUMN_STEP, ..LayoutConfig::default() };
-    let collection = Collection::build(&sets, 0.01, padded).unwrap();
+    // The layout's memory model is the parts' real row storage.
     let layout = collection.layout();
-    assert_eq!(layout.parts().len(), 1, "{layout}");
-    let rows: u64 = collection.parts().map(|index| index.columns() as u64 * index.params().m()).sum();
-    assert_eq!(rows, layout.bits());
+    let rows: u64 = collection.parts().map(|index| index.rows_bytes() as u64 * 8).sum();
+    assert_eq!(rows, layout.bits(), "{layout}");
+    for (plan, index) in layout.parts().iter().zip(collection.parts()) {
+        assert_eq!(index.rows_bytes() as u64 * 8, plan.bits, "{layout}");
+    }
 }
 
 /// An empty collection makes parts as sets come; ids are checked.

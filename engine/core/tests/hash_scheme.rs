@@ -100,9 +100,10 @@ fn unknown_scheme_codes_are_corrupt_files() {
         b[120..128].copy_from_slice(&sum.to_le_bytes());
         b
     };
-    assert!(persist::from_bytes(&patch(1, 1)).is_ok());
-    assert!(matches!(persist::from_bytes(&patch(1, 2)), Err(Error::CorruptFile(_))));
-    assert!(matches!(persist::from_bytes(&patch(1, u32::MAX)), Err(Error::CorruptFile(_))));
+    let minor = persist::FORMAT_MINOR;
+    assert!(persist::from_bytes(&patch(minor, 1)).is_ok());
+    assert!(matches!(persist::from_bytes(&patch(minor, 2)), Err(Error::CorruptFile(_))));
+    assert!(matches!(persist::from_bytes(&patch(minor, u32::MAX)), Err(Error::CorruptFile(_))));
     assert!(matches!(persist::from_bytes(&patch(0, 1)), Err(Error::CorruptFile(_))));
 }
 

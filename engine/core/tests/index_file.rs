@@ -153,7 +153,9 @@ fn the_lock_holder_removes_temporaries_of_dead_writers_only() {
 fn estimated_sizes_match_saved_files() {
     let dir = tempfile::tempdir().unwrap();
     let p = params();
-    for (n, max_cols) in [(1u64, 16_384), (512, 16_384), (513, 512), (1100, 1024)] {
+    for (n, max_cols) in
+        [(1u64, 16_384), (2, 16_384), (3, 512), (40, 512), (100, 512), (512, 16_384), (513, 512), (1100, 1024)]
+    {
         let config = SlicedConfig { max_shard_columns: max_cols, ..SlicedConfig::default() };
         let mut index = SlicedIndex::with_config(p, config);
         index.reserve(n as usize).unwrap();
@@ -171,7 +173,7 @@ fn estimated_sizes_match_saved_files() {
         let real = std::fs::metadata(&path).unwrap().len();
         assert_eq!(persist::estimated_file_bytes(&p, &config, n, name_bytes), Some(real), "n = {n}");
         let rows = persist::estimated_rows_bytes(&p, &config, n).unwrap();
-        assert_eq!(rows, p.m() * index.columns() as u64 / 8, "n = {n}");
+        assert_eq!(rows, index.rows_bytes() as u64, "n = {n}");
     }
     let huge = BloomParams::new(bloomslice::params::MAX_BITS, 1).unwrap();
     assert_eq!(persist::estimated_file_bytes(&huge, &SlicedConfig::default(), u64::MAX, 0), None);

@@ -141,6 +141,52 @@ fn save_load_mmap_round_trip() {
     assert_eq!(persist::to_bytes(&loaded.index, &loaded.names).unwrap(), bytes, "a loaded index saves identically");
 }
 
+/// Indexes of every shard width (1 to 256 columns, a 512-column shard
+/// beside a narrow one), with `m` whose rows fill no whole cache line:
+/// bytes, file and map (both checks) round-trip, every shard's rows start
+/// at a multiple of 64 (the map would refuse them otherwise), the file
+/// size is the estimate, and a mapped narrow index copies on write.
+#[test]
+fn narrow_shards_round_trip_through_bytes_files_and_maps() {
+    let config = SlicedConfig { max_shard_columns: 512, ..SlicedConfig::default() };
+    for m in [61u64, 200, 1000] {
+        let p = BloomParams::new(m, 3).unwrap().with_seed(2);
+        for n in [1u64, 2, 3, 4, 7, 8, 16, 20, 32, 40, 64, 100, 128, 256, 520] {
+            let sets: Vec<(u64, Vec<u64>)> = (0..n).map(|i| (i * 5, (i * 2..i * 2 + 4).collect())).collect();
+            let (mut index, names) = build(p, &sets, config);
+            if n > 3 {
+                index.delete_filter(5).unwrap();
+            }
+            let case = format!("m {m}, {n} sets");
+            let bytes = persist::to_bytes(&index, &names).unwrap();
+            let name_bytes: u64 = index.ids().filter_map(|id| names.name(id)).map(|b| b.len() as u64).sum();
+            if n <= 3 {
+                assert_eq!(
+                    persist::estimated_file_bytes(&p, &config, n, name_bytes),
+                    Some(bytes.len() as u64),
+                    "{case}"
+                );
+            }
+            let back = persist::from_bytes(&bytes).unwrap();
+            same(&index, &back.index, 0..300);
+            assert_eq!(back.index.rows_bytes(), index.rows_bytes(), "{case}");
+            assert_eq!(persist::to_bytes(&back.index, &back.names).unwrap(), bytes, "{case}");
+            let (_dir, path) = saved("narrow.bsi", &index, &names);
+            same(&index, &persist::load(&path).unwrap().index, 0..300);
+            for verify in [Verify::Full, Verify::Deferred] {
+                let mut mapped = open_mmap(&path, verify).unwrap();
+                assert!(mapped.is_mapped(), "{case}");
+                mapped.verify().unwrap();
+                same(&index, &mapped.index, 0..300);
+                mapped.index.insert_key(0, "late").unwrap();
+                mapped.index.validate().unwrap();
+                assert!(mapped.index.query("late").contains(&0), "{case}");
+            }
+            assert_eq!(std::fs::read(&path).unwrap(), bytes, "{case}: the file is untouched");
+        }
+    }
+}
+
 #[test]
 fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
     let (mut index, names) = small();
@@ -151,7 +197,7 @@ fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
     let (_dir, path) = saved("seqs.bsi", &index, &names);
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(u32::from_le_bytes(bytes[104..108].try_into().unwrap()), 21);
-    assert_eq!(u16::from_le_bytes([bytes[10], bytes[11]]), 1);
+    assert_eq!(u16::from_le_bytes([bytes[10], bytes[11]]), FORMAT_MINOR);
     let loaded = persist::load(&path).unwrap();
     assert_eq!(loaded.index.kmer_length().map(KmerLength::get), Some(21));
     for verify in [Verify::Full, Verify::Deferred] {
@@ -160,7 +206,19 @@ fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
     assert_eq!(persist::to_bytes(&loaded.index, &names).unwrap(), bytes, "the length survives a load and save");
     // A file written by a minor-0 build: the old hash scheme (the only one
     // minor 0 knows), minor 0, reserved bytes zero.
-    let (old_index, old_names) = small_with(index.params().with_scheme(HashScheme::Xxh3Double));
+    // Its shards are multiples of 512 columns (minor 2 added narrower ones).
+    let (narrow, old_names) = small_with(index.params().with_scheme(HashScheme::Xxh3Double));
+    let mut old_index = SlicedIndex::new(*narrow.params());
+    old_index.reserve(512).unwrap();
+    for id in narrow.ids() {
+        old_index.insert_filter(id, &narrow.filter_cloned(id).unwrap()).unwrap();
+    }
+    assert_eq!(old_index.columns(), 512);
+    let narrow_bytes = persist::to_bytes(&narrow, &old_names).unwrap();
+    for minor in [0u16, 1] {
+        let err = persist::from_bytes(&forge(&narrow_bytes, 10, &minor.to_le_bytes())).unwrap_err();
+        assert!(matches!(err, Error::CorruptFile(_)), "a narrow shard in a 1.{minor} file: {err:?}");
+    }
     let old = forge(&persist::to_bytes(&old_index, &old_names).unwrap(), 10, &0u16.to_le_bytes());
     let loaded = persist::from_bytes(&old).unwrap();
     assert_eq!(loaded.info.version, (1, 0));
@@ -170,7 +228,7 @@ fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
     let err = persist::from_bytes(&forge(&bytes, 10, &0u16.to_le_bytes())).unwrap_err();
     assert!(matches!(err, Error::CorruptFile(_)), "{err:?}");
     // A later minor may use the reserved bytes after the k-mer length.
-    let later = forge(&forge(&bytes, 10, &2u16.to_le_bytes()), 108, &[7; 12]);
+    let later = forge(&forge(&bytes, 10, &(FORMAT_MINOR + 1).to_le_bytes()), 108, &[7; 12]);
     assert_eq!(persist::from_bytes(&later).unwrap().index.kmer_length().map(KmerLength::get), Some(21));
 }
 

@@ -88,7 +88,7 @@ fn add_update_remove_and_inspect() {
     let e = fails(&run(&["add", "i.bsi", "--from", "c.bsi"], &dir), 1);
     assert!(e.contains("other parameters"), "{e}");
     let out = ok(&run(&["inspect", "i.bsi"], &dir));
-    for needle in ["format version: 1.1", "checksums verified: yes", "m = 100992 bits, k = 7", "veg", "est. FP"] {
+    for needle in ["format version: 1.2", "checksums verified: yes", "m = 100992 bits, k = 7", "veg", "est. FP"] {
         assert!(out.contains(needle), "{needle}: {out}");
     }
     let out = ok(&run(&["inspect", "i.bsi", "--json"], &dir));

@@ -13,10 +13,17 @@
 //!
 //! For a part `j` holding `w_j` sets, the largest of `n_j` keys:
 //!
-//! - **memory**: `bits_j = ceil(w_j / s) * s * m_j`, with
-//!   `m_j = for_capacity(n_j, p).m()` and `s` the column step
-//!   ([`LayoutConfig::column_step`]): the part's width padded to whole
-//!   steps of columns. The layout's memory is `sum_j bits_j`.
+//! - **memory**: `bits_j` = the row storage of a
+//!   [`SlicedIndex`](crate::SlicedIndex) of `w_j` filters of
+//!   `m_j = for_capacity(n_j, p).m()` bits
+//!   ([`rows_bytes_for`](crate::sliced::rows_bytes_for)): one shard of
+//!   `c = shard_columns_for(w_j)` columns (the least power of two up to
+//!   512, then the least multiple of 512; full shards of 16 384 columns
+//!   first above that), whose `m_j * c` bits are rounded up to whole cache
+//!   lines. This is what the part really holds
+//!   ([`SlicedIndex::rows_bytes`](crate::SlicedIndex::rows_bytes) of a
+//!   built collection's parts equals it). The layout's memory is
+//!   `sum_j bits_j`.
 //! - **query**: a key reads `k` row runs in every part, each
 //!   `ceil(w_j / 512)` cache lines long, so `sum_j k * ceil(w_j / 512)`
 //!   lines and `parts * k` runs ([`Layout::row_runs`],
@@ -43,60 +50,65 @@
 //!
 //! # Default
 //!
-//! `max_parts = 8`, `query_cost_weight = 0.1`, `column_step = 1`. A part
-//! must save about 9% of the memory to be worth `k` more row runs per key.
-//! On a collection shaped like the package lists of issue 34 (730 sets,
-//! median 18 keys, 90th percentile 200, 99th 1 574, largest 50 576; the
-//! test `package_list_shape_is_within_1_6x_of_the_optimum`), at `p` = 1%:
+//! `max_parts = 8`, `query_cost_weight = 0.05`: a part must save about 5%
+//! of the memory to be worth `k` more row runs per key. On a collection
+//! shaped like the package lists of issue 34 (730 sets, median 18 keys,
+//! 90th percentile 200, 99th 1 574, largest 50 576; the tests
+//! `package_list_shape_is_within_1_6x_of_the_optimum` and
+//! `model_matches_built_collections`), at `p` = 1%, memory measured on the
+//! built collection (rows: the parts' [`SlicedIndex::rows_bytes`](crate::SlicedIndex::rows_bytes),
+//! equal to the model's bits; all: `Collection::memory_bytes`, with the
+//! id maps and column owners):
 //!
-//! | config | parts | row runs per key | memory | vs per-set optimum |
-//! | --- | ---: | ---: | ---: | ---: |
-//! | one part (`max_parts = 1`) | 1 | 7 | 46.6 MB | 197x |
-//! | weight 0.2 | 5 | 35 | 467 KB | 1.97x |
-//! | **default** (weight 0.1) | 7 | 49 | 372 KB | 1.57x |
-//! | weight 0 (least memory in 8 parts) | 8 | 56 | 348 KB | 1.47x |
-//! | default, `column_step = 64` | 2 | 14 | 4.3 MB | 18x |
-//! | default, `column_step = 512` | 2 | 14 | 32.7 MB | 138x |
+//! | config | parts | row runs per key | rows | rows vs per-set optimum | all |
+//! | --- | ---: | ---: | ---: | ---: | ---: |
+//! | one part (`max_parts = 1`) | 1 | 7 | 65.4 MB | 275x | 65.5 MB |
+//! | weight 0.2 | 5 | 35 | 502 KB | 2.11x | 582 KB |
+//! | weight 0.1 | 7 | 49 | 384 KB | 1.62x | 465 KB |
+//! | **default** (weight 0.05; weight 0 alike) | 8 | 56 | 360 KB | 1.52x | 441 KB |
 //!
 //! The per-set optimum is `n * log2(1/p) / ln 2` bits per set (9.6 bits a
 //! key at 1%); part filters cost more because `k` is a whole number
 //! (`k / ln 2` = 10.1 bits a key at `k` = 7), `m` is whole words (a set of
-//! one key costs 64 bits) and a part is sized for its largest set. Eight
-//! parts bound a query at `8k` row runs. The default weight keeps the
-//! issue's target of 1.6x the optimum on that shape with one part fewer
-//! than the least-memory split.
+//! one key costs 64 bits), a part is sized for its largest set, and a
+//! part's width is a power of two up to 512 columns (a part of 402 sets
+//! holds 512 columns). Eight parts bound a query at `8k` row runs. The
+//! default weight is the largest that keeps the issue's target of 1.6x the
+//! optimum on that shape: at 0.1 the layout drops to 7 parts and 1.62x.
+//! Its first part is the same as weight 0.1's (sets of up to 24 keys in
+//! 256-bit filters); the eighth part splits the two largest sets apart.
 //!
 //! On the real package lists (the 731 `/var/lib/dpkg/info/*.list` files of
-//! the machine the issue was measured on, 120 000 distinct paths) the
-//! default layout is 6 parts, 218 KB, 1.51x the optimum, built in about
-//! 40 ms; with every path of the other sets as absent keys, the measured
-//! false-positive rate per set was at most 0.0086 and 0.00066 on average
-//! at `p` = 1%, with no false negative. Weight 0 gave 8 parts at 1.32x,
-//! but two sets measured above 1.5x their target (0.0163 at most): its
-//! first part has filters of 192 bits for sets of up to 19 keys, and the
-//! rate of so small a filter varies widely around its expectation with
-//! the bits its keys happen to set.
-//!
-//! The column step is 1 because any larger step defeats skew: a part
-//! holding only the largest set costs `s` times that set's filter, and on
-//! the package lists the largest set alone holds 40% of all keys, so at
-//! `s = 64` it costs 17x the optimum of the whole collection. Parts held as
-//! [`SlicedIndex`](crate::SlicedIndex)es today pad their width to 512
-//! columns ([`SHARD_COLUMN_STEP`](crate::sliced::SHARD_COLUMN_STEP)); set
-//! `column_step` to that value to model their memory exactly. Parts
-//! narrow enough to meet the default's figures in memory need a storage
-//! without column padding (rows of `w` bits packed end to end), which the
-//! sliced index does not have yet.
+//! the machine the issue was measured on, 120 000 distinct paths), under
+//! the earlier model without width rounding, the layout at weight 0.1 was
+//! 6 parts, 218 KB, 1.51x the optimum, built in about 40 ms; with every
+//! path of the other sets as absent keys, the measured false-positive rate
+//! per set was at most 0.0086 and 0.00066 on average at `p` = 1%, with no
+//! false negative. Weight 0 gave 8 parts at 1.32x, but two sets measured
+//! above 1.5x their target (0.0163 at most): its first part had filters
+//! of 192 bits for sets of up to 19 keys, and the rate of so small a
+//! filter varies widely around its expectation with the bits its keys
+//! happen to set.
 //!
 //! # Extremes
 //!
+//! Measured on built collections at 1% (`model_matches_built_collections`):
+//!
 //! - **All sets of one size** (or of sizes whose `m` rounds to the same
-//!   number of words): one part; more parts cannot save memory.
+//!   number of words): one part; more parts cannot save memory. 100 sets
+//!   of 1 000 keys: 162 KB of rows, 1.35x the optimum (the 100 columns
+//!   round up to 128).
 //! - **All sets tiny**: sizes of up to a few keys give `m` of one or two
 //!   64-bit words, so every split saves little and the layout is one part.
+//!   5 000 sets of 1 to 4 keys: 64-bit filters in 5 120 columns, 41 KB of
+//!   rows, 2.73x the optimum (a 64-bit filter for a set of one key is
+//!   6.7x its optimum); the id map and column owners (613 KB in all) then
+//!   outweigh the rows. Two sets of 10 keys: one 2-column shard, 64 bytes
+//!   of rows (one cache line).
 //! - **One huge set among thousands of tiny ones**: two parts, the huge
-//!   set alone in a part of its own size and the tiny sets together, which
-//!   is within a word per set of the optimum (with `column_step = 1`).
+//!   set alone in a one-column part (its filter, padded to a cache line)
+//!   and the tiny sets together. 5 000 sets of 5 keys and one of
+//!   2 000 000: 2.57 MB of rows, 1.06x the optimum.
 
 use crate::error::{Error, Result};
 use crate::params::BloomParams;
@@ -117,15 +129,13 @@ pub struct LayoutConfig {
     /// The price of one more part, as a fraction of the memory: a layout of
     /// `P` parts and `bits` bits costs `bits * (1 + w)^(P - 1)`. 0 takes
     /// the least memory within `max_parts`; large values give one part.
-    /// Default 0.1.
+    /// Default 0.05.
     pub query_cost_weight: f64,
-    /// Columns a part's width is padded to (at least 1). Default 1.
-    pub column_step: usize,
 }
 
 impl Default for LayoutConfig {
     fn default() -> Self {
-        LayoutConfig { max_parts: 8, query_cost_weight: 0.1, column_step: 1 }
+        LayoutConfig { max_parts: 8, query_cost_weight: 0.05 }
     }
 }
 
@@ -142,7 +152,8 @@ pub struct PartPlan {
     pub m: u64,
     /// Number of sets in the part.
     pub sets: usize,
-    /// Bits of the part by the cost model (width padded to the column step).
+    /// Bits of the part's rows by the cost model (the storage rule of its
+    /// shards: see the module documentation).
     pub bits: u64,
 }
 
@@ -179,7 +190,6 @@ impl Layout {
     /// largest size.
     pub fn choose(sizes: &[u64], p: f64, config: LayoutConfig) -> Result<Layout> {
         let k = BloomParams::for_capacity(1, p)?.k();
-        let step = config.column_step.max(1) as u64;
         let max_parts = config.max_parts.max(1);
         let mut sorted: Vec<u64> = sizes.iter().map(|&n| n.max(1)).collect();
         sorted.sort_unstable();
@@ -198,10 +208,7 @@ impl Layout {
         for &(_, c) in &values {
             starts.push(starts.last().copied().unwrap_or(0) + c);
         }
-        let cost = |i: usize, j: usize| -> u64 {
-            let width = (starts[j + 1] - starts[i]) as u64;
-            width.next_multiple_of(step).saturating_mul(m_of[j])
-        };
+        let cost = |i: usize, j: usize| -> u64 { part_bits(m_of[j], (starts[j + 1] - starts[i]) as u64) };
         // best[j] for the current number of parts; from[P][j] the start of
         // the last part of the best split of values[..=j] into P parts.
         let mut best: Vec<u64> = (0..d).map(|j| cost(0, j)).collect();
@@ -388,6 +395,14 @@ pub(crate) fn bits_for(n: u64, rate: f64, k: u32) -> Result<u64> {
     Ok((m as u64).div_ceil(64) * 64)
 }
 
+/// Bits of row storage of a part of `sets` filters of `m` bits: the
+/// storage rule of [`SlicedIndex`](crate::SlicedIndex) shards at the
+/// default widest shard ([`rows_bytes_for`](crate::sliced::rows_bytes_for)).
+pub(crate) fn part_bits(m: u64, sets: u64) -> u64 {
+    let max = crate::sliced::SlicedConfig::default().max_shard_columns;
+    crate::sliced::rows_bytes_for(m, sets, max).map_or(u64::MAX, |b| b.saturating_mul(8))
+}
+
 /// Most keys a filter of `m` bits and `k` hash functions holds with
 /// [`BloomParams::expected_fpr`] at most `rate`:
 /// `floor(ln(1 - rate^(1/k)) / (k ln(1 - 1/m)))`.
@@ -408,7 +423,6 @@ mod tests {
         sorted.sort_unstable();
         let values = distinct_counts(&sorted);
         let d = values.len();
-        let step = config.column_step.max(1) as u64;
         let mut best = f64::INFINITY;
         // Each subset of the d - 1 gaps between distinct sizes is a split.
         for mask in 0u32..(1 << (d - 1)) {
@@ -421,7 +435,7 @@ mod tests {
                 width += c as u64;
                 if j == d - 1 || mask & (1 << j) != 0 {
                     let m = BloomParams::for_capacity(v, p).unwrap().m();
-                    bits += width.next_multiple_of(step) * m;
+                    bits += crate::sliced::rows_bytes_for(m, width, 16_384).unwrap() * 8;
                     start = j + 1;
                     width = 0;
                 }
@@ -439,15 +453,14 @@ mod tests {
 
     proptest::proptest! {
         /// The dynamic program finds the cheapest split that enumeration
-        /// finds, for every weight, part limit and column step.
+        /// finds, for every weight and part limit.
         #[test]
         fn dp_equals_brute_force(
             sizes in proptest::collection::vec(1u64..5_000, 1..12),
             max_parts in 1usize..6,
             weight in 0.0f64..0.5,
-            step in proptest::sample::select(vec![1usize, 8, 64]),
         ) {
-            let config = LayoutConfig { max_parts, query_cost_weight: weight, column_step: step };
+            let config = LayoutConfig { max_parts, query_cost_weight: weight };
             let layout = Layout::choose(&sizes, 0.01, config).unwrap();
             let brute = brute_force(&sizes, 0.01, config);
             proptest::prop_assert!((priced(&layout, config) - brute).abs() <= 1e-9 * brute, "{} vs {brute}", priced(&layout, config));
@@ -491,9 +504,9 @@ mod tests {
         assert_eq!(layout.parts().len(), 2, "{layout}");
         assert_eq!((layout.parts()[0].sets, layout.parts()[1].sets), (5_000, 1));
         assert!((layout.bits() as f64) < 1.2 * layout.optimum_bits(), "{layout}");
-        let padded = Layout::choose(&sizes, 0.01, LayoutConfig { column_step: 64, ..LayoutConfig::default() }).unwrap();
-        assert_eq!(padded.parts().len(), 2, "{padded}");
-        assert_eq!(padded.parts()[1].bits, 64 * padded.parts()[1].m);
+        // The huge set's part is one column: its filter, to a cache line.
+        let huge = layout.parts()[1];
+        assert_eq!(huge.bits, huge.m.next_multiple_of(512));
     }
 
     #[test]
@@ -544,10 +557,6 @@ mod tests {
         assert!(ratio <= 1.6, "{ratio}: {layout}");
         assert!(layout.parts().len() <= 8);
         assert!(layout.max_fpr() <= 0.01 && layout.mean_fpr() < 0.01, "{layout}");
-        // Any padding defeats the skew: with 64-column steps the largest
-        // set alone costs 64 of its filters, 17x the optimum of all sets.
-        let padded = Layout::choose(&sizes, 0.01, LayoutConfig { column_step: 64, ..LayoutConfig::default() }).unwrap();
-        assert!(padded.bits() as f64 > 15.0 * padded.optimum_bits(), "{padded}");
         // The weight trades memory for row runs.
         let cheap =
             Layout::choose(&sizes, 0.01, LayoutConfig { query_cost_weight: 0.0, ..LayoutConfig::default() }).unwrap();
@@ -557,6 +566,69 @@ mod tests {
         assert!(cheap.row_runs() >= layout.row_runs() && layout.row_runs() >= fewer.row_runs());
         let one = Layout::choose(&sizes, 0.01, LayoutConfig { max_parts: 1, ..LayoutConfig::default() }).unwrap();
         assert!(one.bits() as f64 > 100.0 * layout.bits() as f64);
+    }
+
+    /// Builds a collection of sets of the given sizes (distinct `u64` keys)
+    /// with `config` at 1%; returns its layout and the bytes of rows its
+    /// parts hold, and checks that those are the layout's bits and that
+    /// every set answers its keys.
+    fn built(sizes: &[u64], config: LayoutConfig) -> (Layout, u64, usize) {
+        let mut next = 0u64;
+        let sets: Vec<(u64, Vec<u64>)> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let keys: Vec<u64> = (next..next + n).collect();
+                next += n;
+                (i as u64, keys)
+            })
+            .collect();
+        let sets: Vec<(u64, Vec<[u8; 8]>)> =
+            sets.iter().map(|(id, keys)| (*id, keys.iter().map(|k| k.to_le_bytes()).collect())).collect();
+        let collection = crate::collection::Collection::build(&sets, 0.01, config).unwrap();
+        let rows: u64 = collection.parts().map(|ix| ix.rows_bytes() as u64).sum();
+        let layout = collection.layout().clone();
+        assert_eq!(rows * 8, layout.bits(), "{layout}");
+        for (id, keys) in sets.iter().step_by(97) {
+            assert!(collection.query(&keys[0]).contains(id));
+        }
+        (layout, rows, collection.memory_bytes())
+    }
+
+    /// The memory model is the parts' real storage, on the package-list
+    /// shape and at the extremes, and the figures of the module
+    /// documentation's tables.
+    #[test]
+    fn model_matches_built_collections() {
+        let report = |name: &str, sizes: &[u64], config: LayoutConfig| {
+            let (layout, rows, memory) = built(sizes, config);
+            let optimum = layout.optimum_bits() / 8.0;
+            eprintln!(
+                "{name}: {} parts, {} runs, rows {rows} B ({:.2}x optimum {optimum:.0} B), memory_bytes {memory} ({:.2}x)",
+                layout.parts().len(),
+                layout.row_runs(),
+                rows as f64 / optimum,
+                memory as f64 / optimum
+            );
+            (layout, rows as f64 / optimum)
+        };
+        let sizes = package_list_sizes();
+        let (_, ratio) = report("package lists, default", &sizes, LayoutConfig::default());
+        assert!(ratio <= 1.6, "{ratio}");
+        report("package lists, weight 0.1", &sizes, LayoutConfig { query_cost_weight: 0.1, ..LayoutConfig::default() });
+        report("package lists, weight 0.2", &sizes, LayoutConfig { query_cost_weight: 0.2, ..LayoutConfig::default() });
+        report("package lists, weight 0", &sizes, LayoutConfig { query_cost_weight: 0.0, ..LayoutConfig::default() });
+        report("package lists, one part", &sizes, LayoutConfig { max_parts: 1, ..LayoutConfig::default() });
+        let mut huge = vec![5u64; 5_000];
+        huge.push(2_000_000);
+        let (layout, ratio) = report("one huge among 5000 of 5", &huge, LayoutConfig::default());
+        assert_eq!(layout.parts().len(), 2);
+        assert!(ratio < 1.3, "{ratio}");
+        let tiny: Vec<u64> = (0..5_000).map(|i| 1 + i % 4).collect();
+        let (layout, _) = report("5000 tiny (1..=4)", &tiny, LayoutConfig::default());
+        assert_eq!(layout.parts().len(), 1);
+        report("2 sets of 10", &[10, 10], LayoutConfig::default());
+        report("100 sets of 1000", &[1000; 100], LayoutConfig::default());
     }
 
     #[test]

@@ -54,15 +54,16 @@
 //!
 //! # Memory today
 //!
-//! A part is a [`SlicedIndex`], whose shards are whole multiples of 512
-//! columns ([`SHARD_COLUMN_STEP`](crate::sliced::SHARD_COLUMN_STEP)), so a
-//! part of few sets holds 512 columns of its `m` rows, and a part that
-//! holds one large set costs 512 of its filters. The default
-//! [`LayoutConfig`] models parts without that padding (see [`layout`]):
-//! its memory figures are those of parts stored as narrow as their sets,
-//! which the sliced index cannot do yet. [`Collection::memory_bytes`] is
-//! the memory actually held; to choose the parts for today's storage, set
-//! [`LayoutConfig::column_step`] to 512.
+//! A part is a [`SlicedIndex`], whose shard is as narrow as its sets: a
+//! part of `w` sets holds a shard of the least power of two of columns
+//! from `w` up to 512 (rows of 1 to 32 columns packed several to a word,
+//! 64 to 256 columns a word or a few per row), then whole multiples of
+//! 512 ([`shard_columns_for`](crate::sliced::shard_columns_for)), its
+//! rows rounded up to a cache line. A part holding one large set costs
+//! that set's filter. The layout's memory model is that storage rule, so
+//! its predicted bits are the rows the parts hold
+//! ([`SlicedIndex::rows_bytes`]); [`Collection::memory_bytes`] adds the id
+//! maps and column owners (see [`layout`] for measured figures).
 
 pub mod layout;
 

@@ -15,7 +15,7 @@ use super::names::{MAX_NAME_BYTES, Raw, SetNames};
 use crate::error::{Error, Result};
 use crate::kmer::{KmerLength, MAX_KMER_LENGTH};
 use crate::params::{BloomParams, HashScheme};
-use crate::sliced::{ColumnEntry, MAX_SHARD_COLUMNS, SlicedConfig};
+use crate::sliced::{ColumnEntry, MAX_SHARD_COLUMNS, SlicedConfig, is_shard_width, shard_words};
 
 /// The first 8 bytes of every index file.
 pub const MAGIC: [u8; 8] = *b"BLMSLICE";
@@ -27,7 +27,13 @@ pub const FORMAT_MAJOR: u16 = 1;
 /// minor of its major. Minor 1 added the k-mer length (header bytes
 /// 104..108; a minor-0 file reads as an index without one) and hash-scheme
 /// code 1 ([`HashScheme::Xxh3Triple`]; minor 0 files hold code 0 only).
-pub const FORMAT_MINOR: u16 = 1;
+/// Minor 2 added narrow shards: a shard's columns may be 1, 2, 4, ..., 256
+/// besides a multiple of 512, its rows padded with zeros to a multiple of
+/// 64 bytes (minor 0 and 1 files hold multiples of 512 only, whose layout
+/// is unchanged).
+pub const FORMAT_MINOR: u16 = 2;
+/// The first minor version whose shards may be narrower than 512 columns.
+const NARROW_MINOR: u16 = 2;
 /// Size of the fixed header.
 pub const HEADER_BYTES: u64 = 128;
 /// Alignment of every shard's row data in the file (one cache line), so a
@@ -81,7 +87,10 @@ impl Layout {
 /// One shard table entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ShardEntry {
-    pub(crate) wpr: usize,
+    /// Columns (a width of [`is_shard_width`]).
+    pub(crate) columns: usize,
+    /// Row words, padding included ([`shard_words`]).
+    pub(crate) words: usize,
     pub(crate) ones: u64,
     pub(crate) offset: u64,
     pub(crate) checksum: u64,
@@ -273,11 +282,16 @@ pub(crate) fn read_meta(r: &mut impl Read, real_len: u64) -> Result<Meta> {
     let mut offset = layout.rows;
     for (i, e) in body.chunks_exact(SHARD_ENTRY_BYTES as usize).enumerate() {
         let columns = le_u64(e, 0);
-        if columns == 0 || !columns.is_multiple_of(512) || columns > header.config.max_shard_columns as u64 {
-            return corrupt(format!("shard {i}: {columns} columns is not a multiple of 512 up to the maximum"));
-        }
-        let wpr = columns / 64;
-        let bytes = m.checked_mul(wpr).and_then(|w| w.checked_mul(8));
+        let max = header.config.max_shard_columns;
+        let width = usize::try_from(columns).ok().filter(|&c| is_shard_width(c, max));
+        let Some(columns) = width.filter(|&c| c.is_multiple_of(512) || header.minor >= NARROW_MINOR) else {
+            return corrupt(format!(
+                "shard {i}: {columns} columns is not a shard width of a version 1.{} file (up to {max})",
+                header.minor
+            ));
+        };
+        let words = usize::try_from(m).ok().and_then(|m| shard_words(m, columns));
+        let bytes = words.and_then(|w| (w as u64).checked_mul(8));
         let Some(end) = bytes.and_then(|b| b.checked_add(offset)) else {
             return corrupt(format!("shard {i}: row data size overflows"));
         };
@@ -291,10 +305,12 @@ pub(crate) fn read_meta(r: &mut impl Read, real_len: u64) -> Result<Meta> {
             ));
         }
         let ones = le_u64(e, 8);
-        if ones > m * wpr * 64 {
-            return corrupt(format!("shard {i}: {ones} set bits in {} bits", m * wpr * 64));
+        let bits = m * columns as u64;
+        if ones > bits {
+            return corrupt(format!("shard {i}: {ones} set bits in {bits} bits"));
         }
-        shards.push(ShardEntry { wpr: wpr as usize, ones, offset, checksum: le_u64(e, 24) });
+        let words = words.expect("checked above");
+        shards.push(ShardEntry { columns, words, ones, offset, checksum: le_u64(e, 24) });
         offset = end;
     }
     if offset != file_len {

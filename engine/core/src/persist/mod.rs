@@ -172,8 +172,8 @@ pub fn write_to<W: Write>(w: &mut W, index: &SlicedIndex, names: &SetNames) -> R
         .ok_or(Error::CapacityOverflow("index file layout"))?;
     let mut table = Vec::with_capacity(n_shards as usize * 32 + 8);
     let mut offset = layout.rows;
-    for (wpr, ones, rows) in index.shard_views() {
-        table.extend_from_slice(&(wpr as u64 * 64).to_le_bytes());
+    for (columns, ones, rows) in index.shard_views() {
+        table.extend_from_slice(&(columns as u64).to_le_bytes());
         table.extend_from_slice(&ones.to_le_bytes());
         table.extend_from_slice(&offset.to_le_bytes());
         table.extend_from_slice(&rows_checksum(rows).to_le_bytes());
@@ -290,10 +290,9 @@ fn info_of(meta: &Meta, rows_verified: bool) -> FileInfo {
 /// checks them and builds the index.
 fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<LoadedIndex> {
     let meta = read_meta(r, real_len)?;
-    let m = meta.header.params.m() as usize;
     let mut parts = Vec::with_capacity(meta.shards.len());
     for (i, s) in meta.shards.iter().enumerate() {
-        let mut rows = Words::zeroed(m * s.wpr)?;
+        let mut rows = Words::zeroed(s.words)?;
         r.read_exact(rows.as_bytes_mut()).map_err(|e| match e.kind() {
             std::io::ErrorKind::UnexpectedEof => {
                 Error::Truncated { section: "shard rows", needed: meta.header.file_len, len: real_len }
@@ -306,7 +305,7 @@ fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<Loa
             }
         }
         check_rows(&rows, s.checksum, i)?;
-        parts.push(ShardParts { wpr: s.wpr, ones: s.ones, rows });
+        parts.push(ShardParts { columns: s.columns, ones: s.ones, rows });
     }
     let mut index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
     index.set_kmer_length(meta.header.kmer_length);
@@ -386,21 +385,20 @@ pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<Loaded
     let map = Arc::new(map);
     let mut r: &[u8] = &map;
     let meta = read_meta(&mut r, map.len() as u64)?;
-    let m = meta.header.params.m() as usize;
     let mut parts = Vec::with_capacity(meta.shards.len());
     for s in &meta.shards {
         let offset = usize::try_from(s.offset).map_err(|_| Error::CapacityOverflow("file offset"))?;
         #[cfg(target_endian = "little")]
-        let rows = Words::mapped(Arc::clone(&map), offset, m * s.wpr)?;
+        let rows = Words::mapped(Arc::clone(&map), offset, s.words)?;
         #[cfg(target_endian = "big")]
         let rows = {
-            let mut rows = Words::zeroed(m * s.wpr)?;
-            for (w, b) in rows.iter_mut().zip(map[offset..][..m * s.wpr * 8].chunks_exact(8)) {
+            let mut rows = Words::zeroed(s.words)?;
+            for (w, b) in rows.iter_mut().zip(map[offset..][..s.words * 8].chunks_exact(8)) {
                 *w = u64::from_le_bytes(b.try_into().expect("8 bytes"));
             }
             rows
         };
-        parts.push(ShardParts { wpr: s.wpr, ones: s.ones, rows });
+        parts.push(ShardParts { columns: s.columns, ones: s.ones, rows });
     }
     let mut index = SlicedIndex::from_parts(meta.header.params, meta.header.config, parts, &meta.entries)?;
     index.set_kmer_length(meta.header.kmer_length);
@@ -429,8 +427,8 @@ pub fn estimated_file_bytes(
 
 /// Bytes of row data (the bulk of memory and file) of an index with
 /// `params` and `config` holding `n_sets` filters inserted into an empty
-/// index: `m` bits per column, columns in shards of up to
-/// `config.max_shard_columns`, each a multiple of 512. `None` on overflow.
+/// index ([`rows_bytes_for`](crate::sliced::rows_bytes_for)). `None` on
+/// overflow.
 pub fn estimated_rows_bytes(
     params: &crate::params::BloomParams,
     config: &crate::sliced::SlicedConfig,
@@ -444,11 +442,7 @@ fn estimated_layout(
     config: &crate::sliced::SlicedConfig,
     n_sets: u64,
 ) -> Option<(u64, u64)> {
-    let step = crate::sliced::SHARD_COLUMN_STEP as u64;
-    let max = (config.max_shard_columns as u64).max(step);
-    let full = n_sets / max;
-    let rest = (n_sets % max).checked_next_multiple_of(step)?;
-    let columns = full.checked_mul(max)?.checked_add(rest)?;
-    let shards = full + u64::from(rest > 0);
-    Some((shards, params.m().checked_mul(columns)? / 8))
+    let max = config.max_shard_columns.max(crate::sliced::SHARD_COLUMN_STEP) as u64;
+    let shards = n_sets.div_ceil(max);
+    Some((shards, crate::sliced::rows_bytes_for(params.m(), n_sets, config.max_shard_columns)?))
 }

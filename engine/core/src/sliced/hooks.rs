@@ -51,12 +51,12 @@ impl SlicedIndex {
         let slot = self.slot(id)?;
         let m = self.params.m();
         let s = super::writable(&mut self.shards, slot.shard as usize)?;
-        let (word, mask) = (slot.col as usize / 64, 1u64 << (slot.col % 64));
         for &p in positions {
             if u64::from(p) >= m {
                 continue;
             }
-            let w = &mut s.rows[p as usize * s.wpr + word];
+            let (word, mask) = s.bit_at(p as usize, slot.col as usize);
+            let w = &mut s.rows[word];
             let was = *w & mask != 0;
             let now = bit(p);
             if was != now {

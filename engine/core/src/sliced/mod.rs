@@ -6,14 +6,18 @@
 //!
 //! # Layout
 //!
-//! Columns (filters) live in *shards*. A shard of `w` columns (a multiple of
-//! [`SHARD_COLUMN_STEP`], at most [`SlicedConfig::max_shard_columns`]) stores
-//! its `m` rows row-major: row `r` is `w / 64` contiguous words starting at
-//! word `r * w / 64`, 64-byte aligned and a whole number of cache lines long.
-//! A query therefore reads `k` contiguous runs per shard. The index grows by
-//! filling free columns, then by widening a shard by 512 columns, then by
-//! adding a shard; deleted columns are cleared and reused, and a shard that a
-//! delete empties is released.
+//! Columns (filters) live in *shards*. A shard of `w` columns stores its `m`
+//! rows row-major: row `r` is bits `[r * w, (r + 1) * w)` of the shard's
+//! 64-byte aligned words. `w` is 1, 2, 4, 8, 16 or 32 (*sub-word*: several
+//! rows per word), 64, 128 or 256 (*word-packed*: rows of 1, 2 or 4 words)
+//! or a multiple of [`SHARD_COLUMN_STEP`] up to
+//! [`SlicedConfig::max_shard_columns`] (*line-packed*: whole cache lines per
+//! row); see [`narrow`] for the storage rule. A query reads `k` contiguous
+//! runs per shard. A new index's first shard is the narrowest that holds
+//! what is inserted; the index grows by filling free columns, then by
+//! widening a shard (doubling up to 512 columns, then by 512 columns), then
+//! by adding a shard; deleted columns are cleared and reused, and a shard
+//! that a delete empties is released.
 //!
 //! Unused columns are all zero in every row, so queries never need the
 //! used-column bitmap.
@@ -47,10 +51,14 @@ use crate::storage::Words;
 mod persist;
 pub(crate) use persist::{ColumnEntry, ShardParts};
 pub mod hooks;
+pub mod narrow;
 mod score;
 
-/// Shards grow in steps of this many columns: one 512-bit chunk (a cache
-/// line) per row, the unit the kernels and the early exit work in.
+pub use narrow::{is_shard_width, rows_bytes_for, shard_columns_for, shard_words};
+
+/// Shards of at least this many columns grow in steps of it: one 512-bit
+/// chunk (a cache line) per row, the unit the kernels and the early exit
+/// work in. Narrower shards double up to it ([`shard_columns_for`]).
 pub const SHARD_COLUMN_STEP: usize = 512;
 
 /// Row runs of at most this many cache lines are prefetched for all `k`
@@ -114,9 +122,14 @@ struct Slot {
 /// by [`SlicedIndex::shard_mut`], fallibly.
 #[derive(Debug)]
 struct Shard {
-    /// Words per row: columns / 64, a multiple of 8.
+    /// Columns: a width of [`is_shard_width`].
+    cols: usize,
+    /// Words per row of a word- or line-packed shard (`cols / 64`); 1 for a
+    /// sub-word shard (`cols < 64`, several rows per word). Also the length
+    /// of `used`.
     wpr: usize,
-    /// `m * wpr` words, row-major.
+    /// [`shard_words`]`(m, cols)` words: row `r` is bits
+    /// `[r * cols, (r + 1) * cols)`, then zero padding to a cache line.
     rows: Words,
     /// Local column -> filter id (meaningful where `used` is set).
     owners: Vec<u64>,
@@ -129,13 +142,51 @@ struct Shard {
 
 impl Shard {
     fn new(m: usize, columns: usize) -> Result<Shard> {
-        let wpr = columns / 64;
-        let len = m.checked_mul(wpr).ok_or(Error::CapacityOverflow("shard size"))?;
-        Ok(Shard { wpr, rows: Words::zeroed(len)?, owners: vec![0; columns], used: vec![0; wpr], n_used: 0, ones: 0 })
+        let wpr = columns.div_ceil(64);
+        let len = shard_words(m, columns).ok_or(Error::CapacityOverflow("shard size"))?;
+        Ok(Shard {
+            cols: columns,
+            wpr,
+            rows: Words::zeroed(len)?,
+            owners: vec![0; columns],
+            used: vec![0; wpr],
+            n_used: 0,
+            ones: 0,
+        })
     }
 
     fn columns(&self) -> usize {
-        self.wpr * 64
+        self.cols
+    }
+
+    /// Whether rows are narrower than a word (several rows per word).
+    #[inline]
+    fn sub_word(&self) -> bool {
+        self.cols < 64
+    }
+
+    /// Whether rows are whole cache lines (the kernels' 512-bit chunks).
+    #[inline]
+    fn line_packed(&self) -> bool {
+        self.wpr.is_multiple_of(WORDS_PER_LINE) && !self.sub_word()
+    }
+
+    /// 512-column chunks per row: 0 for a shard narrower than a line.
+    #[inline]
+    fn chunks(&self) -> usize {
+        if self.line_packed() { self.wpr / WORDS_PER_LINE } else { 0 }
+    }
+
+    /// The word holding bit (row `r`, column `col`) and that bit's mask.
+    #[inline]
+    fn bit_at(&self, r: usize, col: usize) -> (usize, u64) {
+        let b = r * self.cols + col;
+        (b / 64, 1u64 << (b % 64))
+    }
+
+    /// Bytes of one row (the bytes of a run a query reads).
+    fn row_bytes(&self) -> usize {
+        self.cols.div_ceil(8)
     }
 
     /// A copy that shares a mapped window's map (rows are copied only when
@@ -145,6 +196,7 @@ impl Shard {
         owners.try_reserve_exact(self.owners.len()).map_err(|_| Error::CapacityOverflow("shard owners"))?;
         owners.extend_from_slice(&self.owners);
         Ok(Shard {
+            cols: self.cols,
             wpr: self.wpr,
             rows: self.rows.try_clone()?,
             owners,
@@ -155,14 +207,23 @@ impl Shard {
     }
 
     fn first_free(&self) -> Option<usize> {
-        self.used.iter().enumerate().find(|(_, w)| **w != !0).map(|(i, w)| i * 64 + w.trailing_ones() as usize)
+        self.used
+            .iter()
+            .enumerate()
+            .find(|(_, w)| **w != !0)
+            .map(|(i, w)| i * 64 + w.trailing_ones() as usize)
+            .filter(|&c| c < self.cols)
     }
 
     /// A copy of this shard widened to `columns` columns.
     fn widened(&self, m: usize, columns: usize) -> Result<Shard> {
         let mut wide = Shard::new(m, columns)?;
-        for r in 0..m {
-            wide.rows[r * wide.wpr..][..self.wpr].copy_from_slice(&self.rows[r * self.wpr..][..self.wpr]);
+        if self.sub_word() {
+            narrow::widen_sub_word(&self.rows, self.cols, &mut wide.rows, columns, m);
+        } else {
+            for r in 0..m {
+                wide.rows[r * wide.wpr..][..self.wpr].copy_from_slice(&self.rows[r * self.wpr..][..self.wpr]);
+            }
         }
         wide.owners[..self.columns()].copy_from_slice(&self.owners);
         wide.used[..self.wpr].copy_from_slice(&self.used);
@@ -173,12 +234,12 @@ impl Shard {
 
     /// Sets the bits of `filter` in column `col`; returns the bits newly set.
     fn or_column(&mut self, col: usize, filter: &BloomFilter) -> u64 {
-        let (word, bit) = (col / 64, 1u64 << (col % 64));
         let mut new = 0;
-        let wpr = self.wpr;
+        let cols = self.cols;
         let rows = &mut self.rows;
         for_each_set_bit(filter.words(), |r| {
-            let w = &mut rows[r * wpr + word];
+            let b = r * cols + col;
+            let (w, bit) = (&mut rows[b / 64], 1u64 << (b % 64));
             new += u64::from(*w & bit == 0);
             *w |= bit;
         });
@@ -188,9 +249,9 @@ impl Shard {
 
     /// ORs up to 64 filters into the 64 columns of row word `word` (filter
     /// `j` of `group` goes to column `64 * word + j`), one 64x64 bit
-    /// transpose per 64 rows.
-    fn or_word_group(&mut self, word: usize, group: &[Option<&BloomFilter>; 64], filter_words: usize) {
-        let m = self.rows.len() / self.wpr;
+    /// transpose per 64 rows. Word- and line-packed shards only (`m` rows).
+    fn or_word_group(&mut self, m: usize, word: usize, group: &[Option<&BloomFilter>; 64], filter_words: usize) {
+        debug_assert!(!self.sub_word());
         let mut block = [0u64; 64];
         let mut new = 0u64;
         for i in 0..filter_words {
@@ -209,15 +270,15 @@ impl Shard {
 
     /// Clears column `col` in every row.
     fn clear_column(&mut self, m: usize, col: usize) {
-        let (word, bit) = (col / 64, 1u64 << (col % 64));
         let mut cleared = 0;
-        let wpr = self.wpr;
-        let base = self.rows.as_ptr().wrapping_add(word);
+        let cols = self.cols;
+        let base = self.rows.as_ptr();
         for r in 0..m {
-            // The column is one word in each of m rows, `wpr` words apart:
+            // The column is one bit in each of m rows, `cols` bits apart:
             // a long strided walk, so fetch ahead of it.
-            prefetch_line(base.wrapping_add((r + CLEAR_PREFETCH_ROWS) * wpr));
-            let w = &mut self.rows[r * wpr + word];
+            prefetch_line(base.wrapping_add(((r + CLEAR_PREFETCH_ROWS) * cols + col) / 64));
+            let b = r * cols + col;
+            let (w, bit) = (&mut self.rows[b / 64], 1u64 << (b % 64));
             // Write only words that change: most rows of a sparse filter
             // lack the bit, and an unwritten line is never written back.
             if *w & bit != 0 {
@@ -245,6 +306,14 @@ impl Shard {
     #[inline]
     fn prefetch(&self, positions: &[u32], rows: usize, from: usize, reach: Reach) {
         let base = self.rows.as_ptr();
+        if self.sub_word() {
+            if reach == Reach::Far {
+                for &p in &positions[..rows] {
+                    prefetch_line(base.wrapping_add(p as usize * self.cols / 64));
+                }
+            }
+            return;
+        }
         let short = self.short_runs();
         let (from, to) = match (short, reach) {
             (true, Reach::Near) => return,
@@ -517,10 +586,17 @@ impl SlicedIndex {
             + self.slots.allocation_size()
     }
 
+    /// Bytes of row storage over all shards (the bulk of
+    /// [`SlicedIndex::memory_bytes`] and of an index file): each shard's
+    /// [`shard_words`] words.
+    pub fn rows_bytes(&self) -> usize {
+        self.shards.iter().map(|s| s.rows.len() * 8).sum()
+    }
+
     /// Bytes of rows one query must read (all `k` runs of every shard),
     /// before early exit.
     pub fn bytes_per_query(&self) -> usize {
-        self.shards.iter().map(|s| s.wpr * 8).sum::<usize>() * self.params.k() as usize
+        self.shards.iter().map(|s| s.row_bytes()).sum::<usize>() * self.params.k() as usize
     }
 
     fn slot(&self, id: u64) -> Result<Slot> {
@@ -542,16 +618,17 @@ impl SlicedIndex {
         }
         self.slots.try_reserve(additional).map_err(|_| Error::CapacityOverflow("id map"))?;
         let max = self.config.max_shard_columns;
-        // Widen the narrowest shard that is not at full width, then add shards.
+        // Widen the first shard that is not at full width (doubling up to
+        // 512 columns, then by 512), then add shards.
         let mut widened = None;
         if let Some((i, s)) = self.shards.iter().enumerate().find(|(_, s)| s.columns() < max) {
-            let cols = (s.columns() + needed).next_multiple_of(SHARD_COLUMN_STEP).min(max);
+            let cols = shard_columns_for(s.columns() + needed).min(max);
             needed = needed.saturating_sub(cols - s.columns());
             widened = Some((i, s.widened(m, cols)?));
         }
         let mut fresh = Vec::new();
         while needed > 0 {
-            let cols = needed.next_multiple_of(SHARD_COLUMN_STEP).min(max);
+            let cols = shard_columns_for(needed).min(max);
             fresh.push(Shard::new(m, cols)?);
             needed = needed.saturating_sub(cols);
         }
@@ -651,11 +728,12 @@ impl SlicedIndex {
             placed.push((self.take_column(*id)?, *f));
         }
         placed.sort_unstable_by_key(|(slot, _)| (slot.shard, slot.col));
+        let m = self.params.m() as usize;
         let mut group: [Option<&BloomFilter>; 64] = [None; 64];
         for run in placed.chunk_by(|(a, _), (b, _)| a.shard == b.shard && a.col / 64 == b.col / 64) {
             let (first, _) = run[0];
             let shard = writable(&mut self.shards, first.shard as usize)?;
-            if run.len() < TRANSPOSE_MIN_GROUP {
+            if run.len() < TRANSPOSE_MIN_GROUP || shard.sub_word() {
                 for (slot, f) in run {
                     shard.or_column(slot.col as usize, f);
                 }
@@ -665,7 +743,7 @@ impl SlicedIndex {
             for (slot, f) in run {
                 group[slot.col as usize % 64] = Some(*f);
             }
-            shard.or_word_group(first.col as usize / 64, &group, self.params.words());
+            shard.or_word_group(m, first.col as usize / 64, &group, self.params.words());
         }
         Ok(())
     }
@@ -720,9 +798,9 @@ impl SlicedIndex {
         let slot = self.slot(id)?;
         let pos = self.params.probes(hash);
         let s = writable(&mut self.shards, slot.shard as usize)?;
-        let (word, bit) = (slot.col as usize / 64, 1u64 << (slot.col % 64));
         for &p in &pos {
-            let w = &mut s.rows[p as usize * s.wpr + word];
+            let (word, bit) = s.bit_at(p as usize, slot.col as usize);
+            let w = &mut s.rows[word];
             s.ones += u64::from(*w & bit == 0);
             *w |= bit;
         }
@@ -738,11 +816,11 @@ impl SlicedIndex {
     pub fn filter_cloned(&self, id: u64) -> Result<BloomFilter> {
         let slot = self.slot(id)?;
         let s = &self.shards[slot.shard as usize];
-        let (word, shift) = (slot.col as usize / 64, slot.col % 64);
         let mut filter = BloomFilter::new(self.params)?;
         let out = filter.words_mut();
         for r in 0..self.params.m() as usize {
-            out[r / 64] |= ((s.rows[r * s.wpr + word] >> shift) & 1) << (r % 64);
+            let (word, bit) = s.bit_at(r, slot.col as usize);
+            out[r / 64] |= u64::from(s.rows[word] & bit != 0) << (r % 64);
         }
         Ok(filter)
     }
@@ -807,6 +885,16 @@ impl SlicedIndex {
     /// flight (see [`Self::run_batch`]).
     #[inline]
     fn query_shard_then(&self, shard: &Shard, positions: &[u32], out: &mut Vec<u64>, between: impl FnOnce()) {
+        if !shard.line_packed() {
+            between();
+            match shard.wpr {
+                _ if shard.sub_word() => narrow::query_sub_word(shard, positions, out),
+                1 => narrow::query_word_packed::<1>(shard, positions, out),
+                2 => narrow::query_word_packed::<2>(shard, positions, out),
+                _ => narrow::query_word_packed::<4>(shard, positions, out),
+            }
+            return;
+        }
         // Uninitialised on purpose: zeroing 4 KiB per query would cost as
         // much as a small query; only the `wpr` words used are initialised.
         #[repr(align(64))]
@@ -930,11 +1018,14 @@ impl SlicedIndex {
         let m = self.params.m() as usize;
         let mut used_total = 0;
         for (si, s) in self.shards.iter().enumerate() {
-            if s.wpr == 0 || s.wpr % 8 != 0 || s.columns() > self.config.max_shard_columns {
-                return Err(invalid!("shard {si}: bad width {} words", s.wpr));
+            if !is_shard_width(s.cols, self.config.max_shard_columns) || s.wpr != s.cols.div_ceil(64) {
+                return Err(invalid!("shard {si}: bad width {} columns ({} words)", s.cols, s.wpr));
             }
-            if s.rows.len() != m * s.wpr || s.owners.len() != s.columns() || s.used.len() != s.wpr {
+            if Some(s.rows.len()) != shard_words(m, s.cols) || s.owners.len() != s.columns() || s.used.len() != s.wpr {
                 return Err(invalid!("shard {si}: buffer sizes disagree with width"));
+            }
+            if s.sub_word() && s.used[0] >> s.cols != 0 {
+                return Err(invalid!("shard {si}: used bitmap has columns past the width"));
             }
             if !(s.rows.as_ptr() as usize).is_multiple_of(64) {
                 return Err(invalid!("shard {si}: rows not 64-byte aligned"));
@@ -948,12 +1039,16 @@ impl SlicedIndex {
             if ones != s.ones {
                 return Err(invalid!("shard {si}: ones {} but rows hold {ones}", s.ones));
             }
-            for r in 0..m {
-                for (w, &used) in s.rows[r * s.wpr..][..s.wpr].iter().zip(&s.used) {
-                    if w & !used != 0 {
-                        return Err(invalid!("shard {si}: row {r} has bits in unused columns"));
+            if s.line_packed() {
+                for r in 0..m {
+                    for (w, &used) in s.rows[r * s.wpr..][..s.wpr].iter().zip(&s.used) {
+                        if w & !used != 0 {
+                            return Err(invalid!("shard {si}: row {r} has bits in unused columns"));
+                        }
                     }
                 }
+            } else if let Some(r) = narrow::first_stray_row(s, m) {
+                return Err(invalid!("shard {si}: row {r} has bits in unused columns or padding"));
             }
             let mut bad = None;
             for_each_set_bit(&s.used, |c| {

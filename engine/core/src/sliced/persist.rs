@@ -1,6 +1,6 @@
 //! The bridge between [`SlicedIndex`]'s private layout and the index file
 //! format of [`crate::persist`]: the persistence layer sees shards as
-//! `(width, ones, rows)` and the id map as `(id, shard, column)` triples,
+//! `(columns, ones, rows)` and the id map as `(id, shard, column)` triples,
 //! and gets an index back only through the checks of
 //! [`SlicedIndex::from_parts`].
 
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bloomslice_kernels::{Kernels, arch::all::for_each_set_bit};
 use hashbrown::HashMap;
 
-use super::{MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, Shard, SlicedConfig, SlicedIndex, Slot};
+use super::{MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, Shard, SlicedConfig, SlicedIndex, Slot, narrow};
 use crate::error::{Error, Result};
 use crate::kmer::KmerLength;
 use crate::params::BloomParams;
@@ -17,11 +17,12 @@ use crate::storage::Words;
 
 /// One shard as the file format sees it.
 pub(crate) struct ShardParts {
-    /// Words per row (columns / 64).
-    pub(crate) wpr: usize,
+    /// Columns (a width of [`narrow::is_shard_width`]).
+    pub(crate) columns: usize,
     /// Set bits in `rows` (as recorded; checked by `validate`).
     pub(crate) ones: u64,
-    /// `m * wpr` words, row-major.
+    /// [`narrow::shard_words`]`(m, columns)` words, row-major, zero-padded
+    /// to a cache line.
     pub(crate) rows: Words,
 }
 
@@ -29,9 +30,9 @@ pub(crate) struct ShardParts {
 pub(crate) type ColumnEntry = (u64, u32, u32);
 
 impl SlicedIndex {
-    /// `(wpr, ones, rows)` of every shard, in shard order.
+    /// `(columns, ones, rows)` of every shard, in shard order.
     pub(crate) fn shard_views(&self) -> impl ExactSizeIterator<Item = (usize, u64, &Words)> + '_ {
-        self.shards.iter().map(|s| (s.wpr, s.ones, &s.rows))
+        self.shards.iter().map(|s| (s.cols, s.ones, &s.rows))
     }
 
     /// Every used column as `(id, shard, column)`, in `(shard, column)` order.
@@ -50,10 +51,7 @@ impl SlicedIndex {
     pub fn ones_per_filter(&self) -> Vec<(u64, u64)> {
         let mut out = Vec::with_capacity(self.slots.len());
         for s in &self.shards {
-            let mut counts = vec![0u64; s.columns()];
-            for row in s.rows.chunks_exact(s.wpr) {
-                for_each_set_bit(row, |c| counts[c] += 1);
-            }
+            let counts = narrow::ones_per_column(&s.rows, s.cols);
             for_each_set_bit(&s.used, |c| out.push((s.owners[c], counts[c])));
         }
         out
@@ -91,18 +89,22 @@ impl SlicedIndex {
         let mut shards = Vec::new();
         shards.try_reserve_exact(parts.len()).map_err(|_| Error::CapacityOverflow("shard list"))?;
         for (si, p) in parts.into_iter().enumerate() {
-            if p.wpr == 0 || !p.wpr.is_multiple_of(8) || p.wpr * 64 > max {
-                return bad(format!("shard {si}: width of {} words is not a multiple of 8 in 8..={}", p.wpr, max / 64));
+            let columns = p.columns;
+            if !narrow::is_shard_width(columns, max) {
+                return bad(format!(
+                    "shard {si}: {columns} columns is neither a power of two up to 256 nor a multiple of 512 up to {max}"
+                ));
             }
-            if Some(p.rows.len()) != m.checked_mul(p.wpr) {
-                return bad(format!("shard {si}: {} row words for m = {m} and width {}", p.rows.len(), p.wpr));
+            if Some(p.rows.len()) != narrow::shard_words(m, columns) {
+                return bad(format!("shard {si}: {} row words for m = {m} and {columns} columns", p.rows.len()));
             }
-            let columns = p.wpr * 64;
+            let wpr = columns.div_ceil(64);
             shards.push(Shard {
-                wpr: p.wpr,
+                cols: columns,
+                wpr,
                 rows: p.rows,
                 owners: vec![0; columns],
-                used: vec![0; p.wpr],
+                used: vec![0; wpr],
                 n_used: 0,
                 ones: p.ones,
             });
@@ -171,7 +173,8 @@ mod tests {
     }
 
     fn rebuild(index: &SlicedIndex, entries: &[ColumnEntry]) -> Result<SlicedIndex> {
-        let parts = index.shard_views().map(|(wpr, ones, rows)| ShardParts { wpr, ones, rows: rows.clone() }).collect();
+        let parts =
+            index.shard_views().map(|(columns, ones, rows)| ShardParts { columns, ones, rows: rows.clone() }).collect();
         SlicedIndex::from_parts(*index.params(), *index.config(), parts, entries)
     }
 

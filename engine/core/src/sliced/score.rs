@@ -1,10 +1,12 @@
 //! Multi-key scoring on a [`SlicedIndex`]: bit-sliced counters per shard,
 //! threshold tests across the planes, and chunk pruning. The algorithm and
-//! its guarantees are described in [`crate::score`].
+//! its guarantees are described in [`crate::score`]. Shards narrower than a
+//! cache line have no 512-column chunk: they are counted apart, key by key
+//! (`narrow::count_narrow`), and take no part in the planes or the pruning.
 
 use bloomslice_kernels::{SCORE_GROUP_MAX, WORDS_PER_LINE, score_group_keys};
 
-use super::{Reach, Shard, SlicedIndex};
+use super::{Reach, Shard, SlicedIndex, narrow};
 use crate::hash::Key;
 use crate::score::{PRUNE_INTERVAL, Scores, Scratch, Threshold};
 
@@ -89,6 +91,13 @@ enum Prune {
     },
 }
 
+/// Words of a shard's rows in each bit-plane of a scoring pass: its row
+/// width for a line-packed shard, 0 for a shard narrower than a cache line
+/// (counted apart).
+fn plane_words(s: &Shard) -> usize {
+    if s.chunks() > 0 { s.wpr } else { 0 }
+}
+
 /// Bit-planes needed to count up to `keys` without wrapping (at least one).
 fn planes_for(keys: usize) -> usize {
     (usize::BITS - keys.leading_zeros()).max(1) as usize
@@ -168,20 +177,21 @@ impl SlicedIndex {
         positions.resize(q * k, 0);
         let mut probes = Probes { k, q, buf: &mut positions[..q * k], done: 0, fill };
         let n_planes = planes_for(q);
-        let total_words: usize = self.shards.iter().map(|s| s.wpr).sum();
+        let total_words: usize = self.shards.iter().map(|s| plane_words(s)).sum();
         planes.clear();
         planes.resize(total_words * n_planes, 0);
-        let live_words = |s: &Shard| (s.wpr / WORDS_PER_LINE).div_ceil(64);
+        let live_words = |s: &Shard| s.chunks().div_ceil(64);
         live.clear();
         for s in &self.shards {
-            let chunks = s.wpr / WORDS_PER_LINE;
+            let chunks = s.chunks();
             live.extend((0..live_words(s)).map(|w| {
                 let left = chunks - 64 * w;
                 if left >= 64 { !0 } else { (1u64 << left) - 1 }
             }));
         }
         prefetch_rows.clear();
-        prefetch_rows.extend(self.shards.iter().map(|s| s.rows_worth_prefetching(m, k)));
+        prefetch_rows
+            .extend(self.shards.iter().map(|s| if s.chunks() > 0 { s.rows_worth_prefetching(m, k) } else { 0 }));
         prefetch_from.clear();
         prefetch_from.resize(self.shards.len(), 0);
         gathered.resize(2 * gathered_len(k, self.config.prefetch_distance), 0);
@@ -207,7 +217,9 @@ impl SlicedIndex {
                 // rows kill most chunks for a fraction of the bytes; then
                 // the exact counts of the chunks left, from all `k` rows.
                 for (rows, s) in prefetch_rows.iter_mut().zip(&self.shards) {
-                    *rows = s.rows_worth_prefetching(m, r);
+                    if s.chunks() > 0 {
+                        *rows = s.rows_worth_prefetching(m, r);
+                    }
                 }
                 let any =
                     self.count_pass(&mut probes, r, min_count, Prune::Screen { stop }, n_planes, scratch_parts!());
@@ -235,6 +247,14 @@ impl SlicedIndex {
         // Report: the passing (or non-zero) columns of every shard.
         let mut plane_at = 0;
         for s in &self.shards {
+            if s.chunks() == 0 {
+                let positions = probes.upto(q);
+                match report {
+                    Report::NonZero => narrow::count_narrow(s, positions, k, |c| c > 0, entries),
+                    Report::AtLeast { .. } => narrow::count_narrow(s, positions, k, |c| c >= min_count, entries),
+                }
+                continue;
+            }
             let pw = s.wpr * n_planes;
             let shard_planes = &planes[plane_at..plane_at + pw];
             mask.clear();
@@ -280,7 +300,7 @@ impl SlicedIndex {
         let (k, q) = (probes.k, probes.q);
         let live_chunks = |live: &[u64]| live.iter().map(|w| w.count_ones()).sum::<u32>();
         let mut last = live_chunks(live);
-        let live_words = |s: &Shard| (s.wpr / WORDS_PER_LINE).div_ceil(64);
+        let live_words = |s: &Shard| s.chunks().div_ceil(64);
         // Unpruned and screening passes over long runs score a group of
         // keys per kernel call (`score_group_keys`: 3 keys of 7 runs, 8 of
         // 2): the kernel sums a group in registers with carry-save adders
@@ -347,7 +367,7 @@ impl SlicedIndex {
             let group = leading_runs(positions, k, i..end, rows, group_positions);
             let (mut plane_at, mut live_at) = (0, 0);
             for (s, &ahead_rows) in self.shards.iter().zip(prefetch_rows.iter()) {
-                let (lw, pw) = (live_words(s), s.wpr * n_planes);
+                let (lw, pw) = (live_words(s), plane_words(s) * n_planes);
                 let shard_live = &live[live_at..live_at + lw];
                 if shard_live.iter().any(|&w| w != 0) {
                     // The look-ahead keys' first `ahead_rows` runs here,
@@ -418,7 +438,7 @@ impl SlicedIndex {
     /// pass reads until its own chunks die.
     fn screen_rows(&self, q: usize, min_count: u32) -> Option<(usize, usize)> {
         let k = self.params.k() as usize;
-        let chunks: usize = self.shards.iter().map(|s| s.wpr / WORDS_PER_LINE).sum();
+        let chunks: usize = self.shards.iter().map(|s| s.chunks()).sum();
         if min_count == 0 || k < 2 || chunks < SCREEN_MIN_CHUNKS {
             return None;
         }
@@ -466,8 +486,8 @@ impl SlicedIndex {
         let (mut plane_at, mut live_at) = (0, 0);
         let mut live_chunks = 0;
         for ((s, rows), from) in self.shards.iter().zip(prefetch_rows.iter_mut()).zip(prefetch_from.iter_mut()) {
-            let chunks = s.wpr / WORDS_PER_LINE;
-            let (lw, pw) = (chunks.div_ceil(64), s.wpr * n_planes);
+            let chunks = s.chunks();
+            let (lw, pw) = (chunks.div_ceil(64), plane_words(s) * n_planes);
             let shard_live = &mut live[live_at..live_at + lw];
             if shard_live.iter().any(|&w| w != 0) {
                 mask.clear();
@@ -502,8 +522,8 @@ impl SlicedIndex {
         let (mut plane_at, mut live_at) = (0, 0);
         let mut least_best = u32::MAX;
         for s in &self.shards {
-            let chunks = s.wpr / WORDS_PER_LINE;
-            let (lw, pw) = (chunks.div_ceil(64), s.wpr * n_planes);
+            let chunks = s.chunks();
+            let (lw, pw) = (chunks.div_ceil(64), plane_words(s) * n_planes);
             for c in (0..chunks).filter(|c| (live[live_at + c / 64] >> (c % 64)) & 1 == 1) {
                 let start = c * WORDS_PER_LINE;
                 let mut used = [0u64; WORDS_PER_LINE];

@@ -14,7 +14,7 @@ run() {
     done
 }
 run lognormal --sizes lognormal
-run equal --sizes equal
+run equal --sizes equal --queries 50000 --score-queries 200
 run one-huge --sizes one-huge --filters 4000
 run tiny --sizes tiny --filters 5000
 run lists --lists /var/lib/dpkg/info

@@ -141,7 +141,6 @@ fuzz_target!(|input: Input| {
     let config = LayoutConfig {
         max_parts: 1 + usize::from(input.max_parts % 8),
         query_cost_weight: f64::from(input.weight) / 64.0,
-        ..LayoutConfig::default()
     };
     let initial: Vec<(u64, Vec<u64>)> =
         input.initial.iter().take(16).enumerate().map(|(i, &(start, len))| (i as u64, run(start, len))).collect();

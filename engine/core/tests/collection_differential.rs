@@ -209,7 +209,7 @@ proptest! {
         let mut model = Model::new();
         let sets: Vec<(u64, Vec<u64>)> = initial.iter().enumerate().map(|(i, &n)| (i as u64, fresh(n))).collect();
         let encoded: Vec<(u64, Vec<[u8; 8]>)> = sets.iter().map(|(id, keys)| (*id, bytes(keys))).collect();
-        let config = LayoutConfig { max_parts, query_cost_weight: weight, ..LayoutConfig::default() };
+        let config = LayoutConfig { max_parts, query_cost_weight: weight };
         let mut collection = Collection::build(&encoded, p, config).unwrap();
         for (id, keys) in &sets {
             model.insert(*id, ModelSet { keys: Vec::new(), filters: Vec::new() });

@@ -18,6 +18,8 @@
 //! - [`multi`]: `paper query --workload multi`, multi-key threshold queries;
 //! - [`latency`]: `paper latency`, single-key latency on a shared index
 //!   while a writer publishes;
+//! - [`skewed`]: `paper query --workload skewed`, collections of sets of
+//!   skewed sizes;
 //! - [`popularity`](mod@popularity): the `paper popularity` experiment (Section 5.1 of
 //!   the popularity-conscious paper), table and CSV;
 //! - [`popularity_experiment`]: that experiment's harness (Zipf workload,
@@ -48,6 +50,7 @@ pub mod popularity_experiment;
 pub mod reference;
 pub mod report;
 pub mod roofline;
+pub mod skewed;
 pub mod stable_experiment;
 pub mod stable_plots;
 pub mod stable_speed;

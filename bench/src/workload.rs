@@ -12,6 +12,9 @@
 //! - `multi`: the filters of `full`, asked 1 000 queries of 100 keys and 100
 //!   of 1 000 keys at threshold 0.8; half are drawn from one filter's keys
 //!   (5% replaced by absent keys), half are random absent keys.
+//! - `skewed`: sets of skewed sizes in a collection (see [`crate::skewed`],
+//!   which has its own sizes, keys and queries; only [`WorkloadKind`] names
+//!   it here).
 //!
 //! Everything here is a pure function of the [`WorkloadSpec`] (including its
 //! seed), so two runs with the same arguments build the same filters and ask
@@ -57,6 +60,8 @@ pub enum WorkloadKind {
     /// The filters of `full`, asked multi-key threshold queries (see
     /// [`crate::multi`]).
     Multi,
+    /// Sets of heavy-tailed sizes in a collection (see [`crate::skewed`]).
+    Skewed,
 }
 
 impl WorkloadKind {
@@ -67,6 +72,7 @@ impl WorkloadKind {
             WorkloadKind::Full => "full",
             WorkloadKind::Large => "large",
             WorkloadKind::Multi => "multi",
+            WorkloadKind::Skewed => "skewed",
         }
     }
 
@@ -75,13 +81,16 @@ impl WorkloadKind {
         match self {
             WorkloadKind::Paper | WorkloadKind::Full | WorkloadKind::Multi => 1_000,
             WorkloadKind::Large => 100_000,
+            WorkloadKind::Skewed => 730,
         }
     }
 
-    /// Keys inserted into each filter.
+    /// Keys inserted into each filter (`skewed`: the median of its sizes;
+    /// its sets have their own sizes, see [`crate::skewed`]).
     pub fn keys_per_filter(self) -> usize {
         match self {
             WorkloadKind::Paper | WorkloadKind::Large => 100,
+            WorkloadKind::Skewed => 18,
             WorkloadKind::Full | WorkloadKind::Multi => CAPACITY as usize,
         }
     }
@@ -157,7 +166,9 @@ impl WorkloadSpec {
             // A bijective mix of (seed, serial): distinct serials give
             // distinct keys before the top bit is dropped, and random-looking
             // keys after.
-            WorkloadKind::Full | WorkloadKind::Multi => splitmix64(serial ^ splitmix64(self.seed)) & !ABSENT_BIT,
+            WorkloadKind::Full | WorkloadKind::Multi | WorkloadKind::Skewed => {
+                splitmix64(serial ^ splitmix64(self.seed)) & !ABSENT_BIT
+            }
         }
     }
 

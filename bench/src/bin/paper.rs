@@ -74,7 +74,8 @@ enum Format {
 struct QueryArgs {
     /// Workload: paper (filter i holds keys [i*100, (i+1)*100)), full (10 000
     /// random keys per filter), large (100 000 filters laid out like paper) or
-    /// multi (full filters, multi-key threshold queries).
+    /// multi (full filters, multi-key threshold queries) or skewed (sets of
+    /// heavy-tailed sizes in a collection; see bench/src/skewed.rs).
     #[arg(long, value_enum, default_value_t = WorkloadKind::Paper)]
     workload: WorkloadKind,
     /// Number of filters [default: paper 1000, full 1000, large 100000, multi 1000].
@@ -124,6 +125,9 @@ struct QueryArgs {
     /// Multi-threaded queries (`--threads`, see bench/src/threads.rs).
     #[command(flatten)]
     pool: bloomslice_bench::threads::ThreadArgs,
+    /// The `skewed` workload's arguments.
+    #[command(flatten)]
+    skewed: bloomslice_bench::skewed::SkewedArgs,
 }
 
 fn main() -> ExitCode {
@@ -169,6 +173,9 @@ fn main() -> ExitCode {
             .map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize),
     };
     let mut log = |line: &str| eprintln!("[paper] {line}");
+    if args.workload == WorkloadKind::Skewed {
+        return run_skewed(&args, &mut log);
+    }
     if args.workload == WorkloadKind::Multi {
         return run_multi(&opts, &args, &mut log);
     }
@@ -238,6 +245,43 @@ fn run_multi(opts: &QueryOptions, args: &QueryArgs, log: &mut dyn FnMut(&str)) -
     }
     match args.format {
         Format::Table => print!("{}", multi::table(&rows)),
+        Format::Json => println!("{json}"),
+    }
+    ExitCode::SUCCESS
+}
+
+/// `paper query --workload skewed` (see `bloomslice_bench::skewed`).
+fn run_skewed(args: &QueryArgs, log: &mut dyn FnMut(&str)) -> ExitCode {
+    use bloomslice_bench::skewed;
+    let run = skewed::SkewedRun {
+        args: args.skewed.clone(),
+        sets: args.filters,
+        queries: args.queries,
+        batch: args.batch[0] as usize,
+        seed: args.seed,
+    };
+    let rows = match skewed::run(&run, log) {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let json = match serde_json::to_string_pretty(&rows) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot serialise the rows: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(path) = &args.json_out
+        && let Err(e) = std::fs::write(path, json.clone() + "\n")
+    {
+        eprintln!("error: cannot write {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    match args.format {
+        Format::Table => print!("{}", skewed::table(&rows)),
         Format::Json => println!("{json}"),
     }
     ExitCode::SUCCESS

@@ -1,5 +1,5 @@
 //! `paper query --workload skewed`: collections of sets of skewed sizes
-//! (issue 34), answered by one `m` sized for the largest set, by a
+//! (shaped like Debian package file lists), answered by one `m` sized for the largest set, by a
 //! [`Collection`] with its default layout and by a collection with one part
 //! per power of two, with the naive list of per-set filters as the oracle.
 //!

@@ -52,7 +52,7 @@
 //!
 //! `max_parts = 8`, `query_cost_weight = 0.05`: a part must save about 5%
 //! of the memory to be worth `k` more row runs per key. On a collection
-//! shaped like the package lists of issue 34 (730 sets, median 18 keys,
+//! shaped like the Debian package file lists (730 sets, median 18 keys,
 //! 90th percentile 200, 99th 1 574, largest 50 576; the tests
 //! `package_list_shape_is_within_1_6x_of_the_optimum` and
 //! `model_matches_built_collections`), at `p` = 1%, memory measured on the
@@ -570,7 +570,7 @@ mod tests {
         assert_eq!(round_up_six_digits(129), 132);
     }
 
-    /// A heavy-tailed collection shaped like the package lists of issue 34:
+    /// A heavy-tailed collection shaped like the Debian package file lists:
     /// 730 sets, median 18, 90th percentile 200, 99th 1 574, largest 50 576.
     pub(crate) fn package_list_sizes() -> Vec<u64> {
         // Log-linear interpolation between the quantiles.

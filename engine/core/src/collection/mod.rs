@@ -52,7 +52,7 @@
 //! the parts that hold them are queried with the whole batch, and a key
 //! counts once for a set if any of the set's filters reports it.
 //!
-//! # Memory today
+//! # Memory
 //!
 //! A part is a [`SlicedIndex`], whose shard is as narrow as its sets: a
 //! part of `w` sets holds a shard of the least power of two of columns
@@ -64,6 +64,16 @@
 //! its predicted bits are the rows the parts hold
 //! ([`SlicedIndex::rows_bytes`]); [`Collection::memory_bytes`] adds the id
 //! maps and column owners (see [`layout`] for measured figures).
+//!
+//! # Files and threads
+//!
+//! [`crate::persist::save_collection`], [`crate::persist::load_collection`]
+//! and [`crate::persist::open_collection_mmap`] keep a collection in one
+//! file (format 2 of `docs/FORMAT.md`: every part an embedded index, every
+//! section checksummed and 64-byte aligned); an index file of format 1
+//! opens as a one-part collection. [`ConcurrentCollection`] lets readers
+//! query while a writer publishes, and [`crate::QueryPool`] answers its
+//! batches on pinned workers.
 
 mod absorb;
 pub mod concurrent;

@@ -292,26 +292,7 @@ impl Collection {
             index.query_batch_hashes(hashes, results);
             return;
         }
-        let mut live = 0;
-        for (_, index) in self.live_parts() {
-            if s.answers.len() == live {
-                s.answers.push(BatchResults::new());
-            }
-            index.query_batch_hashes(hashes, &mut s.answers[live]);
-            live += 1;
-        }
-        results.clear();
-        for i in 0..hashes.len() {
-            s.ids.clear();
-            for part in &s.answers[..live] {
-                s.ids.extend_from_slice(part.get(i).unwrap_or(&[]));
-            }
-            if self.grown > 0 {
-                s.ids.sort_unstable();
-                s.ids.dedup();
-            }
-            results.push_answer(&s.ids);
-        }
+        self.append_batch_per_key(hashes, results, &mut s.ids);
     }
 
     /// [`Collection::query_threshold`] into `out` (cleared first), with the

@@ -257,7 +257,7 @@ pub(crate) struct CollectionScratch {
     /// One part's passing `(id, count)`.
     part_out: Vec<(u64, u32)>,
     /// `(id, count)` of every grown set, ascending id.
-    grown: Vec<(u64, u32)>,
+    pub(super) grown: Vec<(u64, u32)>,
     /// Parts holding a filter of a grown set.
     grown_parts: Vec<usize>,
 }
@@ -329,8 +329,8 @@ impl Collection {
 
     /// Leaves in `s.grown` the `(id, count)` of every grown set, ascending
     /// id: the keys any of its filters may hold, each key counted once per
-    /// set (as `grown_counts`).
-    fn grown_counts_with(&self, hashes: &[KeyHash], s: &mut CollectionScratch) {
+    /// set.
+    pub(crate) fn grown_counts_with(&self, hashes: &[KeyHash], s: &mut CollectionScratch) {
         let CollectionScratch { answers, ids, grown, grown_parts, .. } = s;
         grown.clear();
         if self.grown == 0 {

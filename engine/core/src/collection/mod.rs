@@ -609,7 +609,9 @@ impl Collection {
             index.score_into(&hashes, &mut part_scores);
             entries.extend(part_scores.iter().filter(|&(id, _)| !self.is_grown(id)));
         }
-        entries.extend(self.grown_counts(&hashes).into_iter().filter(|&(_, count)| count > 0));
+        let mut scratch = CollectionScratch::default();
+        self.grown_counts_with(&hashes, &mut scratch);
+        entries.extend(scratch.grown.iter().copied().filter(|&(_, count)| count > 0));
         entries.sort_unstable();
         scores.keys = keys.len();
         scores.entries = entries;
@@ -625,64 +627,13 @@ impl Collection {
         if let Some(index) = self.single_part() {
             return index.query_threshold(keys, threshold);
         }
-        let min_count = threshold.min_count(keys.len());
-        if min_count as usize > keys.len() {
-            return Vec::new();
-        }
-        let hashes: Vec<KeyHash> = keys.iter().map(|key| self.hash(key)).collect();
-        let (mut out, mut part_out, mut scratch) = (Vec::new(), Vec::new(), Scores::new());
-        for (_, index) in self.live_parts() {
-            index.query_threshold_into(&hashes, threshold, &mut scratch, &mut part_out);
-            out.extend(part_out.iter().copied().filter(|&(id, _)| !self.is_grown(id)));
-        }
-        out.extend(self.grown_counts(&hashes).into_iter().filter(|&(_, count)| count >= min_count));
-        out.sort_unstable();
+        let mut out = Vec::new();
+        self.query_threshold_with(keys, threshold, &mut Scores::new(), &mut CollectionScratch::default(), &mut out);
         out
     }
 
     fn is_grown(&self, id: u64) -> bool {
         self.grown > 0 && self.sets.get(&id).is_some_and(|slots| slots.len() > 1)
-    }
-
-    /// `(id, count)` of every grown set: the keys any of its filters may
-    /// hold, each key counted once per set.
-    fn grown_counts(&self, hashes: &[KeyHash]) -> Vec<(u64, u32)> {
-        if self.grown == 0 {
-            return Vec::new();
-        }
-        let mut counts: HashMap<u64, u32> = HashMap::new();
-        let mut parts: Vec<usize> = Vec::new();
-        for (&id, slots) in &self.sets {
-            if slots.len() > 1 {
-                counts.insert(id, 0);
-                parts.extend(slots.iter().map(|s| s.part));
-            }
-        }
-        parts.sort_unstable();
-        parts.dedup();
-        let answers: Vec<BatchResults> = parts
-            .iter()
-            .map(|&part| {
-                let mut answer = BatchResults::new();
-                self.parts[part].index.query_batch_hashes(hashes, &mut answer);
-                answer
-            })
-            .collect();
-        let mut hit = Vec::new();
-        for i in 0..hashes.len() {
-            hit.clear();
-            for answer in &answers {
-                hit.extend(answer.get(i).unwrap_or(&[]).iter().copied().filter(|id| counts.contains_key(id)));
-            }
-            hit.sort_unstable();
-            hit.dedup();
-            for id in &hit {
-                if let Some(c) = counts.get_mut(id) {
-                    *c += 1;
-                }
-            }
-        }
-        counts.into_iter().collect()
     }
 
     /// Checks every part ([`SlicedIndex::validate`]) and that the sets'

@@ -212,6 +212,13 @@ pub(crate) struct Scratch {
     pub(crate) gathered: Vec<u32>,
 }
 
+/// Grows `v`'s capacity to at least `n` (a no-op once it holds that many).
+pub(crate) fn reserve_total<T>(v: &mut Vec<T>, n: usize) {
+    if v.capacity() < n {
+        v.reserve(n - v.len());
+    }
+}
+
 impl Scores {
     /// An empty score buffer.
     pub fn new() -> Self {

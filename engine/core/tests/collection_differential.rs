@@ -8,8 +8,10 @@
 //! capacity from [`Collection::filters`] (the part a filter lands in is the
 //! collection's choice); it places the keys itself, so the loads the
 //! collection reports are checked, not copied. Checked after every
-//! operation: [`Collection::validate`], the set count, the loads, that an
-//! added filter is larger than the last and sized for its rate (`p / 2^j`),
+//! operation: [`Collection::validate`], the set count, the loads, that a
+//! set's filters lie in distinct parts and that its `j`-th added filter holds
+//! at least `c * 2^j` keys (`c` the first filter's capacity) at its rate
+//! (`p / 2^j`),
 //! and, on query operations, single-key and batched answers (each set once,
 //! exactly the sets whose model filters' union holds the key, never a false
 //! negative), `score_into` and `query_threshold` (pruned, unpruned and at
@@ -76,7 +78,12 @@ fn model_add(model: &mut Model, id: u64, keys: &[u64], infos: &[FilterInfo], p: 
     for (j, (info, (_, capacity, load))) in infos.iter().zip(&set.filters).enumerate() {
         assert_eq!((info.capacity, info.load), (*capacity, *load), "set {id}: filter {j}");
         if j > 0 {
-            assert!(info.params.m() > infos[j - 1].params.m(), "set {id}: filter {j} is not larger");
+            // Capacities at least double (an added filter may land in an
+            // existing part up to twice the bits it needs, so the next one's
+            // `m` may equal it, but never its place).
+            let first = infos[0].capacity.max(1);
+            assert!(info.capacity >= first << j, "set {id}: filter {j} holds {} < {first} * 2^{j}", info.capacity);
+            assert!(infos[..j].iter().all(|earlier| earlier.part != info.part), "set {id}: filter {j} shares a part");
             let rate = p / f64::powi(2.0, j as i32);
             assert!(info.params.expected_fpr(info.capacity) <= rate * 1.000_001, "set {id}: filter {j} over {rate}");
         }

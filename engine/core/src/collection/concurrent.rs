@@ -50,7 +50,7 @@ use super::Collection;
 use crate::concurrent::{ConcurrentIndex, Replica, sealed::Sealed};
 use crate::error::{Error, Result};
 use crate::hash::{Key, KeyHash};
-use crate::score::{Scores, Threshold};
+use crate::score::{Scores, Threshold, reserve_total};
 use crate::sliced::BatchResults;
 
 /// A [`Collection`] shared by concurrent readers and writers (see the
@@ -250,8 +250,6 @@ impl ConcurrentIndex<Collection> {
 pub(crate) struct CollectionScratch {
     /// The keys of the running query, hashed once for every part.
     hashes: Vec<KeyHash>,
-    /// One answer per queried part.
-    answers: Vec<BatchResults>,
     /// One key's ids, merged across parts.
     ids: Vec<u64>,
     /// One part's passing `(id, count)`.
@@ -331,7 +329,7 @@ impl Collection {
     /// id: the keys any of its filters may hold, each key counted once per
     /// set.
     pub(crate) fn grown_counts_with(&self, hashes: &[KeyHash], s: &mut CollectionScratch) {
-        let CollectionScratch { answers, ids, grown, grown_parts, .. } = s;
+        let CollectionScratch { ids, grown, grown_parts, .. } = s;
         grown.clear();
         if self.grown == 0 {
             return;
@@ -346,18 +344,14 @@ impl Collection {
         grown.sort_unstable();
         grown_parts.sort_unstable();
         grown_parts.dedup();
-        for (j, &part) in grown_parts.iter().enumerate() {
-            if answers.len() == j {
-                answers.push(BatchResults::new());
-            }
-            self.parts[part].index.query_batch_hashes(hashes, &mut answers[j]);
-        }
-        for i in 0..hashes.len() {
+        // Key by key, as batches (`append_batch_per_key`): one key's ids
+        // from every part holding a grown set's filter, each set once.
+        for &hash in hashes {
             ids.clear();
-            for answer in &answers[..grown_parts.len()] {
-                let hit = answer.get(i).unwrap_or(&[]).iter().copied();
-                ids.extend(hit.filter(|id| grown.binary_search_by_key(id, |&(g, _)| g).is_ok()));
+            for &part in grown_parts.iter() {
+                self.parts[part].index.query_hash_append(hash, ids);
             }
+            ids.retain(|id| grown.binary_search_by_key(id, |&(g, _)| g).is_ok());
             ids.sort_unstable();
             ids.dedup();
             for id in ids.iter() {
@@ -365,6 +359,36 @@ impl Collection {
                     grown[at].1 += 1;
                 }
             }
+        }
+    }
+
+    /// Grows `s` (and, for threshold queries, `scores` and `out`) to what a
+    /// query of up to `keys` keys on this collection needs, so that which
+    /// thread runs which task of a pool batch does not decide whether it
+    /// allocates: bounds from the collection (sets, filters, parts), not
+    /// from the keys' answers.
+    pub(crate) fn reserve_scratch(
+        &self,
+        keys: usize,
+        s: &mut CollectionScratch,
+        threshold: Option<(&mut Scores, &mut Vec<(u64, u32)>)>,
+    ) {
+        if self.single_part().is_some() {
+            if let (Some(index), Some((scores, out))) = (self.single_part(), threshold) {
+                index.reserve_scores(keys, scores, out);
+            }
+            return;
+        }
+        let filters: usize = self.parts.iter().map(|part| part.index.len()).sum();
+        reserve_total(&mut s.hashes, keys);
+        reserve_total(&mut s.ids, filters);
+        if let Some((scores, out)) = threshold {
+            for (_, index) in self.live_parts() {
+                index.reserve_scores(keys, scores, &mut s.part_out);
+            }
+            reserve_total(out, self.len());
+            reserve_total(&mut s.grown, self.grown);
+            reserve_total(&mut s.grown_parts, self.parts.len());
         }
     }
 }

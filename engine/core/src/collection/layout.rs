@@ -423,16 +423,29 @@ fn round_up_six_digits(n: u64) -> u64 {
     n.div_ceil(unit).saturating_mul(unit)
 }
 
-/// Bits (a whole number of 64-bit words) a filter of `k` hash functions
-/// needs to hold `n` keys at false-positive rate at most about `rate`:
-/// `ceil(k n / -ln(1 - rate^(1/k)))`.
+/// Least bits (a whole number of 64-bit words) with which a filter of `k`
+/// hash functions holds `n` keys at [`BloomParams::expected_fpr`] at most
+/// `rate`: the inverse of [`capacity_of`], so `capacity_of(bits_for(n)) >= n`.
+/// From `k n (-ln(1 - 1/m)) <= -ln(1 - rate^(1/k))`:
+/// `m >= 1 / (1 - exp(-x))`, `x = -ln(1 - rate^(1/k)) / (k n)`.
 pub(crate) fn bits_for(n: u64, rate: f64, k: u32) -> Result<u64> {
+    let n = n.max(1);
+    let too_many = Error::TooManyBits { m: u64::MAX, max: crate::params::MAX_BITS };
     let per = -(1.0 - rate.powf(1.0 / f64::from(k))).ln();
-    let m = (f64::from(k) * n.max(1) as f64 / per).ceil();
+    let x = per / (f64::from(k) * n as f64);
+    let m = (1.0 / -(-x).exp_m1()).ceil();
     if !m.is_finite() || m > crate::params::MAX_BITS as f64 {
-        return Err(Error::TooManyBits { m: u64::MAX, max: crate::params::MAX_BITS });
+        return Err(too_many);
     }
-    Ok((m as u64).div_ceil(64) * 64)
+    let mut m = (m as u64).max(1).div_ceil(64) * 64;
+    // Floating-point rounding may leave the capacity one key short.
+    while capacity_of(m, rate, k) < n {
+        m += 64;
+        if m > crate::params::MAX_BITS {
+            return Err(too_many);
+        }
+    }
+    Ok(m)
 }
 
 /// Bits of row storage of a part of `sets` filters of `m` bits: the
@@ -673,11 +686,19 @@ mod tests {
 
     #[test]
     fn capacity_and_bits_agree() {
-        for (n, rate, k) in [(100u64, 0.01, 7u32), (10_000, 0.005, 7), (1, 0.001, 10)] {
+        let mut cases = vec![(100u64, 0.01, 7u32), (10_000, 0.005, 7), (1, 0.001, 10), (8750, 0.025, 5)];
+        for n in (1..20_000u64).step_by(97).chain([4375 * 2, 1 << 20, 3 << 24]) {
+            for (rate, k) in [(0.2, 3), (0.05, 5), (0.025, 5), (0.01, 7), (0.0025, 9)] {
+                cases.push((n, rate, k));
+            }
+        }
+        for (n, rate, k) in cases {
             let m = bits_for(n, rate, k).unwrap();
             let cap = capacity_of(m, rate, k);
-            assert!(cap + 1 >= n, "{n} {cap}");
-            assert!(BloomParams::new(m, k).unwrap().expected_fpr(cap) <= rate);
+            assert!(cap >= n, "{n} {rate} {k}: {cap}");
+            // Least: 64 bits fewer would not hold n.
+            assert!(m == 64 || capacity_of(m - 64, rate, k) < n, "{n} {rate} {k}: {m} not least");
+            assert!(BloomParams::new(m, k).unwrap().expected_fpr(cap) <= rate * (1.0 + 1e-9));
         }
     }
 }

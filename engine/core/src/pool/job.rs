@@ -107,6 +107,21 @@ impl Snapshot {
         }
     }
 
+    /// Grows a thread's scratch `bufs` to what any task of a batch of
+    /// `kind` whose largest task input (keys of a key task, keys of a
+    /// threshold query) is `max_keys` needs on this snapshot, so that which
+    /// thread claims which task does not decide whether a warm batch
+    /// allocates. Bounds come from the index (filters, shards, parts).
+    fn reserve(&self, kind: Kind, max_keys: usize, bufs: &mut ScoreBufs) {
+        let ScoreBufs { scores, out, collection } = bufs;
+        match (self, kind) {
+            (Snapshot::Sliced(_), Kind::Keys) => {}
+            (Snapshot::Sliced(index), Kind::Threshold) => index.reserve_scores(max_keys, scores, out),
+            (Snapshot::Collection(c), Kind::Keys) => c.reserve_scratch(max_keys, collection, None),
+            (Snapshot::Collection(c), Kind::Threshold) => c.reserve_scratch(max_keys, collection, Some((scores, out))),
+        }
+    }
+
     /// Scores `keys` into `bufs.out`, as the snapshot's
     /// `query_threshold_into`.
     fn query_threshold_into<K: Key>(&self, keys: &[K], threshold: Threshold, bufs: &mut ScoreBufs) {
@@ -259,6 +274,10 @@ pub(crate) struct Job {
     chunk_len: AtomicUsize,
     /// Keys in the batch.
     keys: AtomicUsize,
+    /// The largest task input of the batch: `chunk_len` for a key batch,
+    /// the longest query for a threshold batch (what [`Snapshot::reserve`]
+    /// sizes a thread's scratch for).
+    max_keys: AtomicUsize,
     /// Whether the batch is a [`Kind::Threshold`] one.
     threshold_kind: AtomicBool,
     /// Protocol state: see the module's design note. A submitted key
@@ -303,6 +322,7 @@ impl Job {
             cvar: Condvar::new(),
             chunk_len: AtomicUsize::new(1),
             keys: AtomicUsize::new(0),
+            max_keys: AtomicUsize::new(0),
             threshold_kind: AtomicBool::new(false),
             hashes: UnsafeCell::new(Vec::new()),
             borrowed: UnsafeCell::new(None),
@@ -361,6 +381,7 @@ impl Job {
         queries: &[Q],
         threshold: Threshold,
         max_tasks: usize,
+        caller: &mut ScoreBufs,
     ) -> Option<(usize, usize)> {
         debug_assert!(self.is_done(), "a free-list job is idle");
         if queries.is_empty() {
@@ -376,11 +397,18 @@ impl Job {
             run: Run::Threshold(score_range::<Q, K>),
         });
         data.query_ends.clear();
-        let mut keys = 0;
+        let (mut keys, mut longest) = (0, 0);
         for query in queries {
-            keys += query.as_ref().len();
+            let len = query.as_ref().len();
+            keys += len;
+            longest = longest.max(len);
             data.query_ends.push(keys);
         }
+        // Relaxed: published by the Release store of `claims` in `arm`.
+        self.max_keys.store(longest, Ordering::Relaxed);
+        // The caller's scratch, whether or not it helps, so that helping
+        // or not does not decide whether a warm batch allocates.
+        index.reserve(Kind::Threshold, longest, caller);
         data.threshold = threshold;
         let tasks = max_tasks.clamp(1, MAX_TASKS_PER_BATCH).min(queries.len());
         split_by_keys(&data.query_ends, tasks, &mut data.bounds);
@@ -462,7 +490,19 @@ impl Job {
     /// `bufs` is the running thread's scratch, for threshold tasks and a
     /// collection's key tasks (without it they allocate their own).
     pub(crate) fn run_claims(&self, shared: &Shared, mut bufs: Option<&mut ScoreBufs>) {
+        let mut reserved = false;
         while let Some((task, _)) = self.claim() {
+            if !reserved && let Some(bufs) = bufs.as_deref_mut() {
+                reserved = true;
+                // SAFETY: submitted state and we hold an unfinished task, so
+                // the snapshot is live and only read (it is dropped by the
+                // last task to finish). Relaxed: written before the Release
+                // store of `claims`, read after our Acquire claim.
+                if let Some(index) = unsafe { &*self.index.get() } {
+                    let kind = if self.threshold_kind.load(Ordering::Relaxed) { Kind::Threshold } else { Kind::Keys };
+                    index.reserve(kind, self.max_keys.load(Ordering::Relaxed), bufs);
+                }
+            }
             self.execute(shared, task, bufs.as_deref_mut());
         }
     }
@@ -709,13 +749,15 @@ impl PoolResults {
         keys: usize,
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
-        if matches!(index, Snapshot::Collection(_)) && self.scratch.is_none() {
-            self.scratch = Some(Box::default());
-        }
         let job = &*self.job;
         let tasks = tasks_for(keys).clamp(1, MAX_TASKS_PER_BATCH);
         let chunk_len = keys.div_ceil(tasks).max(1);
         let tasks = keys.div_ceil(chunk_len);
+        if matches!(index, Snapshot::Collection(_)) {
+            // The caller's scratch, whether or not it helps (see
+            // `Snapshot::reserve`).
+            index.reserve(Kind::Keys, chunk_len, self.scratch.get_or_insert_with(Box::default));
+        }
         self.len = keys;
         self.chunk_len = chunk_len;
         if keys == 0 {
@@ -724,6 +766,7 @@ impl PoolResults {
         // Relaxed: published by the Release store of `claims` in `arm`.
         job.chunk_len.store(chunk_len, Ordering::Relaxed);
         job.keys.store(keys, Ordering::Relaxed);
+        job.max_keys.store(chunk_len, Ordering::Relaxed);
         // SAFETY: idle and ours (we hold `&mut self`).
         unsafe { job.arm(index, Kind::Keys, tasks) };
         Some((Arc::clone(&self.job), tasks))

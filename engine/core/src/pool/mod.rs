@@ -120,7 +120,13 @@
 //!   and hands the job over like a key batch (same inline and help rules).
 //!   A task scores its range query by query with scratch its worker keeps
 //!   for its lifetime (a helping caller lends its own, kept in the
-//!   [`ThresholdResults`](crate::score::ThresholdResults)).
+//!   [`ThresholdResults`](crate::score::ThresholdResults)). Before its
+//!   first task of a batch, a thread grows that scratch to what the
+//!   batch's largest task needs on the snapshot (the longest query, or a
+//!   key task's length for a collection; bounds from the index, not from
+//!   the answers), and the caller does so at arming whether or not it will
+//!   help: which thread claims which task then never decides whether a warm
+//!   batch allocates.
 //! - **Faults.** Each task runs under `catch_unwind`; a panic marks its
 //!   batch failed ([`PoolError::TaskPanicked`]) and the worker goes on.
 //! - **Shutdown.** Dropping the pool *finishes* every queued batch, then

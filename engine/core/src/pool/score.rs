@@ -64,11 +64,15 @@ impl QueryPool {
         let snapshot = Sealed::pool_snapshot(snapshot);
         let job = self.shared.threshold_jobs.pop().unwrap_or_else(Job::new_shared);
         let max_tasks = (self.workers * self.tasks_per_worker).min(MAX_TASKS_PER_BATCH);
+        // The caller's scratch lives in `results` (its first part).
+        if results.parts.is_empty() {
+            results.parts.push(ScoreBufs::default());
+        }
         // SAFETY: popped from the free list (or new), so idle and ours; this
         // call returns only once the batch is done (`wait` below), and if
         // anything unwinds first the guard waits: the tasks' reads of
         // `queries` end before `queries` can go.
-        let prepared = unsafe { job.prepare_threshold(snapshot, queries, threshold, max_tasks) };
+        let prepared = unsafe { job.prepare_threshold(snapshot, queries, threshold, max_tasks, &mut results.parts[0]) };
         let Some((tasks, keys)) = prepared else {
             // Empty batch: nothing armed, the job is still idle.
             let _ = self.shared.threshold_jobs.push(job);
@@ -81,10 +85,6 @@ impl QueryPool {
         }
         let help = inline || keys.saturating_mul(filters) <= self.caller_help_work;
         if help && !job.is_done() {
-            // The caller's scratch lives in `results` (its first part).
-            if results.parts.is_empty() {
-                results.parts.push(ScoreBufs::default());
-            }
             job.run_claims(&self.shared, Some(&mut results.parts[0]));
         }
         job.wait(self.wait_spin);

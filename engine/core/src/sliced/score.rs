@@ -8,7 +8,7 @@ use bloomslice_kernels::{SCORE_GROUP_MAX, WORDS_PER_LINE, score_group_keys};
 
 use super::{Reach, Shard, SlicedIndex, narrow};
 use crate::hash::Key;
-use crate::score::{PRUNE_INTERVAL, Scores, Scratch, Threshold};
+use crate::score::{PRUNE_INTERVAL, Scores, Scratch, Threshold, reserve_total};
 
 /// What a scoring pass reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +143,26 @@ impl SlicedIndex {
         }
         self.score_keys(keys, Report::AtLeast { min_count, prune: threshold.prunes() }, scratch);
         core::mem::swap(out, &mut scratch.entries);
+    }
+
+    /// Grows `scores` and `out` to what a threshold query of up to `q`
+    /// keys needs on this index ([`SlicedIndex::query_threshold_into`]
+    /// swaps the two, so both hold every filter), so a thread whose buffers
+    /// were reserved for a batch allocates nothing whichever of its queries
+    /// it scores.
+    pub(crate) fn reserve_scores(&self, q: usize, scores: &mut Scores, out: &mut Vec<(u64, u32)>) {
+        let k = self.params.k() as usize;
+        let Scratch { positions, planes, live, mask, prefetch_rows, prefetch_from, gathered } = &mut scores.scratch;
+        let words: usize = self.shards.iter().map(|s| plane_words(s)).sum();
+        reserve_total(positions, q * k);
+        reserve_total(planes, words * planes_for(q));
+        reserve_total(live, self.shards.iter().map(|s| s.chunks().div_ceil(64)).sum());
+        reserve_total(mask, self.shards.iter().map(|s| s.wpr).max().unwrap_or(0));
+        reserve_total(prefetch_rows, self.shards.len());
+        reserve_total(prefetch_from, self.shards.len());
+        reserve_total(gathered, 2 * gathered_len(k, self.config.prefetch_distance));
+        reserve_total(&mut scores.entries, self.len());
+        reserve_total(out, self.len());
     }
 
     /// Scores `keys` (hashed as the passes reach them, [`Probes`]) and

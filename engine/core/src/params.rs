@@ -293,6 +293,36 @@ impl BloomParams {
         }
     }
 
+    /// Calls `put(position)` for `hash`'s `k` probe positions in order,
+    /// stopping after the first call that returns `false`: a query that
+    /// can end early (an AND gone to zero) computes only the positions it
+    /// reads.
+    #[inline(always)]
+    pub(crate) fn try_each_probe(&self, hash: KeyHash, mut put: impl FnMut(u32) -> bool) {
+        let mut x = hash.h1;
+        match self.scheme {
+            HashScheme::Xxh3Double => {
+                for _ in 0..self.k {
+                    if !put(fastrange(x, self.m)) {
+                        return;
+                    }
+                    x = x.wrapping_add(hash.h2);
+                }
+            }
+            HashScheme::Xxh3Triple => {
+                let mut y = hash.h2;
+                let z = hash.h2.rotate_left(32);
+                for _ in 0..self.k {
+                    if !put(fastrange(x, self.m)) {
+                        return;
+                    }
+                    x = x.wrapping_add(y);
+                    y = y.wrapping_add(z);
+                }
+            }
+        }
+    }
+
     /// The `k` probe positions of `hash`, in probe order, on the stack.
     #[inline]
     pub fn probes(&self, hash: KeyHash) -> Probes {

@@ -43,14 +43,26 @@
 //! part order, each part's ids in its index's order; a collection of one
 //! part answers exactly as its [`SlicedIndex`].
 //!
+//! A collection whose parts' rows total at most [`RESIDENT_ROWS_BYTES`]
+//! (4 MiB, within the last-level cache of every CPU it is measured on)
+//! reads them without prefetching: its rows stay cached between queries,
+//! and a part's prefetch, issued just before its own reads, only costs
+//! instructions.
+//! Larger collections prefetch each part's rows as [`SlicedIndex`] does
+//! ([`PartPrefetch`]: the environment variable
+//! `BLOOMSLICE_COLLECTION_PREFETCH=always|never` forces either). A part of
+//! one narrow shard read without prefetching computes its probe positions
+//! as its AND reads them, so an absent key stops after the few rows that
+//! clear it. Measured in `bench/RESULTS.md`, section "Collections".
+//!
 //! Scores count, for every set, the query keys *its filters' union* may
 //! hold. For a set with one filter that is its part's count (each part is
 //! scored with [`SlicedIndex::score_into`], pruned per part by
 //! [`SlicedIndex::query_threshold_into`]). For a set with filters in
 //! several parts the per-part counts cannot be added (a key held by two of
 //! its filters would count twice), so those sets are counted key by key:
-//! the parts that hold them are queried with the whole batch, and a key
-//! counts once for a set if any of the set's filters reports it.
+//! each key is queried in the parts that hold them, and it counts once for
+//! a set if any of the set's filters reports it.
 //!
 //! # Memory
 //!
@@ -122,6 +134,57 @@ pub struct FilterInfo {
     pub capacity: u64,
     /// Keys given to the filter (duplicates included).
     pub load: u64,
+}
+
+/// Rows (bytes, over every part) up to which a collection's queries read
+/// its parts without prefetching (see the module documentation).
+pub const RESIDENT_ROWS_BYTES: usize = 4 << 20;
+
+/// Whether a collection's queries prefetch its parts' rows. Never changes
+/// a result, only speed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartPrefetch {
+    /// Prefetch when the parts' rows total more than
+    /// [`RESIDENT_ROWS_BYTES`] (the default).
+    Auto,
+    /// Always prefetch each part's rows before reading them.
+    Always,
+    /// Never prefetch; read every part's rows as in cache.
+    Never,
+}
+
+impl PartPrefetch {
+    /// The lowercase name `BLOOMSLICE_COLLECTION_PREFETCH` accepts.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            PartPrefetch::Auto => "auto",
+            PartPrefetch::Always => "always",
+            PartPrefetch::Never => "never",
+        }
+    }
+
+    /// Parses `auto`, `always` or `never` (any case, surrounding spaces
+    /// ignored).
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<PartPrefetch> {
+        [PartPrefetch::Auto, PartPrefetch::Always, PartPrefetch::Never]
+            .into_iter()
+            .find(|mode| mode.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// The process's choice, decided at the first call: the environment
+    /// variable `BLOOMSLICE_COLLECTION_PREFETCH` if it names one, else
+    /// [`PartPrefetch::Auto`] (benchmarks force either mode with it).
+    pub fn detect() -> PartPrefetch {
+        static CHOSEN: std::sync::OnceLock<PartPrefetch> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| {
+            std::env::var("BLOOMSLICE_COLLECTION_PREFETCH")
+                .ok()
+                .and_then(|v| PartPrefetch::from_name(&v))
+                .unwrap_or(PartPrefetch::Auto)
+        })
+    }
 }
 
 /// A collection of sets of any sizes, each answered as one filter, in
@@ -515,6 +578,30 @@ impl Collection {
         Ok(slot)
     }
 
+    /// Whether the parts' rows are few enough (at most
+    /// [`RESIDENT_ROWS_BYTES`]) to stay cached between queries, so that a
+    /// query reads them without prefetching (see the module documentation).
+    pub(crate) fn rows_resident(&self) -> bool {
+        match PartPrefetch::detect() {
+            PartPrefetch::Always => false,
+            PartPrefetch::Never => true,
+            PartPrefetch::Auto => {
+                self.parts.iter().map(|part| part.index.rows_bytes()).sum::<usize>() <= RESIDENT_ROWS_BYTES
+            }
+        }
+    }
+
+    /// Part `index`'s ids for `hash` appended to `out`, prefetching unless
+    /// `resident` ([`Collection::rows_resident`]).
+    #[inline]
+    fn part_append(index: &SlicedIndex, hash: KeyHash, out: &mut Vec<u64>, resident: bool) {
+        if resident {
+            index.query_hash_append_resident(hash, out);
+        } else {
+            index.query_hash_append(hash, out);
+        }
+    }
+
     /// Parts that hold at least one filter, in part order.
     fn live_parts(&self) -> impl Iterator<Item = (usize, &SlicedIndex)> + '_ {
         self.parts.iter().enumerate().filter(|(_, part)| !part.index.is_empty()).map(|(i, part)| (i, &part.index))
@@ -544,8 +631,9 @@ impl Collection {
     /// [`Collection::query_into`] by the key's hash.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
+        let resident = self.rows_resident();
         for (_, index) in self.live_parts() {
-            index.query_hash_append(hash, out);
+            Self::part_append(index, hash, out, resident);
         }
         if self.grown > 0 {
             out.sort_unstable();
@@ -580,10 +668,11 @@ impl Collection {
     /// (see [`Collection::query_batch`] for why).
     pub(crate) fn append_batch_per_key(&self, hashes: &[KeyHash], results: &mut BatchResults, ids: &mut Vec<u64>) {
         results.clear();
+        let resident = self.rows_resident();
         for &hash in hashes {
             ids.clear();
             for (_, index) in self.live_parts() {
-                index.query_hash_append(hash, ids);
+                Self::part_append(index, hash, ids, resident);
             }
             if self.grown > 0 {
                 ids.sort_unstable();

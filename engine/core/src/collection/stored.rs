@@ -270,8 +270,9 @@ impl Collection {
             return;
         }
         let start = out.len();
+        let resident = self.rows_resident();
         for (_, index) in self.live_parts() {
-            index.query_hash_append(hash, out);
+            Self::part_append(index, hash, out, resident);
         }
         if self.grown > 0 {
             let tail = &mut out[start..];

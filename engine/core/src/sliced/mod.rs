@@ -858,6 +858,28 @@ impl SlicedIndex {
         self.query_positions(pos, out);
     }
 
+    /// [`Self::query_hash_append`] without prefetching: for callers whose
+    /// rows are cache-resident (a small collection's parts), where a
+    /// prefetch only costs instructions.
+    #[inline]
+    pub(crate) fn query_hash_append_resident(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        if let [shard] = &self.shards[..]
+            && shard.wpr < WORDS_PER_LINE
+        {
+            narrow::query_narrow_probing(shard, &self.params, hash, out);
+            return;
+        }
+        let mut buf = [MaybeUninit::uninit(); crate::params::MAX_HASHES as usize];
+        let positions = self.params.probes_in(hash, &mut buf);
+        for shard in self.shards.iter() {
+            if shard.wpr >= WORDS_PER_LINE && shard.short_runs() {
+                self.kernels.and_runs_mapped(&shard.rows, shard.wpr, positions, &shard.used, &shard.owners, out);
+            } else {
+                self.query_shard(shard, positions, out);
+            }
+        }
+    }
+
     /// ANDs the rows at `positions` in every shard and appends matching ids.
     ///
     /// A key queried alone has no neighbour to overlap with, so its row

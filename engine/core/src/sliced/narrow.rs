@@ -34,6 +34,8 @@ use bloomslice_kernels::WORDS_PER_LINE;
 use bloomslice_kernels::arch::all::for_each_set_bit;
 
 use super::{SHARD_COLUMN_STEP, Shard};
+use crate::hash::{Key, KeyHash};
+use crate::params::BloomParams;
 
 /// Widest shard whose rows are stored below a cache line (4 words).
 pub const MAX_NARROW_COLUMNS: usize = 256;
@@ -149,6 +151,40 @@ pub(super) fn query_narrow(shard: &Shard, positions: &[u32], out: &mut Vec<u64>)
     }
 }
 
+/// [`query_narrow`] computing `hash`'s probe positions in `params` as the
+/// AND reads them, so a key whose AND goes to zero after a few rows (most
+/// absent keys) computes only those positions. For a part of one narrow
+/// shard queried without prefetching (a cache-resident collection).
+#[inline]
+pub(super) fn query_narrow_probing(shard: &Shard, params: &BloomParams, hash: KeyHash, out: &mut Vec<u64>) {
+    if shard.cols < 64 {
+        let (rows, columns) = (&shard.rows[..], shard.cols);
+        let mut acc = row_mask(columns) & shard.used[0];
+        params.try_each_probe(hash, |p| {
+            acc &= sub_word_row(rows, columns, p as usize);
+            acc != 0
+        });
+        let mut bits = acc;
+        while bits != 0 {
+            out.push(shard.owners[bits.trailing_zeros() as usize]);
+            bits &= bits - 1;
+        }
+        return;
+    }
+    match shard.wpr {
+        1 => probing_word_packed::<1>(shard, params, hash, out),
+        2 => probing_word_packed::<2>(shard, params, hash, out),
+        _ => probing_word_packed::<4>(shard, params, hash, out),
+    }
+}
+
+/// [`query_word_packed`] with the positions computed as the AND reads them
+/// (see [`query_narrow_probing`]).
+#[inline]
+fn probing_word_packed<const N: usize>(shard: &Shard, params: &BloomParams, hash: KeyHash, out: &mut Vec<u64>) {
+    query_used(shard, &and_probing::<N>(shard, params, hash), out);
+}
+
 /// Appends the owners of the used columns of a word-packed shard (rows of
 /// `N` = 1, 2 or 4 words) whose rows at `positions` all have the column's
 /// bit. Fixed-size rows: the AND of a row is `N` words in registers with
@@ -212,6 +248,104 @@ fn and_narrow(shard: &Shard, positions: &[u32], acc: &mut [u64; MAX_NARROW_COLUM
         }
     }
     acc[..wpr].iter().any(|&w| w != 0)
+}
+
+/// Scores `keys` against an index that is one shard narrower than a cache
+/// line, key by key: each key's AND computes its probe positions as it
+/// reads the rows (see [`query_narrow_probing`]), and each column its AND
+/// keeps gains one. Appends `(owner, count)` for the used columns whose
+/// count passes `keep`, in column order. With `prune_below = Some(c)`, the
+/// scoring stops as soon as no column can reach `c` any more (its best
+/// count plus the keys left is below `c`), appending nothing: no column
+/// would pass a `keep` of at least `c`.
+pub(super) fn score_narrow_probing<K: Key>(
+    shard: &Shard,
+    params: &BloomParams,
+    keys: &[K],
+    prune_below: Option<u32>,
+    keep: impl Fn(u32) -> bool,
+    out: &mut Vec<(u64, u32)>,
+) {
+    let mut counts = [0u32; MAX_NARROW_COLUMNS];
+    let done = if shard.cols < 64 {
+        let (rows, columns) = (&shard.rows[..], shard.cols);
+        let mask = row_mask(columns) & shard.used[0];
+        count_keys(params, keys, prune_below, &mut counts, |hash| {
+            let mut acc = mask;
+            params.try_each_probe(hash, |p| {
+                acc &= sub_word_row(rows, columns, p as usize);
+                acc != 0
+            });
+            [acc]
+        })
+    } else {
+        match shard.wpr {
+            1 => count_keys(params, keys, prune_below, &mut counts, |hash| and_probing::<1>(shard, params, hash)),
+            2 => count_keys(params, keys, prune_below, &mut counts, |hash| and_probing::<2>(shard, params, hash)),
+            _ => count_keys(params, keys, prune_below, &mut counts, |hash| and_probing::<4>(shard, params, hash)),
+        }
+    };
+    if !done {
+        return;
+    }
+    for_each_set_bit(&shard.used, |c| {
+        if keep(counts[c]) {
+            out.push((shard.owners[c], counts[c]));
+        }
+    });
+}
+
+/// Adds one to `counts[c]` for every bit `c` of `and(hash)` of each key;
+/// returns `false` if it stopped early, once no count could reach
+/// `prune_below`.
+#[inline(always)]
+fn count_keys<K: Key, const N: usize>(
+    params: &BloomParams,
+    keys: &[K],
+    prune_below: Option<u32>,
+    counts: &mut [u32; MAX_NARROW_COLUMNS],
+    and: impl Fn(KeyHash) -> [u64; N],
+) -> bool {
+    let q = keys.len();
+    let mut best = 0u32;
+    for (i, key) in keys.iter().enumerate() {
+        if let Some(min_count) = prune_below
+            && (best as usize).saturating_add(q - i) < min_count as usize
+        {
+            return false;
+        }
+        let acc = and(params.hash(key));
+        for (w, &a) in acc.iter().enumerate() {
+            let mut bits = a;
+            while bits != 0 {
+                let c = w * 64 + bits.trailing_zeros() as usize;
+                counts[c] += 1;
+                best = best.max(counts[c]);
+                bits &= bits - 1;
+            }
+        }
+    }
+    true
+}
+
+/// The AND of a word-packed shard's rows (`N` words each, starting from
+/// its used columns) at `hash`'s probe positions, computed as they are
+/// read (see [`query_narrow_probing`]).
+#[inline(always)]
+fn and_probing<const N: usize>(shard: &Shard, params: &BloomParams, hash: KeyHash) -> [u64; N] {
+    let rows = &shard.rows[..];
+    let mut acc: [u64; N] = shard.used[..N].try_into().expect("N used words");
+    params.try_each_probe(hash, |p| {
+        let at = p as usize * N;
+        let row: [u64; N] = rows[at..at + N].try_into().expect("a row of N words");
+        let mut any = 0;
+        for (a, w) in acc.iter_mut().zip(row) {
+            *a &= w;
+            any |= *a;
+        }
+        any != 0
+    });
+    acc
 }
 
 /// Counts, for every used column of a shard narrower than a cache line,

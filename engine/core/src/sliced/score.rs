@@ -169,6 +169,27 @@ impl SlicedIndex {
     /// leaves the reported `(id, count)` pairs in `scores.entries`,
     /// ascending id.
     fn score_keys<K: Key>(&self, keys: &[K], report: Report, scores: &mut Scores) {
+        // One narrow shard (a small index, most parts of a collection):
+        // key by key, each key's positions computed as its AND reads them,
+        // stopping once no column can pass.
+        if let [shard] = &self.shards[..]
+            && shard.wpr < WORDS_PER_LINE
+        {
+            scores.keys = keys.len();
+            let entries = &mut scores.entries;
+            entries.clear();
+            match report {
+                Report::NonZero => narrow::score_narrow_probing(shard, &self.params, keys, None, |c| c > 0, entries),
+                Report::AtLeast { min_count, prune } => {
+                    let prune_below = (prune && min_count > 0).then_some(min_count);
+                    narrow::score_narrow_probing(shard, &self.params, keys, prune_below, |c| c >= min_count, entries);
+                }
+            }
+            if !entries.is_sorted_by_key(|&(id, _)| id) {
+                entries.sort_unstable_by_key(|&(id, _)| id);
+            }
+            return;
+        }
         let k = self.params.k() as usize;
         let mut fill = |range: core::ops::Range<usize>, out: &mut [u32]| {
             for (key, pos) in keys[range].iter().zip(out.chunks_exact_mut(k)) {

@@ -173,8 +173,10 @@ fn temporaries_of_writers_killed_with_sigkill_are_reported_and_removed() {
     let temps = v["leftover_temporaries"].as_array().unwrap();
     assert_eq!(temps.len(), left.len());
     assert!(temps.iter().all(|t| t["writer_alive"] == false && t["bytes"].as_u64().is_some()));
-    // The next writer removes them.
-    let out = ok(&run(&["add", "i.bsi", "--tsv", "b.tsv"], d));
+    // The next writer removes them (adding a set neither index holds: an
+    // attempt that finished before its kill left b in the index).
+    std::fs::write(d.join("c.tsv"), "c\tz\n").unwrap();
+    let out = ok(&run(&["add", "i.bsi", "--tsv", "c.tsv"], d));
     assert!(out.contains(&format!("removed {} temporary files", left.len())), "{out}");
     assert!(temporaries(d).is_empty());
     let out = ok(&run(&["inspect", "i.bsi"], d));

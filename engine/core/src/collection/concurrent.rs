@@ -346,10 +346,11 @@ impl Collection {
         grown_parts.dedup();
         // Key by key, as batches (`append_batch_per_key`): one key's ids
         // from every part holding a grown set's filter, each set once.
+        let resident = self.rows_resident();
         for &hash in hashes {
             ids.clear();
             for &part in grown_parts.iter() {
-                self.parts[part].index.query_hash_append(hash, ids);
+                Self::part_append(&self.parts[part].index, hash, ids, resident);
             }
             ids.retain(|id| grown.binary_search_by_key(id, |&(g, _)| g).is_ok());
             ids.sort_unstable();

@@ -173,6 +173,17 @@ impl PartPrefetch {
             .find(|mode| mode.name().eq_ignore_ascii_case(name.trim()))
     }
 
+    /// Whether rows of `bytes` in total are read without prefetching under
+    /// the process's choice ([`PartPrefetch::detect`]).
+    #[inline]
+    pub(crate) fn resident(bytes: usize) -> bool {
+        match PartPrefetch::detect() {
+            PartPrefetch::Always => false,
+            PartPrefetch::Never => true,
+            PartPrefetch::Auto => bytes <= RESIDENT_ROWS_BYTES,
+        }
+    }
+
     /// The process's choice, decided at the first call: the environment
     /// variable `BLOOMSLICE_COLLECTION_PREFETCH` if it names one, else
     /// [`PartPrefetch::Auto`] (benchmarks force either mode with it).
@@ -582,13 +593,7 @@ impl Collection {
     /// [`RESIDENT_ROWS_BYTES`]) to stay cached between queries, so that a
     /// query reads them without prefetching (see the module documentation).
     pub(crate) fn rows_resident(&self) -> bool {
-        match PartPrefetch::detect() {
-            PartPrefetch::Always => false,
-            PartPrefetch::Never => true,
-            PartPrefetch::Auto => {
-                self.parts.iter().map(|part| part.index.rows_bytes()).sum::<usize>() <= RESIDENT_ROWS_BYTES
-            }
-        }
+        PartPrefetch::resident(self.parts.iter().map(|part| part.index.rows_bytes()).sum())
     }
 
     /// Part `index`'s ids for `hash` appended to `out`, prefetching unless
@@ -598,7 +603,7 @@ impl Collection {
         if resident {
             index.query_hash_append_resident(hash, out);
         } else {
-            index.query_hash_append(hash, out);
+            index.query_hash_append_prefetching(hash, out);
         }
     }
 

@@ -850,9 +850,27 @@ impl SlicedIndex {
     }
 
     /// [`SlicedIndex::query_hash_into`] without clearing `out`: the
-    /// matching ids are appended (a collection gathers the answers of its
-    /// parts in one buffer).
+    /// matching ids are appended. An index of one narrow shard whose rows
+    /// stay cached (at most [`RESIDENT_ROWS_BYTES`](crate::collection::RESIDENT_ROWS_BYTES),
+    /// as [`PartPrefetch`](crate::collection::PartPrefetch) decides) is read
+    /// as a resident collection's parts are
+    /// ([`Self::query_hash_append_resident`]); any other is prefetched.
     pub(crate) fn query_hash_append(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        if let [shard] = &self.shards[..]
+            && shard.wpr < WORDS_PER_LINE
+            && crate::collection::PartPrefetch::resident(shard.rows.len() * 8)
+        {
+            narrow::query_narrow_probing(shard, &self.params, hash, out);
+            return;
+        }
+        self.query_hash_append_prefetching(hash, out);
+    }
+
+    /// [`Self::query_hash_append`] with the key's runs prefetched ahead
+    /// whatever the index's size ([`Self::query_positions`]): a collection
+    /// too large to stay cached queries its parts so, narrow ones too.
+    #[inline]
+    pub(crate) fn query_hash_append_prefetching(&self, hash: KeyHash, out: &mut Vec<u64>) {
         let mut buf = [MaybeUninit::uninit(); crate::params::MAX_HASHES as usize];
         let pos = self.params.probes_in(hash, &mut buf);
         self.query_positions(pos, out);

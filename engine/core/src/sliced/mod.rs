@@ -36,6 +36,14 @@
 //! key prefetches its runs shard by shard and, in shards of short runs,
 //! ANDs them and writes the ids a line at a time in one kernel
 //! (`Kernels::and_runs_mapped`), with no buffer in between.
+//!
+//! An index that is one narrow shard (up to 256 filters) whose rows stay
+//! cached (at most [`RESIDENT_ROWS_BYTES`](crate::collection::RESIDENT_ROWS_BYTES),
+//! as [`PartPrefetch`](crate::collection::PartPrefetch) decides) is read
+//! key by key without prefetching, single keys and batches alike: each
+//! key's probe positions are computed as its AND reads the rows, so an
+//! absent key stops after the few rows that clear it. Its threshold
+//! queries count key by key too and stop once no filter can pass.
 
 use core::mem::MaybeUninit;
 use std::sync::Arc;
@@ -985,6 +993,20 @@ impl SlicedIndex {
     /// this one. Results replace the contents of
     /// `results`; once its buffers are warm, a batch allocates nothing.
     pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
+        // One cache-resident narrow shard: key by key, each key's positions
+        // computed as its AND reads them (see `query_hash_append`).
+        if let [shard] = &self.shards[..]
+            && shard.wpr < WORDS_PER_LINE
+            && crate::collection::PartPrefetch::resident(shard.rows.len() * 8)
+        {
+            results.clear();
+            results.ends.reserve(keys.len());
+            for key in keys {
+                narrow::query_narrow_probing(shard, &self.params, self.params.hash(key), &mut results.ids);
+                results.ends.push(results.ids.len());
+            }
+            return;
+        }
         let k = self.params.k() as usize;
         results.positions.resize(keys.len() * k, 0);
         for (key, pos) in keys.iter().zip(results.positions.chunks_exact_mut(k)) {

@@ -365,6 +365,27 @@ impl BloomParams {
         unsafe { &*(slots as *const [MaybeUninit<u32>] as *const [u32]) }
     }
 
+    /// [`BloomParams::probes_in`], calling `then(position)` as each
+    /// position is written: a single key's query issues the prefetch of a
+    /// row run in the same loop that computes its position.
+    #[inline(always)]
+    pub(crate) fn probes_in_then<'b>(
+        &self,
+        hash: KeyHash,
+        buf: &'b mut [MaybeUninit<u32>; MAX_HASHES as usize],
+        mut then: impl FnMut(u32),
+    ) -> &'b [u32] {
+        // `k <= MAX_HASHES` (checked by `new`).
+        let slots = &mut buf[..self.k as usize];
+        self.for_each_probe(hash, slots.len(), |i, p| {
+            slots[i].write(p);
+            then(p);
+        });
+        // SAFETY: every element of `slots` was written just above, and
+        // `MaybeUninit<u32>` has the layout of `u32`.
+        unsafe { &*(slots as *const [MaybeUninit<u32>] as *const [u32]) }
+    }
+
     /// The `k` probe positions of `hash`, in probe order.
     pub fn positions(&self, hash: KeyHash) -> Vec<u32> {
         let mut out = vec![0; self.k as usize];

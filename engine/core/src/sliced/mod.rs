@@ -880,6 +880,36 @@ impl SlicedIndex {
     #[inline]
     pub(crate) fn query_hash_append_prefetching(&self, hash: KeyHash, out: &mut Vec<u64>) {
         let mut buf = [MaybeUninit::uninit(); crate::params::MAX_HASHES as usize];
+        if let [shard] = &self.shards[..]
+            && shard.wpr >= WORDS_PER_LINE
+            && shard.short_runs()
+        {
+            // One shard of short runs (the common index of up to 2 048
+            // filters): each run is prefetched whole as its position is
+            // computed, then one kernel call ANDs the runs and writes the
+            // ids. Measured on `full` N = 1 000 (`bench/RESULTS.md`, section
+            // "Latency"): the general loop below spent about 150
+            // instructions a key on its prefetch policy.
+            let (base, wpr) = (shard.rows.as_ptr(), shard.wpr);
+            let positions = self.params.probes_in_then(hash, &mut buf, |p| {
+                // Addresses only: a prefetch never faults, and `p < m`.
+                // Short runs are 1 to 4 lines: written out, not looped.
+                const { assert!(PREFETCH_WHOLE_RUN_LINES == 4) };
+                let run = base.wrapping_add(p as usize * wpr);
+                prefetch_line(run);
+                if wpr > WORDS_PER_LINE {
+                    prefetch_line(run.wrapping_add(WORDS_PER_LINE));
+                    if wpr > 2 * WORDS_PER_LINE {
+                        prefetch_line(run.wrapping_add(2 * WORDS_PER_LINE));
+                        if wpr > 3 * WORDS_PER_LINE {
+                            prefetch_line(run.wrapping_add(3 * WORDS_PER_LINE));
+                        }
+                    }
+                }
+            });
+            self.kernels.and_runs_mapped(&shard.rows, wpr, positions, &shard.used, &shard.owners, out);
+            return;
+        }
         let pos = self.params.probes_in(hash, &mut buf);
         self.query_positions(pos, out);
     }

@@ -109,10 +109,10 @@ pub(crate) unsafe fn append_mapped_bits<L: Line>(words: &[u64], mask: &[u64], ta
 
 /// See [`all::and_runs_mapped`]: [`and_runs`](super::and_runs) and
 /// [`append_mapped_bits`] fused for one key. Each 512-bit chunk is ANDed
-/// over the runs (with the early exit), masked, and, when a lane is left,
-/// its ids are written at once from the register's lanes: no output
-/// buffer stored and read back, no counting pass, no per-group
-/// bookkeeping. A single key's query is mostly this fixed cost (a key of
+/// over the runs (short runs test for an early exit after every second
+/// run), masked, and, when a lane is left, its ids are written at once
+/// from the register's lanes: no output buffer of the AND, no counting
+/// pass over the key's words, no per-group bookkeeping. A single key's query is mostly this fixed cost (a key of
 /// `full` N = 1 000 reads 2 chunks and names about 9 ids), which the
 /// batched path spreads over many keys.
 ///
@@ -129,11 +129,22 @@ pub(crate) unsafe fn and_runs_mapped<L: Line>(
     out: &mut Vec<u64>,
 ) {
     let n = mask.len();
-    let Some(last) = all::max_position(positions) else {
+    if positions.is_empty() {
         // The AND of no runs (all ones): not a query the engine makes.
         return all::and_runs_mapped(rows, stride, positions, mask, table, out);
+    }
+    // Every run fits: `p * stride + n <= rows.len()`. One division and a
+    // comparison a run cost fewer instructions than the vector maximum
+    // of a few positions and its checked products.
+    let fits = match (rows.len().checked_sub(n), stride) {
+        (None, _) => false,
+        (Some(_), 0) => true,
+        (Some(room), _) => {
+            let last = room / stride;
+            positions.iter().all(|&p| p as usize <= last)
+        }
     };
-    assert!(all::run_fits(rows.len(), stride, last, n), "row run past the end of the rows");
+    assert!(fits, "row run past the end of the rows");
     assert!(table.len() / 64 >= n, "and_runs_mapped: table shorter than 64 entries per mask word");
     let full = n - n % WORDS_PER_LINE;
     let mut start = 0;
@@ -148,11 +159,19 @@ pub(crate) unsafe fn and_runs_mapped<L: Line>(
             // available; `table` holds 64 entries per word of `mask`.
             unsafe {
                 let mut acc = L::load(base.add(positions[0] as usize * stride + start));
-                for &p in &positions[1..] {
+                // Two runs between tests for an early exit: a test costs
+                // about as much as an AND here, and in a shard dense
+                // enough to keep a chunk alive it never fires.
+                let mut pairs = positions[1..].chunks_exact(2);
+                for pair in pairs.by_ref() {
+                    acc = acc.and(L::load(base.add(pair[0] as usize * stride + start)));
+                    acc = acc.and(L::load(base.add(pair[1] as usize * stride + start)));
                     if acc.is_zero() {
                         break;
                     }
-                    acc = acc.and(L::load(base.add(p as usize * stride + start)));
+                }
+                if let [p] = pairs.remainder() {
+                    acc = acc.and(L::load(base.add(*p as usize * stride + start)));
                 }
                 append_line(acc.and(L::load(mask.as_ptr().add(start))), table.as_ptr().add(start * 64), out);
             }
@@ -202,35 +221,44 @@ unsafe fn append_line<L: Line>(line: L, table: *const u64, out: &mut Vec<u64>) {
     let mut words = [0u64; WORDS_PER_LINE];
     // SAFETY: `words` holds the eight words of a line.
     unsafe { line.store(words.as_mut_ptr()) };
-    let hits = words.iter().map(|w| w.count_ones() as usize).sum::<usize>();
-    out.reserve(hits + UNROLLED_BITS);
-    let len = out.len();
-    let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u64>();
-    let mut written = 0;
+    // The slots to reserve: with a native population count the whole
+    // line's, in a few instructions; otherwise each word's as it is
+    // reached (a vector count without the instruction cost more than a
+    // check per non-zero word, of which a single key's line has few).
+    if L::NATIVE_POPCOUNT {
+        // SAFETY: `L`'s features are available.
+        out.reserve(unsafe { line.lane_popcounts().sum_lanes() } as usize + UNROLLED_BITS);
+    }
+    let mut len = out.len();
     while nonzero != 0 {
         let j = nonzero.trailing_zeros() as usize;
         nonzero &= nonzero - 1;
         let mut w = words[j];
         let count = w.count_ones() as usize;
+        if !L::NATIVE_POPCOUNT {
+            out.reserve(count + UNROLLED_BITS);
+        }
+        let dst = out.as_mut_ptr();
         // SAFETY: `j < 8`, and `table` holds 64 entries for each of the
         // line's eight words (this function's contract); every write is
-        // inside the `hits + UNROLLED_BITS` slots reserved, as in
-        // `append_mapped_bits`, and every table read is at `at + (0..64)`.
+        // at `len + (0..count + UNROLLED_BITS)`, inside the capacity
+        // reserved above (for the line, or for this word), as in
+        // `append_mapped_bits`; every table read is at `at + (0..64)`.
         unsafe {
             let at = table.add(j * 64);
             for u in 0..UNROLLED_BITS {
-                dst.add(written + u).write(*at.add(w.trailing_zeros() as usize % 64));
+                dst.add(len + u).write(*at.add(w.trailing_zeros() as usize % 64));
                 w &= w.wrapping_sub(1);
             }
-            let mut extra = written + UNROLLED_BITS;
+            let mut extra = len + UNROLLED_BITS;
             while w != 0 {
                 dst.add(extra).write(*at.add(w.trailing_zeros() as usize));
                 w &= w - 1;
                 extra += 1;
             }
         }
-        written += count;
+        len += count;
+        // SAFETY: the slots up to `len` were written above.
+        unsafe { out.set_len(len) };
     }
-    // SAFETY: the first `written` (= `hits`) spare slots were written above.
-    unsafe { out.set_len(len + written) };
 }

@@ -6,9 +6,10 @@
 //!   size (huge pages asked for, as the index's rows are): the memory's
 //!   round trip;
 //! - `chase runs`: the same chase, but each step loads `k` random runs of
-//!   as many lines as the index's runs (all independent of each other)
-//!   and the next step depends on all of them: the least time a key's row
-//!   reads can take here, one round trip for all its lines;
+//!   as many lines as the index's runs (all independent of each other;
+//!   runs of more than 4 lines are first prefetched whole, line by line
+//!   across the runs, as the engine does) and the next step depends on all
+//!   of them: the least time a key's row reads can take here;
 //! - `l1`: one of four keys repeated with `query_into` (its rows stay in
 //!   the first-level cache: the code alone);
 //! - `single`: distinct random keys with `query_into`, one after the other;
@@ -118,11 +119,24 @@ fn main() {
         let mut x = at as u64 | 1;
         for _ in 0..steps {
             let mut acc = 0u64;
-            for r in 0..k {
+            let mut starts = [0usize; 64];
+            for (r, start) in starts[..k].iter_mut().enumerate() {
                 let h = x.wrapping_mul(0x9e37_79b9_7f4a_7c15 + 2 * r as u64);
-                let line = ((u128::from(h) * (lines - run_lines) as u128) >> 64) as usize;
+                *start = ((u128::from(h) * (lines - run_lines) as u128) >> 64) as usize;
+            }
+            // Long runs are requested whole first, line by line across
+            // the runs, as the engine requests them (into the second
+            // level); then read.
+            if run_lines > 4 {
                 for l in 0..run_lines {
-                    acc ^= words[(line + l) * 8 + 1];
+                    for &start in &starts[..k] {
+                        bloomslice_kernels::prefetch_line_l2(words[(start + l) * 8..].as_ptr());
+                    }
+                }
+            }
+            for &start in &starts[..k] {
+                for l in 0..run_lines {
+                    acc ^= words[(start + l) * 8 + 1];
                 }
             }
             x = next(&mut (x ^ acc)) | 1;

@@ -332,17 +332,29 @@ impl Shard {
             (false, Reach::Far) => (from, self.wpr),
             (false, Reach::Near) => (from, (from + WORDS_PER_LINE).min(self.wpr)),
         };
+        if !short && reach == Reach::Far {
+            // Line by line across the runs, in the order the AND reads
+            // them: the first chunk's lines are the first requested, so
+            // the AND can start while the later lines are still in
+            // flight (run by run, the first chunk waited for the last
+            // run's first line, behind all the other runs' lines).
+            let mut line = from;
+            while line < to {
+                for &p in &positions[..rows] {
+                    // Addresses only: a prefetch never faults, and every
+                    // position is `< m` so the run lies inside `rows`.
+                    prefetch_line_l2(base.wrapping_add(p as usize * self.wpr + line));
+                }
+                line += WORDS_PER_LINE;
+            }
+            return;
+        }
         for &p in &positions[..rows] {
-            // Addresses only: a prefetch never faults, and every position
-            // is `< m` so the run lies inside `rows` anyway.
+            // Addresses only, as above.
             let run = base.wrapping_add(p as usize * self.wpr);
             let mut line = from;
             while line < to {
-                if short || reach == Reach::Near {
-                    prefetch_line(run.wrapping_add(line));
-                } else {
-                    prefetch_line_l2(run.wrapping_add(line));
-                }
+                prefetch_line(run.wrapping_add(line));
                 line += WORDS_PER_LINE;
             }
         }

@@ -337,7 +337,10 @@ impl Shard {
             // them: the first chunk's lines are the first requested, so
             // the AND can start while the later lines are still in
             // flight (run by run, the first chunk waited for the last
-            // run's first line, behind all the other runs' lines).
+            // run's first line, behind all the other runs' lines). Two
+            // cheaper loops measured slower on `full` N = 10 000 (batched
+            // 580-640 ns a key against 480-576): four lines of a run per
+            // step, and run starts computed once and padded to four.
             let mut line = from;
             while line < to {
                 for &p in &positions[..rows] {

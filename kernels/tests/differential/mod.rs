@@ -147,6 +147,17 @@ pub fn check(k: &Kernels, input: &Input, pool: &[u64]) {
         assert_eq!(got, want, "{name}: append_mapped_bits");
     }
 
+    // and_runs_mapped: the runs of `and_runs` (killed lines make chunks
+    // die at every row, so each early-exit test is reached), masked by `b`
+    // and by all ones, through the same table, after earlier ids.
+    for mask in [b, &ones[..]] {
+        let mut got = vec![4, 5];
+        let mut want = got.clone();
+        k.and_runs_mapped(&flat, stride, &positions, mask, &table, &mut got);
+        all::and_runs_mapped(&flat, stride, &positions, mask, &table, &mut want);
+        assert_eq!(got, want, "{name}: and_runs_mapped");
+    }
+
     // count_runs: up to 24 keys over the rows of `and_runs`, into planes
     // seeded from the input at an arbitrary offset; then count_at_least on
     // the result. Guard words around the planes catch stray writes.

@@ -112,9 +112,10 @@ pub(crate) unsafe fn append_mapped_bits<L: Line>(words: &[u64], mask: &[u64], ta
 /// over the runs (short runs test for an early exit after every second
 /// run), masked, and, when a lane is left, its ids are written at once
 /// from the register's lanes: no output buffer of the AND, no counting
-/// pass over the key's words, no per-group bookkeeping. A single key's query is mostly this fixed cost (a key of
-/// `full` N = 1 000 reads 2 chunks and names about 9 ids), which the
-/// batched path spreads over many keys.
+/// pass over the key's words, no per-group bookkeeping. A single key's
+/// query is mostly this fixed cost (a key of `full` N = 1 000 reads 2
+/// chunks and names about 9 ids), which the batched path spreads over
+/// many keys.
 ///
 /// # Safety
 ///

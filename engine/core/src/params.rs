@@ -355,14 +355,7 @@ impl BloomParams {
         hash: KeyHash,
         buf: &'b mut [MaybeUninit<u32>; MAX_HASHES as usize],
     ) -> &'b [u32] {
-        // `k <= MAX_HASHES` (checked by `new`).
-        let slots = &mut buf[..self.k as usize];
-        self.for_each_probe(hash, slots.len(), |i, p| {
-            slots[i].write(p);
-        });
-        // SAFETY: every element of `slots` was written just above, and
-        // `MaybeUninit<u32>` has the layout of `u32`.
-        unsafe { &*(slots as *const [MaybeUninit<u32>] as *const [u32]) }
+        self.probes_in_then(hash, buf, |_| ())
     }
 
     /// [`BloomParams::probes_in`], calling `then(position)` as each

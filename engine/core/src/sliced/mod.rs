@@ -918,17 +918,14 @@ impl SlicedIndex {
             let (base, wpr) = (shard.rows.as_ptr(), shard.wpr);
             let positions = self.params.probes_in_then(hash, &mut buf, |p| {
                 // Addresses only: a prefetch never faults, and `p < m`.
-                // Short runs are 1 to 4 lines: written out, not looped.
-                const { assert!(PREFETCH_WHOLE_RUN_LINES == 4) };
+                // Short runs are 1 to `PREFETCH_WHOLE_RUN_LINES` lines: a
+                // loop of constant length, unrolled, with a test a line
+                // (a loop to `wpr` cost 4 instructions a line).
                 let run = base.wrapping_add(p as usize * wpr);
                 prefetch_line(run);
-                if wpr > WORDS_PER_LINE {
-                    prefetch_line(run.wrapping_add(WORDS_PER_LINE));
-                    if wpr > 2 * WORDS_PER_LINE {
-                        prefetch_line(run.wrapping_add(2 * WORDS_PER_LINE));
-                        if wpr > 3 * WORDS_PER_LINE {
-                            prefetch_line(run.wrapping_add(3 * WORDS_PER_LINE));
-                        }
+                for line in 1..PREFETCH_WHOLE_RUN_LINES {
+                    if wpr > line * WORDS_PER_LINE {
+                        prefetch_line(run.wrapping_add(line * WORDS_PER_LINE));
                     }
                 }
             });

@@ -28,8 +28,8 @@ pub enum Backend {
     Neon,
     /// AVX2 `core::arch` kernels, chosen only when the CPU reports AVX2.
     Avx2,
-    /// AVX-512 kernels (F + BW + VPOPCNTDQ), chosen only when the CPU reports
-    /// them.
+    /// AVX-512 kernels (F + BW + CD + VPOPCNTDQ, with BMI2), chosen only
+    /// when the CPU reports them.
     Avx512,
 }
 

@@ -148,39 +148,28 @@ pub(crate) unsafe fn and_runs_mapped<L: Line>(
     assert!(fits, "row run past the end of the rows");
     assert!(table.len() / 64 >= n, "and_runs_mapped: table shorter than 64 entries per mask word");
     let full = n - n % WORDS_PER_LINE;
-    let mut start = 0;
     if full <= SHORT_RUN_WORDS {
-        // Short runs: positions times stride per chunk costs less than
-        // setting up `Runs` (as in `and_runs`).
         let base = rows.as_ptr();
-        while start < full {
-            // SAFETY: for every position `p`, `p * stride + n <= rows.len()`
-            // (asserted above) and `start + 8 <= full <= n`, so each load
-            // is in bounds of `rows`, and of `mask`; `L`'s features are
-            // available; `table` holds 64 entries per word of `mask`.
-            unsafe {
-                let mut acc = L::load(base.add(positions[0] as usize * stride + start));
-                // Two runs between tests for an early exit: a test costs
-                // about as much as an AND here, and in a shard dense
-                // enough to keep a chunk alive it never fires.
-                let mut pairs = positions[1..].chunks_exact(2);
-                for pair in pairs.by_ref() {
-                    acc = acc.and(L::load(base.add(pair[0] as usize * stride + start)));
-                    acc = acc.and(L::load(base.add(pair[1] as usize * stride + start)));
-                    if acc.is_zero() {
-                        break;
-                    }
-                }
-                if let [p] = pairs.remainder() {
-                    acc = acc.and(L::load(base.add(*p as usize * stride + start)));
-                }
-                append_line(acc.and(L::load(mask.as_ptr().add(start))), table.as_ptr().add(start * 64), out);
+        // SAFETY: for every position `p`, `p * stride + n <= rows.len()`
+        // (asserted above) and `full <= n` is the lines' words, so every
+        // run's first `full` words are in bounds of `rows`, and of `mask`;
+        // `table` holds 64 entries per word of `mask`; there is at least
+        // one position; `L`'s features are available.
+        unsafe {
+            let (mask, table) = (mask.as_ptr(), table.as_ptr());
+            match full / WORDS_PER_LINE {
+                1 => short_runs_mapped::<L, 1>(base, stride, positions, mask, table, out),
+                2 => short_runs_mapped::<L, 2>(base, stride, positions, mask, table, out),
+                3 => short_runs_mapped::<L, 3>(base, stride, positions, mask, table, out),
+                4 => short_runs_mapped::<L, 4>(base, stride, positions, mask, table, out),
+                // Under a line: the scalar tail below reads every word.
+                _ => {}
             }
-            start += WORDS_PER_LINE;
         }
     } else {
         let mut runs = Runs::empty(rows, stride);
         runs.set(positions);
+        let mut start = 0;
         while start < full {
             // SAFETY: every run holds `n` words (asserted above) and
             // `start + 8 <= full <= n`, so the chunk lies inside every run
@@ -188,7 +177,7 @@ pub(crate) unsafe fn and_runs_mapped<L: Line>(
             // are available; `table` holds 64 entries per word of `mask`.
             unsafe {
                 let acc: L = runs.and_chunk(start);
-                append_line(acc.and(L::load(mask.as_ptr().add(start))), table.as_ptr().add(start * 64), out);
+                acc.and(L::load(mask.as_ptr().add(start))).append_mapped(table.as_ptr().add(start * 64), out);
             }
             start += WORDS_PER_LINE;
         }
@@ -205,6 +194,63 @@ pub(crate) unsafe fn and_runs_mapped<L: Line>(
     }
 }
 
+/// The lines of short runs (`G` lines each, at most four) ANDed over the
+/// runs at `positions` in one pass, and their ids appended: each position
+/// is read and multiplied once, every line of every run is loaded in the
+/// pass (so one key's loads are all issued together), and the early exit
+/// is tested after every second run, once all `G` lines are zero.
+///
+/// # Safety
+///
+/// `positions` is not empty; for each position `p`, `base + p * stride`
+/// is valid for reading `8 * G` words; `mask` is valid for reading `8 * G`
+/// words and `table` for `512 * G`; `L`'s features are available.
+#[inline(always)]
+unsafe fn short_runs_mapped<L: Line, const G: usize>(
+    base: *const u64,
+    stride: usize,
+    positions: &[u32],
+    mask: *const u64,
+    table: *const u64,
+    out: &mut Vec<u64>,
+) {
+    // SAFETY: every load is at `run(p) + 8 * g` for a position `p` and
+    // `g < G`, or at `mask + 8 * g`, and every table block at
+    // `table + 512 * g`: inside what this function's contract makes valid;
+    // `L`'s features are available.
+    unsafe {
+        let run = |p: u32| base.add(p as usize * stride);
+        let first = run(positions[0]);
+        let mut acc: [L; G] = core::array::from_fn(|g| L::load(first.add(g * WORDS_PER_LINE)));
+        // Two runs between tests for an early exit: a test costs about as
+        // much as an AND here, and in a shard dense enough to keep a
+        // chunk alive it never fires.
+        let mut pairs = positions[1..].chunks_exact(2);
+        for pair in pairs.by_ref() {
+            let (a, b) = (run(pair[0]), run(pair[1]));
+            for (g, acc) in acc.iter_mut().enumerate() {
+                *acc = acc.and3(L::load(a.add(g * WORDS_PER_LINE)), L::load(b.add(g * WORDS_PER_LINE)));
+            }
+            let mut any = acc[0];
+            for line in &acc[1..] {
+                any = any.or(*line);
+            }
+            if any.is_zero() {
+                break;
+            }
+        }
+        if let [p] = pairs.remainder() {
+            let a = run(*p);
+            for (g, acc) in acc.iter_mut().enumerate() {
+                *acc = acc.and(L::load(a.add(g * WORDS_PER_LINE)));
+            }
+        }
+        for (g, line) in acc.into_iter().enumerate() {
+            line.and(L::load(mask.add(g * WORDS_PER_LINE))).append_mapped(table.add(g * WORDS_PER_LINE * 64), out);
+        }
+    }
+}
+
 /// Appends `table[64 * j + b]` for every set bit `b` of lane `j` of `line`,
 /// in order, as [`append_mapped_bits`] writes a group.
 ///
@@ -213,7 +259,7 @@ pub(crate) unsafe fn and_runs_mapped<L: Line>(
 /// `table` must be valid for reading 512 entries; `L`'s features must be
 /// available.
 #[inline(always)]
-unsafe fn append_line<L: Line>(line: L, table: *const u64, out: &mut Vec<u64>) {
+pub(crate) unsafe fn append_line<L: Line>(line: L, table: *const u64, out: &mut Vec<u64>) {
     // SAFETY: `L`'s features are available (this function's contract).
     let mut nonzero = unsafe { line.nonzero_lanes() };
     if nonzero == 0 {

@@ -163,6 +163,22 @@ pub(crate) unsafe trait Line: Copy {
     ///
     /// The backend's CPU features must be available.
     unsafe fn sum_lanes(self) -> u64;
+
+    /// Appends `table[64 * j + b]` for every set bit `b` of lane `j`, in
+    /// order of `j`, then `b`: the ids of a line of a single key's answer.
+    /// The default walks the set bits one word at a time
+    /// ([`append_line`](super::extract::append_line)); a backend with
+    /// vector bit scans may locate them all at once.
+    ///
+    /// # Safety
+    ///
+    /// `table` must be valid for reading 512 entries, and the backend's CPU
+    /// features must be available.
+    #[inline(always)]
+    unsafe fn append_mapped(self, table: *const u64, out: &mut Vec<u64>) {
+        // SAFETY: forwarded from this method's contract.
+        unsafe { super::extract::append_line(self, table, out) }
+    }
 }
 
 /// A line of ones, the AND of no rows.

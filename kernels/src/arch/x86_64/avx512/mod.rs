@@ -1,10 +1,10 @@
-//! AVX-512 kernels (`core::arch`, AVX-512 F + BW + VPOPCNTDQ).
+//! AVX-512 kernels (`core::arch`, AVX-512 F + BW + CD + VPOPCNTDQ).
 //!
 //! Every backend test, property test and exhaustive test runs it against
 //! the scalar reference on a CPU that has the features; CI requires it
 //! there, so such a CPU fails rather than skips those tests (see
 //! [`crate::dispatch::backend_required`]). Dispatch selects it only on a
-//! CPU that reports all three features; `BLOOMSLICE_KERNELS=avx2` rules it
+//! CPU that reports all its features; `BLOOMSLICE_KERNELS=avx2` rules it
 //! out (to measure the AVX2 tier on the same machine).
 //!
 //! The shape is the AVX2 one: [`Avx512`] is the capability token, each
@@ -19,14 +19,18 @@
 //! - `count_runs` (multi-key scoring) keeps a whole 512-column chunk of
 //!   the AND and of each carry in one register; its carry-save adders
 //!   (`xor3`, `maj`) are one `vpternlogq` each.
+//! - a single key's ids (`Line::append_mapped`) are located with
+//!   `vplzcntq` (CD) and compressed with `vpcompressd`, the lanes spread by
+//!   BMI2 `pdep`, instead of one word at a time.
 
 use core::arch::x86_64::*;
 
 use crate::arch::generic;
 use crate::table::{Backend, Kernels};
 
-/// Proof that the running CPU supports AVX-512 F, BW and VPOPCNTDQ (plus
-/// POPCNT and BMI1, used by the scalar tails and the set-bit walk).
+/// Proof that the running CPU supports AVX-512 F, BW, CD and VPOPCNTDQ
+/// (plus POPCNT and BMI1, used by the scalar tails and the set-bit walk,
+/// and BMI2, whose `pdep` spreads a single key's id masks).
 ///
 /// Obtained from [`Avx512::new`]; every method is a kernel with the contract
 /// of the function of the same name in [`crate::arch::all`].
@@ -38,8 +42,8 @@ pub struct Avx512 {
 x86_backend! {
     token: Avx512,
     line: Line512,
-    features: "avx512f,avx512bw,avx512vpopcntdq,popcnt,bmi1",
-    detect: ["avx512f", "avx512bw", "avx512vpopcntdq", "popcnt", "bmi1"],
+    features: "avx512f,avx512bw,avx512cd,avx512vpopcntdq,popcnt,bmi1,bmi2",
+    detect: ["avx512f", "avx512bw", "avx512cd", "avx512vpopcntdq", "popcnt", "bmi1", "bmi2"],
     backend: Backend::Avx512,
     table: AVX512_TABLE,
 }
@@ -48,9 +52,9 @@ x86_backend! {
 #[derive(Clone, Copy)]
 pub(crate) struct Line512(__m512i);
 
-// SAFETY: every method only uses AVX-512 F and VPOPCNTDQ intrinsics (and the
-// pointer accesses its own contract allows), so it is sound wherever the
-// token's features are available.
+// SAFETY: every method only uses AVX-512 F, CD and VPOPCNTDQ and BMI2
+// intrinsics (and the pointer accesses its own contract allows), so it is
+// sound wherever the token's features are available.
 unsafe impl generic::Line for Line512 {
     const NATIVE_POPCOUNT: bool = true;
 
@@ -150,5 +154,55 @@ unsafe impl generic::Line for Line512 {
     unsafe fn sum_lanes(self) -> u64 {
         // SAFETY: AVX-512 F is available (the method's contract).
         unsafe { _mm512_reduce_add_epi64(self.0) as u64 }
+    }
+
+    /// Every word's two lowest set bits located at once: `w & (w - 1)`
+    /// drops a word's lowest bit, so while no word holds three bits, a
+    /// word's lowest bit is `w ^ rest` and its other bit is `rest`, and
+    /// `vplzcntq` turns each into its index in the line. The 16 indexes,
+    /// interleaved lowest first, are compressed to the present ones
+    /// (`vpcompressd`, into a register: Zen 4 compresses to memory
+    /// slowly), and the table is read at each in a scalar loop (a vector
+    /// gather was slower on Zen 4). A line with a word of three or more
+    /// bits takes the default's word walk.
+    #[inline(always)]
+    unsafe fn append_mapped(self, table: *const u64, out: &mut Vec<u64>) {
+        // SAFETY: AVX-512 F and CD and BMI2 are available (the method's
+        // contract); the table reads and output writes are justified below.
+        unsafe {
+            let w = self.0;
+            let present = _mm512_test_epi64_mask(w, w);
+            if present == 0 {
+                return;
+            }
+            let ones = _mm512_set1_epi64(-1);
+            let rest = _mm512_and_si512(w, _mm512_add_epi64(w, ones));
+            let third = _mm512_and_si512(rest, _mm512_add_epi64(rest, ones));
+            if _mm512_test_epi64_mask(third, third) != 0 {
+                return generic::append_line(self, table, out);
+            }
+            let second = _mm512_test_epi64_mask(rest, rest);
+            // A bit's index in the line is `64 * j + 63 - lzcnt`.
+            let last = _mm512_setr_epi64(63, 127, 191, 255, 319, 383, 447, 511);
+            let lowest = _mm512_sub_epi64(last, _mm512_lzcnt_epi64(_mm512_xor_si512(w, rest)));
+            let next = _mm512_sub_epi64(last, _mm512_lzcnt_epi64(rest));
+            // Low halves (the indexes are under 512), interleaved: word
+            // j's lowest bit at 2j, its other one at 2j + 1.
+            let order = _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+            let both = _mm512_permutex2var_epi32(lowest, order, next);
+            let keep = _pdep_u32(u32::from(present), 0x5555) | _pdep_u32(u32::from(second), 0xaaaa);
+            let mut at = [0u32; 16];
+            _mm512_storeu_si512(at.as_mut_ptr().cast(), _mm512_maskz_compress_epi32(keep as u16, both));
+            let count = keep.count_ones() as usize;
+            out.reserve(count);
+            let len = out.len();
+            let dst = out.as_mut_ptr().add(len);
+            // SAFETY: `count` slots past `len` were reserved; every kept
+            // index is under 512 and `table` holds 512 entries.
+            for (i, &b) in at[..count].iter().enumerate() {
+                dst.add(i).write(*table.add(b as usize));
+            }
+            out.set_len(len + count);
+        }
     }
 }

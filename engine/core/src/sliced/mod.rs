@@ -76,6 +76,17 @@ pub const SHARD_COLUMN_STEP: usize = 512;
 /// rows (see `Shard::rows_worth_prefetching`).
 const PREFETCH_WHOLE_RUN_LINES: usize = 4;
 
+/// Prefetches the run of `LINES` lines at position `p` of rows `wpr`
+/// words wide starting at `base`: addresses only (a prefetch never
+/// faults), for a position under `m`.
+#[inline(always)]
+fn prefetch_run<const LINES: usize>(base: *const u64, wpr: usize, p: u32) {
+    let run = base.wrapping_add(p as usize * wpr);
+    for line in 0..LINES {
+        prefetch_line(run.wrapping_add(line * WORDS_PER_LINE));
+    }
+}
+
 /// How many rows ahead `Shard::clear_column` prefetches its strided walk
 /// (with conditional writes); the fastest of 0, 4, 8, 16, 32 and 64 rows
 /// for a delete at N = 100 000 (measured: see `bench/RESULTS.md`, section "Query").
@@ -914,21 +925,19 @@ impl SlicedIndex {
             // computed, then one kernel call ANDs the runs and writes the
             // ids. Measured on `full` N = 1 000 (`bench/RESULTS.md`, section
             // "Latency"): the general loop below spent about 150
-            // instructions a key on its prefetch policy.
+            // instructions a key on its prefetch policy, and without any
+            // prefetch distinct keys took 7% longer (the kernel's loads
+            // wait behind the early-exit tests). Short runs are 1 to
+            // `PREFETCH_WHOLE_RUN_LINES` lines: one position loop per
+            // count, its lines unrolled (a test a line cost 3 instructions
+            // a run).
             let (base, wpr) = (shard.rows.as_ptr(), shard.wpr);
-            let positions = self.params.probes_in_then(hash, &mut buf, |p| {
-                // Addresses only: a prefetch never faults, and `p < m`.
-                // Short runs are 1 to `PREFETCH_WHOLE_RUN_LINES` lines: a
-                // loop of constant length, unrolled, with a test a line
-                // (a loop to `wpr` cost 4 instructions a line).
-                let run = base.wrapping_add(p as usize * wpr);
-                prefetch_line(run);
-                for line in 1..PREFETCH_WHOLE_RUN_LINES {
-                    if wpr > line * WORDS_PER_LINE {
-                        prefetch_line(run.wrapping_add(line * WORDS_PER_LINE));
-                    }
-                }
-            });
+            let positions = match wpr.div_ceil(WORDS_PER_LINE) {
+                1 => self.params.probes_in_then(hash, &mut buf, |p| prefetch_run::<1>(base, wpr, p)),
+                2 => self.params.probes_in_then(hash, &mut buf, |p| prefetch_run::<2>(base, wpr, p)),
+                3 => self.params.probes_in_then(hash, &mut buf, |p| prefetch_run::<3>(base, wpr, p)),
+                _ => self.params.probes_in_then(hash, &mut buf, |p| prefetch_run::<4>(base, wpr, p)),
+            };
             self.kernels.and_runs_mapped(&shard.rows, wpr, positions, &shard.used, &shard.owners, out);
             return;
         }

@@ -130,43 +130,41 @@ pub(crate) unsafe fn and_runs_mapped<L: Line>(
     out: &mut Vec<u64>,
 ) {
     let n = mask.len();
-    if positions.is_empty() {
-        // The AND of no runs (all ones): not a query the engine makes.
+    if positions.is_empty() || u32::try_from(stride).is_err() {
+        // The AND of no runs (all ones), or rows over 2^32 words apart:
+        // not queries the engine makes.
         return all::and_runs_mapped(rows, stride, positions, mask, table, out);
     }
-    // Every run fits: `p * stride + n <= rows.len()`. One division and a
-    // comparison a run cost fewer instructions than the vector maximum
-    // of a few positions and its checked products.
-    let fits = match (rows.len().checked_sub(n), stride) {
-        (None, _) => false,
-        (Some(_), 0) => true,
-        (Some(room), _) => {
-            let last = room / stride;
-            positions.iter().all(|&p| p as usize <= last)
-        }
-    };
-    assert!(fits, "row run past the end of the rows");
     assert!(table.len() / 64 >= n, "and_runs_mapped: table shorter than 64 entries per mask word");
+    // A run fits when `p * stride <= room`: a position and the stride are
+    // under 2^32, so the product cannot overflow 64 bits.
+    let Some(room) = rows.len().checked_sub(n) else {
+        panic!("row run past the end of the rows");
+    };
+    let fits = |p: u32| u64::from(p) * stride as u64 <= room as u64;
     let full = n - n % WORDS_PER_LINE;
-    if full <= SHORT_RUN_WORDS {
-        let base = rows.as_ptr();
-        // SAFETY: for every position `p`, `p * stride + n <= rows.len()`
-        // (asserted above) and `full <= n` is the lines' words, so every
-        // run's first `full` words are in bounds of `rows`, and of `mask`;
-        // `table` holds 64 entries per word of `mask`; there is at least
-        // one position; `L`'s features are available.
+    if (WORDS_PER_LINE..=SHORT_RUN_WORDS).contains(&full) {
+        // SAFETY: `short_runs_mapped` checks every position with `fits`
+        // before its run's first load, and `fits(p)` is `p * stride + n <=
+        // rows.len()`, so every run's first `full <= n` words are in
+        // bounds of `rows`; `mask` has `n` words and `table` 64 entries
+        // for each (asserted above); there is at least one position; `L`'s
+        // features are available.
         unsafe {
-            let (mask, table) = (mask.as_ptr(), table.as_ptr());
+            let (base, mask, table) = (rows.as_ptr(), mask.as_ptr(), table.as_ptr());
             match full / WORDS_PER_LINE {
-                1 => short_runs_mapped::<L, 1>(base, stride, positions, mask, table, out),
-                2 => short_runs_mapped::<L, 2>(base, stride, positions, mask, table, out),
-                3 => short_runs_mapped::<L, 3>(base, stride, positions, mask, table, out),
-                4 => short_runs_mapped::<L, 4>(base, stride, positions, mask, table, out),
-                // Under a line: the scalar tail below reads every word.
-                _ => {}
+                1 => short_runs_mapped::<L, 1>(base, stride, positions, fits, mask, table, out),
+                2 => short_runs_mapped::<L, 2>(base, stride, positions, fits, mask, table, out),
+                3 => short_runs_mapped::<L, 3>(base, stride, positions, fits, mask, table, out),
+                _ => short_runs_mapped::<L, 4>(base, stride, positions, fits, mask, table, out),
             }
         }
     } else {
+        // Every run checked before any is read: one comparison a run (a
+        // division of the room by the stride first cost more, its latency).
+        assert!(positions.iter().all(|&p| fits(p)), "row run past the end of the rows");
+    }
+    if full > SHORT_RUN_WORDS {
         let mut runs = Runs::empty(rows, stride);
         runs.set(positions);
         let mut start = 0;
@@ -202,24 +200,30 @@ pub(crate) unsafe fn and_runs_mapped<L: Line>(
 ///
 /// # Safety
 ///
-/// `positions` is not empty; for each position `p`, `base + p * stride`
-/// is valid for reading `8 * G` words; `mask` is valid for reading `8 * G`
-/// words and `table` for `512 * G`; `L`'s features are available.
+/// `positions` is not empty; for each position `p` for which `fits(p)`,
+/// `base + p * stride` is valid for reading `8 * G` words (a run is read
+/// only after `fits` accepts it; a position it rejects panics); `mask` is
+/// valid for reading `8 * G` words and `table` for `512 * G`; `L`'s
+/// features are available.
 #[inline(always)]
 unsafe fn short_runs_mapped<L: Line, const G: usize>(
     base: *const u64,
     stride: usize,
     positions: &[u32],
+    fits: impl Fn(u32) -> bool,
     mask: *const u64,
     table: *const u64,
     out: &mut Vec<u64>,
 ) {
-    // SAFETY: every load is at `run(p) + 8 * g` for a position `p` and
-    // `g < G`, or at `mask + 8 * g`, and every table block at
+    // SAFETY: every load is at `run(p) + 8 * g` for a position `p` that
+    // `fits` accepted and `g < G`, or at `mask + 8 * g`, and every table block at
     // `table + 512 * g`: inside what this function's contract makes valid;
     // `L`'s features are available.
     unsafe {
-        let run = |p: u32| base.add(p as usize * stride);
+        let run = |p: u32| {
+            assert!(fits(p), "row run past the end of the rows");
+            base.add(p as usize * stride)
+        };
         let first = run(positions[0]);
         let mut acc: [L; G] = core::array::from_fn(|g| L::load(first.add(g * WORDS_PER_LINE)));
         // Two runs between tests for an early exit: a test costs about as
@@ -236,6 +240,10 @@ unsafe fn short_runs_mapped<L: Line, const G: usize>(
                 any = any.or(*line);
             }
             if any.is_zero() {
+                // The runs not read are still checked, as the reference
+                // checks every run.
+                let read = positions.len() - pairs.len() * 2 - pairs.remainder().len();
+                assert!(positions[read..].iter().all(|&p| fits(p)), "row run past the end of the rows");
                 break;
             }
         }
@@ -245,9 +253,8 @@ unsafe fn short_runs_mapped<L: Line, const G: usize>(
                 *acc = acc.and(L::load(a.add(g * WORDS_PER_LINE)));
             }
         }
-        for (g, line) in acc.into_iter().enumerate() {
-            line.and(L::load(mask.add(g * WORDS_PER_LINE))).append_mapped(table.add(g * WORDS_PER_LINE * 64), out);
-        }
+        let masked: [L; G] = core::array::from_fn(|g| acc[g].and(L::load(mask.add(g * WORDS_PER_LINE))));
+        L::append_mapped_lines(masked, table, out);
     }
 }
 

@@ -179,6 +179,24 @@ pub(crate) unsafe trait Line: Copy {
         // SAFETY: forwarded from this method's contract.
         unsafe { super::extract::append_line(self, table, out) }
     }
+
+    /// [`Line::append_mapped`] for `G` consecutive lines, line `g` through
+    /// the 512 entries at `table + 512 * g`: the lines of one key's short
+    /// runs. The default takes them one at a time; a backend may gather
+    /// the ids of all of them before writing any.
+    ///
+    /// # Safety
+    ///
+    /// `table` must be valid for reading `512 * G` entries, and the
+    /// backend's CPU features must be available.
+    #[inline(always)]
+    unsafe fn append_mapped_lines<const G: usize>(lines: [Self; G], table: *const u64, out: &mut Vec<u64>) {
+        for (g, line) in lines.into_iter().enumerate() {
+            // SAFETY: line `g`'s 512 entries are inside the `512 * G`
+            // this method's contract makes valid; features as required.
+            unsafe { line.append_mapped(table.add(g * 512), out) };
+        }
+    }
 }
 
 /// A line of ones, the AND of no rows.

@@ -156,53 +156,96 @@ unsafe impl generic::Line for Line512 {
         unsafe { _mm512_reduce_add_epi64(self.0) as u64 }
     }
 
+    #[inline(always)]
+    unsafe fn append_mapped(self, table: *const u64, out: &mut Vec<u64>) {
+        // SAFETY: forwarded from this method's contract.
+        unsafe { Self::append_mapped_lines([self], table, out) }
+    }
+
     /// Every word's two lowest set bits located at once: `w & (w - 1)`
     /// drops a word's lowest bit, so while no word holds three bits, a
     /// word's lowest bit is `w ^ rest` and its other bit is `rest`, and
-    /// `vplzcntq` turns each into its index in the line. The 16 indexes,
-    /// interleaved lowest first, are compressed to the present ones
-    /// (`vpcompressd`, into a register: Zen 4 compresses to memory
-    /// slowly), and the table is read at each in a scalar loop (a vector
-    /// gather was slower on Zen 4). A line with a word of three or more
-    /// bits takes the default's word walk.
+    /// `vplzcntq` turns each into its index in the table. The 16 indexes
+    /// of a line, interleaved lowest first, are compressed to the present
+    /// ones (`vpcompressd`, into a register: Zen 4 compresses to memory
+    /// slowly), narrowed to 16 bits and stored after the previous lines';
+    /// then the table is read at each in one scalar loop for all the lines
+    /// (a vector gather was slower on Zen 4; a loop a line took distinct
+    /// keys 10-15% longer, `bench/RESULTS.md`, section "Latency"). A line
+    /// with a word of three or more bits takes the default's word walk,
+    /// after the ids of the lines before it are written.
     #[inline(always)]
-    unsafe fn append_mapped(self, table: *const u64, out: &mut Vec<u64>) {
+    unsafe fn append_mapped_lines<const G: usize>(lines: [Self; G], table: *const u64, out: &mut Vec<u64>) {
+        const { assert!(G <= 4, "a short run has at most four lines") };
+        // Table indexes of the lines' ids not yet written: 16 a line at
+        // most. Aligned, so that the first two lines' 32-byte stores stay
+        // in one cache line.
+        #[repr(align(64))]
+        struct Pending([u16; 64]);
+        let mut pending = Pending([0; 64]);
+        let at = &mut pending.0;
+        let mut count = 0;
         // SAFETY: AVX-512 F and CD and BMI2 are available (the method's
-        // contract); the table reads and output writes are justified below.
+        // contract); `table` holds `512 * G` entries (the same), and the
+        // table reads and output writes are justified below.
         unsafe {
-            let w = self.0;
-            let present = _mm512_test_epi64_mask(w, w);
-            if present == 0 {
-                return;
-            }
             let ones = _mm512_set1_epi64(-1);
-            let rest = _mm512_and_si512(w, _mm512_add_epi64(w, ones));
-            let third = _mm512_and_si512(rest, _mm512_add_epi64(rest, ones));
-            if _mm512_test_epi64_mask(third, third) != 0 {
-                return generic::append_line(self, table, out);
+            for (g, line) in lines.into_iter().enumerate() {
+                let w = line.0;
+                let present = _mm512_test_epi64_mask(w, w);
+                if present == 0 {
+                    continue;
+                }
+                let rest = _mm512_and_si512(w, _mm512_add_epi64(w, ones));
+                let third = _mm512_and_si512(rest, _mm512_add_epi64(rest, ones));
+                if _mm512_test_epi64_mask(third, third) != 0 {
+                    write_mapped(&at[..count], table, out);
+                    count = 0;
+                    generic::append_line(line, table.add(g * 512), out);
+                    continue;
+                }
+                let second = _mm512_test_epi64_mask(rest, rest);
+                // A bit's index in the table is `512 * g + 64 * j + 63 -
+                // lzcnt` for bit `63 - lzcnt` of word `j` of line `g`.
+                let last = _mm512_add_epi64(
+                    _mm512_setr_epi64(63, 127, 191, 255, 319, 383, 447, 511),
+                    _mm512_set1_epi64(g as i64 * 512),
+                );
+                let lowest = _mm512_sub_epi64(last, _mm512_lzcnt_epi64(_mm512_xor_si512(w, rest)));
+                let next = _mm512_sub_epi64(last, _mm512_lzcnt_epi64(rest));
+                // Low halves (the indexes are under 2 048), interleaved:
+                // word j's lowest bit at 2j, its other one at 2j + 1.
+                let order = _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+                let both = _mm512_permutex2var_epi32(lowest, order, next);
+                let keep = _pdep_u32(u32::from(present), 0x5555) | _pdep_u32(u32::from(second), 0xaaaa);
+                let kept = _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(keep as u16, both));
+                // SAFETY: `count <= 16 * g`, so the 16 slots stored are
+                // inside `at` (`16 * G <= 64`).
+                _mm256_storeu_si256(at.as_mut_ptr().add(count).cast(), kept);
+                count += keep.count_ones() as usize;
             }
-            let second = _mm512_test_epi64_mask(rest, rest);
-            // A bit's index in the line is `64 * j + 63 - lzcnt`.
-            let last = _mm512_setr_epi64(63, 127, 191, 255, 319, 383, 447, 511);
-            let lowest = _mm512_sub_epi64(last, _mm512_lzcnt_epi64(_mm512_xor_si512(w, rest)));
-            let next = _mm512_sub_epi64(last, _mm512_lzcnt_epi64(rest));
-            // Low halves (the indexes are under 512), interleaved: word
-            // j's lowest bit at 2j, its other one at 2j + 1.
-            let order = _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
-            let both = _mm512_permutex2var_epi32(lowest, order, next);
-            let keep = _pdep_u32(u32::from(present), 0x5555) | _pdep_u32(u32::from(second), 0xaaaa);
-            let mut at = [0u32; 16];
-            _mm512_storeu_si512(at.as_mut_ptr().cast(), _mm512_maskz_compress_epi32(keep as u16, both));
-            let count = keep.count_ones() as usize;
-            out.reserve(count);
-            let len = out.len();
-            let dst = out.as_mut_ptr().add(len);
-            // SAFETY: `count` slots past `len` were reserved; every kept
-            // index is under 512 and `table` holds 512 entries.
-            for (i, &b) in at[..count].iter().enumerate() {
-                dst.add(i).write(*table.add(b as usize));
-            }
-            out.set_len(len + count);
+            write_mapped(&at[..count], table, out);
         }
+    }
+}
+
+/// Appends `table[i]` for each index `i` of `at`, in order.
+///
+/// # Safety
+///
+/// Every index of `at` must be inside `table`'s readable entries.
+#[inline(always)]
+unsafe fn write_mapped(at: &[u16], table: *const u64, out: &mut Vec<u64>) {
+    out.reserve(at.len());
+    let len = out.len();
+    // SAFETY: `at.len()` slots past `len` were reserved and are written
+    // below, each with a table entry this function's contract makes
+    // readable; then they are inside the length.
+    unsafe {
+        let dst = out.as_mut_ptr().add(len);
+        for (i, &b) in at.iter().enumerate() {
+            dst.add(i).write(*table.add(b as usize));
+        }
+        out.set_len(len + at.len());
     }
 }

@@ -913,7 +913,7 @@ impl SlicedIndex {
     /// [`Self::query_hash_append`] with the key's runs prefetched ahead
     /// whatever the index's size ([`Self::query_positions`]): a collection
     /// too large to stay cached queries its parts so, narrow ones too.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn query_hash_append_prefetching(&self, hash: KeyHash, out: &mut Vec<u64>) {
         let mut buf = [MaybeUninit::uninit(); crate::params::MAX_HASHES as usize];
         if let [shard] = &self.shards[..]
@@ -941,6 +941,15 @@ impl SlicedIndex {
             self.kernels.and_runs_mapped(&shard.rows, wpr, positions, &shard.used, &shard.owners, out);
             return;
         }
+        self.query_hash_append_general(hash, out);
+    }
+
+    /// [`Self::query_hash_append_prefetching`] for an index of several
+    /// shards or long runs: out of line, so that the single-shard path
+    /// above keeps a small stack frame.
+    #[inline(never)]
+    fn query_hash_append_general(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        let mut buf = [MaybeUninit::uninit(); crate::params::MAX_HASHES as usize];
         let pos = self.params.probes_in(hash, &mut buf);
         self.query_positions(pos, out);
     }

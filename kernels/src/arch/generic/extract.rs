@@ -258,31 +258,44 @@ unsafe fn short_runs_mapped<L: Line, const G: usize>(
     }
 }
 
-/// Appends `table[64 * j + b]` for every set bit `b` of lane `j` of `line`,
-/// in order, as [`append_mapped_bits`] writes a group.
+/// Appends `table[512 * g + 64 * j + b]` for every set bit `b` of lane `j`
+/// of line `g` of `lines`, in order, as [`append_mapped_bits`] writes a
+/// group: one walk over the non-zero words of all the lines (a walk a line
+/// mispredicted its exit once a line more on distinct keys).
 ///
 /// # Safety
 ///
-/// `table` must be valid for reading 512 entries; `L`'s features must be
-/// available.
+/// `table` must be valid for reading `512 * G` entries; `L`'s features
+/// must be available.
 #[inline(always)]
-pub(crate) unsafe fn append_line<L: Line>(line: L, table: *const u64, out: &mut Vec<u64>) {
-    // SAFETY: `L`'s features are available (this function's contract).
-    let mut nonzero = unsafe { line.nonzero_lanes() };
+pub(crate) unsafe fn append_lines<L: Line, const G: usize>(lines: [L; G], table: *const u64, out: &mut Vec<u64>) {
+    const { assert!(G <= 4, "a short run has at most four lines") };
+    let mut nonzero = 0u32;
+    let mut bits = 0;
+    let mut stored = [[0u64; WORDS_PER_LINE]; G];
+    for (g, (line, words)) in lines.into_iter().zip(&mut stored).enumerate() {
+        // SAFETY: `words` holds the eight words of a line; `L`'s features
+        // are available (this function's contract).
+        unsafe {
+            nonzero |= u32::from(line.nonzero_lanes()) << (g * WORDS_PER_LINE);
+            line.store(words.as_mut_ptr());
+            // The slots to reserve: with a native population count all
+            // the lines', in a few instructions; otherwise each word's as
+            // it is reached (a vector count without the instruction cost
+            // more than a check per non-zero word, of which a single
+            // key's line has few).
+            if L::NATIVE_POPCOUNT {
+                bits += line.lane_popcounts().sum_lanes() as usize;
+            }
+        }
+    }
     if nonzero == 0 {
         return;
     }
-    let mut words = [0u64; WORDS_PER_LINE];
-    // SAFETY: `words` holds the eight words of a line.
-    unsafe { line.store(words.as_mut_ptr()) };
-    // The slots to reserve: with a native population count the whole
-    // line's, in a few instructions; otherwise each word's as it is
-    // reached (a vector count without the instruction cost more than a
-    // check per non-zero word, of which a single key's line has few).
     if L::NATIVE_POPCOUNT {
-        // SAFETY: `L`'s features are available.
-        out.reserve(unsafe { line.lane_popcounts().sum_lanes() } as usize + UNROLLED_BITS);
+        out.reserve(bits + UNROLLED_BITS);
     }
+    let words = stored.as_flattened();
     let mut len = out.len();
     while nonzero != 0 {
         let j = nonzero.trailing_zeros() as usize;
@@ -293,10 +306,10 @@ pub(crate) unsafe fn append_line<L: Line>(line: L, table: *const u64, out: &mut 
             out.reserve(count + UNROLLED_BITS);
         }
         let dst = out.as_mut_ptr();
-        // SAFETY: `j < 8`, and `table` holds 64 entries for each of the
-        // line's eight words (this function's contract); every write is
+        // SAFETY: `j < 8 * G`, and `table` holds 64 entries for each of
+        // the lines' words (this function's contract); every write is
         // at `len + (0..count + UNROLLED_BITS)`, inside the capacity
-        // reserved above (for the line, or for this word), as in
+        // reserved above (for the lines, or for this word), as in
         // `append_mapped_bits`; every table read is at `at + (0..64)`.
         unsafe {
             let at = table.add(j * 64);

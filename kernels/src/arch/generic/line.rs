@@ -167,7 +167,7 @@ pub(crate) unsafe trait Line: Copy {
     /// Appends `table[64 * j + b]` for every set bit `b` of lane `j`, in
     /// order of `j`, then `b`: the ids of a line of a single key's answer.
     /// The default walks the set bits one word at a time
-    /// ([`append_line`](super::extract::append_line)); a backend with
+    /// ([`append_lines`](super::extract::append_lines)); a backend with
     /// vector bit scans may locate them all at once.
     ///
     /// # Safety
@@ -177,13 +177,13 @@ pub(crate) unsafe trait Line: Copy {
     #[inline(always)]
     unsafe fn append_mapped(self, table: *const u64, out: &mut Vec<u64>) {
         // SAFETY: forwarded from this method's contract.
-        unsafe { super::extract::append_line(self, table, out) }
+        unsafe { super::extract::append_lines([self], table, out) }
     }
 
     /// [`Line::append_mapped`] for `G` consecutive lines, line `g` through
     /// the 512 entries at `table + 512 * g`: the lines of one key's short
-    /// runs. The default takes them one at a time; a backend may gather
-    /// the ids of all of them before writing any.
+    /// runs. The default walks the non-zero words of all the lines in one
+    /// loop ([`append_lines`](super::extract::append_lines)).
     ///
     /// # Safety
     ///
@@ -191,11 +191,8 @@ pub(crate) unsafe trait Line: Copy {
     /// backend's CPU features must be available.
     #[inline(always)]
     unsafe fn append_mapped_lines<const G: usize>(lines: [Self; G], table: *const u64, out: &mut Vec<u64>) {
-        for (g, line) in lines.into_iter().enumerate() {
-            // SAFETY: line `g`'s 512 entries are inside the `512 * G`
-            // this method's contract makes valid; features as required.
-            unsafe { line.append_mapped(table.add(g * 512), out) };
-        }
+        // SAFETY: forwarded from this method's contract.
+        unsafe { super::extract::append_lines(lines, table, out) }
     }
 }
 

@@ -201,7 +201,7 @@ unsafe impl generic::Line for Line512 {
                 if _mm512_test_epi64_mask(third, third) != 0 {
                     write_mapped(&at[..count], table, out);
                     count = 0;
-                    generic::append_line(line, table.add(g * 512), out);
+                    generic::append_lines([line], table.add(g * 512), out);
                     continue;
                 }
                 let second = _mm512_test_epi64_mask(rest, rest);

@@ -9,7 +9,13 @@
 //! timer's own cost and jitter), and `spin`, the timer around a register-only
 //! busy loop calibrated to the queries' median time without the writer (a
 //! window as long as a query, so it is hit by interrupts and preemption as
-//! often as a query is: on a shared machine that sets the tail). One phase per writer rate (0 = no writer), then the same
+//! often as a query is: on a shared machine that sets the tail), and
+//! with `--memory-control`, `lines`, the timer around the memory reads of
+//! one key with no engine:
+//! `k` runs of the index's run length at random places of a buffer as
+//! large as the index (on huge pages, as the index's rows), requested the
+//! way the engine requests them, then read (the memory's own spread: a
+//! query's tail cannot be below it). One phase per writer rate (0 = no writer), then the same
 //! phases through [`QueryPool`] single-key submissions (`submit` and
 //! `wait`, workers answering) for comparison.
 //!
@@ -36,6 +42,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use bloomslice::storage::Words;
 use bloomslice::{
     BatchResults, BloomFilter, ConcurrentIndex, KeyHash, PoolConfig, PoolResults, QueryPool, SlicedConfig, Workers,
 };
@@ -84,6 +91,11 @@ pub struct LatencyArgs {
     /// Skip the `QueryPool` phases.
     #[arg(long)]
     pub no_pool: bool,
+    /// Also time the `lines` control (one key's row reads with no engine)
+    /// in the readers' loop. Its reads share the caches with the queries',
+    /// so queries run slower beside it: off by default.
+    #[arg(long)]
+    pub memory_control: bool,
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -150,6 +162,10 @@ pub struct LatencyRow {
     pub control: Percentiles,
     /// The timer around a busy loop as long as a median query, ns.
     pub spin: Percentiles,
+    /// The timer around one key's row reads with no engine (`k` random
+    /// runs of the index's run length in a buffer of its size), ns; only
+    /// with `--memory-control`.
+    pub lines: Option<Percentiles>,
     /// Time of one publish (the writer's call), ns.
     pub publish: Option<Percentiles>,
     /// Answers naming one of the writer's sets (checked against its universe).
@@ -187,6 +203,12 @@ struct World {
     base: u64,
     /// Iterations of [`spin`] that take about a median query.
     spin_iters: u64,
+    /// The buffer of the `lines` control: as many bytes as the index (when
+    /// asked for).
+    lines: Option<Words>,
+    /// Lines of one run of the index, and runs of one key.
+    run_lines: usize,
+    runs: usize,
 }
 
 impl World {
@@ -220,6 +242,41 @@ fn spin(iters: u64) -> u64 {
         x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(7);
     }
     std::hint::black_box(x)
+}
+
+/// Reads one key's worth of `world.lines` with no engine: `runs` runs of
+/// `run_lines` lines at places drawn from `x`; long runs (over 4 lines)
+/// are first requested line by line across the runs, as the engine
+/// requests them. Returns a word that depends on every line read.
+#[inline(never)]
+fn read_runs(world: &World, words: &[u64], x: u64) -> u64 {
+    let lines = words.len() / 8;
+    let (k, run_lines) = (world.runs, world.run_lines);
+    let mut starts = [0usize; 64];
+    for (r, start) in starts[..k].iter_mut().enumerate() {
+        let h = x.wrapping_mul(0x9e37_79b9_7f4a_7c15 + 2 * r as u64);
+        *start = ((u128::from(h) * (lines - run_lines) as u128) >> 64) as usize;
+    }
+    if run_lines > 4 {
+        for l in 0..run_lines {
+            for &start in &starts[..k] {
+                bloomslice_kernels::prefetch_line_l2(words[(start + l) * 8..].as_ptr());
+            }
+        }
+    } else {
+        for &start in &starts[..k] {
+            for l in 0..run_lines {
+                bloomslice_kernels::prefetch_line(words[(start + l) * 8..].as_ptr());
+            }
+        }
+    }
+    let mut acc = 0u64;
+    for &start in &starts[..k] {
+        for l in 0..run_lines {
+            acc ^= words[(start + l) * 8 + (l & 7)];
+        }
+    }
+    acc
 }
 
 /// xorshift64.
@@ -287,6 +344,18 @@ fn build(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<World, BenchEr
             f
         })
         .collect();
+    // The `lines` control's buffer and shape: the index's size and runs.
+    let runs = (p.k() as usize).min(64);
+    let line_count = (index.memory_bytes() / 64).max(2);
+    let run_lines = (index.bytes_per_query() / runs.max(1) / 64).clamp(1, line_count / 2);
+    let lines = if args.memory_control {
+        let mut lines = Words::zeroed(line_count * 8).map_err(|e| BenchError(format!("lines control: {e}")))?;
+        let mut s = args.seed | 1;
+        lines.iter_mut().for_each(|w| *w = next(&mut s));
+        Some(lines)
+    } else {
+        None
+    };
     let shared = ConcurrentIndex::new(index);
     // The first writes give each copy its own shards (a full copy of the
     // shard written): a one-off cost that is not a publish's.
@@ -325,7 +394,7 @@ fn build(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<World, BenchEr
     let per = (t.elapsed().as_nanos() as u64 / 100).max(1);
     spin_iters = (spin_iters * target / per).max(1);
     log(&format!("median query alone {target} ns; spin control of {spin_iters} steps"));
-    Ok(World { shared, keys, hashes, expected, universes, base: n as u64, spin_iters })
+    Ok(World { shared, keys, hashes, expected, universes, base: n as u64, spin_iters, lines, run_lines, runs })
 }
 
 /// The writer: one publish every `1 / rate` seconds until `stop`, cycling
@@ -387,6 +456,7 @@ struct ReaderOut {
     query: Histogram<u64>,
     control: Histogram<u64>,
     spin: Histogram<u64>,
+    lines: Histogram<u64>,
     queries: u64,
     writer_ids: u64,
 }
@@ -400,7 +470,7 @@ fn reader(
     stop: &AtomicBool,
     started: &AtomicU64,
 ) -> Result<ReaderOut, BenchError> {
-    let (mut query, mut control, mut spun) = (histogram()?, histogram()?, histogram()?);
+    let (mut query, mut control, mut spun, mut read) = (histogram()?, histogram()?, histogram()?, histogram()?);
     let mut out = Vec::with_capacity(4096);
     let mut results = PoolResults::new();
     let mut s = seed | 1;
@@ -428,6 +498,11 @@ fn reader(
             spin(world.spin_iters);
             let sp = t.elapsed().as_nanos() as u64;
             let t = Instant::now();
+            if let Some(lines) = &world.lines {
+                std::hint::black_box(read_runs(world, lines, next(&mut s)));
+            }
+            let rd = t.elapsed().as_nanos() as u64;
+            let t = Instant::now();
             let ns = match pool {
                 None => {
                     world.shared.query_into(std::hint::black_box(key), &mut out);
@@ -446,12 +521,15 @@ fn reader(
             };
             control.record(c.max(1)).map_err(|e| BenchError(e.to_string()))?;
             spun.record(sp.max(1)).map_err(|e| BenchError(e.to_string()))?;
+            if world.lines.is_some() {
+                read.record(rd.max(1)).map_err(|e| BenchError(e.to_string()))?;
+            }
             query.record(ns.max(1)).map_err(|e| BenchError(e.to_string()))?;
             writer_ids += world.check(i, &out)?;
             queries += 1;
         }
     }
-    Ok(ReaderOut { query, control, spin: spun, queries, writer_ids })
+    Ok(ReaderOut { query, control, spin: spun, lines: read, queries, writer_ids })
 }
 
 /// One phase: `readers` readers (inline, or through `pool`) for `seconds`,
@@ -486,13 +564,20 @@ fn phase(
         let wrote = writer_handle.map(|h| h.join());
         (outs, wrote, elapsed)
     });
-    let mut total =
-        ReaderOut { query: histogram()?, control: histogram()?, spin: histogram()?, queries: 0, writer_ids: 0 };
+    let mut total = ReaderOut {
+        query: histogram()?,
+        control: histogram()?,
+        spin: histogram()?,
+        lines: histogram()?,
+        queries: 0,
+        writer_ids: 0,
+    };
     for out in outs {
         let out = out.map_err(|_| BenchError("a reader panicked".into()))??;
         total.query.add(&out.query).map_err(|e| BenchError(e.to_string()))?;
         total.control.add(&out.control).map_err(|e| BenchError(e.to_string()))?;
         total.spin.add(&out.spin).map_err(|e| BenchError(e.to_string()))?;
+        total.lines.add(&out.lines).map_err(|e| BenchError(e.to_string()))?;
         total.queries += out.queries;
         total.writer_ids += out.writer_ids;
     }
@@ -539,6 +624,7 @@ pub fn run(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<LatencyR
                 query: Percentiles::of(&out.query),
                 control: Percentiles::of(&out.control),
                 spin: Percentiles::of(&out.spin),
+                lines: world.lines.is_some().then(|| Percentiles::of(&out.lines)),
                 publish: publish.as_ref().map(Percentiles::of),
                 writer_ids_seen: out.writer_ids,
                 cpu: cpu.clone(),
@@ -556,12 +642,13 @@ pub fn table(rows: &[LatencyRow]) -> String {
         s += &format!(
             "single-key latency, full N = {}, {} readers, {} kernels, {}\n\
              (us; query: the timer around one query; empty: the timer around nothing; spin: the timer around a \
-             busy loop as long as a median query; all three in one loop)\n",
+             busy loop as long as a median query; lines (--memory-control): the timer around one key's row reads \
+             with no engine; all in one loop)\n",
             r.filters, r.readers, r.kernels, r.cpu
         );
     }
     s += &format!(
-        "{:<7} {:>6} {:>7} {:>9} {:>9} {:>30} {:>13} {:>20}\n",
+        "{:<7} {:>6} {:>7} {:>9} {:>9} {:>30} {:>13} {:>20} {:>20}\n",
         "mode",
         "rate/s",
         "made/s",
@@ -569,13 +656,14 @@ pub fn table(rows: &[LatencyRow]) -> String {
         "q/s busy",
         "query p50/p90/p99/p99.9/max",
         "empty p50/p99.9",
-        "spin p50/p99/p99.9"
+        "spin p50/p99/p99.9",
+        "lines p50/p99/p99.9"
     );
     let us = |ns: u64| ns as f64 / 1e3;
     for r in rows {
-        let (q, c, sp) = (&r.query, &r.control, &r.spin);
+        let (q, c, sp, l) = (&r.query, &r.control, &r.spin, &r.lines);
         s += &format!(
-            "{:<7} {:>6} {:>7.0} {:>9.0} {:>9.0} {:>30} {:>13} {:>20}\n",
+            "{:<7} {:>6} {:>7.0} {:>9.0} {:>9.0} {:>30} {:>13} {:>20} {:>20}\n",
             r.mode,
             r.rate,
             r.published_per_s,
@@ -584,6 +672,7 @@ pub fn table(rows: &[LatencyRow]) -> String {
             format!("{:.2}/{:.2}/{:.2}/{:.2}/{:.0}", us(q.p50), us(q.p90), us(q.p99), us(q.p999), us(q.max)),
             format!("{:.3}/{:.3}", us(c.p50), us(c.p999)),
             format!("{:.2}/{:.2}/{:.2}", us(sp.p50), us(sp.p99), us(sp.p999)),
+            l.as_ref().map_or("-".into(), |l| format!("{:.2}/{:.2}/{:.2}", us(l.p50), us(l.p99), us(l.p999))),
         );
     }
     for r in rows {
@@ -651,6 +740,7 @@ mod tests {
             keys: 4096,
             seed: 3,
             no_pool: false,
+            memory_control: true,
             json: false,
             json_out: None,
         }
@@ -662,11 +752,14 @@ mod tests {
         assert_eq!(rows.len(), 4);
         for r in &rows {
             assert!(r.query.count > 0 && r.control.count == r.query.count, "{r:?}");
+            assert_eq!(r.lines.as_ref().map(|l| l.count), Some(r.query.count), "{r:?}");
             assert!(r.query.p50 <= r.query.p999 && r.query.p999 <= r.query.max);
         }
         assert!(rows[1].publish.as_ref().is_some_and(|p| p.count > 10), "the writer published");
         assert!(rows.iter().map(|r| r.writer_ids_seen).sum::<u64>() > 0, "writer sets were seen");
         assert!(table(&rows).contains("inline"));
+        let plain = run(&LatencyArgs { memory_control: false, rates: vec![0], no_pool: true, ..tiny() }, &mut |_| {});
+        assert!(plain.unwrap().iter().all(|r| r.lines.is_none()), "no memory control unless asked");
     }
 
     #[test]

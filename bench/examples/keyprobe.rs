@@ -35,6 +35,7 @@ use std::time::Instant;
 use bloomslice::storage::Words;
 use bloomslice::{BatchResults, SlicedConfig, SlicedIndex};
 use bloomslice_bench::args::positional;
+use bloomslice_bench::roofline::read_key_runs;
 use bloomslice_bench::workload::random_full_index;
 
 /// Keys of the timed loops (and of a `measured` pass).
@@ -118,27 +119,7 @@ fn main() {
         let start = Instant::now();
         let mut x = at as u64 | 1;
         for _ in 0..steps {
-            let mut acc = 0u64;
-            let mut starts = [0usize; 64];
-            for (r, start) in starts[..k].iter_mut().enumerate() {
-                let h = x.wrapping_mul(0x9e37_79b9_7f4a_7c15 + 2 * r as u64);
-                *start = ((u128::from(h) * (lines - run_lines) as u128) >> 64) as usize;
-            }
-            // Long runs are requested whole first, line by line across
-            // the runs, as the engine requests them (into the second
-            // level); then read.
-            if run_lines > 4 {
-                for l in 0..run_lines {
-                    for &start in &starts[..k] {
-                        bloomslice_kernels::prefetch_line_l2(words[(start + l) * 8..].as_ptr());
-                    }
-                }
-            }
-            for &start in &starts[..k] {
-                for l in 0..run_lines {
-                    acc ^= words[(start + l) * 8 + 1];
-                }
-            }
+            let acc = read_key_runs(words, k, run_lines, x);
             x = next(&mut (x ^ acc)) | 1;
         }
         let chase_runs = per_key(start, steps);

@@ -11,13 +11,12 @@
 //! window as long as a query, so it is hit by interrupts and preemption as
 //! often as a query is: on a shared machine that sets the tail), and
 //! with `--memory-control`, `lines`, the timer around the memory reads of
-//! one key with no engine:
-//! `k` runs of the index's run length at random places of a buffer as
-//! large as the index (on huge pages, as the index's rows), requested the
-//! way the engine requests them, then read (the memory's own spread: a
-//! query's tail cannot be below it). One phase per writer rate (0 = no writer), then the same
-//! phases through [`QueryPool`] single-key submissions (`submit` and
-//! `wait`, workers answering) for comparison.
+//! one key with no engine ([`read_key_runs`]: `k` runs of the index's run
+//! length at random places of a buffer as large as the index, on huge
+//! pages as the index's rows are): the memory's own spread, which a
+//! query's tail cannot be below. One phase per writer rate (0 = no
+//! writer), then the same phases through [`QueryPool`] single-key
+//! submissions (`submit` and `wait`, workers answering) for comparison.
 //!
 //! # What the readers check
 //!
@@ -51,6 +50,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::experiment::BenchError;
+use crate::roofline::read_key_runs;
 use crate::workload::{params, random_full_index};
 
 /// Sets the writer adds, updates and removes (ids `N..N + VOLATILE`).
@@ -242,41 +242,6 @@ fn spin(iters: u64) -> u64 {
         x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(7);
     }
     std::hint::black_box(x)
-}
-
-/// Reads one key's worth of `world.lines` with no engine: `runs` runs of
-/// `run_lines` lines at places drawn from `x`; long runs (over 4 lines)
-/// are first requested line by line across the runs, as the engine
-/// requests them. Returns a word that depends on every line read.
-#[inline(never)]
-fn read_runs(world: &World, words: &[u64], x: u64) -> u64 {
-    let lines = words.len() / 8;
-    let (k, run_lines) = (world.runs, world.run_lines);
-    let mut starts = [0usize; 64];
-    for (r, start) in starts[..k].iter_mut().enumerate() {
-        let h = x.wrapping_mul(0x9e37_79b9_7f4a_7c15 + 2 * r as u64);
-        *start = ((u128::from(h) * (lines - run_lines) as u128) >> 64) as usize;
-    }
-    if run_lines > 4 {
-        for l in 0..run_lines {
-            for &start in &starts[..k] {
-                bloomslice_kernels::prefetch_line_l2(words[(start + l) * 8..].as_ptr());
-            }
-        }
-    } else {
-        for &start in &starts[..k] {
-            for l in 0..run_lines {
-                bloomslice_kernels::prefetch_line(words[(start + l) * 8..].as_ptr());
-            }
-        }
-    }
-    let mut acc = 0u64;
-    for &start in &starts[..k] {
-        for l in 0..run_lines {
-            acc ^= words[(start + l) * 8 + (l & 7)];
-        }
-    }
-    acc
 }
 
 /// xorshift64.
@@ -499,7 +464,7 @@ fn reader(
             let sp = t.elapsed().as_nanos() as u64;
             let t = Instant::now();
             if let Some(lines) = &world.lines {
-                std::hint::black_box(read_runs(world, lines, next(&mut s)));
+                std::hint::black_box(read_key_runs(lines, world.runs, world.run_lines, next(&mut s)));
             }
             let rd = t.elapsed().as_nanos() as u64;
             let t = Instant::now();

@@ -192,6 +192,40 @@ fn huge_buffer(bytes: usize) -> Words {
     words
 }
 
+/// One key's row reads with no engine: `k` runs of `run_lines` lines at
+/// places of `words` drawn from `x`, runs of more than 4 lines requested
+/// first line by line across the runs (into the second level), as the
+/// engine requests them, then one word of every line read. Returns a word
+/// that depends on every line read. The memory floor of one key's query
+/// (`keyprobe`'s `chase runs`, `paper latency --memory-control`).
+///
+/// # Panics
+///
+/// If `k` is over 64 or `words` holds fewer than `run_lines + 1` lines.
+#[inline(never)]
+pub fn read_key_runs(words: &[u64], k: usize, run_lines: usize, x: u64) -> u64 {
+    let lines = words.len() / 8;
+    let mut starts = [0usize; 64];
+    for (r, start) in starts[..k].iter_mut().enumerate() {
+        let h = x.wrapping_mul(0x9e37_79b9_7f4a_7c15 + 2 * r as u64);
+        *start = ((u128::from(h) * (lines - run_lines) as u128) >> 64) as usize;
+    }
+    if run_lines > 4 {
+        for l in 0..run_lines {
+            for &start in &starts[..k] {
+                bloomslice_kernels::prefetch_line_l2(words[(start + l) * 8..].as_ptr());
+            }
+        }
+    }
+    let mut acc = 0u64;
+    for &start in &starts[..k] {
+        for l in 0..run_lines {
+            acc ^= words[(start + l) * 8 + 1];
+        }
+    }
+    acc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,9 @@
 //!   [`xor_popcount`], over one Harley-Seal loop.
 //! - `or_into`: [`or_into()`], OR with a count of the new bits.
 //! - `extract`: [`append_mapped_bits`], the ids of the set bits, and
-//!   [`and_runs_mapped`], the AND of a key's runs and its ids in one pass.
+//!   [`and_runs_mapped`], the AND of a key's runs and its ids in one pass
+//!   (its ids through [`Line::append_mapped_lines`], which a backend with
+//!   vector bit scans overrides: AVX-512).
 //! - `count`: [`count_runs`], keys' ANDs added to bit-sliced counters.
 //! - `threshold`: [`count_at_least`], the counters compared with a
 //!   threshold.

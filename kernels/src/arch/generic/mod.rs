@@ -50,7 +50,10 @@ mod threshold;
 
 pub(crate) use and::{and_rows, and_runs};
 pub(crate) use count::count_runs;
-pub(crate) use extract::{and_runs_mapped, append_lines, append_mapped_bits};
+pub(crate) use extract::{and_runs_mapped, append_mapped_bits};
+// The word walk, for the AVX-512 extraction's fallback.
+#[cfg(target_arch = "x86_64")]
+pub(crate) use extract::append_lines;
 pub(crate) use line::Line;
 pub(crate) use or_into::or_into;
 pub(crate) use popcount::{and_popcount, or_popcount, popcount, xor_popcount};

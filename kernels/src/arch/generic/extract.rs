@@ -175,7 +175,11 @@ pub(crate) unsafe fn and_runs_mapped<L: Line>(
             // are available; `table` holds 64 entries per word of `mask`.
             unsafe {
                 let acc: L = runs.and_chunk(start);
-                acc.and(L::load(mask.as_ptr().add(start))).append_mapped(table.as_ptr().add(start * 64), out);
+                L::append_mapped_lines(
+                    [acc.and(L::load(mask.as_ptr().add(start)))],
+                    table.as_ptr().add(start * 64),
+                    out,
+                );
             }
             start += WORDS_PER_LINE;
         }

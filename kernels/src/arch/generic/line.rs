@@ -164,26 +164,12 @@ pub(crate) unsafe trait Line: Copy {
     /// The backend's CPU features must be available.
     unsafe fn sum_lanes(self) -> u64;
 
-    /// Appends `table[64 * j + b]` for every set bit `b` of lane `j`, in
-    /// order of `j`, then `b`: the ids of a line of a single key's answer.
-    /// The default walks the set bits one word at a time
-    /// ([`append_lines`](super::extract::append_lines)); a backend with
-    /// vector bit scans may locate them all at once.
-    ///
-    /// # Safety
-    ///
-    /// `table` must be valid for reading 512 entries, and the backend's CPU
-    /// features must be available.
-    #[inline(always)]
-    unsafe fn append_mapped(self, table: *const u64, out: &mut Vec<u64>) {
-        // SAFETY: forwarded from this method's contract.
-        unsafe { super::extract::append_lines([self], table, out) }
-    }
-
-    /// [`Line::append_mapped`] for `G` consecutive lines, line `g` through
-    /// the 512 entries at `table + 512 * g`: the lines of one key's short
-    /// runs. The default walks the non-zero words of all the lines in one
-    /// loop ([`append_lines`](super::extract::append_lines)).
+    /// Appends `table[512 * g + 64 * j + b]` for every set bit `b` of lane
+    /// `j` of line `g`, in order of `g`, `j`, then `b`: the ids of the `G`
+    /// lines of a single key's answer (all of a short run's lines, or one
+    /// line of a long run). The default walks the non-zero words of all
+    /// the lines in one loop ([`append_lines`](super::extract::append_lines));
+    /// a backend with vector bit scans may locate them all at once.
     ///
     /// # Safety
     ///

@@ -19,7 +19,7 @@
 //! - `count_runs` (multi-key scoring) keeps a whole 512-column chunk of
 //!   the AND and of each carry in one register; its carry-save adders
 //!   (`xor3`, `maj`) are one `vpternlogq` each.
-//! - a single key's ids (`Line::append_mapped`) are located with
+//! - a single key's ids (`Line::append_mapped_lines`) are located with
 //!   `vplzcntq` (CD) and compressed with `vpcompressd`, the lanes spread by
 //!   BMI2 `pdep`, instead of one word at a time.
 
@@ -154,12 +154,6 @@ unsafe impl generic::Line for Line512 {
     unsafe fn sum_lanes(self) -> u64 {
         // SAFETY: AVX-512 F is available (the method's contract).
         unsafe { _mm512_reduce_add_epi64(self.0) as u64 }
-    }
-
-    #[inline(always)]
-    unsafe fn append_mapped(self, table: *const u64, out: &mut Vec<u64>) {
-        // SAFETY: forwarded from this method's contract.
-        unsafe { Self::append_mapped_lines([self], table, out) }
     }
 
     /// Every word's two lowest set bits located at once: `w & (w - 1)`

@@ -134,6 +134,17 @@ impl Percentiles {
     }
 }
 
+/// Publish times by op, ns.
+#[derive(Clone, Debug, Serialize)]
+pub struct PublishOps {
+    /// Adding a set (`insert_filter`).
+    pub insert: Percentiles,
+    /// Adding keys to a set (`update_filter`).
+    pub update: Percentiles,
+    /// Removing a set (`delete_filter`).
+    pub delete: Percentiles,
+}
+
 /// One phase of the run.
 #[derive(Clone, Debug, Serialize)]
 pub struct LatencyRow {
@@ -168,6 +179,14 @@ pub struct LatencyRow {
     pub lines: Option<Percentiles>,
     /// Time of one publish (the writer's call), ns.
     pub publish: Option<Percentiles>,
+    /// Publish time by the writer's op, ns (with the writer).
+    pub publish_by_op: Option<PublishOps>,
+    /// Latency of the queries that overlapped a publish (the writer's
+    /// call was running when the query started or ended, or ran whole
+    /// within it), ns (with the writer).
+    pub query_during_publish: Option<Percentiles>,
+    /// Latency of the other queries, ns (with the writer).
+    pub query_between_publishes: Option<Percentiles>,
     /// Answers naming one of the writer's sets (checked against its universe).
     pub writer_ids_seen: u64,
     /// CPU model.
@@ -206,6 +225,9 @@ struct World {
     /// The buffer of the `lines` control: as many bytes as the index (when
     /// asked for).
     lines: Option<Words>,
+    /// Odd while the writer's call runs; bumped before and after it, so a
+    /// reader that reads it around a query knows whether they overlapped.
+    publishing: AtomicU64,
     /// Lines of one run of the index, and runs of one key.
     run_lines: usize,
     runs: usize,
@@ -359,14 +381,26 @@ fn build(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<World, BenchEr
     let per = (t.elapsed().as_nanos() as u64 / 100).max(1);
     spin_iters = (spin_iters * target / per).max(1);
     log(&format!("median query alone {target} ns; spin control of {spin_iters} steps"));
-    Ok(World { shared, keys, hashes, expected, universes, base: n as u64, spin_iters, lines, run_lines, runs })
+    Ok(World {
+        shared,
+        keys,
+        hashes,
+        expected,
+        universes,
+        base: n as u64,
+        spin_iters,
+        lines,
+        publishing: AtomicU64::new(0),
+        run_lines,
+        runs,
+    })
 }
 
 /// The writer: one publish every `1 / rate` seconds until `stop`, cycling
-/// add, update and remove over its sets. Returns its publish histogram and
-/// how many publishes it made.
-fn writer(world: &World, rate: u32, seed: u64, stop: &AtomicBool) -> Result<(Histogram<u64>, u64), BenchError> {
-    let mut h = histogram()?;
+/// add, update and remove over its sets. Returns its publish histograms
+/// (all, then insert, update and delete) and how many publishes it made.
+fn writer(world: &World, rate: u32, seed: u64, stop: &AtomicBool) -> Result<(Publishes, u64), BenchError> {
+    let mut h = [histogram()?, histogram()?, histogram()?, histogram()?];
     let interval = Duration::from_secs_f64(1.0 / f64::from(rate));
     let mut present = [false; VOLATILE];
     let mut updated = [false; VOLATILE];
@@ -385,22 +419,26 @@ fn writer(world: &World, rate: u32, seed: u64, stop: &AtomicBool) -> Result<(His
         op += 1;
         let id = world.base + j as u64;
         let v = version(j, next(&mut s) % UNIVERSE_KEYS);
+        world.publishing.fetch_add(1, Ordering::SeqCst);
         let t = Instant::now();
-        let result = match (present[j], updated[j]) {
-            (false, _) => world.shared.insert_filter(id, &v),
-            (true, false) => world.shared.update_filter(id, &v),
-            (true, true) => world.shared.delete_filter(id),
+        let (result, kind) = match (present[j], updated[j]) {
+            (false, _) => (world.shared.insert_filter(id, &v), 1),
+            (true, false) => (world.shared.update_filter(id, &v), 2),
+            (true, true) => (world.shared.delete_filter(id), 3),
         };
         let ns = t.elapsed().as_nanos() as u64;
+        world.publishing.fetch_add(1, Ordering::SeqCst);
         result.map_err(|e| BenchError(format!("writer, set {id}: {e}")))?;
         (present[j], updated[j]) = match (present[j], updated[j]) {
             (false, _) => (true, false),
             (true, false) => (true, true),
             (true, true) => (false, false),
         };
-        h.record(ns.max(1)).map_err(|e| BenchError(e.to_string()))?;
+        for i in [0, kind] {
+            h[i].record(ns.max(1)).map_err(|e| BenchError(e.to_string()))?;
+        }
     }
-    let published = h.len();
+    let published = h[0].len();
     // Leave no writer set behind for the next phase's static checks to
     // trip over: they only accept ids of the writer's universe anyway,
     // but a clean start makes phases comparable.
@@ -416,12 +454,18 @@ fn histogram() -> Result<Histogram<u64>, BenchError> {
     Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| BenchError(e.to_string()))
 }
 
+/// The writer's publish times: all, then insert, update and delete.
+type Publishes = [Histogram<u64>; 4];
+
 /// What one reader measured.
 struct ReaderOut {
     query: Histogram<u64>,
     control: Histogram<u64>,
     spin: Histogram<u64>,
     lines: Histogram<u64>,
+    /// Queries that overlapped a publish, and the others.
+    during: Histogram<u64>,
+    between: Histogram<u64>,
     queries: u64,
     writer_ids: u64,
 }
@@ -436,6 +480,7 @@ fn reader(
     started: &AtomicU64,
 ) -> Result<ReaderOut, BenchError> {
     let (mut query, mut control, mut spun, mut read) = (histogram()?, histogram()?, histogram()?, histogram()?);
+    let (mut during, mut between) = (histogram()?, histogram()?);
     let mut out = Vec::with_capacity(4096);
     let mut results = PoolResults::new();
     let mut s = seed | 1;
@@ -467,6 +512,7 @@ fn reader(
                 std::hint::black_box(read_key_runs(lines, world.runs, world.run_lines, next(&mut s)));
             }
             let rd = t.elapsed().as_nanos() as u64;
+            let before = world.publishing.load(Ordering::SeqCst);
             let t = Instant::now();
             let ns = match pool {
                 None => {
@@ -484,6 +530,10 @@ fn reader(
                     ns
                 }
             };
+            let overlapped = before % 2 == 1 || world.publishing.load(Ordering::SeqCst) != before;
+            (if overlapped { &mut during } else { &mut between })
+                .record(ns.max(1))
+                .map_err(|e| BenchError(e.to_string()))?;
             control.record(c.max(1)).map_err(|e| BenchError(e.to_string()))?;
             spun.record(sp.max(1)).map_err(|e| BenchError(e.to_string()))?;
             if world.lines.is_some() {
@@ -494,7 +544,7 @@ fn reader(
             queries += 1;
         }
     }
-    Ok(ReaderOut { query, control, spin: spun, lines: read, queries, writer_ids })
+    Ok(ReaderOut { query, control, spin: spun, lines: read, during, between, queries, writer_ids })
 }
 
 /// One phase: `readers` readers (inline, or through `pool`) for `seconds`,
@@ -505,7 +555,7 @@ fn phase(
     readers: usize,
     rate: u32,
     args: &LatencyArgs,
-) -> Result<(ReaderOut, Option<Histogram<u64>>, f64), BenchError> {
+) -> Result<(ReaderOut, Option<Publishes>, f64), BenchError> {
     let stop = AtomicBool::new(false);
     let started = AtomicU64::new(0);
     let (outs, wrote, elapsed) = std::thread::scope(|scope| {
@@ -534,6 +584,8 @@ fn phase(
         control: histogram()?,
         spin: histogram()?,
         lines: histogram()?,
+        during: histogram()?,
+        between: histogram()?,
         queries: 0,
         writer_ids: 0,
     };
@@ -543,6 +595,8 @@ fn phase(
         total.control.add(&out.control).map_err(|e| BenchError(e.to_string()))?;
         total.spin.add(&out.spin).map_err(|e| BenchError(e.to_string()))?;
         total.lines.add(&out.lines).map_err(|e| BenchError(e.to_string()))?;
+        total.during.add(&out.during).map_err(|e| BenchError(e.to_string()))?;
+        total.between.add(&out.between).map_err(|e| BenchError(e.to_string()))?;
         total.queries += out.queries;
         total.writer_ids += out.writer_ids;
     }
@@ -590,7 +644,14 @@ pub fn run(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<LatencyR
                 control: Percentiles::of(&out.control),
                 spin: Percentiles::of(&out.spin),
                 lines: world.lines.is_some().then(|| Percentiles::of(&out.lines)),
-                publish: publish.as_ref().map(Percentiles::of),
+                publish: publish.as_ref().map(|h| Percentiles::of(&h[0])),
+                publish_by_op: publish.as_ref().map(|h| PublishOps {
+                    insert: Percentiles::of(&h[1]),
+                    update: Percentiles::of(&h[2]),
+                    delete: Percentiles::of(&h[3]),
+                }),
+                query_during_publish: publish.is_some().then(|| Percentiles::of(&out.during)),
+                query_between_publishes: publish.is_some().then(|| Percentiles::of(&out.between)),
                 writer_ids_seen: out.writer_ids,
                 cpu: cpu.clone(),
                 kernels: kernels.clone(),
@@ -651,6 +712,21 @@ pub fn table(rows: &[LatencyRow]) -> String {
                 us(p.max),
                 r.writer_ids_seen
             );
+        }
+        if let Some(ops) = &r.publish_by_op {
+            let pub_us = |p: &Percentiles| format!("{}: p50 {:.1}, p99 {:.1}", p.count, us(p.p50), us(p.p99));
+            s += &format!(
+                "  by op (count: us): insert {}; update {}; delete {}\n",
+                pub_us(&ops.insert),
+                pub_us(&ops.update),
+                pub_us(&ops.delete)
+            );
+        }
+        if let (Some(d), Some(b)) = (&r.query_during_publish, &r.query_between_publishes) {
+            let q = |p: &Percentiles| {
+                format!("{}: {:.2}/{:.2}/{:.2}/{:.2}", p.count, us(p.p50), us(p.p90), us(p.p99), us(p.p999))
+            };
+            s += &format!("  queries p50/p90/p99/p99.9 (count: us): during a publish {}; between {}\n", q(d), q(b));
         }
     }
     s

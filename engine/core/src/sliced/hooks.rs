@@ -63,6 +63,7 @@ impl SlicedIndex {
                 *w ^= mask;
                 if now {
                     s.ones += 1;
+                    s.logs.note_set(slot.col as usize, p as usize);
                 } else {
                     s.ones -= 1;
                 }
@@ -85,7 +86,7 @@ impl SlicedIndex {
         let m = self.params.m() as usize;
         let s = super::writable(&mut self.shards, slot.shard as usize)?;
         s.clear_column(m, slot.col as usize);
-        s.or_column(slot.col as usize, filter);
+        s.fill_empty_column(slot.col as usize, filter);
         Ok(())
     }
 

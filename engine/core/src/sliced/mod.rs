@@ -17,7 +17,9 @@
 //! what is inserted; the index grows by filling free columns, then by
 //! widening a shard (doubling up to 512 columns, then by 512 columns), then
 //! by adding a shard; deleted columns are cleared and reused, and a shard
-//! that a delete empties is released.
+//! that a delete empties is released. A column filled from empty with few
+//! bits keeps the rows of its bits ([`logs`]), so clearing it touches
+//! those rows only.
 //!
 //! Unused columns are all zero in every row, so queries never need the
 //! used-column bitmap.
@@ -58,7 +60,9 @@ use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
 use crate::params::BloomParams;
 use crate::storage::Words;
+use logs::ColumnLogs;
 
+mod logs;
 mod persist;
 pub(crate) use persist::{ColumnEntry, ShardParts};
 pub mod hooks;
@@ -160,6 +164,9 @@ struct Shard {
     n_used: usize,
     /// Set bits in `rows`, for the prefetch policy and fill statistics.
     ones: u64,
+    /// The rows of the bits of columns filled from empty with few bits
+    /// (see [`logs`]): such a column is cleared at those rows only.
+    logs: ColumnLogs,
 }
 
 impl Shard {
@@ -174,7 +181,16 @@ impl Shard {
             used: vec![0; wpr],
             n_used: 0,
             ones: 0,
+            logs: ColumnLogs::new(m, len),
         })
+    }
+
+    /// Fills the empty column `col` with the bits of `filter`, keeping the
+    /// rows of its bits in a log when they are few (see [`logs`]).
+    fn fill_empty_column(&mut self, col: usize, filter: &BloomFilter) -> u64 {
+        debug_assert!(!self.logs.has(col), "an empty column has no log");
+        let log = self.logs.start(filter.count_ones() as usize);
+        self.or_column_logged(col, filter, log)
     }
 
     fn columns(&self) -> usize {
@@ -225,6 +241,7 @@ impl Shard {
             used: self.used.clone(),
             n_used: self.n_used,
             ones: self.ones,
+            logs: self.logs.clone(),
         })
     }
 
@@ -251,21 +268,38 @@ impl Shard {
         wide.used[..self.wpr].copy_from_slice(&self.used);
         wide.n_used = self.n_used;
         wide.ones = self.ones;
+        wide.logs = self.logs.widened(wide.rows.len());
         Ok(wide)
     }
 
-    /// Sets the bits of `filter` in column `col`; returns the bits newly set.
+    /// Sets the bits of `filter` in column `col`; returns the bits newly
+    /// set (listed in the column's log if it has one).
     fn or_column(&mut self, col: usize, filter: &BloomFilter) -> u64 {
+        let log = self.logs.take(col);
+        self.or_column_logged(col, filter, log)
+    }
+
+    /// [`Shard::or_column`] with the column's log taken out: the rows of
+    /// the bits newly set are added to it, and it is put back.
+    fn or_column_logged(&mut self, col: usize, filter: &BloomFilter, mut log: Option<Vec<u32>>) -> u64 {
         let mut new = 0;
         let cols = self.cols;
         let rows = &mut self.rows;
         for_each_set_bit(filter.words(), |r| {
             let b = r * cols + col;
             let (w, bit) = (&mut rows[b / 64], 1u64 << (b % 64));
-            new += u64::from(*w & bit == 0);
-            *w |= bit;
+            if *w & bit == 0 {
+                new += 1;
+                *w |= bit;
+                if let Some(log) = &mut log {
+                    log.push(r as u32);
+                }
+            }
         });
         self.ones += new;
+        if let Some(log) = log {
+            self.logs.put(col, log);
+        }
         new
     }
 
@@ -290,9 +324,20 @@ impl Shard {
         self.ones += new;
     }
 
-    /// Clears column `col` in every row.
+    /// Clears column `col` in every row: the rows of its log if it has one,
+    /// else all `m`. The column is left without a log.
     fn clear_column(&mut self, m: usize, col: usize) {
         let mut cleared = 0;
+        if let Some(log) = self.logs.take(col) {
+            for r in log {
+                let (word, bit) = self.bit_at(r as usize, col);
+                let w = &mut self.rows[word];
+                cleared += u64::from(*w & bit != 0);
+                *w &= !bit;
+            }
+            self.ones = self.ones.saturating_sub(cleared);
+            return;
+        }
         let cols = self.cols;
         let base = self.rows.as_ptr();
         for r in 0..m {
@@ -628,6 +673,7 @@ impl SlicedIndex {
                         + s.rows.allocated_bytes()
                         + s.owners.capacity() * 8
                         + s.used.capacity() * 8
+                        + s.logs.bytes()
                 })
                 .sum::<usize>()
             + self.slots.allocation_size()
@@ -741,7 +787,7 @@ impl SlicedIndex {
         }
         let slot = self.take_column(id)?;
         // `take_column` made the shard unique and owned.
-        self.shard_mut(slot.shard as usize)?.or_column(slot.col as usize, filter);
+        self.shard_mut(slot.shard as usize)?.fill_empty_column(slot.col as usize, filter);
         Ok(())
     }
 
@@ -791,7 +837,7 @@ impl SlicedIndex {
             let shard = writable(&mut self.shards, first.shard as usize)?;
             if run.len() < TRANSPOSE_MIN_GROUP || shard.sub_word() {
                 for (slot, f) in run {
-                    shard.or_column(slot.col as usize, f);
+                    shard.fill_empty_column(slot.col as usize, f);
                 }
                 continue;
             }
@@ -857,8 +903,11 @@ impl SlicedIndex {
         for &p in &pos {
             let (word, bit) = s.bit_at(p as usize, slot.col as usize);
             let w = &mut s.rows[word];
-            s.ones += u64::from(*w & bit == 0);
-            *w |= bit;
+            if *w & bit == 0 {
+                *w |= bit;
+                s.ones += 1;
+                s.logs.note_set(slot.col as usize, p as usize);
+            }
         }
         Ok(())
     }
@@ -1210,6 +1259,16 @@ impl SlicedIndex {
             if let Some(c) = bad {
                 return Err(invalid!("shard {si}: column {c} owner {} not mapped back", s.owners[c]));
             }
+            s.logs
+                .check(
+                    m,
+                    |c| s.used[c / 64] >> (c % 64) & 1 == 1,
+                    |r, c| {
+                        let (word, bit) = s.bit_at(r, c);
+                        s.rows[word] & bit != 0
+                    },
+                )
+                .map_err(|e| invalid!("shard {si}: {e}"))?;
         }
         if used_total != self.slots.len() {
             return Err(invalid!("{used_total} used columns but {} ids", self.slots.len()));
@@ -1234,6 +1293,55 @@ fn writable(shards: &mut [Arc<Shard>], si: usize) -> Result<&mut Shard> {
 #[cfg(test)]
 mod tests {
     index_test_module!(2000, 4);
+
+    fn listed(index: &SlicedIndex) -> usize {
+        index.shards.iter().map(|s| s.logs.listed()).sum()
+    }
+
+    /// Every write that sets bits keeps the column logs right (`validate`
+    /// checks that each logged column's bits are listed), through widening,
+    /// shard copies and every hook; deletes then leave no bit behind.
+    #[test]
+    fn column_logs_follow_every_write() {
+        let p = params();
+        let mut index = SlicedIndex::new(p);
+        for id in 0..600u64 {
+            index.insert_filter(id, &filter([id])).unwrap();
+        }
+        index.validate().unwrap();
+        assert!(listed(&index) >= 600 * 3, "one-key columns are logged through widening");
+        let shared = index.clone();
+        for id in (0..600u64).step_by(5) {
+            index.update_filter(id, &filter([id + 1000, id + 2000])).unwrap();
+            index.insert_key_hash(id + 1, p.hash(&(id + 3000).to_le_bytes())).unwrap();
+            let probes = p.probes(p.hash(&(id + 4000).to_le_bytes()));
+            index.set_column_bits(id + 2, &probes, |_| true).unwrap();
+            index.set_column_bits(id + 2, &probes[..2], |_| false).unwrap();
+            index.insert_key_hash_with_hashes(id + 3, p.hash(&(id + 5000).to_le_bytes()), 6).unwrap();
+            index.replace_column(id + 4, &filter([id + 6000])).unwrap();
+            index.validate().unwrap();
+        }
+        // A column too dense for a log, and one whose log passes its cap.
+        index.replace_column(7, &filter(0..100)).unwrap();
+        for key in 0..30u64 {
+            index.insert_key_hash(8, p.hash(&(key + 7000).to_le_bytes())).unwrap();
+        }
+        index.validate().unwrap();
+        shared.validate().unwrap();
+        assert_eq!(shared.query(&5u64.to_le_bytes()), vec![5], "the clone shares nothing written since");
+        for id in 0..600u64 {
+            index.delete_filter(id).unwrap();
+            if id % 97 == 0 {
+                index.validate().unwrap();
+            }
+        }
+        index.insert_filter(1, &BloomFilter::new(p).unwrap()).unwrap();
+        assert_eq!(listed(&index), 0);
+        for key in (0..8000u64).step_by(7) {
+            assert!(index.query(&key.to_le_bytes()).is_empty(), "key {key}: a deleted column left a bit");
+        }
+        index.validate().unwrap();
+    }
 
     #[test]
     fn insert_query_delete_reuse() {

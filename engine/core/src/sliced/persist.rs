@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bloomslice_kernels::{Kernels, arch::all::for_each_set_bit};
 use hashbrown::HashMap;
 
+use super::logs::ColumnLogs;
 use super::{MAX_SHARD_COLUMNS, SHARD_COLUMN_STEP, Shard, SlicedConfig, SlicedIndex, Slot, narrow};
 use crate::error::{Error, Result};
 use crate::kmer::KmerLength;
@@ -99,6 +100,7 @@ impl SlicedIndex {
                 return bad(format!("shard {si}: {} row words for m = {m} and {columns} columns", p.rows.len()));
             }
             let wpr = columns.div_ceil(64);
+            let logs = ColumnLogs::new(m, p.rows.len());
             shards.push(Shard {
                 cols: columns,
                 wpr,
@@ -107,6 +109,7 @@ impl SlicedIndex {
                 used: vec![0; wpr],
                 n_used: 0,
                 ones: p.ones,
+                logs,
             });
         }
         let mut slots = HashMap::new();

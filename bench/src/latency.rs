@@ -18,6 +18,13 @@
 //! writer), then the same phases through [`QueryPool`] single-key
 //! submissions (`submit` and `wait`, workers answering) for comparison.
 //!
+//! Inline readers run pinned to cores `0..T` and the writer to the next
+//! core unless `--no-pin`. With the writer, each query is also counted as
+//! *during* a publish (the writer's call was running when it started or
+//! ended, or ran whole inside it) or *between* publishes, and each publish
+//! is timed by its op (insert, update, delete): what the writer costs the
+//! readers, and when.
+//!
 //! # What the readers check
 //!
 //! The writer only touches its own sets (ids from `N` on, [`VOLATILE`] of
@@ -96,6 +103,12 @@ pub struct LatencyArgs {
     /// so queries run slower beside it: off by default.
     #[arg(long)]
     pub memory_control: bool,
+    /// Leave the threads unpinned. By default the inline readers run on
+    /// cores `0..T` and the writer on the next core, as a latency-sensitive
+    /// service places its threads; the pool phases never pin their readers
+    /// (the pool pins its own workers).
+    #[arg(long)]
+    pub no_pin: bool,
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -155,6 +168,8 @@ pub struct LatencyRow {
     pub readers: usize,
     /// Pool workers (0 for `inline`).
     pub workers: usize,
+    /// Whether the readers and the writer were pinned to cores.
+    pub pinned: bool,
     /// Base sets.
     pub filters: usize,
     /// Publishes per second asked of the writer (0: no writer).
@@ -547,6 +562,15 @@ fn reader(
     Ok(ReaderOut { query, control, spin: spun, lines: read, during, between, queries, writer_ids })
 }
 
+/// The cores the threads of a phase are pinned to (reader `r` on
+/// `cores[r % len]`, the writer after the readers), or none.
+fn pinned(pool: Option<&QueryPool>, args: &LatencyArgs) -> Vec<core_affinity::CoreId> {
+    if pool.is_some() || args.no_pin {
+        return Vec::new();
+    }
+    core_affinity::get_core_ids().unwrap_or_default()
+}
+
 /// One phase: `readers` readers (inline, or through `pool`) for `seconds`,
 /// with the writer at `rate` publishes per second (0: none).
 fn phase(
@@ -558,20 +582,37 @@ fn phase(
 ) -> Result<(ReaderOut, Option<Publishes>, f64), BenchError> {
     let stop = AtomicBool::new(false);
     let started = AtomicU64::new(0);
+    let cores = pinned(pool, args);
+    let pin = |i: usize| {
+        if !cores.is_empty() {
+            core_affinity::set_for_current(cores[i % cores.len()]);
+        }
+    };
     let (outs, wrote, elapsed) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..readers)
             .map(|r| {
                 let (stop, started) = (&stop, &started);
-                scope.spawn(move || reader(world, pool, args.seed ^ ((r as u64 + 1) * 0x9e37_79b9), stop, started))
+                scope.spawn(move || {
+                    pin(r);
+                    reader(world, pool, args.seed ^ ((r as u64 + 1) * 0x9e37_79b9), stop, started)
+                })
             })
             .collect();
         while started.load(Ordering::SeqCst) < readers as u64 && !handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(Duration::from_millis(1));
         }
-        let writer_handle = (rate > 0).then(|| scope.spawn(|| writer(world, rate, args.seed ^ 0x5eed, &stop)));
+        let writer_handle = (rate > 0).then(|| {
+            scope.spawn(|| {
+                pin(readers);
+                writer(world, rate, args.seed ^ 0x5eed, &stop)
+            })
+        });
+        // This thread wakes rarely: a wake-up every 5 ms here landed on a
+        // reader's core often enough to double p99.9 (measured: see
+        // `bench/RESULTS.md`, section "Latency").
         let t = Instant::now();
         while t.elapsed().as_secs_f64() < args.seconds && !handles.iter().any(|h| h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(Duration::from_secs_f64((args.seconds - t.elapsed().as_secs_f64()).clamp(0.0, 0.1)));
         }
         stop.store(true, Ordering::SeqCst);
         let elapsed = t.elapsed().as_secs_f64();
@@ -635,6 +676,7 @@ pub fn run(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<LatencyR
                 mode: name.into(),
                 readers,
                 workers: if mode.is_some() { readers } else { 0 },
+                pinned: !pinned(mode, args).is_empty(),
                 filters: args.filters as usize,
                 rate,
                 published_per_s,
@@ -782,6 +824,7 @@ mod tests {
             seed: 3,
             no_pool: false,
             memory_control: true,
+            no_pin: false,
             json: false,
             json_out: None,
         }

@@ -88,7 +88,14 @@ fn model_add(model: &mut Model, id: u64, keys: &[u64], infos: &[FilterInfo]) {
     assert_eq!(infos.len(), set.filters.len(), "set {id}: filters");
     for (j, (info, (_, capacity, load))) in infos.iter().zip(&set.filters).enumerate() {
         assert_eq!((info.capacity, info.load), (*capacity, *load), "set {id}: filter {j}");
-        assert!(j == 0 || info.params.m() > infos[j - 1].params.m(), "set {id}: filter {j} not larger");
+        if j > 0 {
+            // Capacities at least double, each added filter in a part of
+            // its own (it may land in an existing part of up to twice the
+            // bits it needs, so its `m` may equal the previous one's).
+            let first = infos[0].capacity.max(1);
+            assert!(info.capacity >= first << j, "set {id}: filter {j} holds {} < {first} * 2^{j}", info.capacity);
+            assert!(infos[..j].iter().all(|earlier| earlier.part != info.part), "set {id}: filter {j} shares a part");
+        }
     }
 }
 

@@ -18,7 +18,7 @@
 //! widening a shard (doubling up to 512 columns, then by 512 columns), then
 //! by adding a shard; deleted columns are cleared and reused, and a shard
 //! that a delete empties is released. A column filled from empty with few
-//! bits keeps the rows of its bits ([`logs`]), so clearing it touches
+//! bits keeps the rows of its bits (`sliced/logs.rs`), so clearing it touches
 //! those rows only.
 //!
 //! Unused columns are all zero in every row, so queries never need the

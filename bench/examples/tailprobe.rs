@@ -18,17 +18,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use bloomslice::{BatchResults, ConcurrentIndex, SlicedConfig};
+use bloomslice_bench::latency::spin;
 use bloomslice_bench::workload::random_full_index;
-
-/// A register-only busy loop of `iters` steps.
-#[inline(never)]
-fn spin(iters: u64) -> u64 {
-    let mut x = std::hint::black_box(1u64);
-    for _ in 0..iters {
-        x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(7);
-    }
-    std::hint::black_box(x)
-}
 
 /// The `q` quantile of the durations in `v`.
 fn quantile(v: &[(u64, u64)], q: f64) -> u64 {

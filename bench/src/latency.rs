@@ -271,9 +271,10 @@ impl World {
     }
 }
 
-/// A register-only busy loop of `iters` steps (no memory traffic).
+/// A register-only busy loop of `iters` steps (no memory traffic): the
+/// `spin` control, also used by the `tailprobe` example.
 #[inline(never)]
-fn spin(iters: u64) -> u64 {
+pub fn spin(iters: u64) -> u64 {
     let mut x = std::hint::black_box(1u64);
     for _ in 0..iters {
         x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(7);

@@ -447,7 +447,8 @@ fn tables_are_labelled() {
 /// it panics, on every backend as in the reference, whatever the stride
 /// (zero included), the run length (under, at and over a line), the place
 /// of the bad position among the others, and whether the AND dies before
-/// that run (rows of zeros: an early exit must not skip the check).
+/// that run (rows of zeros: a kernel with an early exit must not skip the
+/// check).
 #[test]
 fn runs_past_the_end_panic() {
     let table: Vec<u64> = (0..64 * 40).collect();

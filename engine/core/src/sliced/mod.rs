@@ -975,8 +975,7 @@ impl SlicedIndex {
             // ids. Measured on `full` N = 1 000 (`bench/RESULTS.md`, section
             // "Latency"): the general loop below spent about 150
             // instructions a key on its prefetch policy, and without any
-            // prefetch distinct keys took 7% longer (the kernel's loads
-            // wait behind the early-exit tests). Short runs are 1 to
+            // prefetch distinct keys took longer. Short runs are 1 to
             // `PREFETCH_WHOLE_RUN_LINES` lines: one position loop per
             // count, its lines unrolled (a test a line cost 3 instructions
             // a run).

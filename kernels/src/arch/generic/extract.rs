@@ -109,8 +109,8 @@ pub(crate) unsafe fn append_mapped_bits<L: Line>(words: &[u64], mask: &[u64], ta
 
 /// See [`all::and_runs_mapped`]: [`and_runs`](super::and_runs) and
 /// [`append_mapped_bits`] fused for one key. Each 512-bit chunk is ANDed
-/// over the runs (short runs test for an early exit after every second
-/// run), masked, and, when a lane is left, its ids are written at once
+/// over the runs (short runs with no early exit: their lines are all
+/// requested before the call), masked, and, when a lane is left, its ids are written at once
 /// from the register's lanes: no output buffer of the AND, no counting
 /// pass over the key's words, no per-group bookkeeping. A single key's
 /// query is mostly this fixed cost (a key of `full` N = 1 000 reads 2
@@ -198,9 +198,9 @@ pub(crate) unsafe fn and_runs_mapped<L: Line>(
 
 /// The lines of short runs (`G` lines each, at most four) ANDed over the
 /// runs at `positions` in one pass, and their ids appended: each position
-/// is read and multiplied once, every line of every run is loaded in the
-/// pass (so one key's loads are all issued together), and the early exit
-/// is tested after every second run, once all `G` lines are zero.
+/// is read and multiplied once, and every line of every run is loaded in
+/// the pass, with no early exit (so one key's loads are all issued
+/// together, with no branch on what they hold).
 ///
 /// # Safety
 ///
@@ -230,25 +230,16 @@ unsafe fn short_runs_mapped<L: Line, const G: usize>(
         };
         let first = run(positions[0]);
         let mut acc: [L; G] = core::array::from_fn(|g| L::load(first.add(g * WORDS_PER_LINE)));
-        // Two runs between tests for an early exit: a test costs about as
-        // much as an AND here, and in a shard dense enough to keep a
-        // chunk alive it never fires.
+        // No early exit: every run is read, two at a time. A test for an
+        // all-zero AND saved no memory (a single key's short runs are
+        // requested whole before this call, or cached), and without it
+        // distinct keys took 8-9% less time with AVX-512 and a repeated
+        // key 2-7% (AVX2 unchanged; `bench/RESULTS.md`, section "Latency").
         let mut pairs = positions[1..].chunks_exact(2);
         for pair in pairs.by_ref() {
             let (a, b) = (run(pair[0]), run(pair[1]));
             for (g, acc) in acc.iter_mut().enumerate() {
                 *acc = acc.and3(L::load(a.add(g * WORDS_PER_LINE)), L::load(b.add(g * WORDS_PER_LINE)));
-            }
-            let mut any = acc[0];
-            for line in &acc[1..] {
-                any = any.or(*line);
-            }
-            if any.is_zero() {
-                // The runs not read are still checked, as the reference
-                // checks every run.
-                let read = positions.len() - pairs.len() * 2 - pairs.remainder().len();
-                assert!(positions[read..].iter().all(|&p| fits(p)), "row run past the end of the rows");
-                break;
             }
         }
         if let [p] = pairs.remainder() {

@@ -202,6 +202,10 @@ pub struct LatencyRow {
     pub query_during_publish: Option<Percentiles>,
     /// Latency of the other queries, ns (with the writer).
     pub query_between_publishes: Option<Percentiles>,
+    /// Of those between publishes, the first query after a publish ended
+    /// (the first to read the copy the writer just published, whose
+    /// lines it wrote last), ns (with the writer).
+    pub query_first_after_publish: Option<Percentiles>,
     /// Answers naming one of the writer's sets (checked against its universe).
     pub writer_ids_seen: u64,
     /// CPU model.
@@ -482,6 +486,9 @@ struct ReaderOut {
     /// Queries that overlapped a publish, and the others.
     during: Histogram<u64>,
     between: Histogram<u64>,
+    /// The first query between publishes after each publish (a subset of
+    /// `between`).
+    first: Histogram<u64>,
     queries: u64,
     writer_ids: u64,
 }
@@ -496,7 +503,9 @@ fn reader(
     started: &AtomicU64,
 ) -> Result<ReaderOut, BenchError> {
     let (mut query, mut control, mut spun, mut read) = (histogram()?, histogram()?, histogram()?, histogram()?);
-    let (mut during, mut between) = (histogram()?, histogram()?);
+    let (mut during, mut between, mut first) = (histogram()?, histogram()?, histogram()?);
+    // The writer's publish counter as seen after the previous query.
+    let mut seen = world.publishing.load(Ordering::SeqCst);
     let mut out = Vec::with_capacity(4096);
     let mut results = PoolResults::new();
     let mut s = seed | 1;
@@ -546,10 +555,15 @@ fn reader(
                     ns
                 }
             };
-            let overlapped = before % 2 == 1 || world.publishing.load(Ordering::SeqCst) != before;
+            let after = world.publishing.load(Ordering::SeqCst);
+            let overlapped = before % 2 == 1 || after != before;
             (if overlapped { &mut during } else { &mut between })
                 .record(ns.max(1))
                 .map_err(|e| BenchError(e.to_string()))?;
+            if !overlapped && before != seen {
+                first.record(ns.max(1)).map_err(|e| BenchError(e.to_string()))?;
+            }
+            seen = after;
             control.record(c.max(1)).map_err(|e| BenchError(e.to_string()))?;
             spun.record(sp.max(1)).map_err(|e| BenchError(e.to_string()))?;
             if world.lines.is_some() {
@@ -560,7 +574,7 @@ fn reader(
             queries += 1;
         }
     }
-    Ok(ReaderOut { query, control, spin: spun, lines: read, during, between, queries, writer_ids })
+    Ok(ReaderOut { query, control, spin: spun, lines: read, during, between, first, queries, writer_ids })
 }
 
 /// The cores the threads of a phase are pinned to (reader `r` on
@@ -628,6 +642,7 @@ fn phase(
         lines: histogram()?,
         during: histogram()?,
         between: histogram()?,
+        first: histogram()?,
         queries: 0,
         writer_ids: 0,
     };
@@ -639,6 +654,7 @@ fn phase(
         total.lines.add(&out.lines).map_err(|e| BenchError(e.to_string()))?;
         total.during.add(&out.during).map_err(|e| BenchError(e.to_string()))?;
         total.between.add(&out.between).map_err(|e| BenchError(e.to_string()))?;
+        total.first.add(&out.first).map_err(|e| BenchError(e.to_string()))?;
         total.queries += out.queries;
         total.writer_ids += out.writer_ids;
     }
@@ -695,6 +711,7 @@ pub fn run(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<Vec<LatencyR
                 }),
                 query_during_publish: publish.is_some().then(|| Percentiles::of(&out.during)),
                 query_between_publishes: publish.is_some().then(|| Percentiles::of(&out.between)),
+                query_first_after_publish: publish.is_some().then(|| Percentiles::of(&out.first)),
                 writer_ids_seen: out.writer_ids,
                 cpu: cpu.clone(),
                 kernels: kernels.clone(),
@@ -770,6 +787,9 @@ pub fn table(rows: &[LatencyRow]) -> String {
                 format!("{}: {:.2}/{:.2}/{:.2}/{:.2}", p.count, us(p.p50), us(p.p90), us(p.p99), us(p.p999))
             };
             s += &format!("  queries p50/p90/p99/p99.9 (count: us): during a publish {}; between {}\n", q(d), q(b));
+            if let Some(f) = &r.query_first_after_publish {
+                s += &format!("  first query after each publish (of those between): {}\n", q(f));
+            }
         }
     }
     s

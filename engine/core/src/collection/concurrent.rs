@@ -125,6 +125,11 @@ impl Sealed for Collection {
     fn filters(&self) -> usize {
         self.parts.iter().map(|part| part.index.len()).sum()
     }
+
+    /// Each live part's tables in part order, within one budget.
+    fn warm_query_tables(&self, budget: usize) -> usize {
+        self.live_parts().fold(0, |done, (_, index)| done + index.warm_query_tables(budget - done))
+    }
 }
 
 impl Replica for Collection {

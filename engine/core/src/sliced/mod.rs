@@ -695,6 +695,33 @@ impl SlicedIndex {
         crate::storage::huge_page_bytes_of(&ranges)
     }
 
+    /// Reads one word of every cache line of what every query reads
+    /// besides its rows: each shard's used-column bitmap, then each shard's
+    /// column-to-id table, in shard order, stopping at `budget` bytes.
+    /// Returns the bytes covered.
+    ///
+    /// A [`ConcurrentIndex`](crate::ConcurrentIndex) calls it on the copy it
+    /// is about to publish: readers move to that copy at once, and its
+    /// tables, last read by them a publish ago, have since left their
+    /// caches, so that their first queries on it would wait for memory.
+    /// Read by the writer, they come from its caches instead (measured:
+    /// `bench/RESULTS.md`, section "Latency").
+    pub(crate) fn warm_query_tables(&self, budget: usize) -> usize {
+        let mut left = budget;
+        let mut sum = 0u64;
+        let tables = self.shards.iter().map(|s| &s.used[..]).chain(self.shards.iter().map(|s| &s.owners[..]));
+        for table in tables {
+            let words = table.len().min(left / 8);
+            sum = table[..words].iter().step_by(WORDS_PER_LINE).fold(sum, |a, &w| a.wrapping_add(w));
+            left -= words * 8;
+            if words < table.len() {
+                break;
+            }
+        }
+        core::hint::black_box(sum);
+        budget - left
+    }
+
     /// Bytes of rows one query must read (all `k` runs of every shard),
     /// before early exit.
     pub fn bytes_per_query(&self) -> usize {
@@ -1363,6 +1390,24 @@ mod tests {
         assert_eq!(index.columns(), 1536);
         assert!(index.query(&7u64.to_le_bytes()).contains(&1));
         index.validate().unwrap();
+    }
+
+    /// The writer's warm-up before a publish covers every shard's used
+    /// bitmap and column ids, and stops at its budget.
+    #[test]
+    fn warming_covers_every_query_table_within_its_budget() {
+        let cfg = SlicedConfig { max_shard_columns: 512, ..SlicedConfig::default() };
+        let mut index = SlicedIndex::with_config(params(), cfg);
+        assert_eq!(index.warm_query_tables(usize::MAX), 0);
+        for id in 0..1200u64 {
+            index.insert_filter(id, &filter([id])).unwrap();
+        }
+        assert_eq!(index.shard_count(), 3);
+        let tables: usize = index.shards.iter().map(|s| (s.used.len() + s.owners.len()) * 8).sum();
+        assert_eq!(index.warm_query_tables(usize::MAX), tables);
+        assert_eq!(index.warm_query_tables(tables), tables);
+        assert_eq!(index.warm_query_tables(1000), 1000);
+        assert_eq!(index.warm_query_tables(7), 0);
     }
 
     #[test]

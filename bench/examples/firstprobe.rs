@@ -23,9 +23,10 @@
 //! ```
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bloomslice::{BatchResults, BloomFilter, ConcurrentIndex, SlicedConfig};
+use bloomslice_bench::latency::Pacer;
 use bloomslice_bench::workload::random_full_index;
 
 /// The writer's action at each wake-up.
@@ -137,17 +138,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::thread::scope(|scope| {
             let writer = scope.spawn(|| -> Result<u64, bloomslice::Error> {
                 pin(1);
-                let interval = Duration::from_millis(1);
-                let mut next_at = Instant::now();
+                let mut pacer = Pacer::new(1_000);
                 let mut present = false;
                 let mut made = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let now = Instant::now();
-                    if now < next_at {
-                        std::thread::sleep(next_at - now);
-                        continue;
-                    }
-                    next_at = next_at.max(now - interval) + interval;
+                while pacer.next(&stop) {
                     match phase {
                         Phase::Wake | Phase::Switch | Phase::SwitchWarm => continue,
                         Phase::Empty => {

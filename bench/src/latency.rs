@@ -421,20 +421,12 @@ fn build(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<World, BenchEr
 /// (all, then insert, update and delete) and how many publishes it made.
 fn writer(world: &World, rate: u32, seed: u64, stop: &AtomicBool) -> Result<(Publishes, u64), BenchError> {
     let mut h = [histogram()?, histogram()?, histogram()?, histogram()?];
-    let interval = Duration::from_secs_f64(1.0 / f64::from(rate));
+    let mut pacer = Pacer::new(rate);
     let mut present = [false; VOLATILE];
     let mut updated = [false; VOLATILE];
     let mut s = seed | 1;
-    let mut next_at = Instant::now();
     let mut op = 0usize;
-    while !stop.load(Ordering::Relaxed) {
-        let now = Instant::now();
-        if now < next_at {
-            std::thread::sleep(next_at - now);
-            continue;
-        }
-        // Never burst to catch up: a late publish moves the schedule.
-        next_at = next_at.max(now - interval) + interval;
+    while pacer.next(stop) {
         let j = op % VOLATILE;
         op += 1;
         let id = world.base + j as u64;
@@ -468,6 +460,37 @@ fn writer(world: &World, rate: u32, seed: u64, stop: &AtomicBool) -> Result<(Pub
         }
     }
     Ok((h, published))
+}
+
+/// A writer's fixed-rate schedule: [`Pacer::next`] sleeps until the next
+/// slot. A late slot moves the schedule: it never bursts to catch up.
+pub struct Pacer {
+    interval: Duration,
+    next_at: Instant,
+}
+
+impl Pacer {
+    /// `rate` slots a second, the first now.
+    pub fn new(rate: u32) -> Self {
+        Pacer { interval: Duration::from_secs_f64(1.0 / f64::from(rate.max(1))), next_at: Instant::now() }
+    }
+
+    /// Waits for the next slot; `false` (at once or after the sleep) once
+    /// `stop` is set.
+    pub fn next(&mut self, stop: &AtomicBool) -> bool {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            let now = Instant::now();
+            if now < self.next_at {
+                std::thread::sleep(self.next_at - now);
+                continue;
+            }
+            self.next_at = self.next_at.max(now - self.interval) + self.interval;
+            return true;
+        }
+    }
 }
 
 fn histogram() -> Result<Histogram<u64>, BenchError> {

@@ -203,8 +203,8 @@ pub struct LatencyRow {
     /// Latency of the other queries, ns (with the writer).
     pub query_between_publishes: Option<Percentiles>,
     /// Of those between publishes, the first query after a publish ended
-    /// (the first to read the copy the writer just published, whose
-    /// lines it wrote last), ns (with the writer).
+    /// (the first to read the copy the writer just published), ns (with
+    /// the writer).
     pub query_first_after_publish: Option<Percentiles>,
     /// Answers naming one of the writer's sets (checked against its universe).
     pub writer_ids_seen: u64,

@@ -110,12 +110,12 @@ pub(crate) unsafe fn append_mapped_bits<L: Line>(words: &[u64], mask: &[u64], ta
 /// See [`all::and_runs_mapped`]: [`and_runs`](super::and_runs) and
 /// [`append_mapped_bits`] fused for one key. Each 512-bit chunk is ANDed
 /// over the runs (short runs with no early exit: their lines are all
-/// requested before the call), masked, and, when a lane is left, its ids are written at once
-/// from the register's lanes: no output buffer of the AND, no counting
-/// pass over the key's words, no per-group bookkeeping. A single key's
-/// query is mostly this fixed cost (a key of `full` N = 1 000 reads 2
-/// chunks and names about 9 ids), which the batched path spreads over
-/// many keys.
+/// requested before the call), masked, and, when a lane is left, its ids
+/// are written at once from the register's lanes: no output buffer of the
+/// AND, no counting pass over the key's words, no per-group bookkeeping. A
+/// single key's query is mostly this fixed cost (a key of `full` N = 1 000
+/// reads 2 chunks and names about 9 ids), which the batched path spreads
+/// over many keys.
 ///
 /// # Safety
 ///

@@ -12,6 +12,9 @@
 //!   of them: the least time a key's row reads can take here;
 //! - `l1`: one of four keys repeated with `query_into` (its rows stay in
 //!   the first-level cache: the code alone);
+//! - `l2`: one of 256 keys at random with `query_into` (their rows stay in
+//!   the second-level cache, but the branches on a key's answer cannot be
+//!   learnt: the code as distinct keys run it);
 //! - `single`: distinct random keys with `query_into`, one after the other;
 //! - `batched`: the same keys through `query_batch` (1 024 keys a call),
 //!   per key;
@@ -40,6 +43,10 @@ use bloomslice_bench::workload::random_full_index;
 
 /// Keys of the timed loops (and of a `measured` pass).
 const KEYS: usize = 100_000;
+
+/// Keys of the `l2` loop: their rows (14 lines a key at N = 1 000) stay in
+/// a 1 MB second-level cache.
+const WARM_KEYS: usize = 256;
 
 /// xorshift64: the order of the chase, fixed so runs compare.
 fn next(s: &mut u64) -> u64 {
@@ -105,6 +112,9 @@ fn main() {
         bloomslice::storage::huge_page_bytes_in(words.as_ptr().cast(), lines * 64) as f64 / 1e6,
     );
     let per_key = |start: Instant, n: usize| start.elapsed().as_nanos() as f64 / n as f64;
+    // The order of the `l2` loop: one of `WARM_KEYS` keys at random.
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let warm_order: Vec<usize> = (0..KEYS).map(|_| next(&mut s) as usize % WARM_KEYS).collect();
     let mut at = order[0];
     for round in 0..positional("keyprobe", 3, 5, |n| n > 0, "a round count (a positive integer)") {
         let steps = 1_000_000.min(lines * 4);
@@ -132,6 +142,16 @@ fn main() {
         }
         let l1 = per_key(start, KEYS);
 
+        for &i in &warm_order[..KEYS / 10] {
+            index.query_into(black_box(&keys[i]), &mut out);
+        }
+        let start = Instant::now();
+        for &i in &warm_order {
+            index.query_into(black_box(&keys[i]), &mut out);
+            black_box(&out);
+        }
+        let l2 = per_key(start, KEYS);
+
         let start = Instant::now();
         for key in &keys {
             index.query_into(black_box(key), &mut out);
@@ -146,8 +166,9 @@ fn main() {
         }
         let batched = per_key(start, KEYS);
         println!(
-            "round {round}: chase {chase:.1}, chase runs {chase_runs:.1}, l1 {l1:.1}, single {single:.1}, batched {batched:.1}; single / (chase + l1) {:.2}, single / (chase runs + l1) {:.2}, single / batched {:.2}",
+            "round {round}: chase {chase:.1}, chase runs {chase_runs:.1}, l1 {l1:.1}, l2 {l2:.1}, single {single:.1}, batched {batched:.1}; single / (chase + l1) {:.2}, single / (chase + l2) {:.2}, single / (chase runs + l1) {:.2}, single / batched {:.2}",
             single / (chase + l1),
+            single / (chase + l2),
             single / (chase_runs + l1),
             single / batched
         );

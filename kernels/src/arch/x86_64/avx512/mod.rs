@@ -163,17 +163,20 @@ unsafe impl generic::Line for Line512 {
     /// of a line, interleaved lowest first, are compressed to the present
     /// ones (`vpcompressd`, into a register: Zen 4 compresses to memory
     /// slowly), narrowed to 16 bits and stored after the previous lines';
-    /// then the table is read at each in one scalar loop for all the lines
-    /// (a vector gather was slower on Zen 4; a loop a line took distinct
-    /// keys 10-15% longer, `bench/RESULTS.md`, section "Latency"). A line
+    /// then the table is read at each in one scalar pass for all the lines,
+    /// of a fixed number of writes first ([`write_mapped`]; a vector gather
+    /// was slower on Zen 4 and Zen 5; a loop a line took distinct keys
+    /// 10-15% longer, `bench/RESULTS.md`, section "Latency"). A line
     /// with a word of three or more bits takes the default's word walk,
     /// after the ids of the lines before it are written.
     #[inline(always)]
     unsafe fn append_mapped_lines<const G: usize>(lines: [Self; G], table: *const u64, out: &mut Vec<u64>) {
         const { assert!(G <= 4, "a short run has at most four lines") };
         // Table indexes of the lines' ids not yet written: 16 a line at
-        // most. Aligned, so that the first two lines' 32-byte stores stay
-        // in one cache line.
+        // most. Every entry is always an index inside the `512 * G` entries
+        // of `table` (zero, or an index stored below), as `write_mapped`
+        // reads some past the count. Aligned, so that the first two lines'
+        // 32-byte stores stay in one cache line.
         #[repr(align(64))]
         struct Pending([u16; 64]);
         let mut pending = Pending([0; 64]);
@@ -193,7 +196,7 @@ unsafe impl generic::Line for Line512 {
                 let rest = _mm512_and_si512(w, _mm512_add_epi64(w, ones));
                 let third = _mm512_and_si512(rest, _mm512_add_epi64(rest, ones));
                 if _mm512_test_epi64_mask(third, third) != 0 {
-                    write_mapped(&at[..count], table, out);
+                    write_mapped::<G>(at, count, table, out);
                     count = 0;
                     generic::append_lines([line], table.add(g * 512), out);
                     continue;
@@ -218,28 +221,50 @@ unsafe impl generic::Line for Line512 {
                 _mm256_storeu_si256(at.as_mut_ptr().add(count).cast(), kept);
                 count += keep.count_ones() as usize;
             }
-            write_mapped(&at[..count], table, out);
+            write_mapped::<G>(at, count, table, out);
         }
     }
 }
 
-/// Appends `table[i]` for each index `i` of `at`, in order.
+/// Slots of a single key's answer written per line whether or not they
+/// hold ids ([`write_mapped`]). A loop of exactly as many writes as ids
+/// mispredicted its exit on nearly every distinct key. A key of `full`
+/// N = 1 000 names about 8.5 ids in its two lines; 6 a line measured
+/// faster than 5 or 8 on distinct keys, and within 1 ns of the loop on a
+/// repeated key (`bench/RESULTS.md`, section "Latency").
+const FIXED_IDS_PER_LINE: usize = 6;
+
+/// Appends `table[at[i]]` for each `i < count`, in order. The first
+/// `FIXED_IDS_PER_LINE * G` slots are written whatever `count` is (those
+/// past `count` stay past the length), then the rest one by one.
 ///
 /// # Safety
 ///
-/// Every index of `at` must be inside `table`'s readable entries.
+/// `count <= at.len()`, and every entry of `at` (not only the first
+/// `count`) must be inside `table`'s readable entries.
 #[inline(always)]
-unsafe fn write_mapped(at: &[u16], table: *const u64, out: &mut Vec<u64>) {
-    out.reserve(at.len());
+unsafe fn write_mapped<const G: usize>(at: &[u16; 64], count: usize, table: *const u64, out: &mut Vec<u64>) {
+    let fixed = const { FIXED_IDS_PER_LINE * G };
+    out.reserve(count.max(fixed));
     let len = out.len();
-    // SAFETY: `at.len()` slots past `len` were reserved and are written
-    // below, each with a table entry this function's contract makes
-    // readable; then they are inside the length.
+    // SAFETY: `max(count, fixed)` slots past `len` were reserved; the
+    // first `max(count, fixed)` are written below (those past `count` stay
+    // past the length), each with a table entry at an index of `at`, all
+    // of which this function's contract makes readable; `fixed <= 24 <
+    // at.len()` and `count <= at.len()`; then the first `count` are inside
+    // the length.
     unsafe {
         let dst = out.as_mut_ptr().add(len);
-        for (i, &b) in at.iter().enumerate() {
-            dst.add(i).write(*table.add(b as usize));
+        for (i, &b) in at[..fixed].iter().enumerate() {
+            dst.add(i).write(*table.add(usize::from(b)));
         }
-        out.set_len(len + at.len());
+        // A `while`: the iterator form of this loop measured 1-2 ns slower
+        // on a repeated key.
+        let mut i = fixed;
+        while i < count {
+            dst.add(i).write(*table.add(usize::from(at[i])));
+            i += 1;
+        }
+        out.set_len(len + count);
     }
 }

@@ -19,9 +19,14 @@
 //! - `batched`: the same keys through `query_batch` (1 024 keys a call),
 //!   per key;
 //!
-//! and prints `single / (chase + l1)` (the floor: one round trip
-//! plus the code) and `single / batched`. It also says how many of the
-//! index's row bytes sit on transparent huge pages.
+//! and prints `single / (chase + l1)` (the floor a single key is held to:
+//! one round trip plus the code), `single / (chase + l2)` (the same with
+//! the code as distinct keys run it) and `single / batched`. `chase` and
+//! `single` are each timed after an untimed pass over their buffer, so
+//! both are measured in the same, warm, state (on a CPU whose last-level
+//! cache holds one of them but not both, a cold start would add a miss a
+//! line to whichever ran second). It also says how many of the index's row
+//! bytes sit on transparent huge pages.
 //!
 //! With a second argument `R > 0` it only runs `R` passes of the
 //! repeated-key loop inside `measured`, for instruction counts:
@@ -117,6 +122,13 @@ fn main() {
     let warm_order: Vec<usize> = (0..KEYS).map(|_| next(&mut s) as usize % WARM_KEYS).collect();
     let mut at = order[0];
     for round in 0..positional("keyprobe", 3, 5, |n| n > 0, "a round count (a positive integer)") {
+        // Each buffer is timed warm, after an untimed pass over all of it:
+        // the chase buffer and the index together may not fit the
+        // last-level cache (13 + 13 MB at N = 1 000 in Zen 5's 32 MB), and
+        // a timed loop that began cold would pay a first miss per line.
+        for _ in 0..lines {
+            at = words[at * 8] as usize;
+        }
         let steps = 1_000_000.min(lines * 4);
         let start = Instant::now();
         for _ in 0..steps {
@@ -152,6 +164,9 @@ fn main() {
         }
         let l2 = per_key(start, KEYS);
 
+        for key in &keys {
+            index.query_into(black_box(key), &mut out);
+        }
         let start = Instant::now();
         for key in &keys {
             index.query_into(black_box(key), &mut out);

@@ -230,8 +230,9 @@ unsafe impl generic::Line for Line512 {
 /// hold ids ([`write_mapped`]). A loop of exactly as many writes as ids
 /// mispredicted its exit on nearly every distinct key. A key of `full`
 /// N = 1 000 names about 8.5 ids in its two lines; 6 a line measured
-/// faster than 5 or 8 on distinct keys, and within 1 ns of the loop on a
-/// repeated key (`bench/RESULTS.md`, section "Latency").
+/// faster than 5 or 8 on keys the branch predictor cannot learn (0.78x
+/// the loop's time), at 2 ns more on a repeated key (`bench/RESULTS.md`,
+/// section "Latency").
 const FIXED_IDS_PER_LINE: usize = 6;
 
 /// Appends `table[at[i]]` for each `i < count`, in order. The first

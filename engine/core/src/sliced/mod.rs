@@ -958,7 +958,9 @@ impl SlicedIndex {
     }
 
     /// Like [`SlicedIndex::query`], into a caller buffer that is cleared
-    /// first. Allocates nothing once `out` has grown to the answer's size.
+    /// first. Allocates nothing once `out` has grown, as the first queries
+    /// make it: to the largest answer plus the few slots (at most 24) the
+    /// kernels write past an answer's end.
     pub fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
         self.query_hash_into(self.params.hash(key), out);
     }

@@ -1,6 +1,6 @@
 //! `paper query --workload skewed`: collections of sets of skewed sizes
 //! (shaped like Debian package file lists), answered by one `m` sized for the largest set, by a
-//! [`Collection`] with its default layout and by a collection with one part
+//! [`SetIndex`] with its default layout and by a collection with one part
 //! per power of two, with the naive list of per-set filters as the oracle.
 //!
 //! # Set sizes (`--sizes`)
@@ -47,11 +47,11 @@
 //! # Engines and oracles
 //!
 //! - `one-m`: a [`SlicedIndex`] whose `m` is `for_capacity(largest, p)`;
-//! - `collection`: [`Collection::build`] with [`LayoutConfig::default`];
+//! - `collection`: [`SetIndex::build`] with [`LayoutConfig::default`];
 //! - `collection-pow2`: a collection with one part per power of two: sets
 //!   grouped by `ceil(log2 size)` and inserted class by class (ascending),
 //!   the largest set of a class first, so that
-//!   [`Collection::insert_set`] gives each class a part sized for its
+//!   [`SetIndex::insert_set`] gives each class a part sized for its
 //!   largest set (a class whose largest set fits the previous class's part,
 //!   its `m` being rounded up to whole words, joins that part);
 //! - `naive`: the list of per-set filters, each of the `m` the default
@@ -61,7 +61,7 @@
 //! cannot give identical answers: each is checked, before it is timed,
 //! *exactly* against a naive list of its own filters (built from the same
 //! keys with the parameters the engine gave each set: one `m` for `one-m`,
-//! [`Collection::filters`] for the collections), on every single-key and
+//! [`SetIndex::filters`] for the collections), on every single-key and
 //! batched query and on every threshold query; and all against the ground
 //! truth: no false negatives (every present key finds every set holding
 //! it) and a measured false-positive rate reported beside the target.
@@ -69,7 +69,7 @@
 //!
 //! # Measurements
 //!
-//! Per engine: memory ([`Collection::memory_bytes`] /
+//! Per engine: memory ([`SetIndex::memory_bytes`] /
 //! [`SlicedIndex::memory_bytes`]) against the per-set optimum
 //! (`n_i * log2(1/p) / ln 2` bits summed over the sets), parts and row runs
 //! per key (`k` for each part holding sets), the false-positive rate on the
@@ -89,7 +89,7 @@ use std::time::{Duration, Instant};
 
 use bloomslice::kernels::Kernels;
 use bloomslice::{
-    BatchResults, BloomFilter, BloomParams, Collection, Key, KeyHash, LayoutConfig, SlicedIndex, Threshold,
+    BatchResults, BloomFilter, BloomParams, Key, KeyHash, LayoutConfig, SetIndex, SlicedIndex, Threshold,
 };
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -454,7 +454,7 @@ impl FilterList {
 /// One engine under test.
 enum Engine {
     OneM(SlicedIndex),
-    Collection(Collection),
+    SetIndex(SetIndex),
     Naive(FilterList),
 }
 
@@ -462,7 +462,7 @@ impl Engine {
     fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         match self {
             Engine::OneM(index) => index.query_hash_into(hash, out),
-            Engine::Collection(c) => c.query_hash_into(hash, out),
+            Engine::SetIndex(c) => c.query_hash_into(hash, out),
             Engine::Naive(list) => list.query_hash_into(hash, out),
         }
     }
@@ -471,7 +471,7 @@ impl Engine {
     fn query_batch(&self, hashes: &[KeyHash], results: &mut BatchResults) -> bool {
         match self {
             Engine::OneM(index) => index.query_batch_hashes(hashes, results),
-            Engine::Collection(c) => c.query_batch_hashes(hashes, results),
+            Engine::SetIndex(c) => c.query_batch_hashes(hashes, results),
             Engine::Naive(_) => return false,
         }
         true
@@ -480,7 +480,7 @@ impl Engine {
     fn threshold(&self, keys: &[KeyHash], threshold: Threshold) -> Option<Vec<(u64, u32)>> {
         match self {
             Engine::OneM(index) => Some(index.query_threshold(keys, threshold)),
-            Engine::Collection(c) => Some(c.query_threshold(keys, threshold)),
+            Engine::SetIndex(c) => Some(c.query_threshold(keys, threshold)),
             Engine::Naive(_) => None,
         }
     }
@@ -488,7 +488,7 @@ impl Engine {
     fn memory_bytes(&self) -> usize {
         match self {
             Engine::OneM(index) => index.memory_bytes(),
-            Engine::Collection(c) => c.memory_bytes(),
+            Engine::SetIndex(c) => c.memory_bytes(),
             Engine::Naive(list) => list.memory_bytes(),
         }
     }
@@ -497,7 +497,7 @@ impl Engine {
     fn parts(&self) -> Vec<(u64, usize)> {
         match self {
             Engine::OneM(index) => vec![(index.params().m(), index.len())],
-            Engine::Collection(c) => {
+            Engine::SetIndex(c) => {
                 c.parts().filter(|part| !part.is_empty()).map(|part| (part.params().m(), part.len())).collect()
             }
             Engine::Naive(_) => Vec::new(),
@@ -566,12 +566,12 @@ fn optimum_bits(sets: &Sets, p: f64) -> f64 {
 
 /// The collection with one part per power of two (see the module
 /// documentation).
-fn pow2_collection(sets: &Sets, p: f64) -> Result<Collection, BenchError> {
+fn pow2_collection(sets: &Sets, p: f64) -> Result<SetIndex, BenchError> {
     let class = |n: usize| usize::BITS - n.max(1).saturating_sub(1).leading_zeros();
     let mut order: Vec<&(u64, Vec<KeyHash>)> = sets.sets.iter().collect();
     // Ascending class, the largest set of each class first.
     order.sort_by_key(|(id, keys)| (class(keys.len()), core::cmp::Reverse(keys.len()), *id));
-    let mut collection = Collection::new(p)?;
+    let mut collection = SetIndex::new(p)?;
     for (id, keys) in order {
         collection.insert_set(*id, keys)?;
     }
@@ -623,20 +623,19 @@ pub fn run(run: &SkewedRun, log: &mut dyn FnMut(&str)) -> Result<Vec<SkewedRow>,
         let refs: Vec<(u64, &BloomFilter)> = one_list.filters.iter().map(|(id, f)| (*id, f)).collect();
         one_m.insert_filters(&refs)?;
     }
-    let (collection, build_time) = crate::engines::timed(|| Collection::build(&sets.sets, p, LayoutConfig::default()));
+    let (collection, build_time) = crate::engines::timed(|| SetIndex::build(&sets.sets, p, LayoutConfig::default()));
     let collection = collection?;
     log(&format!("default layout (built in {:.1} ms):\n{}", build_time.as_secs_f64() * 1e3, collection.layout()));
-    let own_filters = |c: &Collection| {
-        FilterList::build(&sets, |id| c.filters(id).expect("every set is in the collection")[0].params)
-    };
+    let own_filters =
+        |c: &SetIndex| FilterList::build(&sets, |id| c.filters(id).expect("every set is in the collection")[0].params);
     let collection_list = own_filters(&collection)?;
     let pow2 = pow2_collection(&sets, p)?;
     let pow2_list = own_filters(&pow2)?;
     let naive = Engine::Naive(collection_list.clone());
     let engines: Vec<(&str, Engine, &FilterList)> = vec![
         ("one-m", Engine::OneM(one_m), &one_list),
-        ("collection", Engine::Collection(collection), &collection_list),
-        ("collection-pow2", Engine::Collection(pow2), &pow2_list),
+        ("collection", Engine::SetIndex(collection), &collection_list),
+        ("collection-pow2", Engine::SetIndex(pow2), &pow2_list),
         ("naive", naive, &collection_list),
     ];
 

@@ -1,11 +1,11 @@
-//! Differential fuzzing of `Collection` against a naive model: the input
+//! Differential fuzzing of `SetIndex` against a naive model: the input
 //! picks the false-positive rate and the layout knobs, then an operation
 //! sequence (build, insert sets of 0 to 4 999 keys, replace, remove, add
 //! keys so sets grow, single-key and batched queries, scores, thresholds).
 //! The model keeps each set's keys and its own list of `BloomFilter`s,
 //! filled as the collection's documentation says (keys go to the last
 //! filter until it holds its capacity, then to a new one, whose parameters
-//! and capacity the model takes from `Collection::filters`), so the loads
+//! and capacity the model takes from `SetIndex::filters`), so the loads
 //! the collection reports are checked. After every step: `validate()`, the
 //! set count and ids; on query steps, every answer equals the model's union
 //! of filters (each set once), no key of a set is missed, and scores and
@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arbitrary::Arbitrary;
 use bloomslice::collection::FilterInfo;
-use bloomslice::{BatchResults, BloomFilter, Collection, LayoutConfig, Scores, Threshold};
+use bloomslice::{BatchResults, BloomFilter, SetIndex, LayoutConfig, Scores, Threshold};
 use libfuzzer_sys::fuzz_target;
 
 /// Keys are `u64`s below this, so sets share keys.
@@ -99,7 +99,7 @@ fn model_add(model: &mut Model, id: u64, keys: &[u64], infos: &[FilterInfo]) {
     }
 }
 
-fn insert(collection: &mut Collection, model: &mut Model, id: u64, keys: &[u64]) {
+fn insert(collection: &mut SetIndex, model: &mut Model, id: u64, keys: &[u64]) {
     let result = collection.insert_set(id, &bytes(keys));
     if model.contains_key(&id) {
         assert!(result.is_err(), "insert of existing set {id}");
@@ -129,7 +129,7 @@ fn counts(model: &Model, keys: &[u64]) -> BTreeMap<u64, u32> {
     counts
 }
 
-fn check_single(collection: &Collection, model: &Model, keys: &[u64]) {
+fn check_single(collection: &SetIndex, model: &Model, keys: &[u64]) {
     let mut out = Vec::new();
     for &key in keys {
         collection.query_into(&key.to_le_bytes(), &mut out);
@@ -152,7 +152,7 @@ fuzz_target!(|input: Input| {
     let initial: Vec<(u64, Vec<u64>)> =
         input.initial.iter().take(16).enumerate().map(|(i, &(start, len))| (i as u64, run(start, len))).collect();
     let encoded: Vec<(u64, Vec<[u8; 8]>)> = initial.iter().map(|(id, keys)| (*id, bytes(keys))).collect();
-    let mut collection = Collection::build(&encoded, p, config).unwrap();
+    let mut collection = SetIndex::build(&encoded, p, config).unwrap();
     let mut model = Model::new();
     for (id, keys) in &initial {
         model_add(&mut model, *id, keys, &collection.filters(*id).unwrap());

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use bloomslice::persist::{self, Verify};
-use bloomslice::{BatchResults, Collection, Scores, Threshold};
+use bloomslice::{BatchResults, SetIndex, Scores, Threshold};
 use libfuzzer_sys::fuzz_target;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -88,7 +88,7 @@ fn keys() -> Vec<[u8; 8]> {
 }
 
 /// Whether `ids` are sets of `c`, each once.
-fn own_ids(c: &Collection, ids: &[u64]) -> bool {
+fn own_ids(c: &SetIndex, ids: &[u64]) -> bool {
     let mut sorted = ids.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -96,7 +96,7 @@ fn own_ids(c: &Collection, ids: &[u64]) -> bool {
 }
 
 /// Every query of `c` over the probe keys, checked to name only its sets.
-fn answers(c: &Collection) -> Vec<Vec<u64>> {
+fn answers(c: &SetIndex) -> Vec<Vec<u64>> {
     let keys = keys();
     let mut out = Vec::with_capacity(keys.len());
     for key in &keys {

@@ -6,11 +6,11 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bloomslice::{BatchResults, BloomFilter, BloomParams, Collection, Key, KeyHash, LayoutConfig, SlicedIndex};
+use bloomslice::{BatchResults, BloomFilter, BloomParams, Key, KeyHash, LayoutConfig, SetIndex, SlicedIndex};
 
 /// The collection's batch, kept out of line so callgrind can isolate it.
 #[inline(never)]
-fn measured(c: &Collection, hashes: &[KeyHash], results: &mut BatchResults) -> usize {
+fn measured(c: &SetIndex, hashes: &[KeyHash], results: &mut BatchResults) -> usize {
     c.query_batch_hashes(hashes, results);
     results.total_matches()
 }
@@ -25,7 +25,7 @@ fn main() -> bloomslice::Result<()> {
             (i, (0..n as u64).map(|k| ((i << 32) | k).to_le_bytes()).collect())
         })
         .collect();
-    let c = Collection::build(&sets, 0.01, LayoutConfig::default())?;
+    let c = SetIndex::build(&sets, 0.01, LayoutConfig::default())?;
     let largest = sets.iter().map(|(_, keys)| keys.len()).max().unwrap_or(1) as u64;
     let mut one_m = SlicedIndex::new(BloomParams::for_capacity(largest, 0.01)?);
     for (id, keys) in &sets {

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use bloomslice::collection::PartPrefetch;
-use bloomslice::{BatchResults, Collection, Key, KeyHash, LayoutConfig};
+use bloomslice::{BatchResults, Key, KeyHash, LayoutConfig, SetIndex};
 
 /// `copies` copies of 730 skewed sets (set `i` of a copy holds about
 /// 50 000 / (i + 1) keys, a quarter of that for two sets in three).
@@ -28,7 +28,7 @@ fn sets(copies: u64) -> Vec<(u64, Vec<KeyHash>)> {
 
 fn measure(copies: u64, rounds: usize) -> bloomslice::Result<()> {
     let sets = sets(copies);
-    let c = Collection::build(&sets, 0.01, LayoutConfig::default())?;
+    let c = SetIndex::build(&sets, 0.01, LayoutConfig::default())?;
     let rows: usize = c.parts().map(|part| part.rows_bytes()).sum();
     // Half present (a set chosen in turn, one of its first keys), half absent.
     let hashes: Vec<KeyHash> = (0..20_000u64)

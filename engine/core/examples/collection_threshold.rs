@@ -5,13 +5,13 @@
 //! absent), half absent. Under callgrind, `--toggle-collect='*measured_c*'`
 //! counts the collection's queries only (`'*measured_m*'`: one `m`'s).
 use bloomslice::score::Scores;
-use bloomslice::{BloomFilter, BloomParams, Collection, Key, KeyHash, LayoutConfig, SlicedIndex, Threshold};
+use bloomslice::{BloomFilter, BloomParams, Key, KeyHash, LayoutConfig, SetIndex, SlicedIndex, Threshold};
 use std::hint::black_box;
 use std::time::Instant;
 
 /// The collection's queries, kept out of line so callgrind can isolate them.
 #[inline(never)]
-fn measured_c(c: &Collection, qs: &[Vec<KeyHash>], t: Threshold) -> usize {
+fn measured_c(c: &SetIndex, qs: &[Vec<KeyHash>], t: Threshold) -> usize {
     qs.iter().map(|q| c.query_threshold(q, t).len()).sum()
 }
 /// One `m`'s queries, out of line as [`measured_c`].
@@ -32,7 +32,7 @@ fn main() -> bloomslice::Result<()> {
             (i, (0..n).map(|k| ((i << 32) | k).to_le_bytes().key_hash(0)).collect())
         })
         .collect();
-    let c = Collection::build(&sets, 0.01, LayoutConfig::default())?;
+    let c = SetIndex::build(&sets, 0.01, LayoutConfig::default())?;
     let largest = sets.iter().map(|(_, k)| k.len()).max().unwrap() as u64;
     let mut one_m = SlicedIndex::new(BloomParams::for_capacity(largest, 0.01)?);
     for (id, keys) in &sets {

@@ -1,10 +1,10 @@
 //! [`ConcurrentIndex`]: a [`SlicedIndex`] (or a
-//! [`Collection`](crate::collection::Collection)) that queries and writes
+//! [`SetIndex`](crate::collection::SetIndex)) that queries and writes
 //! may use at the same time from different threads.
 //!
 //! The machinery below is generic over the state kept in two copies (a
 //! [`Replica`]: [`SlicedIndex`], the default, with [`WriteOp`]s, or a
-//! collection with [`CollectionOp`](crate::collection::CollectionOp)s);
+//! collection with [`SetOp`](crate::collection::SetOp)s);
 //! every guarantee holds for both. A collection's parts are sliced indexes,
 //! so its copies share shards the same way (see the collection's
 //! `concurrent` module).
@@ -140,8 +140,8 @@ pub enum WriteOp {
 }
 
 /// A state a [`ConcurrentIndex`] keeps two copies of: [`SlicedIndex`] (with
-/// [`WriteOp`]s) or [`Collection`](crate::collection::Collection) (with
-/// [`CollectionOp`](crate::collection::CollectionOp)s). Sealed: the pool
+/// [`WriteOp`]s) or [`SetIndex`](crate::collection::SetIndex) (with
+/// [`SetOp`](crate::collection::SetOp)s). Sealed: the pool
 /// and the writer rely on what each implementation does.
 pub trait Replica: sealed::Sealed + Clone + Send + Sync + 'static {
     /// One write, kept until it is replayed on the other copy.
@@ -233,10 +233,7 @@ struct WriterSide<I: Replica> {
 /// A [`SlicedIndex`] shared by concurrent readers and writers (see the
 /// module's design note): queries load a snapshot with one atomic load,
 /// writes publish with one atomic swap. The same for a
-/// [`Collection`](crate::collection::Collection) as
-/// `ConcurrentIndex<Collection>`
-/// ([`ConcurrentCollection`](crate::collection::ConcurrentCollection)),
-/// whose queries and writes are the collection's.
+/// [`SetIndex`](crate::SetIndex) as `ConcurrentIndex<SetIndex>`, whose queries and writes are the collection's.
 ///
 /// ```
 /// use bloomslice::{BatchResults, BloomFilter, BloomParams, ConcurrentIndex, SlicedIndex};

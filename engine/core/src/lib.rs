@@ -8,7 +8,7 @@
 //! (`bloomslice-kernels`). Services that query from many threads while
 //! filters change use a [`QueryPool`] of pinned workers over a
 //! [`ConcurrentIndex`] (see [`pool`] and [`ConcurrentIndex`]); a
-//! [`Collection`] is served the same way ([`ConcurrentCollection`]).
+//! [`SetIndex`] is served the same way (a [`ConcurrentIndex`] of it).
 //!
 //! ```
 //! use bloomslice::{BatchResults, BloomFilter, BloomParams, NaiveIndex, SlicedIndex};
@@ -75,9 +75,9 @@
 //! [`NaiveIndex`], the [`FilterIndex`] trait, [`Error`] and [`Result`],
 //! keys ([`Key`], [`KeyHash`], [`Prehashed`]) and index files
 //! ([`LoadedIndex`], [`SetNames`], [`Manifest`], [`Verify`]), and
-//! [`Collection`] (sets of any sizes in parts of their own `m`, in memory;
-//! [`LayoutConfig`] tunes its layout; [`ConcurrentCollection`] and
-//! [`CollectionOp`] share it between readers, writers and the pool). Everything else is reached through
+//! [`SetIndex`] (sets of any sizes in parts of their own `m`, in memory;
+//! [`LayoutConfig`] tunes its layout; [`ConcurrentIndex`] and
+//! [`SetOp`] share it between readers, writers and the pool). Everything else is reached through
 //! its module: [`params`] (limits, probe positions), [`hash`], [`sliced`]
 //! (shard constants, and [`sliced::hooks`], the hooks for filter
 //! variants), [`score`], [`concurrent`], [`pool`], [`persist`] (files,
@@ -119,7 +119,7 @@ pub mod storage;
 pub mod testing;
 
 pub use bloomslice_kernels as kernels;
-pub use collection::{Collection, CollectionOp, ConcurrentCollection, LayoutConfig};
+pub use collection::{LayoutConfig, SetIndex, SetOp};
 pub use concurrent::{ConcurrentIndex, WriteOp};
 pub use error::{Error, Result};
 pub use filter::BloomFilter;
@@ -128,7 +128,7 @@ pub use index::FilterIndex;
 pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme};
 pub use persist::manifest::Manifest;
-pub use persist::{LoadedCollection, LoadedIndex, SetNames, Verify};
+pub use persist::{LoadedIndex, LoadedSetIndex, SetNames, Verify};
 pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
 pub use score::{Scores, Threshold, ThresholdResults};
 pub use sliced::{BatchResults, SlicedConfig, SlicedIndex};

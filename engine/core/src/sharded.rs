@@ -4,7 +4,7 @@
 //! collection of sets as several files that share one [`BloomParams`],
 //! listed by a manifest (see [`crate::persist::manifest`]). A file is an
 //! index file (format 1) or a collection file (format 2, several parts);
-//! either opens as a [`Collection`] (an index file as a collection of one
+//! either opens as a [`SetIndex`] (an index file as a collection of one
 //! part, which answers and performs as its [`SlicedIndex`]). A
 //! [`ShardedIndex`] opens the manifest and every file it lists, checks
 //! each file against its entry, and answers keys, batches and scored
@@ -15,10 +15,10 @@
 //! Orders, fixed so that answers can be compared and merged anywhere:
 //!
 //! - **Keys and batches**: the ids of file 0 (in that file's order, see
-//!   [`Collection::query`]), then those of file 1, and so on in manifest
+//!   [`SetIndex::query`]), then those of file 1, and so on in manifest
 //!   order.
 //! - **Scores and thresholds**: `(id, count)` by ascending id, as
-//!   [`Collection::score_into`] and [`Collection::query_threshold`] give
+//!   [`SetIndex::score_into`] and [`SetIndex::query_threshold`] give
 //!   them.
 //!
 //! Scoring: every file scores the whole query. A set's count comes from the
@@ -80,14 +80,14 @@
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 
-use crate::collection::Collection;
+use crate::collection::SetIndex;
 use crate::error::{Error, Result};
 use crate::hash::{Key, KeyHash};
 use crate::kmer::KmerLength;
 use crate::params::BloomParams;
 use crate::persist::collection::Loads;
 use crate::persist::manifest::{self, Manifest};
-use crate::persist::{self, LoadedCollection, SetNames, Verify};
+use crate::persist::{self, LoadedSetIndex, SetNames, Verify};
 use crate::score::{Scores, Threshold};
 use crate::sliced::BatchResults;
 #[cfg(any(doc, test))]
@@ -130,7 +130,7 @@ pub struct ShardedIndex {
     path: PathBuf,
     manifest: Manifest,
     /// One per manifest entry, in manifest order.
-    shards: Vec<LoadedCollection>,
+    shards: Vec<LoadedSetIndex>,
     /// The names of every file's sets.
     names: SetNames,
     /// The manifest's parameters.
@@ -181,7 +181,7 @@ impl ShardedIndex {
         })
     }
 
-    fn open_with(path: &Path, verify: Verify, open: impl Fn(&Path) -> Result<LoadedCollection>) -> Result<Self> {
+    fn open_with(path: &Path, verify: Verify, open: impl Fn(&Path) -> Result<LoadedSetIndex>) -> Result<Self> {
         let path = manifest::manifest_path(path);
         let manifest = Manifest::read(&path)?;
         let dir = manifest::manifest_dir(&path);
@@ -189,7 +189,7 @@ impl ShardedIndex {
             manifest.verify_files(&dir)?;
         }
         let params = manifest_params(&manifest).map_err(|e| in_manifest(&path, e))?;
-        let mut shards: Vec<LoadedCollection> = Vec::with_capacity(manifest.files.len());
+        let mut shards: Vec<LoadedSetIndex> = Vec::with_capacity(manifest.files.len());
         let mut names = SetNames::new();
         for i in 0..manifest.files.len() {
             let loaded = open(&manifest.file_path(&dir, i))?;
@@ -232,7 +232,7 @@ impl ShardedIndex {
     /// such a file's sets are estimated from its shards' bit counts, which
     /// reads no row, rather than from each set's column as
     /// [`persist::load_collection`] does).
-    pub fn shards(&self) -> &[LoadedCollection] {
+    pub fn shards(&self) -> &[LoadedSetIndex] {
         &self.shards
     }
 
@@ -275,14 +275,14 @@ impl ShardedIndex {
     }
 
     /// Bytes of memory the files' collections hold (rows, mapped rows
-    /// included, and maps; [`Collection::memory_bytes`] summed).
+    /// included, and maps; [`SetIndex::memory_bytes`] summed).
     pub fn memory_bytes(&self) -> usize {
         self.shards.iter().map(|s| s.collection.memory_bytes()).sum()
     }
 
     /// Whether some file reads (some of) its rows from a memory map.
     pub fn is_mapped(&self) -> bool {
-        self.shards.iter().any(LoadedCollection::is_mapped)
+        self.shards.iter().any(LoadedSetIndex::is_mapped)
     }
 
     /// The ids of the sets that may contain `key` (see the module docs for
@@ -335,7 +335,7 @@ impl ShardedIndex {
 
     /// Scores the query `keys` against every set of every file: afterwards
     /// `scores` holds, for every set, how many of the keys it may contain
-    /// ([`Collection::score_into`]), by ascending id.
+    /// ([`SetIndex::score_into`]), by ascending id.
     pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
         let mut all = Vec::new();
         for shard in &self.shards {
@@ -348,7 +348,7 @@ impl ShardedIndex {
     }
 
     /// The sets whose count for the query `keys` reaches `threshold`, as
-    /// `(id, count)` by ascending id ([`Collection::query_threshold`];
+    /// `(id, count)` by ascending id ([`SetIndex::query_threshold`];
     /// each file prunes on its own).
     pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
         let mut out = Vec::new();
@@ -389,7 +389,7 @@ impl ShardedIndex {
 
 /// A batch answered by one file: by its only part when it has one (the
 /// index's own batch, warm buffers and all), else by the collection.
-fn batch<K: Key>(collection: &Collection, keys: &[K], out: &mut BatchResults) {
+fn batch<K: Key>(collection: &SetIndex, keys: &[K], out: &mut BatchResults) {
     match collection.only_part() {
         Some(index) => index.query_batch(keys, out),
         None => collection.query_batch(keys, out),

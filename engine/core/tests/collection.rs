@@ -1,5 +1,5 @@
-//! `Collection` against a model: for every set, the keys it was given in
-//! order and, from [`Collection::filters`], how they fill its filters
+//! `SetIndex` against a model: for every set, the keys it was given in
+//! order and, from [`SetIndex::filters`], how they fill its filters
 //! (each filter to its capacity before the next). The model's filters are
 //! plain [`BloomFilter`]s of the same parameters, so the collection must
 //! answer *exactly* as their union for every key: no false negatives ever,
@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bloomslice::{BatchResults, BloomFilter, Collection, Error, LayoutConfig, Scores, SlicedIndex, Threshold};
+use bloomslice::{BatchResults, BloomFilter, Error, LayoutConfig, Scores, SetIndex, SlicedIndex, Threshold};
 use proptest::prelude::*;
 
 /// z for a one-sided 99.99% interval.
@@ -25,7 +25,7 @@ fn bytes(keys: &[u64]) -> Vec<[u8; 8]> {
 
 /// The model's filters of set `id`: its keys, in order, cut by the loads
 /// the collection reports.
-fn model_filters(collection: &Collection, id: u64, keys: &[u64]) -> Vec<BloomFilter> {
+fn model_filters(collection: &SetIndex, id: u64, keys: &[u64]) -> Vec<BloomFilter> {
     let infos = collection.filters(id).expect("set in the collection");
     let mut rest = keys;
     let mut out = Vec::new();
@@ -43,7 +43,7 @@ fn model_filters(collection: &Collection, id: u64, keys: &[u64]) -> Vec<BloomFil
 }
 
 /// Checks every query of `collection` against the model on `probes`.
-fn check(collection: &Collection, model: &Model, probes: &[u64], threshold: u32) {
+fn check(collection: &SetIndex, model: &Model, probes: &[u64], threshold: u32) {
     collection.validate().unwrap();
     assert_eq!(collection.len(), model.len());
     let filters: BTreeMap<u64, Vec<BloomFilter>> =
@@ -139,7 +139,7 @@ proptest! {
             })
             .collect();
         let config = LayoutConfig { max_parts, ..LayoutConfig::default() };
-        let mut collection = Collection::build(&sets, p, config).unwrap();
+        let mut collection = SetIndex::build(&sets, p, config).unwrap();
         // Absent keys: never given to any set.
         let absent: Vec<u64> = (0..60).map(|i| u64::MAX - i).collect();
         let probes = |model: &Model| -> Vec<u64> {
@@ -199,7 +199,7 @@ proptest! {
 fn one_part_answers_as_its_sliced_index() {
     let sets: Vec<(u64, Vec<[u8; 8]>)> =
         (0..700u64).map(|id| (id * 3, bytes(&(0..50).map(|j| (id * 50 + j) % 20_000).collect::<Vec<_>>()))).collect();
-    let collection = Collection::build(&sets, 0.01, LayoutConfig::default()).unwrap();
+    let collection = SetIndex::build(&sets, 0.01, LayoutConfig::default()).unwrap();
     assert_eq!(collection.parts().len(), 1);
     let params = *collection.parts().next().unwrap().params();
     let mut index = SlicedIndex::new(params);
@@ -239,7 +239,7 @@ fn a_grown_set_keeps_its_false_positive_bound() {
     let small: Vec<u64> = (0..100).collect();
     let other: Vec<u64> = (1_000_000..1_000_100).collect();
     let sets = vec![(1u64, bytes(&small)), (2u64, bytes(&other))];
-    let mut collection = Collection::build(&sets, p, LayoutConfig::default()).unwrap();
+    let mut collection = SetIndex::build(&sets, p, LayoutConfig::default()).unwrap();
     let added: Vec<u64> = (100..40_100).collect();
     for chunk in added.chunks(4_000) {
         collection.add_keys(1, &bytes(chunk)).unwrap();
@@ -278,7 +278,7 @@ fn a_grown_set_keeps_its_false_positive_bound() {
 /// fill of one small filter varies by several per cent around its
 /// expectation, so the measured rate is compared with this, and the
 /// expectation, `fpr_bound`, with `2p`.)
-fn given_filters(collection: &Collection, id: u64) -> f64 {
+fn given_filters(collection: &SetIndex, id: u64) -> f64 {
     let miss: f64 = collection
         .filters(id)
         .unwrap()
@@ -309,7 +309,7 @@ fn skewed_sets_use_several_parts() {
             (i as u64, bytes(&keys))
         })
         .collect();
-    let collection = Collection::build(&sets, 0.01, LayoutConfig::default()).unwrap();
+    let collection = SetIndex::build(&sets, 0.01, LayoutConfig::default()).unwrap();
     assert!(collection.layout().parts().len() >= 3, "{}", collection.layout());
     let tiny = collection.filters(0).unwrap()[0].params.m();
     let huge = collection.filters(11).unwrap()[0].params.m();
@@ -331,7 +331,7 @@ fn skewed_sets_use_several_parts() {
 /// An empty collection makes parts as sets come; ids are checked.
 #[test]
 fn sets_come_and_go_with_typed_errors() {
-    let mut collection = Collection::new(0.01).unwrap();
+    let mut collection = SetIndex::new(0.01).unwrap();
     assert!(collection.is_empty());
     assert!(collection.query("anything").is_empty());
     collection.insert_set(1, &bytes(&[1, 2, 3])).unwrap();
@@ -343,10 +343,10 @@ fn sets_come_and_go_with_typed_errors() {
     assert_eq!(collection.remove_set(9), Err(Error::UnknownId(9)));
     assert_eq!(collection.add_keys(9, &bytes(&[1])), Err(Error::UnknownId(9)));
     assert_eq!(
-        Collection::build(&[(4, bytes(&[1])), (4, bytes(&[2]))], 0.01, LayoutConfig::default()).unwrap_err(),
+        SetIndex::build(&[(4, bytes(&[1])), (4, bytes(&[2]))], 0.01, LayoutConfig::default()).unwrap_err(),
         Error::DuplicateId(4)
     );
-    assert!(Collection::new(1.5).is_err());
+    assert!(SetIndex::new(1.5).is_err());
     collection.remove_set(2).unwrap();
     assert_eq!(collection.len(), 2);
     assert!(collection.query(&2_000u64.to_le_bytes()).iter().all(|&id| id != 2));

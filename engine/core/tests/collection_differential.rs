@@ -1,14 +1,14 @@
-//! `Collection` against a naive model under random operation sequences,
+//! `SetIndex` against a naive model under random operation sequences,
 //! under every kernel backend.
 //!
 //! The model keeps, for every set, its keys and its own list of plain
 //! [`BloomFilter`]s, filled as the collection's documentation says a set's
 //! filters fill: keys go to the last filter until it holds its capacity,
 //! then to a new one. The model takes only each filter's parameters and
-//! capacity from [`Collection::filters`] (the part a filter lands in is the
+//! capacity from [`SetIndex::filters`] (the part a filter lands in is the
 //! collection's choice); it places the keys itself, so the loads the
 //! collection reports are checked, not copied. Checked after every
-//! operation: [`Collection::validate`], the set count, the loads, that a
+//! operation: [`SetIndex::validate`], the set count, the loads, that a
 //! set's filters lie in distinct parts and that its `j`-th added filter holds
 //! at least `c * 2^j` keys (`c` the first filter's capacity) at its rate
 //! (`p / 2^j`),
@@ -31,7 +31,7 @@ use std::process::Command;
 
 use bloomslice::collection::FilterInfo;
 use bloomslice::kernels::Kernels;
-use bloomslice::{BatchResults, BloomFilter, Collection, LayoutConfig, Scores, Threshold};
+use bloomslice::{BatchResults, BloomFilter, LayoutConfig, Scores, SetIndex, Threshold};
 use proptest::prelude::*;
 
 /// One set of the model: its keys, in order given, and its filters with
@@ -96,7 +96,7 @@ fn model_answer(model: &Model, key: u64) -> Vec<u64> {
 }
 
 /// Single-key and batched answers, scores and thresholds on `keys`.
-fn check_queries(collection: &Collection, model: &Model, keys: &[u64], fraction: f64) {
+fn check_queries(collection: &SetIndex, model: &Model, keys: &[u64], fraction: f64) {
     let expected: Vec<Vec<u64>> = keys.iter().map(|&key| model_answer(model, key)).collect();
     let encoded = bytes(keys);
     let mut out = Vec::new();
@@ -183,7 +183,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// Inserts a set into both; an existing id is an error in the collection.
-fn insert(collection: &mut Collection, model: &mut Model, id: u64, keys: Vec<u64>, p: f64) {
+fn insert(collection: &mut SetIndex, model: &mut Model, id: u64, keys: Vec<u64>, p: f64) {
     let result = collection.insert_set(id, &bytes(&keys));
     if model.contains_key(&id) {
         assert!(result.is_err(), "insert of existing set {id}");
@@ -217,7 +217,7 @@ proptest! {
         let sets: Vec<(u64, Vec<u64>)> = initial.iter().enumerate().map(|(i, &n)| (i as u64, fresh(n))).collect();
         let encoded: Vec<(u64, Vec<[u8; 8]>)> = sets.iter().map(|(id, keys)| (*id, bytes(keys))).collect();
         let config = LayoutConfig { max_parts, query_cost_weight: weight };
-        let mut collection = Collection::build(&encoded, p, config).unwrap();
+        let mut collection = SetIndex::build(&encoded, p, config).unwrap();
         for (id, keys) in &sets {
             model.insert(*id, ModelSet { keys: Vec::new(), filters: Vec::new() });
             let infos = collection.filters(*id).unwrap();

@@ -1,4 +1,4 @@
-//! Collection files (format 2): a collection of several parts, with grown
+//! SetIndex files (format 2): a collection of several parts, with grown
 //! sets, names and a k-mer length, comes back from bytes, from a file and
 //! from a memory map (verified at once or later) with the same sets,
 //! filters, answers, scores and thresholds; a format-1 index file (the
@@ -8,9 +8,9 @@
 //! parts, duplicate ids) are typed errors, never panics.
 
 use bloomslice::kmer::KmerLength;
-use bloomslice::persist::{self, LoadedCollection, Verify};
+use bloomslice::persist::{self, LoadedSetIndex, Verify};
 use bloomslice::{
-    BatchResults, BloomFilter, BloomParams, Collection, Error, HashScheme, LayoutConfig, Scores, SetNames, SlicedIndex,
+    BatchResults, BloomFilter, BloomParams, Error, HashScheme, LayoutConfig, Scores, SetIndex, SetNames, SlicedIndex,
     Threshold,
 };
 use xxhash_rust::xxh3::xxh3_64;
@@ -28,7 +28,7 @@ fn keys(range: std::ops::Range<u64>) -> Vec<[u8; 8]> {
 /// A collection of skewed sets in several parts, one set grown over three
 /// filters, one inserted after the build and one removed; named, with a
 /// k-mer length.
-fn sample() -> (Collection, SetNames) {
+fn sample() -> (SetIndex, SetNames) {
     let mut sets: Vec<(u64, Vec<[u8; 8]>)> = Vec::new();
     for id in 0..40u64 {
         let size = match id {
@@ -38,8 +38,7 @@ fn sample() -> (Collection, SetNames) {
         };
         sets.push((id, keys(id * 100_000..id * 100_000 + size)));
     }
-    let mut c =
-        Collection::build_with_hashing(&sets, 0.01, LayoutConfig::default(), HashScheme::Xxh3Triple, 3).unwrap();
+    let mut c = SetIndex::build_with_hashing(&sets, 0.01, LayoutConfig::default(), HashScheme::Xxh3Triple, 3).unwrap();
     assert!(c.parts().len() >= 2, "{}", c.parts().len());
     c.add_keys(3, &keys(3_000_000..3_000_400)).unwrap();
     assert!(c.filter_count(3).unwrap() >= 3, "{:?}", c.filters(3));
@@ -70,7 +69,7 @@ fn probes() -> Vec<[u8; 8]> {
 }
 
 /// Everything a reader sees of a collection, for comparison.
-fn assert_same(got: &Collection, want: &Collection) {
+fn assert_same(got: &SetIndex, want: &SetIndex) {
     got.validate().unwrap();
     assert_eq!((got.len(), got.p(), got.k(), got.grown_sets()), (want.len(), want.p(), want.k(), want.grown_sets()));
     assert_eq!(got.kmer_length(), want.kmer_length());
@@ -107,7 +106,7 @@ fn assert_same(got: &Collection, want: &Collection) {
 }
 
 /// Every way to read a collection file at `path` holding `bytes`.
-fn every_reader(path: &std::path::Path, bytes: &[u8]) -> Vec<(&'static str, LoadedCollection)> {
+fn every_reader(path: &std::path::Path, bytes: &[u8]) -> Vec<(&'static str, LoadedSetIndex)> {
     let mut out = vec![
         ("bytes", persist::collection_from_bytes(bytes).unwrap()),
         ("file", persist::load_collection(path).unwrap()),
@@ -159,7 +158,7 @@ fn collections_round_trip_through_bytes_files_and_maps() {
 
 #[test]
 fn empty_and_one_part_collections_round_trip() {
-    let empty = Collection::new(0.05).unwrap();
+    let empty = SetIndex::new(0.05).unwrap();
     let bytes = persist::collection_to_bytes(&empty, &SetNames::new()).unwrap();
     let back = persist::collection_from_bytes(&bytes).unwrap();
     assert_same(&back.collection, &empty);
@@ -169,7 +168,7 @@ fn empty_and_one_part_collections_round_trip() {
     assert_eq!(grown.query(&5u64.to_le_bytes()), [1]);
 
     let sets: Vec<(u64, Vec<[u8; 8]>)> = (0..10).map(|id| (id, keys(id * 100..id * 100 + 50))).collect();
-    let one = Collection::build(&sets, 0.01, LayoutConfig::default()).unwrap();
+    let one = SetIndex::build(&sets, 0.01, LayoutConfig::default()).unwrap();
     assert_eq!(one.parts().len(), 1);
     let back = persist::collection_from_bytes(&persist::collection_to_bytes(&one, &SetNames::new()).unwrap()).unwrap();
     assert_same(&back.collection, &one);
@@ -232,7 +231,7 @@ fn from_index_answers_as_the_index() {
         index.insert_filter(id, &f).unwrap();
     }
     index.set_kmer_length(Some(KmerLength::new(5).unwrap()));
-    let c = Collection::from_index(index.clone(), 0.01).unwrap();
+    let c = SetIndex::from_index(index.clone(), 0.01).unwrap();
     c.validate().unwrap();
     assert_eq!(c.kmer_length(), index.kmer_length());
     let probes = keys(0..8_000);
@@ -248,7 +247,7 @@ fn from_index_answers_as_the_index() {
         let load = c.filters(id).unwrap()[0].load;
         assert!(load.abs_diff(200) <= 30, "{id}: {load}");
     }
-    assert_eq!(Collection::from_index(index, 1.5).unwrap_err(), Error::InvalidFalsePositiveRate(1.5));
+    assert_eq!(SetIndex::from_index(index, 1.5).unwrap_err(), Error::InvalidFalsePositiveRate(1.5));
 }
 
 // ---------------------------------------------------------------------
@@ -449,7 +448,7 @@ fn sorted(mut v: Vec<u64>) -> Vec<u64> {
 /// `whole` split into a manifest in `dir`: file 0 a format-1 index file of
 /// some one-filter sets of the first part, then collection files of the
 /// other sets (every id `% 3`), each keeping every part.
-fn split(dir: &std::path::Path, whole: &Collection, names: &SetNames) {
+fn split(dir: &std::path::Path, whole: &SetIndex, names: &SetNames) {
     let first = whole.parts().next().unwrap();
     let params = *first.params();
     let mut ids: Vec<u64> = whole.ids().collect();

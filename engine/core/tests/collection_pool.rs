@@ -1,4 +1,4 @@
-//! A `Collection` through `ConcurrentIndex` (`ConcurrentCollection`) and
+//! A `SetIndex` through `ConcurrentIndex` (`ConcurrentIndex<SetIndex>`) and
 //! `QueryPool`: key batches, submitted batches and threshold batches equal
 //! the collection's own `query_batch`, `query` and `query_threshold` (every
 //! kernel backend, many parts, grown sets), a collection of one part
@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use bloomslice::kernels::Kernels;
 use bloomslice::{
-    BatchResults, Collection, CollectionOp, ConcurrentCollection, ConcurrentIndex, Error, Key, KeyHash, LayoutConfig,
-    PoolConfig, PoolResults, QueryPool, Scores, Threshold, ThresholdResults, Workers,
+    BatchResults, ConcurrentIndex, Error, Key, KeyHash, LayoutConfig, PoolConfig, PoolResults, QueryPool, Scores,
+    SetIndex, SetOp, Threshold, ThresholdResults, Workers,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -47,11 +47,11 @@ fn set_keys(id: u64, from: u64, count: u64) -> Vec<[u8; 8]> {
 /// A collection of skewed sets (sizes 1 to 4096) with several parts, some
 /// sets grown into larger parts (several times over) and one set larger
 /// than every part of the layout. Returns it and, per set, its key count.
-fn skewed(seed: u64) -> (Collection, Vec<(u64, u64)>) {
+fn skewed(seed: u64) -> (SetIndex, Vec<(u64, u64)>) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let sizes: Vec<(u64, u64)> = (0..80u64).map(|id| (id, 1u64 << rng.random_range(0..13))).collect();
     let sets: Vec<(u64, Vec<[u8; 8]>)> = sizes.iter().map(|&(id, n)| (id, set_keys(id, 0, n))).collect();
-    let mut collection = Collection::build(&sets, P, LayoutConfig::default()).unwrap();
+    let mut collection = SetIndex::build(&sets, P, LayoutConfig::default()).unwrap();
     let mut sizes = sizes;
     for (id, n) in sizes.iter_mut().take(6) {
         // Past its first filter's capacity, and past the next one's.
@@ -113,7 +113,7 @@ fn thresholds() -> Vec<Threshold> {
 }
 
 /// The collection's own answers, key by key.
-fn reference<K: Key>(collection: &Collection, keys: &[K]) -> Vec<Vec<u64>> {
+fn reference<K: Key>(collection: &SetIndex, keys: &[K]) -> Vec<Vec<u64>> {
     let mut results = BatchResults::new();
     collection.query_batch(keys, &mut results);
     results.iter().map(<[u64]>::to_vec).collect()
@@ -126,7 +126,7 @@ fn pools() -> [QueryPool; 2] {
 }
 
 /// Every pool path and every query of `shared` equals `collection`'s own.
-fn check_equal(collection: &Collection, shared: &ConcurrentCollection, pools: &[QueryPool], seed: u64) {
+fn check_equal(collection: &SetIndex, shared: &ConcurrentIndex<SetIndex>, pools: &[QueryPool], seed: u64) {
     let sizes: Vec<(u64, u64)> = collection.ids().map(|id| (id, 64)).collect();
     let keys = probes(seed, &sizes, 3000);
     let want = reference(collection, &keys);
@@ -183,7 +183,7 @@ fn pool_and_concurrent_queries_equal_the_collection_with_every_backend() {
     let pools = pools();
     for kernels in Kernels::available() {
         collection.set_kernels(kernels);
-        let shared = ConcurrentCollection::new(collection.clone());
+        let shared = ConcurrentIndex::new(collection.clone());
         check_equal(&collection, &shared, &pools, 2);
     }
 }
@@ -194,12 +194,12 @@ fn pool_and_concurrent_queries_equal_the_collection_with_every_backend() {
 fn one_part_answers_as_its_sliced_index() {
     let _serial = serial();
     let sets: Vec<(u64, Vec<[u8; 8]>)> = (0..300u64).map(|id| (id, set_keys(id, 0, 50))).collect();
-    let collection = Collection::build(&sets, P, LayoutConfig::default()).unwrap();
+    let collection = SetIndex::build(&sets, P, LayoutConfig::default()).unwrap();
     assert_eq!(collection.parts().len(), 1);
     let part = collection.parts().next().unwrap().clone();
     let sizes: Vec<(u64, u64)> = (0..300u64).map(|id| (id, 50)).collect();
     let keys = probes(3, &sizes, 2000);
-    let shared = ConcurrentCollection::new(collection.clone());
+    let shared = ConcurrentIndex::new(collection.clone());
     let sliced = ConcurrentIndex::new(part);
     let pools = pools();
     let (mut a, mut b) = (PoolResults::new(), PoolResults::new());
@@ -219,7 +219,7 @@ fn one_part_answers_as_its_sliced_index() {
 fn warm_collection_batches_do_not_allocate() {
     let _serial = serial();
     let (collection, sizes) = skewed(5);
-    let shared = ConcurrentCollection::new(collection);
+    let shared = ConcurrentIndex::new(collection);
     let keys = probes(6, &sizes, 4000);
     let queries = queries(7, &sizes, 64);
     let threshold = Threshold::fraction(0.3).unwrap();
@@ -263,7 +263,7 @@ fn warm_collection_batches_do_not_allocate() {
 }
 
 /// A random write to `model` (one that succeeds), returned as an op.
-fn random_write(rng: &mut SmallRng, model: &mut Collection, next_id: &mut u64) -> CollectionOp {
+fn random_write(rng: &mut SmallRng, model: &mut SetIndex, next_id: &mut u64) -> SetOp {
     let ids: Vec<u64> = {
         let mut ids: Vec<u64> = model.ids().collect();
         ids.sort_unstable();
@@ -277,27 +277,27 @@ fn random_write(rng: &mut SmallRng, model: &mut Collection, next_id: &mut u64) -
     let op = match rng.random_range(0..10) {
         _ if ids.len() < 4 => {
             *next_id += 1;
-            CollectionOp::InsertSet { id: *next_id, hashes: hashes(rng, *next_id) }
+            SetOp::InsertSet { id: *next_id, hashes: hashes(rng, *next_id) }
         }
         0..3 => {
             *next_id += 1;
-            CollectionOp::InsertSet { id: *next_id, hashes: hashes(rng, *next_id) }
+            SetOp::InsertSet { id: *next_id, hashes: hashes(rng, *next_id) }
         }
-        3..5 => CollectionOp::RemoveSet { id: ids[rng.random_range(0..ids.len())] },
+        3..5 => SetOp::RemoveSet { id: ids[rng.random_range(0..ids.len())] },
         5..8 => {
             let id = ids[rng.random_range(0..ids.len())];
-            CollectionOp::AddKeys { id, hashes: hashes(rng, id) }
+            SetOp::AddKeys { id, hashes: hashes(rng, id) }
         }
         _ => {
             let id = ids[rng.random_range(0..ids.len())];
-            CollectionOp::ReplaceSet { id, hashes: hashes(rng, id) }
+            SetOp::ReplaceSet { id, hashes: hashes(rng, id) }
         }
     };
     let applied = match &op {
-        CollectionOp::InsertSet { id, hashes } => model.insert_set(*id, hashes),
-        CollectionOp::RemoveSet { id } => model.remove_set(*id),
-        CollectionOp::AddKeys { id, hashes } => model.add_keys(*id, hashes),
-        CollectionOp::ReplaceSet { id, hashes } => model.remove_set(*id).and_then(|()| model.insert_set(*id, hashes)),
+        SetOp::InsertSet { id, hashes } => model.insert_set(*id, hashes),
+        SetOp::RemoveSet { id } => model.remove_set(*id),
+        SetOp::AddKeys { id, hashes } => model.add_keys(*id, hashes),
+        SetOp::ReplaceSet { id, hashes } => model.remove_set(*id).and_then(|()| model.insert_set(*id, hashes)),
     };
     applied.unwrap();
     op
@@ -322,14 +322,14 @@ fn stress_readers_and_a_writer_see_only_whole_writes() {
     let query: Vec<Vec<[u8; 8]>> = probe.chunks(16).map(<[[u8; 8]]>::to_vec).collect();
     let threshold = Threshold::fraction(0.25).unwrap();
     let mut rng = SmallRng::seed_from_u64(19);
-    let mut model = Collection::new(P).unwrap();
+    let mut model = SetIndex::new(P).unwrap();
     let mut next_id = 0;
     for _ in 0..30 {
         random_write(&mut rng, &mut model, &mut next_id);
     }
-    let shared = ConcurrentCollection::new(model.clone());
+    let shared = ConcurrentIndex::new(model.clone());
     let mut ops = Vec::new();
-    let answers = |model: &Collection| {
+    let answers = |model: &SetIndex| {
         let keys = reference(model, &probe);
         let scored: Vec<Vec<(u64, u32)>> = query.iter().map(|q| model.query_threshold(q, threshold)).collect();
         (keys, scored)
@@ -403,7 +403,7 @@ fn stress_readers_and_a_writer_see_only_whole_writes() {
 
 /// What a copy holds, for comparing copies exactly: every set's filters
 /// (part, parameters, capacity, load), the parts' sizes, and its answers.
-fn state(collection: &Collection, probe: &[[u8; 8]]) -> String {
+fn state(collection: &SetIndex, probe: &[[u8; 8]]) -> String {
     collection.validate().unwrap();
     let mut ids: Vec<u64> = collection.ids().collect();
     ids.sort_unstable();
@@ -414,7 +414,7 @@ fn state(collection: &Collection, probe: &[[u8; 8]]) -> String {
 
 /// Both copies of `shared` equal `model`: a write that fails (unknown id)
 /// still publishes, so it swaps the copies, and each is compared in turn.
-fn assert_both_copies_equal(shared: &ConcurrentCollection, model: &Collection, probe: &[[u8; 8]]) {
+fn assert_both_copies_equal(shared: &ConcurrentIndex<SetIndex>, model: &SetIndex, probe: &[[u8; 8]]) {
     for round in 0..2 {
         assert_eq!(state(&shared.snapshot(), probe), state(model, probe), "copy {round}");
         assert!(matches!(shared.remove_set(u64::MAX), Err(Error::UnknownId(_))));
@@ -426,12 +426,12 @@ fn copies_stay_equal_after_failed_panicking_and_replayed_writes() {
     let _serial = serial();
     let probe = stress_probes();
     let mut rng = SmallRng::seed_from_u64(23);
-    let mut model = Collection::new(P).unwrap();
+    let mut model = SetIndex::new(P).unwrap();
     let mut next_id = 0;
     for _ in 0..20 {
         random_write(&mut rng, &mut model, &mut next_id);
     }
-    let shared = ConcurrentCollection::new(model.clone());
+    let shared = ConcurrentIndex::new(model.clone());
     assert_both_copies_equal(&shared, &model, &probe);
     for round in 0..60 {
         let op = random_write(&mut rng, &mut model, &mut next_id);

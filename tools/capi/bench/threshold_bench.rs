@@ -2,10 +2,10 @@
 //! (`bench/RESULTS.md`, section "Bindings"): a skewed collection (set `i`
 //! of `SETS` holds `20 000 / (i + 1)` keys, at least 2: one set of 20 000,
 //! a long tail of small ones) is built once by the library
-//! (`Collection::build`) and once through `bloomslice_collection_build`
+//! (`SetIndex::build`) and once through `bloomslice_collection_build`
 //! from the same keys and seed, and the same reads (each `READ` keys of
 //! one set, the sets taken in turn) are scored at a fraction of 0.5 by
-//! `Collection::query_threshold` and by
+//! `SetIndex::query_threshold` and by
 //! `bloomslice_collection_query_threshold`, alternating, best of `R`
 //! passes; the answers must agree. The same is done for one sliced index
 //! of one filter length sized for the largest set (`SlicedIndex` and
@@ -21,7 +21,7 @@ use std::ptr;
 use std::time::Instant;
 
 use bloomslice::{
-    BloomFilter, BloomParams, Collection, HashScheme, KeyHash, LayoutConfig, Scores, SlicedIndex, Threshold,
+    BloomFilter, BloomParams, HashScheme, KeyHash, LayoutConfig, Scores, SetIndex, SlicedIndex, Threshold,
 };
 use bloomslice_capi::{
     BloomsliceCollection, BloomsliceIndex, BloomsliceStatus, bloomslice_collection_build, bloomslice_collection_free,
@@ -70,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .enumerate()
         .map(|(i, set)| (i as u64, set.iter().map(|k| KeyHash::from_bytes(k, seed)).collect()))
         .collect();
-    let library = Collection::build_with_hashing(&hashed, p, LayoutConfig::default(), HashScheme::default(), seed)?;
+    let library = SetIndex::build_with_hashing(&hashed, p, LayoutConfig::default(), HashScheme::default(), seed)?;
     let names: Vec<Vec<u8>> = (0..sets).map(|i| format!("set{i}").into_bytes()).collect();
     let name_ptrs: Vec<*const u8> = names.iter().map(|n| n.as_ptr()).collect();
     let name_lens: Vec<usize> = names.iter().map(Vec::len).collect();

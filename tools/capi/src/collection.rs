@@ -1,5 +1,5 @@
 //! Collections of sets of any sizes through the C ABI: a
-//! [`BloomsliceCollection`] handle over `bloomslice::Collection`, whose
+//! [`BloomsliceCollection`] handle over `bloomslice::SetIndex`, whose
 //! sets are each sized from their own keys and kept in size-classed parts,
 //! built, changed, queried, batched and scored under the rules of the
 //! crate docs.
@@ -8,9 +8,9 @@ use std::ffi::c_char;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 
-use bloomslice::persist::{self, LoadedCollection, Verify};
+use bloomslice::persist::{self, LoadedSetIndex, Verify};
 use bloomslice::score::{Scores, Threshold};
-use bloomslice::{BatchResults, Collection, Error, HashScheme, KeyHash, LayoutConfig, SetNames};
+use bloomslice::{BatchResults, Error, HashScheme, KeyHash, LayoutConfig, SetIndex, SetNames};
 
 use crate::{
     BatchOut, BloomsliceStatus, ChunkScratch, Failure, Queried, Scored, batch_of_hashes, batch_of_keys, byte_keys,
@@ -32,7 +32,7 @@ use crate::{
 /// [`bloomslice_collection_open_mapped`] and release it with
 /// [`bloomslice_collection_free`].
 pub struct BloomsliceCollection {
-    pub(crate) collection: Collection,
+    pub(crate) collection: SetIndex,
     /// The seed byte keys are hashed with.
     pub(crate) seed: u64,
     pub(crate) names: SetNames,
@@ -125,7 +125,7 @@ pub unsafe extern "C" fn bloomslice_collection_new(
 ) -> BloomsliceStatus {
     entry(|| {
         check_ptr(out.cast_const(), "out")?;
-        let collection = Collection::with_hashing(fp, HashScheme::default(), seed)?;
+        let collection = SetIndex::with_hashing(fp, HashScheme::default(), seed)?;
         let handle = BloomsliceCollection { collection, seed, names: SetNames::new(), mapped: false };
         // SAFETY: `out` checked above.
         unsafe { hand_out_collection(out, handle) };
@@ -192,8 +192,7 @@ pub unsafe extern "C" fn bloomslice_collection_build(
             sets.push((i as u64, keys[start..end].iter().map(|key| KeyHash::from_bytes(key, seed)).collect()));
             start = end;
         }
-        let collection =
-            Collection::build_with_hashing(&sets, fp, LayoutConfig::default(), HashScheme::default(), seed)?;
+        let collection = SetIndex::build_with_hashing(&sets, fp, LayoutConfig::default(), HashScheme::default(), seed)?;
         let handle = BloomsliceCollection { collection, seed, names: set_names, mapped: false };
         // SAFETY: `out` checked above.
         unsafe { hand_out_collection(out, handle) };
@@ -211,13 +210,13 @@ unsafe fn open_file(
     path: *const c_char,
     out: *mut *mut BloomsliceCollection,
     mapped: bool,
-    open: impl FnOnce(PathBuf) -> Result<LoadedCollection, Error>,
+    open: impl FnOnce(PathBuf) -> Result<LoadedSetIndex, Error>,
 ) -> BloomsliceStatus {
     entry(|| {
         // SAFETY: forwarded caller contract.
         let path = unsafe { path_arg(path) }?;
         check_ptr(out.cast_const(), "out")?;
-        let LoadedCollection { collection, names, .. } = open(path)?;
+        let LoadedSetIndex { collection, names, .. } = open(path)?;
         // The parts' seed (a collection of no parts holds no set; its keys'
         // seed matters only once a set is added, and 0 is the default).
         let seed = collection.parts().next().map_or(0, |part| part.params().seed());
@@ -815,7 +814,7 @@ mod tests {
             .map(|(i, keys)| (i as u64, keys.iter().map(|k| KeyHash::from_bytes(k, 5)).collect()))
             .collect();
         let lib =
-            Collection::build_with_hashing(&lib_sets, 0.01, LayoutConfig::default(), HashScheme::default(), 5).unwrap();
+            SetIndex::build_with_hashing(&lib_sets, 0.01, LayoutConfig::default(), HashScheme::default(), 5).unwrap();
         for (i, keys) in sets.iter().enumerate() {
             for key in keys {
                 assert!(query(h, key).contains(&(i as u64)), "set {i} lost {key:?}");

@@ -45,7 +45,7 @@
 //!
 //! A [`BloomsliceCollection`] handle (module `collection`) holds sets each
 //! sized from their own keys at one false-positive rate, in size-classed
-//! parts (`bloomslice::Collection`): built from all sets at once
+//! parts (`bloomslice::SetIndex`): built from all sets at once
 //! (`bloomslice_collection_build`, the layout chosen from their sizes) or
 //! one set at a time, opened from a collection file or from an index file
 //! of one filter length (as a collection of one part), queried, batched,

@@ -7,10 +7,10 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedCollection, Temporary, Verify};
+use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedSetIndex, Temporary, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::{
-    BatchResults, BloomFilter, BloomParams, Collection, HashScheme, KeyHash, LayoutConfig, Prehashed, SetNames,
+    BatchResults, BloomFilter, BloomParams, HashScheme, KeyHash, LayoutConfig, Prehashed, SetIndex, SetNames,
     SlicedIndex,
 };
 
@@ -19,11 +19,11 @@ use crate::files::{Answers, Target, lock_index, map_collection};
 use crate::input::{self, Source};
 use crate::{CliError, demo, seqs};
 
-fn load_locked(lock: &IndexFileLock) -> Result<LoadedCollection, CliError> {
+fn load_locked(lock: &IndexFileLock) -> Result<LoadedSetIndex, CliError> {
     persist::load_collection(lock.path()).map_err(|e| CliError::index_file(lock.path(), &e))
 }
 
-fn save_collection_locked(lock: &IndexFileLock, collection: &Collection, names: &SetNames) -> Result<(), CliError> {
+fn save_collection_locked(lock: &IndexFileLock, collection: &SetIndex, names: &SetNames) -> Result<(), CliError> {
     persist::save_collection(lock.path(), collection, names)
         .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
 }
@@ -176,7 +176,7 @@ pub fn build(o: &BuildOptions<'_>, sizing: Result<Sizing, CliError>) -> Result<(
                 BuildFrom::Seqs(path, seq_options) => seqs::build_index(path, *seq_options, params, &check)?,
             };
             let input::Built { index, names, keys, skipped, notes } = built;
-            let collection = Collection::from_index(index, p).map_err(CliError::engine)?;
+            let collection = SetIndex::from_index(index, p).map_err(CliError::engine)?;
             save_collection_locked(&lock, &collection, &names)?;
             let index = collection.parts().next().ok_or_else(|| CliError::Runtime("the index has no part".into()))?;
             summary(
@@ -219,7 +219,7 @@ pub fn build(o: &BuildOptions<'_>, sizing: Result<Sizing, CliError>) -> Result<(
 /// A collection built from hashed sets, with what the summary reports.
 pub struct BuiltCollection {
     /// The collection; set `i` has id `i`.
-    pub collection: Collection,
+    pub collection: SetIndex,
     /// Names of the sets.
     pub names: SetNames,
     /// Key lines read per set, by id.
@@ -244,7 +244,7 @@ pub fn build_collection(
     let input::HashedSets { sets, skipped, notes } = read;
     let items: Vec<(u64, &[Prehashed])> =
         sets.iter().enumerate().map(|(i, s)| (i as u64, s.hashes.as_slice())).collect();
-    let mut collection = Collection::build_with_hashing(&items, p, config, HashScheme::default(), seed)
+    let mut collection = SetIndex::build_with_hashing(&items, p, config, HashScheme::default(), seed)
         .map_err(|e| CliError::Runtime(format!("cannot lay out the sets: {e}")))?;
     collection.set_kmer_length(kmer);
     drop(items);
@@ -287,8 +287,8 @@ fn human(bytes: u64) -> String {
 }
 
 /// Per part of `collection`: `(sets, predicted FP mean, max)` by
-/// [`Collection::fpr_bound`] of the sets whose first filter is in it.
-fn part_fp(collection: &Collection) -> Vec<(usize, f64, f64)> {
+/// [`SetIndex::fpr_bound`] of the sets whose first filter is in it.
+fn part_fp(collection: &SetIndex) -> Vec<(usize, f64, f64)> {
     let mut out = vec![(0usize, 0.0f64, 0.0f64); collection.parts().len()];
     for id in collection.ids() {
         let (Some(filters), Some(bound)) = (collection.filters(id), collection.fpr_bound(id)) else { continue };
@@ -307,7 +307,7 @@ fn part_fp(collection: &Collection) -> Vec<(usize, f64, f64)> {
 /// The layout table of a collection: one line per part (its `m`, sets,
 /// columns, bytes, the set sizes it was laid out for, and the predicted
 /// false-positive rates of the sets placed in it).
-fn parts_table(collection: &Collection) -> Vec<String> {
+fn parts_table(collection: &SetIndex) -> Vec<String> {
     let mut lines = vec![format!(
         "  {:>4} {:>10} {:>7} {:>8} {:>11} {:>17} {:>10} {:>10}",
         "part", "m (bits)", "sets", "columns", "bytes", "keys per set", "FP mean", "FP max"
@@ -383,7 +383,7 @@ fn collection_summary(output: &Path, built: &BuiltCollection, config: LayoutConf
 }
 
 /// The hash seed of a collection (that of its parts).
-fn seed_of(c: &Collection) -> u64 {
+fn seed_of(c: &SetIndex) -> u64 {
     c.parts().next().map_or(0, |index| index.params().seed())
 }
 
@@ -441,13 +441,13 @@ pub enum AddFrom<'a> {
     Index(&'a Path),
 }
 
-fn next_id(collection: &Collection) -> u64 {
+fn next_id(collection: &SetIndex) -> u64 {
     collection.ids().max().map_or(0, |m| m + 1)
 }
 
 /// One line per part added since `before` parts: for sets larger than
 /// every part, or for the added filters of sets that grew.
-fn new_parts_note(collection: &Collection, before: usize) {
+fn new_parts_note(collection: &SetIndex, before: usize) {
     for (i, index) in collection.parts().enumerate().skip(before) {
         println!(
             "new part {i}: m = {} bits, {} filters ({} in memory)",
@@ -459,7 +459,7 @@ fn new_parts_note(collection: &Collection, before: usize) {
 }
 
 /// The message for a set that gained filters while keys were added to it.
-fn grown_note(collection: &Collection, names: &SetNames, id: u64, before: usize) -> Option<String> {
+fn grown_note(collection: &SetIndex, names: &SetNames, id: u64, before: usize) -> Option<String> {
     let filters = collection.filters(id)?;
     let before = before.max(1);
     if filters.len() <= before {
@@ -493,7 +493,7 @@ fn grown_note(collection: &Collection, names: &SetNames, id: u64, before: usize)
 /// capacity that holds it (a new part if none does).
 pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
-    let LoadedCollection { mut collection, mut names, .. } = load_locked(&lock)?;
+    let LoadedSetIndex { mut collection, mut names, .. } = load_locked(&lock)?;
     let parts_before = collection.parts().len();
     let added = match from {
         AddFrom::Sets(source) => {
@@ -541,10 +541,10 @@ fn refuse_existing(names: &SetNames, name: &[u8], path: &Path) -> Result<(), Cli
 /// parameters must match). Returns the sets added.
 fn add_index(
     path: &Path,
-    collection: &mut Collection,
+    collection: &mut SetIndex,
     names: &mut SetNames,
     other: &Path,
-    o: LoadedCollection,
+    o: LoadedSetIndex,
 ) -> Result<usize, CliError> {
     if o.collection.kmer_length() != collection.kmer_length() {
         let k = |k: Option<bloomslice::kmer::KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
@@ -597,7 +597,7 @@ pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration
         })
         .collect::<Result<_, _>>()?;
     let lock = lock_index(path, wait)?;
-    let LoadedCollection { mut collection, mut names, .. } = load_locked(&lock)?;
+    let LoadedSetIndex { mut collection, mut names, .. } = load_locked(&lock)?;
     for name in &sets {
         let Some(id) = names.id(name) else {
             return Err(CliError::Runtime(format!(
@@ -620,7 +620,7 @@ pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration
 /// set that outgrows its filter gains one in a larger part, and says so).
 pub fn update(path: &Path, source: &Source<'_>, create: bool, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
-    let LoadedCollection { mut collection, mut names, .. } = load_locked(&lock)?;
+    let LoadedSetIndex { mut collection, mut names, .. } = load_locked(&lock)?;
     let read = input::read_hashed(source, seed_of(&collection))?;
     if read.sets.is_empty() {
         println!("no sets on stdin: {} unchanged", path.display());
@@ -827,7 +827,7 @@ struct SetRow {
 }
 
 /// Every set of `collection`, highest estimated false-positive rate first.
-fn set_rows(collection: &Collection) -> Vec<SetRow> {
+fn set_rows(collection: &SetIndex) -> Vec<SetRow> {
     let mut rows: hashbrown::HashMap<u64, SetRow> = hashbrown::HashMap::new();
     for index in collection.parts() {
         let p = index.params();
@@ -1058,7 +1058,7 @@ pub fn demo(filters: usize, queries: usize, naive_queries: usize, save: Option<&
         let mut index = SlicedIndex::new(p);
         let items: Vec<(u64, &BloomFilter)> = built.iter().map(|(id, f)| (*id, f)).collect();
         index.insert_filters(&items).map_err(CliError::engine)?;
-        let collection = Collection::from_index(index, demo::FP).map_err(CliError::engine)?;
+        let collection = SetIndex::from_index(index, demo::FP).map_err(CliError::engine)?;
         let mut names = SetNames::new();
         for (id, _) in &built {
             names.insert(*id, format!("filter-{id}")).map_err(CliError::engine)?;

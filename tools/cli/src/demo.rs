@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use bloomslice::kernels::Kernels;
-use bloomslice::{BatchResults, BloomFilter, BloomParams, Collection, FilterIndex, KeyHash, NaiveIndex, SlicedIndex};
+use bloomslice::{BatchResults, BloomFilter, BloomParams, FilterIndex, KeyHash, NaiveIndex, SetIndex, SlicedIndex};
 
 use crate::CliError;
 
@@ -103,9 +103,9 @@ pub fn time_queries<I: FilterIndex>(
     })
 }
 
-/// [`time_queries`] for a [`Collection`].
+/// [`time_queries`] for a [`SetIndex`].
 pub fn time_collection(
-    collection: &Collection,
+    collection: &SetIndex,
     hashes: &[KeyHash],
     batch: Option<usize>,
     repeat: usize,
@@ -209,7 +209,7 @@ pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(),
     // The same filters as a collection of one part (what `build --n-exp`
     // and `demo --save` write): checked and timed like the sliced index.
     sliced.set_kernels(dispatched);
-    let collection = Collection::from_index(sliced.clone(), FP).map_err(CliError::engine)?;
+    let collection = SetIndex::from_index(sliced.clone(), FP).map_err(CliError::engine)?;
     collection.query_batch_hashes(&hashes, &mut results);
     for (i, want) in reference.iter().enumerate() {
         collection.query_hash_into(hashes[i], &mut out);

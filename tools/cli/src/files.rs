@@ -8,16 +8,16 @@ use std::path::Path;
 use std::time::Duration;
 
 use bloomslice::persist::manifest::MANIFEST_FILE;
-use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedCollection, MAGIC, SetNames, Verify};
+use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedSetIndex, MAGIC, SetNames, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::sharded::{ShardedIndex, ShardedResults};
-use bloomslice::{BatchResults, Collection};
+use bloomslice::{BatchResults, SetIndex};
 
 use crate::CliError;
 
 /// Maps a collection file (or an older index file, as a collection of one
 /// part) for reading.
-pub fn map_collection(path: &Path, verify: Verify) -> Result<LoadedCollection, CliError> {
+pub fn map_collection(path: &Path, verify: Verify) -> Result<LoadedSetIndex, CliError> {
     // SAFETY: `bloomslice` never writes into an existing index file: every
     // writer holds the index's lock and replaces the file by rename
     // (`persist::save_collection`), which leaves this map on the old,
@@ -50,7 +50,7 @@ pub fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError
 /// manifest (answered as one index).
 pub enum Target {
     /// A collection file (or an older index file, as one part).
-    One(LoadedCollection),
+    One(LoadedSetIndex),
     /// The shard files of a manifest.
     Many(ShardedIndex),
 }
@@ -83,7 +83,7 @@ impl Target {
     }
 
     /// The collection, if this is one file.
-    pub fn single(&self) -> Option<&Collection> {
+    pub fn single(&self) -> Option<&SetIndex> {
         match self {
             Target::One(l) => Some(&l.collection),
             Target::Many(_) => None,

@@ -6,7 +6,7 @@
 //! (whose docs fix the key of a k-mer, so other languages can compute the
 //! same keys). K-mers whose window holds a byte other than `ACGT` (either
 //! case) are skipped and counted. Scoring is the library's pruned path
-//! (`Collection::query_threshold`, each part's bit-plane scoring), one
+//! (`SetIndex::query_threshold`, each part's bit-plane scoring), one
 //! call per read.
 
 use std::io::Write;
@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use bloomslice::kmer::{self, KmerLength};
-use bloomslice::{BloomFilter, BloomParams, Collection, SetNames, SlicedIndex};
+use bloomslice::{BloomFilter, BloomParams, SetIndex, SetNames, SlicedIndex};
 use hashbrown::HashSet;
 use needletail::errors::{ParseError, ParseErrorKind};
 use needletail::parser::FastxReader;
@@ -287,7 +287,7 @@ pub struct QueryOptions<'a> {
 }
 
 /// The k-mer length of a sequence index, checked against the one asked for.
-fn index_kmer_length(index: &Collection, o: &QueryOptions<'_>) -> Result<KmerLength, CliError> {
+fn index_kmer_length(index: &SetIndex, o: &QueryOptions<'_>) -> Result<KmerLength, CliError> {
     let path = o.index_path.display();
     let Some(k) = index.kmer_length() else {
         return Err(CliError::Runtime(format!(
@@ -338,7 +338,7 @@ impl ReadBatch {
 /// Scores and prints a batch of reads, one library call per read, then
 /// flushes: answers leave batch by batch as reads arrive.
 struct Scorer<'a> {
-    index: &'a Collection,
+    index: &'a SetIndex,
     names: &'a SetNames,
     threshold: Threshold,
     json: bool,
@@ -411,7 +411,7 @@ impl Scorer<'_> {
 /// threshold fraction of its k-mers, with counts; a summary on stderr.
 /// Reads are parsed into batches of up to 64 Ki k-mers, and each batch is
 /// scored and printed before the next is read.
-pub fn query(index: &Collection, names: &SetNames, o: &QueryOptions<'_>) -> Result<(), CliError> {
+pub fn query(index: &SetIndex, names: &SetNames, o: &QueryOptions<'_>) -> Result<(), CliError> {
     let k = index_kmer_length(index, o)?;
     let threshold = Threshold::fraction(o.threshold)
         .map_err(|_| CliError::Usage(format!("--threshold must be a fraction in [0, 1], got {}", o.threshold)))?;

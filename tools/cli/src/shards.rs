@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use bloomslice::Collection;
+use bloomslice::SetIndex;
 use bloomslice::persist::manifest::{MANIFEST_FILE, Manifest, ManifestParams, ShardFile};
 use bloomslice::persist::{self, SetNames, Verify};
 
@@ -24,7 +24,7 @@ fn shard_file_name(i: usize) -> String {
 /// leaving enough sets for the shards after it (so no shard is empty when
 /// there are at least as many sets as shards). Sets of equal weight give
 /// shards whose sizes differ by at most one.
-fn plan(collection: &Collection, shards: usize) -> Vec<Vec<u64>> {
+fn plan(collection: &SetIndex, shards: usize) -> Vec<Vec<u64>> {
     let mut ids: Vec<u64> = collection.ids().collect();
     ids.sort_unstable();
     let weight = |id: u64| -> f64 {
@@ -112,7 +112,7 @@ pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Res
     // Opening checks every file against the manifest (sums, parameters, sets).
     let sharded = map_shards(manifest, Verify::Full)?;
     let m = sharded.manifest();
-    let mut merged: Option<Collection> = None;
+    let mut merged: Option<SetIndex> = None;
     for (i, shard) in sharded.shards().iter().enumerate() {
         match &mut merged {
             None => merged = Some(shard.collection.clone()),
@@ -149,7 +149,7 @@ mod tests {
     #[test]
     fn plan_is_balanced_and_covers_every_id_once() {
         let sets: Vec<(u64, Vec<bloomslice::Prehashed>)> = (0..103u64).map(|i| (i * 3, keys(i, 50))).collect();
-        let c = Collection::build(&sets, 0.01, LayoutConfig::default()).unwrap();
+        let c = SetIndex::build(&sets, 0.01, LayoutConfig::default()).unwrap();
         for k in [1, 2, 4, 8, 103] {
             let parts = plan(&c, k);
             assert_eq!(parts.len(), k);
@@ -166,7 +166,7 @@ mod tests {
         for at in [0u64, 10, 19] {
             let sets: Vec<(u64, Vec<bloomslice::Prehashed>)> =
                 (0..20u64).map(|i| (i, keys(i, if i == at { 100_000 } else { 20 }))).collect();
-            let c = Collection::build(&sets, 0.01, LayoutConfig::default()).unwrap();
+            let c = SetIndex::build(&sets, 0.01, LayoutConfig::default()).unwrap();
             for k in [2, 3, 5, 20] {
                 let parts = plan(&c, k);
                 assert!(parts.iter().all(|p| !p.is_empty()), "{at} {k}: {parts:?}");

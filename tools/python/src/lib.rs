@@ -1,7 +1,7 @@
 //! # bloomslice for Python
 //!
 //! The extension module `bloomslice._native` behind the `bloomslice` Python
-//! package: `Index`, over a [`Collection`] (sets sized from their own
+//! package: `Index`, over a [`SetIndex`] (sets sized from their own
 //! keys, the default) or a [`SlicedIndex`] of one filter length, with its
 //! [`SetNames`], and `ShardedIndex`, over the shard files of a manifest. The package's
 //! `__init__.pyi` documents the Python surface.
@@ -32,11 +32,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomslice::persist::manifest::{self, Manifest};
-use bloomslice::persist::{self, FileInfo, LoadedCollection, LoadedIndex, Verify};
+use bloomslice::persist::{self, FileInfo, LoadedIndex, LoadedSetIndex, Verify};
 use bloomslice::sharded::{self, AnswerPart, PartIds, ShardedIndex, ShardedResults};
 use bloomslice::storage;
 use bloomslice::{
-    BatchResults, BloomFilter, BloomParams, Collection, Error, HashScheme, KeyHash, LayoutConfig, Scores, SetNames,
+    BatchResults, BloomFilter, BloomParams, Error, HashScheme, KeyHash, LayoutConfig, Scores, SetIndex, SetNames,
     SlicedIndex, Threshold,
 };
 use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
@@ -410,14 +410,14 @@ fn reserve_huge<T>(v: &mut Vec<T>, additional: usize) {
 }
 
 /// The sets an [`Index`] answers from: filters of one size, or a
-/// [`Collection`] whose sets are each sized from their own keys.
+/// [`SetIndex`] whose sets are each sized from their own keys.
 enum Engine {
     /// One [`SlicedIndex`]: every filter has the same `m` (the index was
     /// built with `n_exp`, or `m` and `k`).
     Fixed(SlicedIndex),
     /// A collection of size-classed parts, and the seed its keys are
     /// hashed with.
-    Sized(Collection, u64),
+    Sized(SetIndex, u64),
 }
 
 impl Engine {
@@ -562,7 +562,7 @@ impl Inner {
 
 /// The seed a collection's parts hash byte keys with (0 for a collection
 /// of no parts, which holds no set).
-fn seed_of(collection: &Collection) -> u64 {
+fn seed_of(collection: &SetIndex) -> u64 {
     collection.parts().next().map_or(0, |part| part.params().seed())
 }
 
@@ -603,7 +603,7 @@ fn open_inner(path: PathBuf, mmap: bool, verify: bool) -> Result<Inner, Error> {
     } else {
         persist::load_collection(&path)
     };
-    let LoadedCollection { collection, names, info } = loaded?;
+    let LoadedSetIndex { collection, names, info } = loaded?;
     let seed = seed_of(&collection);
     Ok(Inner { engine: Engine::Sized(collection, seed), names, file: Some((path, info)), mapped: mmap })
 }
@@ -611,7 +611,7 @@ fn open_inner(path: PathBuf, mmap: bool, verify: bool) -> Result<Inner, Error> {
 /// An index of named sets of keys, each stored as a Bloom filter; answers
 /// "which sets may contain this key?" (no false negatives, a small rate of
 /// false positives set by the filter parameters). Built without a size, or
-/// opened from a collection file, it is a [`Collection`]: each set sized
+/// opened from a collection file, it is a [`SetIndex`]: each set sized
 /// from its own keys, in size-classed parts; built with `n_exp` or `m` and
 /// `k`, a [`SlicedIndex`] of one filter length.
 ///
@@ -724,7 +724,7 @@ impl Index {
     ///
     /// Without ``n_exp``, ``m`` or ``k``, each set is sized from its own
     /// number of keys at false-positive rate ``fp``: the sets are kept in
-    /// size-classed parts (a ``bloomslice::Collection``) chosen by the
+    /// size-classed parts (a ``bloomslice::SetIndex``) chosen by the
     /// layout, whose knobs are ``max_parts`` (most parts), ``query_cost_weight``
     /// (the price of one more part as a fraction of the memory: 0 takes the
     /// least memory, large values one part). With ``n_exp`` every filter is sized for
@@ -805,7 +805,7 @@ impl Index {
                 None => {
                     let sets: Vec<(u64, &[KeyHash])> =
                         built.iter().enumerate().map(|(i, (_, hashes))| (i as u64, hashes.as_slice())).collect();
-                    let collection = Collection::build_with_hashing(&sets, fp, config, HashScheme::default(), seed)?;
+                    let collection = SetIndex::build_with_hashing(&sets, fp, config, HashScheme::default(), seed)?;
                     Engine::Sized(collection, seed)
                 }
             };

@@ -1,26 +1,26 @@
-//! [`Collection::absorb`]: the sets of one collection added to another as
+//! [`SetIndex::absorb`]: the sets of one collection added to another as
 //! their filters are, without their keys (merging shard files, adding the
 //! sets of another file).
 
-use super::{Collection, Part, Slot};
+use super::{Part, SetIndex, Slot};
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::params::BloomParams;
 
-impl Collection {
+impl SetIndex {
     /// Adds every set of `other` under its own id, each filter as it is (no
     /// key is hashed again): a filter goes to this collection's first part
     /// of the same parameters and capacity, or else to a new part like its
     /// own. A set keeps its filters, their capacities and loads, so its
-    /// false-positive bound ([`Collection::fpr_bound`]) is unchanged.
+    /// false-positive bound ([`SetIndex::fpr_bound`]) is unchanged.
     ///
     /// ```
-    /// use bloomslice::{Collection, LayoutConfig};
+    /// use bloomslice::{SetIndex, LayoutConfig};
     ///
     /// let small: Vec<String> = (0..20).map(|i| format!("s{i}")).collect();
     /// let large: Vec<String> = (0..5000).map(|i| format!("l{i}")).collect();
-    /// let mut a = Collection::build(&[(1, small.clone())], 0.01, LayoutConfig::default())?;
-    /// let b = Collection::build(&[(2, small), (3, large)], 0.01, LayoutConfig::default())?;
+    /// let mut a = SetIndex::build(&[(1, small.clone())], 0.01, LayoutConfig::default())?;
+    /// let b = SetIndex::build(&[(2, small), (3, large)], 0.01, LayoutConfig::default())?;
     /// a.absorb(&b)?;
     /// assert_eq!(a.len(), 3);
     /// assert!(a.query("l42").contains(&3));
@@ -33,19 +33,19 @@ impl Collection {
     /// differ, [`Error::Invalid`] when the target rates differ,
     /// [`Error::DuplicateId`] for an id both hold; the collection is then
     /// unchanged. [`Error::CapacityOverflow`] when memory runs out.
-    pub fn absorb(&mut self, other: &Collection) -> Result<()> {
+    pub fn absorb(&mut self, other: &SetIndex) -> Result<()> {
         self.absorb_with(other, |id| id)
     }
 
-    /// [`Collection::absorb`], set `id` of `other` becoming set `new_id(id)`
+    /// [`SetIndex::absorb`], set `id` of `other` becoming set `new_id(id)`
     /// here (for example the next free ids, when the ids of two files
     /// overlap).
     ///
     /// # Errors
     ///
-    /// As [`Collection::absorb`]; [`Error::DuplicateId`] also when `new_id`
+    /// As [`SetIndex::absorb`]; [`Error::DuplicateId`] also when `new_id`
     /// maps two sets to one id.
-    pub fn absorb_with(&mut self, other: &Collection, new_id: impl Fn(u64) -> u64) -> Result<()> {
+    pub fn absorb_with(&mut self, other: &SetIndex, new_id: impl Fn(u64) -> u64) -> Result<()> {
         if other.k != self.k || other.scheme != self.scheme || other.seed != self.seed {
             let mine = self.params_with(64)?;
             let theirs = BloomParams::new(64, other.k)?.with_scheme(other.scheme).with_seed(other.seed);
@@ -111,10 +111,9 @@ mod tests {
 
     #[test]
     fn absorbed_sets_answer_as_before_and_grown_sets_stay_grown() {
-        let mut a =
-            Collection::build(&[(1, keys("a", 10)), (2, keys("b", 900))], 0.01, LayoutConfig::default()).unwrap();
+        let mut a = SetIndex::build(&[(1, keys("a", 10)), (2, keys("b", 900))], 0.01, LayoutConfig::default()).unwrap();
         let mut b =
-            Collection::build(&[(7, keys("c", 10)), (8, keys("d", 40_000))], 0.01, LayoutConfig::default()).unwrap();
+            SetIndex::build(&[(7, keys("c", 10)), (8, keys("d", 40_000))], 0.01, LayoutConfig::default()).unwrap();
         b.add_keys(7, &keys("grow", 500)).unwrap();
         let bound = b.fpr_bound(7).unwrap();
         let before = a.parts.len();
@@ -137,15 +136,15 @@ mod tests {
 
     #[test]
     fn collisions_and_other_parameters_leave_the_collection_unchanged() {
-        let mut a = Collection::build(&[(1, keys("a", 10))], 0.01, LayoutConfig::default()).unwrap();
-        let same_id = Collection::build(&[(1, keys("b", 10))], 0.01, LayoutConfig::default()).unwrap();
+        let mut a = SetIndex::build(&[(1, keys("a", 10))], 0.01, LayoutConfig::default()).unwrap();
+        let same_id = SetIndex::build(&[(1, keys("b", 10))], 0.01, LayoutConfig::default()).unwrap();
         assert!(matches!(a.absorb(&same_id), Err(Error::DuplicateId(1))));
         assert!(matches!(a.absorb_with(&same_id, |_| 1), Err(Error::DuplicateId(1))));
-        let two = Collection::build(&[(5, keys("b", 10)), (6, keys("c", 10))], 0.01, LayoutConfig::default()).unwrap();
+        let two = SetIndex::build(&[(5, keys("b", 10)), (6, keys("c", 10))], 0.01, LayoutConfig::default()).unwrap();
         assert!(matches!(a.absorb_with(&two, |_| 9), Err(Error::DuplicateId(9))));
-        let other_rate = Collection::build(&[(2, keys("b", 10))], 0.001, LayoutConfig::default()).unwrap();
+        let other_rate = SetIndex::build(&[(2, keys("b", 10))], 0.001, LayoutConfig::default()).unwrap();
         assert!(matches!(a.absorb(&other_rate), Err(Error::ParamsMismatch { .. })));
-        let other_seed = Collection::build_with_hashing(
+        let other_seed = SetIndex::build_with_hashing(
             &[(2, keys("b", 10))],
             0.01,
             LayoutConfig::default(),
@@ -154,7 +153,7 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(a.absorb(&other_seed), Err(Error::ParamsMismatch { .. })));
-        let near_rate = Collection::build(&[(2, keys("b", 10))], 0.0101, LayoutConfig::default()).unwrap();
+        let near_rate = SetIndex::build(&[(2, keys("b", 10))], 0.0101, LayoutConfig::default()).unwrap();
         assert!(matches!(a.absorb(&near_rate), Err(Error::Invalid(_))));
         assert_eq!(a.len(), 1);
         a.validate().unwrap();

@@ -1,5 +1,5 @@
-//! A [`Collection`] shared by concurrent readers and writers
-//! ([`ConcurrentCollection`], a [`ConcurrentIndex`] of a collection), and
+//! A [`SetIndex`] shared by concurrent readers and writers
+//! (a [`ConcurrentIndex`] of a [`SetIndex`]), and
 //! the allocation-free query paths the [`QueryPool`](crate::pool::QueryPool)
 //! runs on a collection's snapshots.
 //!
@@ -8,11 +8,11 @@
 //! [`ConcurrentIndex`] is generic over the state it keeps in two copies
 //! (default [`SlicedIndex`](crate::sliced::SlicedIndex), so code naming `ConcurrentIndex` alone is
 //! unchanged); a collection is one more such state, with its own writes
-//! ([`CollectionOp`]). The left-right machinery (one atomic load per
+//! ([`SetOp`]). The left-right machinery (one atomic load per
 //! reader, one swap per write, the standby edited in place and the missed
 //! writes replayed) is shared as it is, so a reader of a collection never
 //! waits for a writer and sees one published state, as with a sliced
-//! index. A separate `ConcurrentCollection` type would have repeated that
+//! index. A separate concurrent set-index type would have repeated that
 //! machinery; the generic one costs the sliced path nothing (its
 //! monomorphised code is the code it was).
 //!
@@ -36,7 +36,7 @@
 //!
 //! # Queries through the pool
 //!
-//! [`Collection::query_batch`] and [`Collection::query_threshold`] allocate
+//! [`SetIndex::query_batch`] and [`SetIndex::query_threshold`] allocate
 //! their per-part buffers on every call; the pool's tasks call the same
 //! logic with a `CollectionScratch` (working buffers) that each worker (and each caller,
 //! in its [`PoolResults`](crate::pool::PoolResults) or
@@ -46,23 +46,23 @@
 
 use std::sync::Arc;
 
-use super::Collection;
+use super::SetIndex;
 use crate::concurrent::{ConcurrentIndex, Replica, sealed::Sealed};
 use crate::error::{Error, Result};
 use crate::hash::{Key, KeyHash};
 use crate::score::{Scores, Threshold, reserve_total};
 use crate::sliced::BatchResults;
 
-/// A [`Collection`] shared by concurrent readers and writers (see the
+/// A [`SetIndex`] shared by concurrent readers and writers (see the
 /// [module documentation](self)).
 ///
 /// ```
-/// use bloomslice::{BatchResults, Collection, ConcurrentCollection, LayoutConfig};
+/// use bloomslice::{BatchResults, ConcurrentIndex, LayoutConfig, SetIndex};
 ///
 /// let small: Vec<String> = (0..20).map(|i| format!("small-{i}")).collect();
 /// let large: Vec<String> = (0..5_000).map(|i| format!("large-{i}")).collect();
-/// let collection = Collection::build(&[(1, small), (9, large)], 0.01, LayoutConfig::default())?;
-/// let shared = ConcurrentCollection::new(collection);
+/// let collection = SetIndex::build(&[(1, small), (9, large)], 0.01, LayoutConfig::default())?;
+/// let shared = ConcurrentIndex::new(collection);
 /// shared.insert_set(4, &["pear", "plum"])?; // &self: callable while others query
 /// shared.add_keys(1, &["apple"])?;
 /// assert!(shared.query("pear").contains(&4));
@@ -72,26 +72,25 @@ use crate::sliced::BatchResults;
 /// assert!(results.get(1).unwrap().contains(&9));
 /// # Ok::<(), bloomslice::Error>(())
 /// ```
-pub type ConcurrentCollection = ConcurrentIndex<Collection>;
 
-/// One write to a [`ConcurrentCollection`]; see [`ConcurrentIndex::apply`].
+/// One write to a [`ConcurrentIndex`] of a [`SetIndex`]; see [`ConcurrentIndex::apply`].
 /// Keys are carried as their hashes (under the collection's seed), so a
 /// write can be replayed on the other copy.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CollectionOp {
-    /// [`Collection::insert_set`].
+pub enum SetOp {
+    /// [`SetIndex::insert_set`].
     InsertSet {
         /// New set id.
         id: u64,
         /// The set's keys, hashed.
         hashes: Vec<KeyHash>,
     },
-    /// [`Collection::remove_set`].
+    /// [`SetIndex::remove_set`].
     RemoveSet {
         /// Set id.
         id: u64,
     },
-    /// [`Collection::add_keys`] (the set may gain a filter in a larger
+    /// [`SetIndex::add_keys`] (the set may gain a filter in a larger
     /// part).
     AddKeys {
         /// Set id.
@@ -99,7 +98,7 @@ pub enum CollectionOp {
         /// The keys added, hashed.
         hashes: Vec<KeyHash>,
     },
-    /// Replaces set `id`'s keys ([`Collection::replace_set`]: re-placed by
+    /// Replaces set `id`'s keys ([`SetIndex::replace_set`]: re-placed by
     /// size, the old filters put back if a step fails). Fails with
     /// [`Error::UnknownId`] (changing nothing) when there is no set `id`.
     ReplaceSet {
@@ -110,7 +109,7 @@ pub enum CollectionOp {
     },
 }
 
-impl Sealed for Collection {
+impl Sealed for SetIndex {
     type Fixed = u64;
 
     fn fixed(&self) -> u64 {
@@ -118,7 +117,7 @@ impl Sealed for Collection {
     }
 
     fn pool_snapshot(this: Arc<Self>) -> crate::pool::Snapshot {
-        crate::pool::Snapshot::Collection(this)
+        crate::pool::Snapshot::SetIndex(this)
     }
 
     /// Every filter of every part (a grown set's filters each count).
@@ -132,15 +131,15 @@ impl Sealed for Collection {
     }
 }
 
-impl Replica for Collection {
-    type Op = CollectionOp;
+impl Replica for SetIndex {
+    type Op = SetOp;
 
-    fn apply_op(&mut self, op: &CollectionOp) -> Result<()> {
+    fn apply_op(&mut self, op: &SetOp) -> Result<()> {
         match op {
-            CollectionOp::InsertSet { id, hashes } => self.insert_set(*id, hashes),
-            CollectionOp::RemoveSet { id } => self.remove_set(*id),
-            CollectionOp::AddKeys { id, hashes } => self.add_keys(*id, hashes),
-            CollectionOp::ReplaceSet { id, hashes } => self.replace_set(*id, hashes),
+            SetOp::InsertSet { id, hashes } => self.insert_set(*id, hashes),
+            SetOp::RemoveSet { id } => self.remove_set(*id),
+            SetOp::AddKeys { id, hashes } => self.add_keys(*id, hashes),
+            SetOp::ReplaceSet { id, hashes } => self.replace_set(*id, hashes),
         }
     }
 
@@ -150,7 +149,7 @@ impl Replica for Collection {
     }
 }
 
-impl ConcurrentIndex<Collection> {
+impl ConcurrentIndex<SetIndex> {
     /// The seed every key is hashed with (the collection's).
     pub fn seed(&self) -> u64 {
         *self.fixed()
@@ -162,47 +161,47 @@ impl ConcurrentIndex<Collection> {
         keys.iter().map(|key| key.key_hash(seed)).collect()
     }
 
-    /// [`Collection::query`] on the current state.
+    /// [`SetIndex::query`] on the current state.
     pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
         self.read(|c| c.query(key))
     }
 
-    /// [`Collection::query_into`] on the current state: no allocation once
+    /// [`SetIndex::query_into`] on the current state: no allocation once
     /// `out` is warm.
     pub fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
         self.read(|c| c.query_into(key, out));
     }
 
-    /// [`Collection::query_batch`] on the current state (one state for the
+    /// [`SetIndex::query_batch`] on the current state (one state for the
     /// whole batch). For a batch that allocates nothing once warm, use
     /// [`QueryPool::query_batch`](crate::pool::QueryPool::query_batch).
     pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
         self.read(|c| c.query_batch(keys, results));
     }
 
-    /// [`Collection::query_batch_hashes`] on the current state.
+    /// [`SetIndex::query_batch_hashes`] on the current state.
     pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
         self.read(|c| c.query_batch_hashes(hashes, results));
     }
 
-    /// [`Collection::score_into`] on the current state.
+    /// [`SetIndex::score_into`] on the current state.
     pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
         self.read(|c| c.score_into(keys, scores));
     }
 
-    /// [`Collection::query_threshold`] on the current state.
+    /// [`SetIndex::query_threshold`] on the current state.
     pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
         self.read(|c| c.query_threshold(keys, threshold))
     }
 
     /// Number of sets in the current state.
     pub fn len(&self) -> usize {
-        self.read(Collection::len)
+        self.read(SetIndex::len)
     }
 
     /// Whether the current state holds no set.
     pub fn is_empty(&self) -> bool {
-        self.read(Collection::is_empty)
+        self.read(SetIndex::is_empty)
     }
 
     /// Whether the current state holds set `id`.
@@ -210,42 +209,42 @@ impl ConcurrentIndex<Collection> {
         self.read(|c| c.contains_set(id))
     }
 
-    /// [`Collection::insert_set`], concurrently with queries.
+    /// [`SetIndex::insert_set`], concurrently with queries.
     ///
     /// # Errors
     ///
-    /// As [`Collection::insert_set`]; nothing is published then.
+    /// As [`SetIndex::insert_set`]; nothing is published then.
     pub fn insert_set<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
-        self.apply_one(CollectionOp::InsertSet { id, hashes: self.hashes(keys) })
+        self.apply_one(SetOp::InsertSet { id, hashes: self.hashes(keys) })
     }
 
-    /// [`Collection::remove_set`], concurrently with queries.
+    /// [`SetIndex::remove_set`], concurrently with queries.
     ///
     /// # Errors
     ///
-    /// As [`Collection::remove_set`].
+    /// As [`SetIndex::remove_set`].
     pub fn remove_set(&self, id: u64) -> Result<()> {
-        self.apply_one(CollectionOp::RemoveSet { id })
+        self.apply_one(SetOp::RemoveSet { id })
     }
 
-    /// [`Collection::add_keys`], concurrently with queries: readers see
+    /// [`SetIndex::add_keys`], concurrently with queries: readers see
     /// all of the keys or none, and the set's new filter with them.
     ///
     /// # Errors
     ///
-    /// As [`Collection::add_keys`].
+    /// As [`SetIndex::add_keys`].
     pub fn add_keys<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
-        self.apply_one(CollectionOp::AddKeys { id, hashes: self.hashes(keys) })
+        self.apply_one(SetOp::AddKeys { id, hashes: self.hashes(keys) })
     }
 
-    /// Replaces set `id`'s keys with `keys` ([`CollectionOp::ReplaceSet`]):
+    /// Replaces set `id`'s keys with `keys` ([`SetOp::ReplaceSet`]):
     /// readers see the old set or the new one, never neither.
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownId`], or as [`Collection::insert_set`].
+    /// [`Error::UnknownId`], or as [`SetIndex::insert_set`].
     pub fn replace_set<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
-        self.apply_one(CollectionOp::ReplaceSet { id, hashes: self.hashes(keys) })
+        self.apply_one(SetOp::ReplaceSet { id, hashes: self.hashes(keys) })
     }
 }
 
@@ -265,13 +264,13 @@ pub(crate) struct CollectionScratch {
     grown_parts: Vec<usize>,
 }
 
-impl Collection {
+impl SetIndex {
     /// A key's hash, the same for every part.
     pub(crate) fn key_hash<K: Key + ?Sized>(&self, key: &K) -> KeyHash {
         self.hash(key)
     }
 
-    /// [`Collection::query_batch`] with the caller's scratch.
+    /// [`SetIndex::query_batch`] with the caller's scratch.
     pub(crate) fn query_batch_with<K: Key>(&self, keys: &[K], results: &mut BatchResults, s: &mut CollectionScratch) {
         if let Some(index) = self.single_part() {
             index.query_batch(keys, results);
@@ -284,7 +283,7 @@ impl Collection {
         s.hashes = hashes;
     }
 
-    /// [`Collection::query_batch_hashes`] with the caller's scratch.
+    /// [`SetIndex::query_batch_hashes`] with the caller's scratch.
     pub(crate) fn query_batch_hashes_with(
         &self,
         hashes: &[KeyHash],
@@ -298,7 +297,7 @@ impl Collection {
         self.append_batch_per_key(hashes, results, &mut s.ids);
     }
 
-    /// [`Collection::query_threshold`] into `out` (cleared first), with the
+    /// [`SetIndex::query_threshold`] into `out` (cleared first), with the
     /// caller's scratch: `scores` for each part's scoring, `s` for the rest.
     pub(crate) fn query_threshold_with<K: Key>(
         &self,

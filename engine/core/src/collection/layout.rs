@@ -57,7 +57,7 @@
 //! `package_list_shape_is_within_1_6x_of_the_optimum` and
 //! `model_matches_built_collections`), at `p` = 1%, memory measured on the
 //! built collection (rows: the parts' [`SlicedIndex::rows_bytes`](crate::SlicedIndex::rows_bytes),
-//! equal to the model's bits; all: `Collection::memory_bytes`, with the
+//! equal to the model's bits; all: `SetIndex::memory_bytes`, with the
 //! id maps and column owners):
 //!
 //! | config | parts | row runs per key | rows | rows vs per-set optimum | all |
@@ -638,7 +638,7 @@ mod tests {
             .collect();
         let sets: Vec<(u64, Vec<[u8; 8]>)> =
             sets.iter().map(|(id, keys)| (*id, keys.iter().map(|k| k.to_le_bytes()).collect())).collect();
-        let collection = crate::collection::Collection::build(&sets, 0.01, config).unwrap();
+        let collection = crate::collection::SetIndex::build(&sets, 0.01, config).unwrap();
         let rows: u64 = collection.parts().map(|ix| ix.rows_bytes() as u64).sum();
         let layout = collection.layout().clone();
         assert_eq!(rows * 8, layout.bits(), "{layout}");

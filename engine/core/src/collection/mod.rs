@@ -1,4 +1,4 @@
-//! [`Collection`]: named sets of any sizes behind one index, in size-classed
+//! [`SetIndex`]: named sets of any sizes behind one index, in size-classed
 //! parts.
 //!
 //! Every filter of a [`SlicedIndex`] has the same length `m`, so one index
@@ -16,7 +16,7 @@
 //! A set is placed in the part of least capacity that holds it, and counts
 //! the keys it is given (every key given counts, duplicates included, so
 //! the count never falls behind the distinct keys). When
-//! [`Collection::add_keys`] takes a filter past its capacity, the set gains
+//! [`SetIndex::add_keys`] takes a filter past its capacity, the set gains
 //! a filter in a larger part, as in scalable Bloom filters: its `j`-th
 //! added filter (`j >= 1`) is sized for `c * 2^j` keys, `c` the capacity
 //! of its first filter, at the tighter rate `p / 2^j`, and is placed in an
@@ -30,7 +30,7 @@
 //! > false-positive rate `<= 1 - prod_j (1 - p_j) <= sum_j p_j < p * (1 + 1/2 + 1/4 + ...) = 2p`
 //!
 //! whatever the number of keys added. Capacities double, so a set that
-//! grows to `n` keys has `O(log(n / c))` filters. [`Collection::fpr_bound`]
+//! grows to `n` keys has `O(log(n / c))` filters. [`SetIndex::fpr_bound`]
 //! gives a set's `sum_j` of its filters' predicted rates at their loads.
 //! A set's filters are in distinct parts (each added filter needs more bits
 //! than the last) and carry the set's id as their column id.
@@ -74,7 +74,7 @@
 //! rows rounded up to a cache line. A part holding one large set costs
 //! that set's filter. The layout's memory model is that storage rule, so
 //! its predicted bits are the rows the parts hold
-//! ([`SlicedIndex::rows_bytes`]); [`Collection::memory_bytes`] adds the id
+//! ([`SlicedIndex::rows_bytes`]); [`SetIndex::memory_bytes`] adds the id
 //! maps and column owners (see [`layout`] for measured figures).
 //!
 //! # Files and threads
@@ -83,7 +83,7 @@
 //! and [`crate::persist::open_collection_mmap`] keep a collection in one
 //! file (format 2 of `docs/FORMAT.md`: every part an embedded index, every
 //! section checksummed and 64-byte aligned); an index file of format 1
-//! opens as a one-part collection. [`ConcurrentCollection`] lets readers
+//! opens as a one-part collection. [`ConcurrentIndex`] lets readers
 //! query while a writer publishes, and [`crate::QueryPool`] answers its
 //! batches on pinned workers.
 
@@ -102,7 +102,7 @@ use crate::params::{BloomParams, HashScheme};
 use crate::score::{Scores, Threshold};
 use crate::sliced::{BatchResults, SlicedIndex};
 pub(crate) use concurrent::CollectionScratch;
-pub use concurrent::{CollectionOp, ConcurrentCollection};
+pub use concurrent::SetOp;
 pub use layout::{Layout, LayoutConfig, PartPlan};
 
 /// One part: a sliced index and the number of keys a set placed in it by
@@ -122,12 +122,12 @@ struct Slot {
     load: u64,
 }
 
-/// One filter of a set, as [`Collection::filters`] describes it.
+/// One filter of a set, as [`SetIndex::filters`] describes it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FilterInfo {
     /// The parameters of the filter's part.
     pub params: BloomParams,
-    /// The part (an index into [`Collection::parts`]).
+    /// The part (an index into [`SetIndex::parts`]).
     pub part: usize,
     /// Keys the filter may hold at its false-positive rate (`p` for a
     /// set's first filter, `p / 2^j` for its `j`-th added one).
@@ -202,13 +202,13 @@ impl PartPrefetch {
 /// size-classed parts (see the [module documentation](self)).
 ///
 /// ```
-/// use bloomslice::{Collection, LayoutConfig};
+/// use bloomslice::{SetIndex, LayoutConfig};
 ///
 /// // Three small sets and a large one, at 1% false positives.
 /// let small: Vec<String> = (0..20).map(|i| format!("small-{i}")).collect();
 /// let large: Vec<String> = (0..20_000).map(|i| format!("large-{i}")).collect();
 /// let sets = vec![(1, small.clone()), (2, small.clone()), (3, small), (9, large)];
-/// let mut collection = Collection::build(&sets, 0.01, LayoutConfig::default())?;
+/// let mut collection = SetIndex::build(&sets, 0.01, LayoutConfig::default())?;
 /// assert_eq!(collection.layout().parts().len(), 2);
 /// let mut hits = collection.query("large-7");
 /// hits.sort_unstable();
@@ -223,7 +223,7 @@ impl PartPrefetch {
 /// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone, Debug)]
-pub struct Collection {
+pub struct SetIndex {
     p: f64,
     k: u32,
     scheme: HashScheme,
@@ -234,11 +234,11 @@ pub struct Collection {
     grown: usize,
     layout: Layout,
     /// The k-mer length of a sequence collection (see
-    /// [`Collection::kmer_length`]).
+    /// [`SetIndex::kmer_length`]).
     kmer_length: Option<KmerLength>,
 }
 
-impl Collection {
+impl SetIndex {
     /// An empty collection at false-positive rate `p`, with the default
     /// hash scheme and seed 0; sets added later each get the part that
     /// holds their size (a new part if none does).
@@ -251,14 +251,14 @@ impl Collection {
         Self::with_hashing(p, HashScheme::default(), 0)
     }
 
-    /// [`Collection::new`] with the given hash scheme and seed.
+    /// [`SetIndex::new`] with the given hash scheme and seed.
     ///
     /// # Errors
     ///
-    /// As [`Collection::new`].
+    /// As [`SetIndex::new`].
     pub fn with_hashing(p: f64, scheme: HashScheme, seed: u64) -> Result<Self> {
         let layout = Layout::choose(&[], p, LayoutConfig::default())?;
-        Ok(Collection {
+        Ok(SetIndex {
             p,
             k: layout.k(),
             scheme,
@@ -283,11 +283,11 @@ impl Collection {
         Self::build_with_hashing(sets, p, config, HashScheme::default(), 0)
     }
 
-    /// [`Collection::build`] with the given hash scheme and seed.
+    /// [`SetIndex::build`] with the given hash scheme and seed.
     ///
     /// # Errors
     ///
-    /// As [`Collection::build`].
+    /// As [`SetIndex::build`].
     pub fn build_with_hashing<K: Key, S: AsRef<[K]>>(
         sets: &[(u64, S)],
         p: f64,
@@ -347,9 +347,9 @@ impl Collection {
         self.k
     }
 
-    /// The layout the collection was built with ([`Collection::new`]: the
+    /// The layout the collection was built with ([`SetIndex::new`]: the
     /// layout of no sets). Parts added since for sets larger than every
-    /// part, or for grown sets, are not in it; [`Collection::parts`] has
+    /// part, or for grown sets, are not in it; [`SetIndex::parts`] has
     /// them all.
     pub fn layout(&self) -> &Layout {
         &self.layout
@@ -597,7 +597,7 @@ impl Collection {
     }
 
     /// Part `index`'s ids for `hash` appended to `out`, prefetching unless
-    /// `resident` ([`Collection::rows_resident`]).
+    /// `resident` ([`SetIndex::rows_resident`]).
     #[inline]
     fn part_append(index: &SlicedIndex, hash: KeyHash, out: &mut Vec<u64>, resident: bool) {
         if resident {
@@ -627,7 +627,7 @@ impl Collection {
         out
     }
 
-    /// [`Collection::query`] into a caller buffer that is cleared first.
+    /// [`SetIndex::query`] into a caller buffer that is cleared first.
     /// Allocates nothing once `out` has grown, as the first queries make it:
     /// to the largest answer plus the few slots (at most 24) the kernels
     /// write past an answer's end.
@@ -635,7 +635,7 @@ impl Collection {
         self.query_hash_into(self.hash(key), out);
     }
 
-    /// [`Collection::query_into`] by the key's hash.
+    /// [`SetIndex::query_into`] by the key's hash.
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
         let resident = self.rows_resident();
@@ -660,7 +660,7 @@ impl Collection {
         self.query_batch_hashes(&hashes, results);
     }
 
-    /// [`Collection::query_batch`] for keys already hashed.
+    /// [`SetIndex::query_batch`] for keys already hashed.
     pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
         if let Some(index) = self.single_part() {
             index.query_batch_hashes(hashes, results);
@@ -671,8 +671,8 @@ impl Collection {
     }
 
     /// A batch over several parts, key by key: each part appends the key's
-    /// ids to `ids`, as [`Collection::query_hash_into`] does for one key
-    /// (see [`Collection::query_batch`] for why).
+    /// ids to `ids`, as [`SetIndex::query_hash_into`] does for one key
+    /// (see [`SetIndex::query_batch`] for why).
     pub(crate) fn append_batch_per_key(&self, hashes: &[KeyHash], results: &mut BatchResults, ids: &mut Vec<u64>) {
         results.clear();
         let resident = self.rows_resident();
@@ -715,7 +715,7 @@ impl Collection {
 
     /// The sets whose count for the query `keys` reaches `threshold`, as
     /// `(id, count)` by ascending id (a `min_count` of 0 returns every
-    /// set), counts as in [`Collection::score_into`]. Sets with one filter
+    /// set), counts as in [`SetIndex::score_into`]. Sets with one filter
     /// are scored, pruned, by their part
     /// ([`SlicedIndex::query_threshold_into`]); sets with several filters
     /// are counted key by key.

@@ -1,13 +1,13 @@
-//! What files need of a [`Collection`]: its parts and filters as plain
+//! What files need of a [`SetIndex`]: its parts and filters as plain
 //! data and a collection rebuilt from them (checked), a one-part collection
 //! of an existing [`SlicedIndex`] (how a format-1 index file opens as a
 //! collection), the k-mer label of a sequence collection, and
-//! [`Collection::replace_set`].
+//! [`SetIndex::replace_set`].
 
 use hashbrown::HashMap;
 
 use super::layout::{self, Layout, PartPlan};
-use super::{Collection, Part, Slot};
+use super::{Part, SetIndex, Slot};
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::Key;
@@ -50,14 +50,14 @@ fn estimated_load(ones: u64, m: u64, k: u32) -> u64 {
     n.round() as u64
 }
 
-impl Collection {
+impl SetIndex {
     /// A collection of one part, `index` (kept as it is: a mapped index
     /// stays mapped), at target false-positive rate `p`. The part's
     /// capacity is the keys a filter of its `m` bits and `k` hash
     /// functions holds at rate `p`; each set's load is estimated from the
     /// set bits of its column (`-(m / k) ln(1 - bits / m)`), capped at
     /// that capacity, so a set whose filter is over-full gains a filter on
-    /// its next [`Collection::add_keys`]. The collection takes the index's
+    /// its next [`SetIndex::add_keys`]. The collection takes the index's
     /// `k`, hash scheme, seed and k-mer length. Answers, scores and
     /// thresholds are the index's.
     ///
@@ -66,7 +66,7 @@ impl Collection {
     /// the file's `k`).
     ///
     /// ```
-    /// use bloomslice::{BloomFilter, BloomParams, Collection, SlicedIndex};
+    /// use bloomslice::{BloomFilter, BloomParams, SetIndex, SlicedIndex};
     ///
     /// let params = BloomParams::for_capacity(100, 0.01)?;
     /// let mut index = SlicedIndex::new(params);
@@ -75,7 +75,7 @@ impl Collection {
     ///     filter.insert(&key.to_le_bytes());
     /// }
     /// index.insert_filter(7, &filter)?;
-    /// let collection = Collection::from_index(index, 0.01)?;
+    /// let collection = SetIndex::from_index(index, 0.01)?;
     /// assert_eq!(collection.query(&3u64.to_le_bytes()), [7]);
     /// let load = collection.filters(7).unwrap()[0].load;
     /// assert!((50..=70).contains(&load), "{load}");
@@ -85,15 +85,15 @@ impl Collection {
     /// # Errors
     ///
     /// [`Error::InvalidFalsePositiveRate`] for a `p` outside (0, 1).
-    pub fn from_index(index: SlicedIndex, p: f64) -> Result<Collection> {
+    pub fn from_index(index: SlicedIndex, p: f64) -> Result<SetIndex> {
         Self::from_index_estimated(index, p, true)
     }
 
-    /// [`Collection::from_index`]; with `exact` false, each set's load is
+    /// [`SetIndex::from_index`]; with `exact` false, each set's load is
     /// estimated from its shard's recorded bit count shared evenly among
     /// the shard's sets, which reads no row (for a mapped index whose rows
-    /// are not verified yet; [`Collection::estimate_loads`] refines it).
-    pub(crate) fn from_index_estimated(index: SlicedIndex, p: f64, exact: bool) -> Result<Collection> {
+    /// are not verified yet; [`SetIndex::estimate_loads`] refines it).
+    pub(crate) fn from_index_estimated(index: SlicedIndex, p: f64, exact: bool) -> Result<SetIndex> {
         if !(p > 0.0 && p < 1.0) {
             return Err(Error::InvalidFalsePositiveRate(p));
         }
@@ -122,7 +122,7 @@ impl Collection {
         let plan = PartPlan { min_size: 0, capacity, m, sets: ones.len(), bits: m.saturating_mul(ones.len() as u64) };
         let layout = Layout::of_plans(p, k, vec![plan], &loads)?;
         let kmer_length = index.kmer_length();
-        Ok(Collection {
+        Ok(SetIndex {
             p,
             k,
             scheme: params.scheme(),
@@ -136,8 +136,8 @@ impl Collection {
     }
 
     /// Re-estimates the loads of a collection made by
-    /// [`Collection::from_index_estimated`] from every column's bits, as
-    /// [`Collection::from_index`] does (one pass over the rows).
+    /// [`SetIndex::from_index_estimated`] from every column's bits, as
+    /// [`SetIndex::from_index`] does (one pass over the rows).
     pub(crate) fn estimate_loads(&mut self) {
         for (i, part) in self.parts.iter().enumerate() {
             let (m, k) = (part.index.params().m(), part.index.params().k());
@@ -173,7 +173,7 @@ impl Collection {
     /// Replaces the keys of set `id` with `keys`: afterwards the set
     /// answers for exactly `keys` (up to false positives), in one filter
     /// in the part of least capacity that holds their number (a new part
-    /// sized for them if none does), as [`Collection::insert_set`] places
+    /// sized for them if none does), as [`SetIndex::insert_set`] places
     /// a new set. The set keeps its id; its other filters are removed.
     ///
     /// # Errors
@@ -210,7 +210,7 @@ impl Collection {
     }
 
     /// Puts back the filters `saved` of set `id` into the parts of
-    /// `slots` (after a failed [`Collection::replace_set`]). Only an
+    /// `slots` (after a failed [`SetIndex::replace_set`]). Only an
     /// allocation failure can stop it, and then the first error is the
     /// one reported.
     fn restore(&mut self, id: u64, slots: &[Slot], saved: &[BloomFilter]) {
@@ -222,7 +222,7 @@ impl Collection {
     /// Adds a set under a new id holding `filter` as it is: in the first
     /// part of the filter's parameters, or in a new part of them. Its
     /// capacity is the keys the filter holds at rate `p`, its load
-    /// estimated from its bits (as [`Collection::from_index`] does).
+    /// estimated from its bits (as [`SetIndex::from_index`] does).
     ///
     /// # Errors
     ///
@@ -258,7 +258,7 @@ impl Collection {
         self.single_part()
     }
 
-    /// [`Collection::query_hash_into`] appending to `out` (what was there
+    /// [`SetIndex::query_hash_into`] appending to `out` (what was there
     /// stays): every live part appends its ids, and when some set has
     /// grown the appended ids are sorted and deduplicated.
     #[inline]
@@ -340,7 +340,7 @@ impl Collection {
         head: StoredHead,
         parts: Vec<(u64, SlicedIndex)>,
         filters: &[StoredFilter],
-    ) -> Result<Collection> {
+    ) -> Result<SetIndex> {
         let bad = |msg: String| Err(Error::CorruptFile(msg));
         let StoredHead { p, k, scheme, seed, kmer_length, layout } = head;
         if !(p > 0.0 && p < 1.0) {
@@ -415,7 +415,7 @@ impl Collection {
         if columns != filters.len() {
             return bad(format!("parts hold {columns} filters but the set table lists {}", filters.len()));
         }
-        Ok(Collection {
+        Ok(SetIndex {
             p,
             k,
             scheme,
@@ -454,7 +454,7 @@ mod tests {
         let keys = |r: std::ops::Range<u64>| -> Vec<[u8; 8]> { r.map(u64::to_le_bytes).collect() };
         let small = keys(0..20);
         let sets = vec![(1u64, small.clone()), (2, small)];
-        let mut c = Collection::build(&sets, 0.01, crate::LayoutConfig::default()).unwrap();
+        let mut c = SetIndex::build(&sets, 0.01, crate::LayoutConfig::default()).unwrap();
         c.add_keys(1, &keys(100..400)).unwrap();
         assert!(c.filter_count(1).unwrap() > 1);
         assert_eq!(c.grown_sets(), 1);

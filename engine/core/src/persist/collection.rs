@@ -1,4 +1,4 @@
-//! Collection files: a [`Collection`] with its [`SetNames`] in one file,
+//! SetIndex files: a [`SetIndex`] with its [`SetNames`] in one file,
 //! format version 2 (specified in `docs/FORMAT.md`, section "Collection
 //! files (format 2)").
 //!
@@ -12,11 +12,11 @@
 //!
 //! The readers ([`collection_from_bytes`], [`load_collection`],
 //! [`open_collection_mmap`]) also open a format-1 index file, as a
-//! collection of one part ([`Collection::from_index`] at `p = 2^-k`).
+//! collection of one part ([`SetIndex::from_index`] at `p = 2^-k`).
 //! The checksum policy is that of [`super`]: everything but the rows is
 //! verified before a collection is returned, and the rows are verified too
 //! except by [`open_collection_mmap`] with [`Verify::Deferred`], which
-//! leaves them to [`LoadedCollection::verify`].
+//! leaves them to [`LoadedSetIndex::verify`].
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -31,7 +31,7 @@ use super::format::{
 };
 use super::names::{MAX_NAME_BYTES, Raw};
 use super::{FileInfo, LoadedIndex, SetNames, Verify};
-use crate::collection::Collection;
+use crate::collection::SetIndex;
 use crate::collection::layout::{Layout, PartPlan};
 use crate::collection::stored::{StoredFilter, StoredHead};
 use crate::error::{Error, Result};
@@ -63,10 +63,10 @@ const NAME_ENTRY_BYTES: u64 = 16;
 
 /// A collection read or mapped from a file, with its set names.
 #[derive(Clone, Debug)]
-pub struct LoadedCollection {
+pub struct LoadedSetIndex {
     /// The collection (parts may be windows of a memory map; writes copy
     /// the shards they touch).
-    pub collection: Collection,
+    pub collection: SetIndex,
     /// The set names stored with it.
     pub names: SetNames,
     /// Version, size and checksums: for a collection file, `header`, `part
@@ -77,13 +77,13 @@ pub struct LoadedCollection {
     pub info: FileInfo,
 }
 
-impl LoadedCollection {
+impl LoadedSetIndex {
     /// Verifies the row checksums (if not done yet), the collection's
-    /// invariants ([`Collection::validate`]) and the uniqueness of the set
+    /// invariants ([`SetIndex::validate`]) and the uniqueness of the set
     /// names. For a format-1 file opened with [`Verify::Deferred`], the
     /// sets' loads (estimated from their shards' bit counts when it was
     /// opened) are then estimated from their own columns, as
-    /// [`Collection::from_index`] does. Call it before changing the
+    /// [`SetIndex::from_index`] does. Call it before changing the
     /// collection: a shard changed since opening no longer has its file's
     /// checksum.
     ///
@@ -94,7 +94,7 @@ impl LoadedCollection {
         self.verify_with(Loads::Exact)
     }
 
-    /// [`LoadedCollection::verify`]; with [`Loads::Cheap`], the loads of a
+    /// [`LoadedSetIndex::verify`]; with [`Loads::Cheap`], the loads of a
     /// format-1 file are left as they were estimated when it was opened.
     pub(crate) fn verify_with(&mut self, loads: Loads) -> Result<()> {
         if self.info.rows_verified {
@@ -133,8 +133,8 @@ impl LoadedCollection {
     fn from_index(loaded: LoadedIndex, loads: Loads) -> Result<Self> {
         let LoadedIndex { index, names, info } = loaded;
         let p = v1_rate(index.params());
-        let collection = Collection::from_index_estimated(index, p, loads == Loads::Exact)?;
-        Ok(LoadedCollection { collection, names, info })
+        let collection = SetIndex::from_index_estimated(index, p, loads == Loads::Exact)?;
+        Ok(LoadedSetIndex { collection, names, info })
     }
 }
 
@@ -142,7 +142,7 @@ impl LoadedCollection {
 /// does not store them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Loads {
-    /// From every column's bits, as [`Collection::from_index`] does (a
+    /// From every column's bits, as [`SetIndex::from_index`] does (a
     /// pass over the rows counting every set bit).
     Exact,
     /// From each shard's recorded bit count, shared evenly among its sets
@@ -577,7 +577,7 @@ fn in_part(i: usize, e: Error) -> Error {
 }
 
 /// Builds the collection of checked parts.
-fn assemble(meta: Meta, parts: Vec<LoadedIndex>, rows_verified: bool) -> Result<LoadedCollection> {
+fn assemble(meta: Meta, parts: Vec<LoadedIndex>, rows_verified: bool) -> Result<LoadedSetIndex> {
     let infos: Vec<FileInfo> = parts.iter().map(|p| p.info.clone()).collect();
     let info = meta.info(&infos, rows_verified);
     let kmer = meta.header.kmer_length;
@@ -590,20 +590,20 @@ fn assemble(meta: Meta, parts: Vec<LoadedIndex>, rows_verified: bool) -> Result<
             (entry.capacity, part.index)
         })
         .collect();
-    let collection = Collection::from_stored(meta.head(), stored, &meta.filters)?;
-    Ok(LoadedCollection { collection, names: meta.names, info })
+    let collection = SetIndex::from_stored(meta.head(), stored, &meta.filters)?;
+    Ok(LoadedSetIndex { collection, names: meta.names, info })
 }
 
 /// Reads a whole file from `r` (of `real_len` bytes), either format, fully
 /// verified.
-fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path, loads: Loads) -> Result<LoadedCollection> {
+fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path, loads: Loads) -> Result<LoadedSetIndex> {
     let mut head = [0u8; COLLECTION_HEADER_BYTES as usize];
     let avail = real_len.min(COLLECTION_HEADER_BYTES) as usize;
     read_exact(r, &mut head[..avail], "header", 0, real_len)?;
     let head = &head[..avail];
     if head.len() >= 10 && head[0..8] == MAGIC && le_u16(head, 8) == FORMAT_MAJOR {
         let loaded = super::load_from_reader(&mut head.chain(r), real_len, what)?;
-        return LoadedCollection::from_index(loaded, loads);
+        return LoadedSetIndex::from_index(loaded, loads);
     }
     let meta = read_meta(head, r, real_len)?;
     let mut rd = Reader { r, at: meta_end(&meta), file_len: meta.header.file_len };
@@ -638,7 +638,7 @@ fn meta_end(meta: &Meta) -> u64 {
 /// [`Error::UnsupportedVersion`], [`Error::Truncated`],
 /// [`Error::ChecksumMismatch`], [`Error::CorruptFile`],
 /// [`Error::DuplicateName`] as [`Error::CorruptFile`]); never a panic.
-pub fn collection_from_bytes(bytes: &[u8]) -> Result<LoadedCollection> {
+pub fn collection_from_bytes(bytes: &[u8]) -> Result<LoadedSetIndex> {
     let mut r = bytes;
     load_from_reader(&mut r, bytes.len() as u64, Path::new("collection bytes"), Loads::Exact)
 }
@@ -649,12 +649,12 @@ pub fn collection_from_bytes(bytes: &[u8]) -> Result<LoadedCollection> {
 /// # Errors
 ///
 /// [`Error::Io`], or the errors of [`collection_from_bytes`].
-pub fn load_collection(path: impl AsRef<Path>) -> Result<LoadedCollection> {
+pub fn load_collection(path: impl AsRef<Path>) -> Result<LoadedSetIndex> {
     load_collection_with(path.as_ref(), Loads::Exact)
 }
 
 /// [`load_collection`], estimating a format-1 file's loads as `loads` says.
-pub(crate) fn load_collection_with(path: &Path, loads: Loads) -> Result<LoadedCollection> {
+pub(crate) fn load_collection_with(path: &Path, loads: Loads) -> Result<LoadedSetIndex> {
     let (file, len) = super::open(path)?;
     let mut r = std::io::BufReader::with_capacity(1 << 16, file);
     load_from_reader(&mut r, len, path, loads)
@@ -665,7 +665,7 @@ pub(crate) fn load_collection_with(path: &Path, loads: Loads) -> Result<LoadedCo
 /// targets). With [`Verify::Full`] every checksum and invariant is checked
 /// before it returns; with [`Verify::Deferred`] only the tables are (every
 /// part's header, shard table and id map included), so opening costs the
-/// same whatever the rows' size, and [`LoadedCollection::verify`] checks
+/// same whatever the rows' size, and [`LoadedSetIndex::verify`] checks
 /// the rows later. Answers are those of [`load_collection`].
 ///
 /// # Safety
@@ -678,19 +678,19 @@ pub(crate) fn load_collection_with(path: &Path, loads: Loads) -> Result<LoadedCo
 /// # Errors
 ///
 /// [`Error::Io`], or the errors of [`collection_from_bytes`].
-pub unsafe fn open_collection_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<LoadedCollection> {
+pub unsafe fn open_collection_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<LoadedSetIndex> {
     // SAFETY: forwarded to the caller (this function's `# Safety`).
     unsafe { open_collection_mmap_with(path.as_ref(), verify, Loads::Exact) }
 }
 
 /// [`open_collection_mmap`], estimating a format-1 file's loads as
 /// `loads` says (with [`Verify::Deferred`] they are [`Loads::Cheap`] until
-/// [`LoadedCollection::verify`]).
+/// [`LoadedSetIndex::verify`]).
 ///
 /// # Safety
 ///
 /// That of [`open_collection_mmap`].
-pub(crate) unsafe fn open_collection_mmap_with(path: &Path, verify: Verify, loads: Loads) -> Result<LoadedCollection> {
+pub(crate) unsafe fn open_collection_mmap_with(path: &Path, verify: Verify, loads: Loads) -> Result<LoadedSetIndex> {
     let (file, len) = super::open(path)?;
     if len < COLLECTION_HEADER_BYTES {
         // Too short to map usefully (and an empty file cannot be mapped).
@@ -705,7 +705,7 @@ pub(crate) unsafe fn open_collection_mmap_with(path: &Path, verify: Verify, load
     // against its length.
     let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, e))?);
     let mut loaded = if le_u16(&map, 8) == FORMAT_MAJOR && map[0..8] == MAGIC {
-        LoadedCollection::from_index(super::loaded_from_map(&map)?, Loads::Cheap)?
+        LoadedSetIndex::from_index(super::loaded_from_map(&map)?, Loads::Cheap)?
     } else {
         mapped_collection(&map)?
     };
@@ -717,7 +717,7 @@ pub(crate) unsafe fn open_collection_mmap_with(path: &Path, verify: Verify, load
 
 /// The collection file of the whole `map`, its parts' rows used in place
 /// and not verified.
-fn mapped_collection(map: &Arc<memmap2::Mmap>) -> Result<LoadedCollection> {
+fn mapped_collection(map: &Arc<memmap2::Mmap>) -> Result<LoadedSetIndex> {
     let len = map.len() as u64;
     let head = &map[..map.len().min(COLLECTION_HEADER_BYTES as usize)];
     let mut rest: &[u8] = &map[head.len()..];
@@ -748,7 +748,7 @@ fn mapped_collection(map: &Arc<memmap2::Mmap>) -> Result<LoadedCollection> {
 ///
 /// [`Error::Io`] from the writer, [`Error::CapacityOverflow`] for sizes
 /// that overflow.
-pub fn write_collection_to<W: Write>(w: &mut W, collection: &Collection, names: &SetNames) -> Result<u64> {
+pub fn write_collection_to<W: Write>(w: &mut W, collection: &SetIndex, names: &SetNames) -> Result<u64> {
     let head = collection.stored_head();
     let parts: Vec<(u64, &SlicedIndex)> = collection.stored_parts().collect();
     let filters = collection.stored_filters();
@@ -864,7 +864,7 @@ fn emit<W: Write>(w: &mut W, at: &mut u64, to: u64, bytes: &[u8]) -> Result<()> 
 /// # Errors
 ///
 /// As [`write_collection_to`].
-pub fn collection_to_bytes(collection: &Collection, names: &SetNames) -> Result<Vec<u8>> {
+pub fn collection_to_bytes(collection: &SetIndex, names: &SetNames) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     write_collection_to(&mut out, collection, names)?;
     Ok(out)
@@ -876,6 +876,6 @@ pub fn collection_to_bytes(collection: &Collection, names: &SetNames) -> Result<
 /// # Errors
 ///
 /// [`Error::Io`] naming the step and the file.
-pub fn save_collection(path: impl AsRef<Path>, collection: &Collection, names: &SetNames) -> Result<()> {
+pub fn save_collection(path: impl AsRef<Path>, collection: &SetIndex, names: &SetNames) -> Result<()> {
     super::save_atomic(path.as_ref(), |w| write_collection_to(w, collection, names))
 }

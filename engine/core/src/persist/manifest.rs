@@ -51,9 +51,9 @@ use serde_json::{Map, Value, json};
 use xxhash_rust::xxh3::Xxh3;
 
 use super::file::temp_path;
-use super::{IndexFile, LoadedCollection, LoadedIndex, SetNames};
+use super::{IndexFile, LoadedIndex, LoadedSetIndex, SetNames};
 use crate::error::{Error, Result};
-use crate::{BloomFilter, BloomParams, Collection, SlicedIndex};
+use crate::{BloomFilter, BloomParams, SetIndex, SlicedIndex};
 
 /// The `format` string every manifest carries.
 pub const MANIFEST_FORMAT: &str = "bloomslice-manifest";
@@ -145,7 +145,7 @@ impl ShardFile {
     /// # Errors
     ///
     /// [`Error::Io`] if the file cannot be read.
-    pub fn describe_collection(dir: &Path, file: &str, collection: &Collection, names: &SetNames) -> Result<Self> {
+    pub fn describe_collection(dir: &Path, file: &str, collection: &SetIndex, names: &SetNames) -> Result<Self> {
         let (bytes, xxh3) = file_checksum(&dir.join(file))?;
         Ok(ShardFile { file: file.to_owned(), bytes, xxh3, sets: shard_sets(collection.ids(), names) })
     }
@@ -453,7 +453,7 @@ impl Manifest {
     /// # Errors
     ///
     /// [`Error::Manifest`] saying what differs.
-    pub fn check_collection(&self, i: usize, loaded: &LoadedCollection) -> Result<()> {
+    pub fn check_collection(&self, i: usize, loaded: &LoadedSetIndex) -> Result<()> {
         let entry = &self.files[i];
         let collection = &loaded.collection;
         let found = match collection.parts().next() {
@@ -500,7 +500,7 @@ fn edit_shard(
     shard: usize,
     path: &Path,
     wait: Duration,
-    f: impl FnOnce(&mut Collection, &mut SetNames) -> Result<()>,
+    f: impl FnOnce(&mut SetIndex, &mut SetNames) -> Result<()>,
     g: impl FnOnce(&mut SlicedIndex, &mut SetNames) -> Result<()>,
 ) -> Result<()> {
     if is_collection_file(path)? {

@@ -19,7 +19,7 @@
 //!   uses them).
 //! - [`save_collection`], [`load_collection`], [`open_collection_mmap`],
 //!   [`collection_from_bytes`] and [`collection_to_bytes`] do the same for a
-//!   [`Collection`](crate::Collection) with its names: collection files
+//!   [`SetIndex`](crate::SetIndex) with its names: collection files
 //!   (format 2), which embed each part as an index file. Their readers open
 //!   index files too, as collections of one part.
 //!
@@ -61,7 +61,7 @@ use std::sync::Arc;
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
 pub use self::collection::{
-    COLLECTION_FORMAT_MAJOR, COLLECTION_FORMAT_MINOR, COLLECTION_HEADER_BYTES, LoadedCollection, collection_from_bytes,
+    COLLECTION_FORMAT_MAJOR, COLLECTION_FORMAT_MINOR, COLLECTION_HEADER_BYTES, LoadedSetIndex, collection_from_bytes,
     collection_to_bytes, load_collection, open_collection_mmap, save_collection, write_collection_to,
 };
 use self::file::temp_path;

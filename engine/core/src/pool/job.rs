@@ -67,7 +67,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 
 use super::{MAX_TASKS_PER_BATCH, PoolError, Shared};
-use crate::collection::{Collection, CollectionScratch};
+use crate::collection::{CollectionScratch, SetIndex};
 use crate::error::Result;
 use crate::hash::{Key, KeyHash};
 use crate::score::{Scores, Threshold, ThresholdResults};
@@ -80,8 +80,8 @@ use crate::sliced::{BatchResults, SlicedIndex};
 pub enum Snapshot {
     /// A [`SlicedIndex`].
     Sliced(Arc<SlicedIndex>),
-    /// A [`Collection`].
-    Collection(Arc<Collection>),
+    /// A [`SetIndex`].
+    SetIndex(Arc<SetIndex>),
 }
 
 impl Snapshot {
@@ -89,7 +89,7 @@ impl Snapshot {
     fn hash<K: Key + ?Sized>(&self, key: &K) -> KeyHash {
         match self {
             Snapshot::Sliced(index) => index.params().hash(key),
-            Snapshot::Collection(collection) => collection.key_hash(key),
+            Snapshot::SetIndex(collection) => collection.key_hash(key),
         }
     }
 
@@ -100,7 +100,7 @@ impl Snapshot {
     fn query_batch<K: Key>(&self, keys: &[K], out: &mut BatchResults, bufs: Option<&mut ScoreBufs>) {
         match self {
             Snapshot::Sliced(index) => index.query_batch(keys, out),
-            Snapshot::Collection(collection) => match bufs {
+            Snapshot::SetIndex(collection) => match bufs {
                 Some(bufs) => collection.query_batch_with(keys, out, &mut bufs.collection),
                 None => collection.query_batch_with(keys, out, &mut CollectionScratch::default()),
             },
@@ -117,8 +117,8 @@ impl Snapshot {
         match (self, kind) {
             (Snapshot::Sliced(_), Kind::Keys) => {}
             (Snapshot::Sliced(index), Kind::Threshold) => index.reserve_scores(max_keys, scores, out),
-            (Snapshot::Collection(c), Kind::Keys) => c.reserve_scratch(max_keys, collection, None),
-            (Snapshot::Collection(c), Kind::Threshold) => c.reserve_scratch(max_keys, collection, Some((scores, out))),
+            (Snapshot::SetIndex(c), Kind::Keys) => c.reserve_scratch(max_keys, collection, None),
+            (Snapshot::SetIndex(c), Kind::Threshold) => c.reserve_scratch(max_keys, collection, Some((scores, out))),
         }
     }
 
@@ -128,7 +128,7 @@ impl Snapshot {
         let ScoreBufs { scores, out, collection: scratch } = bufs;
         match self {
             Snapshot::Sliced(index) => index.query_threshold_into(keys, threshold, scores, out),
-            Snapshot::Collection(collection) => collection.query_threshold_with(keys, threshold, scores, scratch, out),
+            Snapshot::SetIndex(collection) => collection.query_threshold_with(keys, threshold, scores, scratch, out),
         }
     }
 }
@@ -301,7 +301,7 @@ pub(crate) struct Job {
 // data) or written by exactly one task each (chunk `c` and scored output
 // `c` by task `c`), with the hand-overs ordered by the queue's
 // Release/Acquire and by `pending` (AcqRel) and `done` (SeqCst).
-// Every other field is Sync. `SlicedIndex` and `Collection` are Send + Sync.
+// Every other field is Sync. `SlicedIndex` and `SetIndex` are Send + Sync.
 unsafe impl Sync for Job {}
 
 // SAFETY: the one field that is not `Send` is the raw pointer of
@@ -753,7 +753,7 @@ impl PoolResults {
         let tasks = tasks_for(keys).clamp(1, MAX_TASKS_PER_BATCH);
         let chunk_len = keys.div_ceil(tasks).max(1);
         let tasks = keys.div_ceil(chunk_len);
-        if matches!(index, Snapshot::Collection(_)) {
+        if matches!(index, Snapshot::SetIndex(_)) {
             // The caller's scratch, whether or not it helps (see
             // `Snapshot::reserve`).
             index.reserve(Kind::Keys, chunk_len, self.scratch.get_or_insert_with(Box::default));

@@ -456,7 +456,7 @@ impl QueryPool {
     /// waits for the answers, which replace the contents of `results`
     /// (equal to [`crate::sliced::SlicedIndex::query_batch`]'s, key by key,
     /// or for a collection to
-    /// [`Collection::query_batch`](crate::collection::Collection::query_batch)'s).
+    /// [`SetIndex::query_batch`](crate::collection::SetIndex::query_batch)'s).
     /// The keys are not copied: each task hashes and queries its own range
     /// of `keys` in place. Once `results` and the pool are warm (for a
     /// collection: each worker has run a task on its parts), allocates

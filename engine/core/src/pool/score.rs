@@ -21,7 +21,7 @@ impl QueryPool {
     /// applied to each query's own length). The answers equal those of
     /// [`SlicedIndex::query_threshold_into`] called query by query on one
     /// snapshot of `index` (for a collection, those of
-    /// [`Collection::query_threshold`](crate::collection::Collection::query_threshold)).
+    /// [`SetIndex::query_threshold`](crate::collection::SetIndex::query_threshold)).
     ///
     /// Scheduled like [`QueryPool::query_batch`]: the caller loads one
     /// snapshot of the index and arms a job the pool keeps for reuse with a

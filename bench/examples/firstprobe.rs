@@ -25,6 +25,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
+use bloomslice::ReadIndex;
 use bloomslice::{BatchResults, BloomFilter, ConcurrentIndex, SlicedConfig};
 use bloomslice_bench::latency::Pacer;
 use bloomslice_bench::workload::random_full_index;

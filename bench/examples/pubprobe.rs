@@ -12,6 +12,7 @@
 
 use std::time::Instant;
 
+use bloomslice::ReadIndex;
 use bloomslice::{BloomFilter, ConcurrentIndex, SlicedConfig};
 use bloomslice_bench::workload::{params, random_full_index};
 

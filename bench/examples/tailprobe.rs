@@ -17,6 +17,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use bloomslice::ReadIndex;
 use bloomslice::{BatchResults, ConcurrentIndex, SlicedConfig};
 use bloomslice_bench::latency::spin;
 use bloomslice_bench::workload::random_full_index;

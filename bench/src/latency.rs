@@ -48,6 +48,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use bloomslice::ReadIndex;
 use bloomslice::storage::Words;
 use bloomslice::{
     BatchResults, BloomFilter, ConcurrentIndex, KeyHash, PoolConfig, PoolResults, QueryPool, SlicedConfig, Workers,

@@ -19,7 +19,7 @@ fn check(bytes: &[u8]) {
     loaded.index.validate().expect("a loaded index is valid");
     for key in 0..64u64 {
         let ids = loaded.index.query(&key.to_le_bytes());
-        assert!(ids.iter().all(|id| loaded.index.contains_id(*id)));
+        assert!(ids.iter().all(|id| loaded.index.contains(*id)));
     }
     let again = persist::to_bytes(&loaded.index, &loaded.names).expect("save");
     assert_eq!(again.len(), bytes.len());

@@ -92,7 +92,7 @@ fn own_ids(c: &SetIndex, ids: &[u64]) -> bool {
     let mut sorted = ids.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
-    sorted.len() == ids.len() && ids.iter().all(|&id| c.contains_set(id))
+    sorted.len() == ids.len() && ids.iter().all(|&id| c.contains(id))
 }
 
 /// Every query of `c` over the probe keys, checked to name only its sets.
@@ -110,9 +110,9 @@ fn answers(c: &SetIndex) -> Vec<Vec<u64>> {
     assert!(batch.iter().all(|ids| own_ids(c, ids)), "a batch named an id the collection does not hold");
     let mut scores = Scores::new();
     c.score_into(&keys[..16], &mut scores);
-    assert!(scores.iter().all(|(id, n)| c.contains_set(id) && n as usize <= 16));
+    assert!(scores.iter().all(|(id, n)| c.contains(id) && n as usize <= 16));
     let hits = c.query_threshold(&keys[..16], Threshold::count(1));
-    assert!(hits.iter().all(|&(id, n)| c.contains_set(id) && (1..=16).contains(&n)));
+    assert!(hits.iter().all(|&(id, n)| c.contains(id) && (1..=16).contains(&n)));
     out
 }
 

@@ -7,6 +7,7 @@
 
 use std::time::Instant;
 
+use bloomslice::ReadIndex;
 use bloomslice::{BloomFilter, BloomParams, ConcurrentIndex, SlicedIndex};
 
 const QUERIES: u64 = 2_000_000;

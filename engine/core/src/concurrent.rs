@@ -89,8 +89,8 @@ use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
 use crate::params::BloomParams;
-use crate::score::{Scores, Threshold};
-use crate::sliced::{BatchResults, SlicedIndex};
+
+use crate::sliced::SlicedIndex;
 
 /// How long a writer waits for the readers of the standby copy before it
 /// copies the standby instead (copy-on-write, sharing unchanged shards).
@@ -411,40 +411,6 @@ impl ConcurrentIndex<SlicedIndex> {
         &self.fixed
     }
 
-    /// [`SlicedIndex::query`] on the current state.
-    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
-        self.read(|ix| ix.query(key))
-    }
-
-    /// [`SlicedIndex::query_into`] on the current state: no allocation once
-    /// `out` is warm.
-    pub fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
-        self.read(|ix| ix.query_into(key, out));
-    }
-
-    /// [`SlicedIndex::query_batch`] on the current state (one state for the
-    /// whole batch).
-    pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
-        self.read(|ix| ix.query_batch(keys, results));
-    }
-
-    /// [`SlicedIndex::query_batch_hashes`] on the current state.
-    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
-        self.read(|ix| ix.query_batch_hashes(hashes, results));
-    }
-
-    /// [`SlicedIndex::score_into`] on the current state.
-    pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
-        self.read(|ix| ix.score_into(keys, scores));
-    }
-
-    /// [`SlicedIndex::query_threshold`] on the current state. For its
-    /// allocation-free form, call [`SlicedIndex::query_threshold_into`]
-    /// through [`ConcurrentIndex::read`].
-    pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
-        self.read(|ix| ix.query_threshold(keys, threshold))
-    }
-
     /// [`SlicedIndex::filter_cloned`] on the current state: a copy of the
     /// filter `id`, rebuilt from its column.
     ///
@@ -455,16 +421,6 @@ impl ConcurrentIndex<SlicedIndex> {
     /// filter cannot be allocated.
     pub fn filter_cloned(&self, id: u64) -> Result<BloomFilter> {
         self.read(|ix| ix.filter_cloned(id))
-    }
-
-    /// Number of filters in the current state.
-    pub fn len(&self) -> usize {
-        self.read(SlicedIndex::len)
-    }
-
-    /// Whether the current state holds no filter.
-    pub fn is_empty(&self) -> bool {
-        self.read(SlicedIndex::is_empty)
     }
 
     /// [`SlicedIndex::insert_filter`], concurrently with queries.

@@ -84,7 +84,7 @@ pub trait FilterIndex {
     }
 
     /// Whether a filter is stored under `id`.
-    fn contains_id(&self, id: u64) -> bool;
+    fn contains(&self, id: u64) -> bool;
 
     /// An empty filter that fits this index (its parameters, and for a
     /// dynamic index its member capacity).
@@ -239,7 +239,7 @@ macro_rules! key_verbs {
 }
 
 /// The id verbs of an index whose ids are the keys of one map field,
-/// written once: `len`, `is_empty`, `contains_id`, and with `ids` also
+/// written once: `len`, `is_empty`, `contains`, and with `ids` also
 /// `ids`. Exported (hidden) for the `bloomslice-papers` crate.
 #[doc(hidden)]
 #[macro_export]
@@ -257,7 +257,7 @@ macro_rules! id_verbs {
             }
 
             /// Whether a filter is stored under `id`.
-            pub fn contains_id(&self, id: u64) -> bool {
+            pub fn contains(&self, id: u64) -> bool {
                 self.$map.contains_key(&id)
             }
         }
@@ -291,8 +291,8 @@ macro_rules! delegate_filter_index {
             fn len(&self) -> usize {
                 <$index>::len(self)
             }
-            fn contains_id(&self, id: u64) -> bool {
-                <$index>::contains_id(self, id)
+            fn contains(&self, id: u64) -> bool {
+                <$index>::contains(self, id)
             }
             fn new_filter(&self) -> ::core::result::Result<$filter, $error> {
                 let $s = self;

@@ -111,6 +111,7 @@ mod naive;
 pub mod params;
 pub mod persist;
 pub mod pool;
+pub mod read;
 pub mod score;
 pub mod sharded;
 pub mod sliced;
@@ -130,6 +131,7 @@ pub use params::{BloomParams, HashScheme};
 pub use persist::manifest::Manifest;
 pub use persist::{LoadedIndex, LoadedSetIndex, SetNames, Verify};
 pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
+pub use read::ReadIndex;
 pub use score::{Scores, Threshold, ThresholdResults};
 pub use sliced::{BatchResults, SlicedConfig, SlicedIndex};
 

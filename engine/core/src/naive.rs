@@ -131,7 +131,7 @@ impl NaiveIndex {
     }
 
     /// Whether a filter is stored under `id`.
-    pub fn contains_id(&self, id: u64) -> bool {
+    pub fn contains(&self, id: u64) -> bool {
         self.filter(id).is_some()
     }
 

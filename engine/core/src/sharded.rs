@@ -65,7 +65,7 @@
 //! assert_eq!(sharded.names().id(b"site-3"), Some(3));
 //!
 //! let keys: Vec<[u8; 8]> = [42u64, 2_042].map(u64::to_le_bytes).to_vec();
-//! let mut results = ShardedResults::new();
+//! let mut results = BatchResults::new();
 //! sharded.query_batch(&keys, &mut results);
 //! assert!(results.get(1).unwrap().contains(&2));
 //!
@@ -309,28 +309,45 @@ impl ShardedIndex {
     }
 
     /// Answers a batch of keys into `results`: every file answers the whole
-    /// batch ([`SlicedIndex::query_batch`], hashed once per file), and the
+    /// batch ([`SetIndex::query_batch`], hashed once per file), and the
     /// answers are merged key by key. Keys already hashed are
     /// [`KeyHash`]es. Once `results` is warm, allocates nothing.
-    pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut ShardedResults) {
-        let ShardedResults { merged, parts } = results;
-        merged.clear();
+    pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
+        self.merge_files(keys.len(), results, |collection, part| batch(collection, keys, part));
+    }
+
+    /// [`ShardedIndex::query_batch`] for keys already hashed.
+    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
+        self.query_batch(hashes, results);
+    }
+
+    /// Has every file answer a batch of `n` keys through `answer`, then
+    /// merges the answers key by key into `results` (the files' own answers
+    /// go to buffers `results` keeps warm).
+    fn merge_files(&self, n: usize, results: &mut BatchResults, mut answer: impl FnMut(&SetIndex, &mut BatchResults)) {
         if let [one] = self.shards.as_slice() {
-            batch(&one.collection, keys, merged);
+            answer(&one.collection, results);
             return;
         }
+        let (mut parts, mut key_ids) = results.take_merge_buffers();
         parts.resize_with(self.shards.len(), BatchResults::new);
         for (shard, part) in self.shards.iter().zip(parts.iter_mut()) {
-            batch(&shard.collection, keys, part);
+            answer(&shard.collection, part);
         }
-        let mut key_ids = Vec::new();
-        for key in 0..keys.len() {
+        results.clear();
+        for key in 0..n {
             key_ids.clear();
             for part in parts.iter() {
                 key_ids.extend_from_slice(part.get(key).unwrap_or_default());
             }
-            merged.push_answer(&key_ids);
+            results.push_answer(&key_ids);
         }
+        results.put_merge_buffers(parts, key_ids);
+    }
+
+    /// Whether some file holds set `id`.
+    pub fn contains(&self, id: u64) -> bool {
+        self.shards.iter().any(|s| s.collection.contains(id))
     }
 
     /// Scores the query `keys` against every set of every file: afterwards
@@ -411,52 +428,6 @@ fn in_manifest(path: &Path, e: Error) -> Error {
     match e {
         Error::Manifest(reason) => Error::Manifest(format!("{}: {reason}", path.display())),
         e => e,
-    }
-}
-
-/// The per-key answers of [`ShardedIndex::query_batch`], in a reusable
-/// buffer: as [`BatchResults`], with the files' own answers kept warm
-/// beside the merged ones.
-#[derive(Clone, Debug, Default)]
-pub struct ShardedResults {
-    merged: BatchResults,
-    parts: Vec<BatchResults>,
-}
-
-impl ShardedResults {
-    /// An empty result buffer.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The merged answers of the last batch.
-    pub fn answers(&self) -> &BatchResults {
-        &self.merged
-    }
-
-    /// Number of keys in the last batch.
-    pub fn len(&self) -> usize {
-        self.merged.len()
-    }
-
-    /// Whether the last batch had no key.
-    pub fn is_empty(&self) -> bool {
-        self.merged.is_empty()
-    }
-
-    /// The ids matching key `i` of the last batch (file after file).
-    pub fn get(&self, i: usize) -> Option<&[u64]> {
-        self.merged.get(i)
-    }
-
-    /// Every key's answer of the last batch, in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u64]> + '_ {
-        self.merged.iter()
-    }
-
-    /// The whole last batch at once, as [`BatchResults::flat`].
-    pub fn flat(&self) -> (&[u64], &[usize]) {
-        self.merged.flat()
     }
 }
 
@@ -682,7 +653,7 @@ mod tests {
             assert_eq!(sharded.names().len(), 10);
             assert_eq!(sharded.names().id(b"set-13"), Some(13));
             assert!(sharded.memory_bytes() > 0);
-            let mut results = ShardedResults::new();
+            let mut results = BatchResults::new();
             // Twice: warm buffers give the same answers.
             for _ in 0..2 {
                 sharded.query_batch(&keys, &mut results);
@@ -733,7 +704,7 @@ mod tests {
         let whole = collection(dir.path(), &[&(0..20).collect::<Vec<_>>()]);
         let sharded = ShardedIndex::load(dir.path(), Verify::Deferred).unwrap();
         let keys = keys();
-        let (mut one, mut many) = (BatchResults::new(), ShardedResults::new());
+        let (mut one, mut many) = (BatchResults::new(), BatchResults::new());
         whole.query_batch(&keys, &mut one);
         sharded.query_batch(&keys, &mut many);
         assert!(one.iter().eq(many.iter()));

@@ -5,7 +5,7 @@
 //!
 //! Compared after every op: success or failure of each write, the answers
 //! to a fixed probe set of keys (sorted, since each index has its own
-//! order; batched and one by one), `len`, `contains_id` of the ids the op
+//! order; batched and one by one), `len`, `contains` of the ids the op
 //! touched, both indexes' invariants (`validate`), and the absence of false
 //! negatives against a model of the keys each filter really holds.
 //!
@@ -260,7 +260,7 @@ pub fn run_differential_with<A: FilterIndex, B: FilterIndex>(
         assert_eq!(ra, rb, "step {step} {op:?}: one index accepted the write and the other refused it");
         assert_eq!(a.len(), b.len(), "step {step} {op:?}: len");
         if let Op::Insert { id, .. } | Op::Delete { id } | Op::Update { id, .. } | Op::InsertKey { id, .. } = op {
-            assert_eq!(a.contains_id(id_of(*id)), b.contains_id(id_of(*id)), "step {step} {op:?}");
+            assert_eq!(a.contains(id_of(*id)), b.contains(id_of(*id)), "step {step} {op:?}");
         }
         let valid = |r: Result<(), Error>, which: &str| {
             if let Err(e) = r {

@@ -438,7 +438,7 @@ fn inconsistent_tables_are_corrupt_files() {
 // Sharded directories of collection files.
 
 use bloomslice::persist::manifest::{self, MANIFEST_FILE, Manifest, ManifestParams, ShardFile};
-use bloomslice::sharded::{ShardedIndex, ShardedResults};
+use bloomslice::sharded::ShardedIndex;
 
 fn sorted(mut v: Vec<u64>) -> Vec<u64> {
     v.sort_unstable();
@@ -521,7 +521,7 @@ fn sharded_manifests_of_collection_files_answer_as_the_collection() {
         assert_eq!(sharded.names().id(b"set-4"), names.id(b"set-4"));
         assert_eq!(sharded.shards()[0].collection.parts().len(), 1);
         assert!(sharded.shards()[1].collection.parts().len() >= 2);
-        let mut got = ShardedResults::new();
+        let mut got = BatchResults::new();
         sharded.query_batch(&probes, &mut got);
         for (i, key) in probes.iter().enumerate() {
             let expected = sorted(want.get(i).unwrap().to_vec());

@@ -6,6 +6,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
+use bloomslice::ReadIndex;
 use bloomslice::concurrent::DRAIN_PATIENCE;
 use bloomslice::{BatchResults, BloomFilter, BloomParams, ConcurrentIndex, SlicedIndex, WriteOp};
 
@@ -59,7 +60,7 @@ fn a_panic_inside_a_write_neither_stalls_the_next_write_nor_splits_the_copies() 
     let panicked = catch_unwind(AssertUnwindSafe(|| shared.insert_filter(99, &filter_of(0..3))));
     assert!(panicked.is_err(), "the hook panics inside the write");
     // The panicked write was never published.
-    assert!(!shared.snapshot().contains_id(99));
+    assert!(!shared.snapshot().contains(99));
     let start = Instant::now();
     shared.insert_key(2, "after the panic").unwrap();
     model.insert_key(2, "after the panic").unwrap();

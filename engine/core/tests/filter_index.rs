@@ -52,8 +52,8 @@ impl FilterIndex for Forgetful {
     fn len(&self) -> usize {
         self.0.len()
     }
-    fn contains_id(&self, id: u64) -> bool {
-        self.0.contains_id(id)
+    fn contains(&self, id: u64) -> bool {
+        self.0.contains(id)
     }
     fn new_filter(&self) -> Result<BloomFilter, Error> {
         BloomFilter::new(*self.0.params())

@@ -5,6 +5,7 @@
 //! published. One test: the counter is global, and tests of one binary run
 //! in parallel.
 
+use bloomslice::ReadIndex;
 use bloomslice::{BatchResults, BloomParams, ConcurrentIndex, Prehashed, Scores, Threshold};
 
 #[path = "common/counting_alloc.rs"]

@@ -7,6 +7,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use bloomslice::ReadIndex;
 use bloomslice::kernels::Kernels;
 use bloomslice::{
     BloomFilter, BloomParams, ConcurrentIndex, Error, Key, KeyHash, PoolConfig, PoolError, PoolResults, QueryPool,

@@ -67,7 +67,6 @@ use std::path::{Path, PathBuf};
 
 use bloomslice::persist::{self, LoadedIndex, Verify};
 use bloomslice::score::{Scores, Threshold};
-use bloomslice::sharded::ShardedResults;
 use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, SetNames, SlicedIndex};
 
 mod collection;
@@ -201,7 +200,6 @@ struct Scratch {
 #[derive(Default)]
 struct ChunkScratch {
     results: BatchResults,
-    sharded: ShardedResults,
 }
 
 /// What the query functions read of a handle: an index

@@ -47,8 +47,8 @@ impl Queried for BloomsliceSharded {
     }
 
     fn query_chunk<'s>(&self, hashes: &[KeyHash], scratch: &'s mut ChunkScratch) -> (&'s [u64], &'s [usize]) {
-        self.sharded.query_batch(hashes, &mut scratch.sharded);
-        scratch.sharded.flat()
+        self.sharded.query_batch(hashes, &mut scratch.results);
+        scratch.results.flat()
     }
 }
 

@@ -15,7 +15,7 @@ use bloomslice::{
 };
 
 use crate::escape::{self, plain, set_name};
-use crate::files::{Answers, Target, lock_index, map_collection};
+use crate::files::{Target, lock_index, map_collection};
 use crate::input::{self, Source};
 use crate::{CliError, demo, seqs};
 
@@ -718,7 +718,7 @@ pub fn query(o: &QueryOptions<'_>) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let write = |r: std::io::Result<()>| r.map_err(|e| CliError::Runtime(format!("cannot write output: {e}")));
-    let mut results = Answers::new();
+    let mut results = BatchResults::new();
     let mut counts: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
     let (mut scratch, mut hits) = (Scores::new(), Vec::new());
     let mut answer = |keys: &[&[u8]]| -> Result<(), CliError> {

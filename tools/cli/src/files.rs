@@ -10,7 +10,7 @@ use std::time::Duration;
 use bloomslice::persist::manifest::MANIFEST_FILE;
 use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedSetIndex, MAGIC, SetNames, Verify};
 use bloomslice::score::{Scores, Threshold};
-use bloomslice::sharded::{ShardedIndex, ShardedResults};
+use bloomslice::sharded::ShardedIndex;
 use bloomslice::{BatchResults, SetIndex};
 
 use crate::CliError;
@@ -99,11 +99,10 @@ impl Target {
     }
 
     /// Answers `keys` into `out`.
-    pub fn query_batch(&self, keys: &[&[u8]], out: &mut Answers) {
-        out.many = matches!(self, Target::Many(_));
+    pub fn query_batch(&self, keys: &[&[u8]], out: &mut BatchResults) {
         match self {
-            Target::One(l) => l.collection.query_batch(keys, &mut out.one),
-            Target::Many(s) => s.query_batch(keys, &mut out.sharded),
+            Target::One(l) => l.collection.query_batch(keys, out),
+            Target::Many(s) => s.query_batch(keys, out),
         }
     }
 
@@ -117,29 +116,8 @@ impl Target {
         out: &mut Vec<(u64, u32)>,
     ) {
         match self {
-            Target::One(l) => *out = l.collection.query_threshold(keys, threshold),
+            Target::One(l) => l.collection.query_threshold_into(keys, threshold, scratch, out),
             Target::Many(s) => s.query_threshold_into(keys, threshold, scratch, out),
         }
-    }
-}
-
-/// The answers of one batch, from either kind of [`Target`].
-#[derive(Default)]
-pub struct Answers {
-    one: BatchResults,
-    sharded: ShardedResults,
-    /// Whether the last batch was answered by shard files.
-    many: bool,
-}
-
-impl Answers {
-    /// No answers yet.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The set ids of each key of the last batch, in key order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u64]> + '_ {
-        if self.many { self.sharded.answers().iter() } else { self.one.iter() }
     }
 }

@@ -33,7 +33,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomslice::persist::manifest::{self, Manifest};
 use bloomslice::persist::{self, FileInfo, LoadedIndex, LoadedSetIndex, Verify};
-use bloomslice::sharded::{self, AnswerPart, PartIds, ShardedIndex, ShardedResults};
+use bloomslice::sharded::{self, AnswerPart, PartIds, ShardedIndex};
 use bloomslice::storage;
 use bloomslice::{
     BatchResults, BloomFilter, BloomParams, Error, HashScheme, KeyHash, LayoutConfig, Scores, SetIndex, SetNames,
@@ -448,10 +448,10 @@ impl Engine {
         }
     }
 
-    fn contains_set(&self, id: u64) -> bool {
+    fn contains(&self, id: u64) -> bool {
         match self {
-            Engine::Fixed(index) => index.contains_id(id),
-            Engine::Sized(collection, _) => collection.contains_set(id),
+            Engine::Fixed(index) => index.contains(id),
+            Engine::Sized(collection, _) => collection.contains(id),
         }
     }
 
@@ -547,7 +547,7 @@ impl Inner {
 
     /// The id of the set called `name`, or a `ValueError`.
     fn id_of(&self, name: &[u8]) -> PyResult<u64> {
-        self.names.id(name).filter(|&id| self.engine.contains_set(id)).ok_or_else(|| {
+        self.names.id(name).filter(|&id| self.engine.contains(id)).ok_or_else(|| {
             PyValueError::new_err(format!("no set named {:?} in the index", String::from_utf8_lossy(name)))
         })
     }
@@ -1334,11 +1334,11 @@ impl PyShardedIndex {
         let mut ids = Vec::new();
         let mut offsets = Vec::with_capacity(hashes.len() + 1);
         offsets.push(0u64);
-        let mut results = ShardedResults::new();
+        let mut results = BatchResults::new();
         for (i, chunk) in hashes.chunks(CHUNK).enumerate() {
             self.sharded.query_batch(chunk, &mut results);
             let left = hashes.len() - i * CHUNK - chunk.len();
-            append_csr(results.answers(), &mut ids, &mut offsets, left, |id| id);
+            append_csr(&results, &mut ids, &mut offsets, left, |id| id);
         }
         ids.shrink_to_fit();
         (ids, offsets)

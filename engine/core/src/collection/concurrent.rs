@@ -53,26 +53,6 @@ use crate::hash::{Key, KeyHash};
 use crate::score::{Scores, Threshold, reserve_total};
 use crate::sliced::BatchResults;
 
-/// A [`SetIndex`] shared by concurrent readers and writers (see the
-/// [module documentation](self)).
-///
-/// ```
-/// use bloomslice::{BatchResults, ConcurrentIndex, LayoutConfig, SetIndex};
-///
-/// let small: Vec<String> = (0..20).map(|i| format!("small-{i}")).collect();
-/// let large: Vec<String> = (0..5_000).map(|i| format!("large-{i}")).collect();
-/// let collection = SetIndex::build(&[(1, small), (9, large)], 0.01, LayoutConfig::default())?;
-/// let shared = ConcurrentIndex::new(collection);
-/// shared.insert_set(4, &["pear", "plum"])?; // &self: callable while others query
-/// shared.add_keys(1, &["apple"])?;
-/// assert!(shared.query("pear").contains(&4));
-/// let mut results = BatchResults::new();
-/// shared.query_batch(&["apple", "large-3"], &mut results);
-/// assert!(results.get(0).unwrap().contains(&1));
-/// assert!(results.get(1).unwrap().contains(&9));
-/// # Ok::<(), bloomslice::Error>(())
-/// ```
-
 /// One write to a [`ConcurrentIndex`] of a [`SetIndex`]; see [`ConcurrentIndex::apply`].
 /// Keys are carried as their hashes (under the collection's seed), so a
 /// write can be replayed on the other copy.
@@ -149,6 +129,25 @@ impl Replica for SetIndex {
     }
 }
 
+/// A [`SetIndex`] shared by concurrent readers and writers (see the
+/// [module documentation](self)).
+///
+/// ```
+/// use bloomslice::{BatchResults, ConcurrentIndex, LayoutConfig, ReadIndex, SetIndex};
+///
+/// let small: Vec<String> = (0..20).map(|i| format!("small-{i}")).collect();
+/// let large: Vec<String> = (0..5_000).map(|i| format!("large-{i}")).collect();
+/// let collection = SetIndex::build(&[(1, small), (9, large)], 0.01, LayoutConfig::default())?;
+/// let shared = ConcurrentIndex::new(collection);
+/// shared.insert_set(4, &["pear", "plum"])?; // &self: callable while others query
+/// shared.add_keys(1, &["apple"])?;
+/// assert!(shared.query("pear").contains(&4));
+/// let mut results = BatchResults::new();
+/// shared.query_batch(&["apple", "large-3"], &mut results);
+/// assert!(results.get(0).unwrap().contains(&1));
+/// assert!(results.get(1).unwrap().contains(&9));
+/// # Ok::<(), bloomslice::Error>(())
+/// ```
 impl ConcurrentIndex<SetIndex> {
     /// The seed every key is hashed with (the collection's).
     pub fn seed(&self) -> u64 {
@@ -159,54 +158,6 @@ impl ConcurrentIndex<SetIndex> {
     fn hashes<K: Key>(&self, keys: &[K]) -> Vec<KeyHash> {
         let seed = self.seed();
         keys.iter().map(|key| key.key_hash(seed)).collect()
-    }
-
-    /// [`SetIndex::query`] on the current state.
-    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
-        self.read(|c| c.query(key))
-    }
-
-    /// [`SetIndex::query_into`] on the current state: no allocation once
-    /// `out` is warm.
-    pub fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
-        self.read(|c| c.query_into(key, out));
-    }
-
-    /// [`SetIndex::query_batch`] on the current state (one state for the
-    /// whole batch). For a batch that allocates nothing once warm, use
-    /// [`QueryPool::query_batch`](crate::pool::QueryPool::query_batch).
-    pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
-        self.read(|c| c.query_batch(keys, results));
-    }
-
-    /// [`SetIndex::query_batch_hashes`] on the current state.
-    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
-        self.read(|c| c.query_batch_hashes(hashes, results));
-    }
-
-    /// [`SetIndex::score_into`] on the current state.
-    pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
-        self.read(|c| c.score_into(keys, scores));
-    }
-
-    /// [`SetIndex::query_threshold`] on the current state.
-    pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
-        self.read(|c| c.query_threshold(keys, threshold))
-    }
-
-    /// Number of sets in the current state.
-    pub fn len(&self) -> usize {
-        self.read(SetIndex::len)
-    }
-
-    /// Whether the current state holds no set.
-    pub fn is_empty(&self) -> bool {
-        self.read(SetIndex::is_empty)
-    }
-
-    /// Whether the current state holds set `id`.
-    pub fn contains_set(&self, id: u64) -> bool {
-        self.read(|c| c.contains_set(id))
     }
 
     /// [`SetIndex::insert_set`], concurrently with queries.

@@ -347,6 +347,16 @@ impl SetIndex {
         self.k
     }
 
+    /// The seed every key is hashed with, the same for every part.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// How every part derives its probe positions from a key's hash.
+    pub fn scheme(&self) -> HashScheme {
+        self.scheme
+    }
+
     /// The layout the collection was built with ([`SetIndex::new`]: the
     /// layout of no sets). Parts added since for sets larger than every
     /// part, or for grown sets, are not in it; [`SetIndex::parts`] has
@@ -381,7 +391,7 @@ impl SetIndex {
     }
 
     /// Whether a set is stored under `id`.
-    pub fn contains_set(&self, id: u64) -> bool {
+    pub fn contains(&self, id: u64) -> bool {
         self.sets.contains_key(&id)
     }
 
@@ -720,12 +730,24 @@ impl SetIndex {
     /// ([`SlicedIndex::query_threshold_into`]); sets with several filters
     /// are counted key by key.
     pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
-        if let Some(index) = self.single_part() {
-            return index.query_threshold(keys, threshold);
-        }
         let mut out = Vec::new();
-        self.query_threshold_with(keys, threshold, &mut Scores::new(), &mut CollectionScratch::default(), &mut out);
+        self.query_threshold_into(keys, threshold, &mut Scores::new(), &mut out);
         out
+    }
+
+    /// [`SetIndex::query_threshold`] into `out` (cleared first), with
+    /// `scratch` as working memory (its scores afterwards are unspecified).
+    /// With one part, allocates nothing once both are warm; with several,
+    /// the merge across parts takes buffers of its own (the pool keeps
+    /// them warm: [`crate::QueryPool`]).
+    pub fn query_threshold_into<K: Key>(
+        &self,
+        keys: &[K],
+        threshold: Threshold,
+        scratch: &mut Scores,
+        out: &mut Vec<(u64, u32)>,
+    ) {
+        self.query_threshold_with(keys, threshold, scratch, &mut CollectionScratch::default(), out);
     }
 
     fn is_grown(&self, id: u64) -> bool {
@@ -752,7 +774,7 @@ impl SetIndex {
         for (&id, slots) in &self.sets {
             grown += usize::from(slots.len() > 1);
             for (j, slot) in slots.iter().enumerate() {
-                if !self.parts[slot.part].index.contains_id(id) {
+                if !self.parts[slot.part].index.contains(id) {
                     return Err(invalid!("set {id}: filter {j} missing from part {}", slot.part));
                 }
                 if slot.load > slot.capacity || (j + 1 < slots.len() && slot.load != slot.capacity) {

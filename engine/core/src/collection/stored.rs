@@ -363,7 +363,7 @@ impl SetIndex {
             let Some((_, index)) = parts.get(f.part) else {
                 return bad(format!("set {}: filter {} is in part {} of {}", f.id, f.number, f.part, parts.len()));
             };
-            if !index.contains_id(f.id) {
+            if !index.contains(f.id) {
                 return bad(format!("set {}: filter {} is missing from part {}", f.id, f.number, f.part));
             }
             if f.load > f.capacity || f.capacity == 0 {

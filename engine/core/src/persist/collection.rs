@@ -752,7 +752,7 @@ pub fn write_collection_to<W: Write>(w: &mut W, collection: &SetIndex, names: &S
     let head = collection.stored_head();
     let parts: Vec<(u64, &SlicedIndex)> = collection.stored_parts().collect();
     let filters = collection.stored_filters();
-    let named: Vec<(u64, &[u8])> = names.iter().filter(|&(id, _)| collection.contains_set(id)).collect();
+    let named: Vec<(u64, &[u8])> = names.iter().filter(|&(id, _)| collection.contains(id)).collect();
     let name_bytes: u64 = named.iter().map(|(_, n)| n.len() as u64).sum();
     let plans = head.layout.parts();
     let overflow = Error::CapacityOverflow("collection file layout");

@@ -523,6 +523,11 @@ pub struct BatchResults {
     positions: Vec<u32>,
     prefetch_rows: Vec<usize>,
     prefetch_first: Vec<usize>,
+    /// The answers of each file and one key's merged ids, kept warm for
+    /// an index that merges several files' batches
+    /// ([`ShardedIndex`](crate::sharded::ShardedIndex)); empty otherwise.
+    merge_parts: Vec<BatchResults>,
+    merge_ids: Vec<u64>,
 }
 
 batch_answers!(BatchResults, ids: [u64], "key",
@@ -553,6 +558,18 @@ impl BatchResults {
     /// ```
     pub fn flat(&self) -> (&[u64], &[usize]) {
         (&self.ids, &self.ends)
+    }
+
+    /// The buffers of a merge of several batches (see `merge_parts`),
+    /// taken out while the parts are answered into them.
+    pub(crate) fn take_merge_buffers(&mut self) -> (Vec<BatchResults>, Vec<u64>) {
+        (core::mem::take(&mut self.merge_parts), core::mem::take(&mut self.merge_ids))
+    }
+
+    /// Gives back what [`BatchResults::take_merge_buffers`] took.
+    pub(crate) fn put_merge_buffers(&mut self, parts: Vec<BatchResults>, ids: Vec<u64>) {
+        self.merge_parts = parts;
+        self.merge_ids = ids;
     }
 
     /// Total matches over all keys of the last batch.
@@ -1182,7 +1199,7 @@ impl SlicedIndex {
         results.clear();
         let k = self.params.k() as usize;
         let m = self.params.m() as usize;
-        let BatchResults { ids, ends, positions, prefetch_rows, prefetch_first } = results;
+        let BatchResults { ids, ends, positions, prefetch_rows, prefetch_first, .. } = results;
         prefetch_rows.clear();
         prefetch_rows.extend(self.shards.iter().map(|s| s.rows_worth_prefetching(m, k)));
         prefetch_first.clear();

@@ -1300,7 +1300,7 @@ mod tests {
                 assert_eq!(sorted(tree.query(&key.to_le_bytes())), brute(&tree, key));
             }
             for id in (0..200u64).rev().step_by(3).chain((0..200).step_by(3)) {
-                if tree.contains_id(id) {
+                if tree.contains(id) {
                     tree.delete_filter(id).unwrap();
                     tree.validate().unwrap();
                 }

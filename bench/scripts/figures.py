@@ -338,49 +338,55 @@ def threads_pool(rel):
 
 
 KEYPROBE_ROWS = [
-    ("chase", "one dependent random line load in a buffer of the index's size (`chase`)"),
-    ("chase runs", "a key's lines requested together (`chase runs`)"),
-    ("l1", "repeated key, rows in L1 (`l1`)"),
-    ("l2", "one of 256 cached keys at random (`l2`)"),
-    ("single", "distinct random keys (`single`)"),
-    ("batched", "batched, per key"),
+    ("chase", "`chase`"),
+    ("l1", "`l1`"),
+    ("single", "`single`"),
+    ("batched", "`batched`, per key"),
     ("single / (chase + l1)", "`single / (chase + l1)`"),
-    ("single / (chase runs + l1)", "`single / (chase runs + l1)`"),
     ("single / batched", "`single / batched`"),
 ]
 
 
-def keyprobe(*rels):
-    """`keyprobe N`: ns per key (or ratios) per measure, range over rounds (median)."""
+def cpu_name(rel):
+    """The short name in brackets of a raw file's CPU header (`Zen 5`), else all of it."""
+    cpu = meta(rel)["cpu"]
+    return cpu[cpu.index("(") + 1:cpu.index(")")] if "(" in cpu else cpu
+
+
+def keyprobe(*pairs):
+    """`keyprobe N`: ns per key (or ratios) per measure, range over rounds (median);
+    one column per CPU, AVX-512 / AVX2 in each cell. `pairs` are the (N = 1 000,
+    N = 10 000) files of each CPU."""
+    got = [[probe_rounds(rel) for rel in pair] for pair in pairs]
     out = []
-    for rel in rels:
-        n = re.search(r"keyprobe-(\d+)", rel).group(1)
-        got = probe_rounds(rel)
+    for i, n in enumerate(("1 000", "10 000")):
         for key, label in KEYPROBE_ROWS:
-            if ("avx512", key) in got:
-                med = "/" not in key
-                out.append([f"{num(n)}, {label}", rng(got[("avx512", key)], median=med),
-                            rng(got.get(("avx2", key), []), median=med)])
-    return table(["N, measure", "AVX-512", "AVX2"], out) + "\n" + sources(*rels)
+            med = "/" not in key
+            cells = [f"{rng(g[i].get(('avx512', key), []), median=med)} / {rng(g[i].get(('avx2', key), []), median=med)}"
+                     for g in got]
+            out.append([f"{n}, {label}"] + cells)
+    head = ["N, measure"] + [f"{cpu_name(pair[0])}: AVX-512 / AVX2" for pair in pairs]
+    return table(head, out) + "\n" + sources(*[rel for pair in pairs for rel in pair])
 
 
 def paper_latency(*rels):
-    """`paper latency --no-pool`: one inline reader, us, range over runs."""
-    runs = [latency_runs(rel) for rel in rels]
+    """`paper latency --no-pool`: one inline reader, us, range over runs; a row per
+    CPU, N and kernels."""
+    runs = [dict(latency_runs(rel), cpu=cpu_name(rel)) for rel in rels]
     out = []
-    for n in sorted({r["n"] for r in runs}, reverse=True):
-        for kern in ("avx512", "avx2"):
-            rs = [r for r in runs if r["n"] == n and r["kernels"] == kern]
-            if not rs:
-                continue
-            none = [r["modes"][("inline", 0)]["q"] for r in rs]
-            busy = [r["modes"][("inline", 1000)] for r in rs]
-            first = [r["first"][("inline", 1000)][0] for r in rs if ("inline", 1000) in r.get("first", {})]
-            out.append([f"{num(n)}, {KERNELS[kern]}",
-                        f"{rng([q[0] for q in none])} / {rng([q[3] for q in none])}",
-                        f"{rng([b['q'][0] for b in busy])} / {rng([b['q'][2] for b in busy])} / {rng([b['q'][3] for b in busy])}",
-                        rng([b["made"] for b in busy]), rng(first)])
-    head = ["N, kernels", "no writer: p50 / p99.9", "writer at 1 000/s: p50 / p99 / p99.9",
+    for r0 in runs:
+        key = (r0["cpu"], r0["n"], r0["kernels"])
+        if any(row[0] == f"{key[0]}, {num(key[1])}, {KERNELS[key[2]]}" for row in out):
+            continue
+        rs = [r for r in runs if (r["cpu"], r["n"], r["kernels"]) == key]
+        none = [r["modes"][("inline", 0)]["q"] for r in rs]
+        busy = [r["modes"][("inline", 1000)] for r in rs]
+        first = [r["first"][("inline", 1000)][0] for r in rs if ("inline", 1000) in r.get("first", {})]
+        out.append([f"{key[0]}, {num(key[1])}, {KERNELS[key[2]]}",
+                    f"{rng([q[0] for q in none])} / {rng([q[3] for q in none])}",
+                    f"{rng([b['q'][0] for b in busy])} / {rng([b['q'][2] for b in busy])} / {rng([b['q'][3] for b in busy])}",
+                    rng([b["made"] for b in busy]), rng(first)])
+    head = ["CPU, N, kernels", "no writer: p50 / p99.9", "writer at 1 000/s: p50 / p99 / p99.9",
             "publishes made a second", "first query after a publish, p50"]
     return table(head, out) + "\n" + sources(*rels)
 
@@ -403,7 +409,7 @@ def mapprobe(*rels):
     """`mapprobe N DIR`: mapped / loaded time of the same index, range over rounds."""
     out = []
     for rel in rels:
-        cpu = meta(rel)["cpu"]
+        cpu = cpu_name(rel)
         cur = None
         for l in lines(rel):
             m = re.match(r"(\d+) filters, .* file (\S+) .*loaded ([\d.]+) MB, mapped ([\d.]+) MB", l)
@@ -430,7 +436,7 @@ def collections(*names):
         b = collection_rows(f"collection/latest/{name}-avx2.txt")
         rels += [f"collection/latest/{name}-avx512.txt", f"collection/latest/{name}-avx2.txt"]
         for eng in ("one-m", "collection", "collection-pow2", "naive"):
-            if eng not in a:
+            if eng not in a or (name == "equal" and eng in ("collection-pow2", "naive")):
                 continue
             x, y = a[eng], b[eng]
             runs = f"{x['runs']} filters" if eng == "naive" else x["runs"]
@@ -528,12 +534,12 @@ TABLES = {
     "scoring-xeon": lambda: scoring("scoring/xeon-avx512.txt", "scoring/xeon-avx2.txt"),
     "score-sweep-xeon": lambda: score_sweep("scoring/xeon-score_sweep.txt"),
     "threads-zen4": lambda: threads_pool("threads/zen4-pool.txt"),
-    "keyprobe-zen5": lambda: keyprobe("latency/keyprobe-1000-zen5.txt", "latency/keyprobe-10000-zen5.txt"),
-    "keyprobe-zen4": lambda: keyprobe("latency/keyprobe-1000.txt", "latency/keyprobe-10000.txt"),
-    "latency-zen5": lambda: paper_latency(*[f"latency/paper-latency-{n}-zen5-{k}-run{r}.txt"
-                                            for n in (10000, 1000) for k in ("avx512", "avx2") for r in (1, 2)]),
-    "latency-zen4": lambda: paper_latency(*[f"latency/paper-latency-10000-first-{k}-run{r}.txt"
-                                            for k in ("avx512", "avx2") for r in (1, 2, 3)]),
+    "keyprobe": lambda: keyprobe(("latency/keyprobe-1000-zen5.txt", "latency/keyprobe-10000-zen5.txt"),
+                                 ("latency/keyprobe-1000.txt", "latency/keyprobe-10000.txt")),
+    "paper-latency": lambda: paper_latency(*[f"latency/paper-latency-{n}-zen5-{k}-run{r}.txt"
+                                             for n in (10000, 1000) for k in ("avx512", "avx2") for r in (1, 2)],
+                                           *[f"latency/paper-latency-10000-first-{k}-run{r}.txt"
+                                             for k in ("avx512", "avx2") for r in (1, 2, 3)]),
     "pubprobe-zen4": lambda: pubprobe("latency/pubprobe-10000.txt"),
     "mapprobe": lambda: mapprobe("latency/mapprobe-zen5.txt", "latency/mapprobe.txt"),
     "collections-zen4": lambda: collections("lognormal", "lists", "equal"),

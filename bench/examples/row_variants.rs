@@ -1,7 +1,7 @@
 //! The access pattern of a batched sliced query at N = 10 000 (`k` = 7 random
 //! row runs of 1 280 bytes per key, rows about half ones), stripped of the
 //! engine, to choose how runs are ANDed, prefetched and turned into column
-//! numbers (issue 11, item 2). Prints ns per key, best of 3 passes, for:
+//! numbers. Prints ns per key, best of 3 passes, for:
 //!
 //! - AND kernels: a test for an all-zero chunk before every run (the kernel
 //!   before this change), before every pair of runs (`vpternlogq`), row at

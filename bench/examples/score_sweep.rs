@@ -10,9 +10,9 @@
 //! target/release/examples/score_sweep FILTERS M K [DENSITY] [ROUNDS] [QUERIES] [KEYS]
 //! ```
 //!
-//! Prints one line: ns per key of each route and the ratios that issue 12's
-//! targets name (`per-key-count / score`, `per-key-count / score-pruned`,
-//! `score / batched`).
+//! Prints one line: ns per key of each route and the ratios that the
+//! scoring targets name (`per-key-count / score`, `per-key-count /
+//! score-pruned`, `score / batched`).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

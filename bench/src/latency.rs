@@ -646,9 +646,8 @@ fn phase(
                 writer(world, rate, args.seed ^ 0x5eed, &stop)
             })
         });
-        // This thread wakes rarely: a wake-up every 5 ms here landed on a
-        // reader's core often enough to raise p99.9 by 1.2-1.6x (measured:
-        // see `bench/RESULTS.md`, section "Latency").
+        // This thread wakes rarely: frequent wake-ups here landed on a
+        // reader's core often enough to raise its p99.9.
         let t = Instant::now();
         while t.elapsed().as_secs_f64() < args.seconds && !handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(Duration::from_secs_f64((args.seconds - t.elapsed().as_secs_f64()).clamp(0.0, 0.1)));

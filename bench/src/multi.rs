@@ -1,4 +1,4 @@
-//! `paper query --workload multi`: multi-key threshold queries (issue 12).
+//! `paper query --workload multi`: multi-key threshold queries.
 //!
 //! Filters are those of `full` (10 000 random keys each, `m = 100 992`,
 //! `k = 7`). Two query shapes are run: 1 000 queries of 100 keys and 100
@@ -76,7 +76,7 @@ pub struct MultiOptions {
 }
 
 impl MultiOptions {
-    /// The issue's shapes: 1 000 x 100 keys and 100 x 1 000 keys.
+    /// The workload's shapes: 1 000 x 100 keys and 100 x 1 000 keys.
     pub const SHAPES: [(usize, usize); 2] = [(1000, 100), (100, 1000)];
 }
 
@@ -507,7 +507,7 @@ mod tests {
     use super::*;
 
     /// A small run end to end: every engine passes its check (a wrong
-    /// answer is an error) and the rows carry the issue's fields.
+    /// answer is an error) and the rows carry their timings and ratios.
     #[test]
     fn small_run_checks_every_engine() {
         let opts = MultiOptions {

@@ -18,13 +18,7 @@
 //! shards (rayon, merge included). Latency is from submit to result of
 //! blocking submissions paced one every `--latency-interval-us`. The
 //! `write cost` rows compare [`ConcurrentIndex`] with plain copy-on-write.
-//!
-//! First figures (2 cores shared with four other builds, load average 7:
-//! noise of 2x between runs, rerun on a quiet machine), `full` N = 1000,
-//! 50 000 queries: 64-key batches, pool 3.9 / 4.2 Mkeys/s with 1 / 2
-//! workers against rayon 2.1 / 3.2 (1.8x, 1.3x); 50 000-key batches,
-//! unpinned pool 6.8 -> 13.2 Mkeys/s from 1 to 2 workers (1.95x), pinned
-//! 4.4 -> 6.5. Single-key latency, 2 pinned workers: p50 7.3 us, p99 18 us.
+//! The figures are in `bench/RESULTS.md`, section "Threads".
 
 use std::time::{Duration, Instant};
 

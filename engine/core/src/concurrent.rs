@@ -102,10 +102,9 @@ pub const DRAIN_PATIENCE: Duration = Duration::from_secs(1);
 /// used-column bitmap and column-to-id table) are read by the writer just
 /// before it publishes the copy, so that readers find them in a cache near
 /// them: half the second-level cache of the machines measured, the tables of
-/// 32 768 shard columns. On `full` N = 10 000 (81 KB of tables) the first
-/// query after a publish took 1.5-2.1 us at p50 against 2.4-3.2 us without
-/// it (AVX-512), and publishes took as long as before within the noise
-/// (`bench/RESULTS.md`, section "Latency").
+/// 32 768 shard columns. On `full` N = 10 000 (81 KB of tables) this made
+/// the first query after a publish faster, at no measurable cost to the
+/// publish (`bench/RESULTS.md`, section "Latency").
 const WARM_BUDGET: usize = 512 * 1024;
 
 /// One write to a [`ConcurrentIndex`]; see [`ConcurrentIndex::apply`].

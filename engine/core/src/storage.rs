@@ -1,8 +1,8 @@
 //! Zeroed, 64-byte aligned word storage, with transparent huge pages asked
 //! for on large buffers.
 //!
-//! Random row reads are faster on 2 MiB pages (fewer TLB misses; measured:
-//! see `bench/RESULTS.md`, section "Machine floors"), so buffers of at least [`HUGE_PAGE_BYTES`] are
+//! Random row reads are faster on 2 MiB pages (fewer TLB misses; see
+//! `bench/RESULTS.md`, section "Latency", on mapped files), so buffers of at least [`HUGE_PAGE_BYTES`] are
 //! aligned to 2 MiB and `madvise(MADV_HUGEPAGE)`d before they are first
 //! touched. That is advice: a kernel that refuses it changes nothing else.
 //!
@@ -222,9 +222,9 @@ impl core::fmt::Debug for Words {
 /// Asks for transparent huge pages on the whole allocation of `v` (its
 /// capacity) when that spans at least [`HUGE_PAGE_BYTES`]; call it before
 /// the pages are first written. For buffers handed out fresh on every call
-/// (the Python package's answer arrays): on the VMs measured a first write
-/// to a 4 KiB page costs about 2.4 us, and a 42 MB answer paid 24-30 ms of
-/// faults against 5-6 ms on huge pages (`bench/RESULTS.md`, section "Bindings"). Advice only,
+/// (the Python package's answer arrays): the first write to each page
+/// takes a fault, and a large answer on 2 MiB pages takes 512 times fewer
+/// faults than on 4 KiB pages. Advice only,
 /// as for [`Words::zeroed`]; elsewhere than Linux it does nothing.
 pub fn advise_huge_capacity<T>(v: &Vec<T>) {
     let bytes = v.capacity().saturating_mul(core::mem::size_of::<T>());

@@ -226,8 +226,8 @@ fn directories_and_symlinks_as_input_and_as_index_paths() {
 fn build_refuses_an_index_larger_than_memory_or_disk_before_allocating() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // m = MAX_BITS: 512 sets of 512 MiB, 256 GiB. (Two sets at that m,
-    // the case, take two columns now: 1 GiB, built.) The set count
+    // m = MAX_BITS: 512 sets of 512 MiB, 256 GiB. (Two sets at that m
+    // take two columns: 1 GiB, built.) The set count
     // is known before anything is allocated from a TSV file or a
     // directory; a build from stdin is checked as its shard widens, so it
     // can only refuse after it has read sets.

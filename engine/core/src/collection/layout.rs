@@ -73,15 +73,15 @@
 //! one key costs 64 bits), a part is sized for its largest set, and a
 //! part's width is a power of two up to 512 columns (a part of 402 sets
 //! holds 512 columns). Eight parts bound a query at `8k` row runs. The
-//! default weight is the largest that keeps the issue's target of 1.6x the
+//! default weight is the largest that keeps the target of 1.6x the
 //! optimum on that shape: at 0.1 the layout drops to 7 parts and 1.62x.
 //! Its first part is the same as weight 0.1's (sets of up to 24 keys in
 //! 256-bit filters); the eighth part splits the two largest sets apart.
 //!
 //! On the real package lists (the 731 `/var/lib/dpkg/info/*.list` files of
-//! the machine the issue was measured on, 120 000 distinct paths), under
-//! the earlier model without width rounding, the layout at weight 0.1 was
-//! 6 parts, 218 KB, 1.51x the optimum, built in about 40 ms; with every
+//! the machine it was measured on, 120 000 distinct paths), under the
+//! earlier model without width rounding, the layout at weight 0.1 was
+//! 6 parts, 218 KB, 1.51x the optimum; with every
 //! path of the other sets as absent keys, the measured false-positive rate
 //! per set was at most 0.0086 and 0.00066 on average at `p` = 1%, with no
 //! false negative. Weight 0 gave 8 parts at 1.32x, but two sets measured

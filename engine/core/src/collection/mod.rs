@@ -662,9 +662,9 @@ impl SetIndex {
     /// is the sets that may contain key `i`, each once. A collection of one
     /// part answers through that part's batch; with more parts the keys are
     /// taken one by one, every part appending a key's ids to one buffer: a
-    /// batch per part merged afterwards took 1.32x the instructions and
-    /// about twice the time on a skewed collection of 8 parts (example
-    /// `collection_batch`, `bench/RESULTS.md`, section "Collections").
+    /// batch per part merged afterwards executed more instructions and ran
+    /// slower on a skewed collection of 8 parts (example
+    /// `collection_batch`).
     pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
         let hashes: Vec<KeyHash> = keys.iter().map(|key| self.hash(key)).collect();
         self.query_batch_hashes(&hashes, results);

@@ -605,11 +605,11 @@ impl Job {
         if self.is_done() {
             return;
         }
-        // Spin (no yields), then park. Measured on 2 shared cores,
-        // single-key latency on `full` N = 1000: p50 18 us when the waiter
-        // spun and yielded for 50 us, 6 us when it parked at once: a
-        // yielding waiter loses its core to other processes, while a parked
-        // one is woken with the scheduler's wake-up preference.
+        // Spin (no yields), then park. On shared cores a waiter that spun
+        // and yielded measured a higher single-key latency than one that
+        // parked at once: a yielding waiter loses its core to other
+        // processes, while a parked one is woken with the scheduler's
+        // wake-up preference.
         let start = Instant::now();
         while start.elapsed() < spin {
             for _ in 0..16 {

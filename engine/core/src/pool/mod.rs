@@ -58,8 +58,7 @@
 //!   the caller cannot leave before the batch is done (`job.rs`, "Borrowed
 //!   keys"). [`QueryPool::submit`] returns at once, so it hashes the keys
 //!   into the buffer's own storage first; on `full` N = 1 000 that serial
-//!   copy of 100 000 hashes took 0.2 ms of a 4 ms batch
-//!   (`bench/RESULTS.md`, section "Threads").
+//!   copy is a small part of the batch's time.
 //! - **Splitting.** A batch is split by *keys* into
 //!   `min(64, workers x tasks_per_worker, ceil(keys / min_keys_per_task))`
 //!   equal ranges (tasks), handed out by the claim counter below. Keys

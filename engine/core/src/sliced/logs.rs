@@ -5,10 +5,10 @@
 //! A column is one bit in each of `m` rows, `columns` bits apart, so
 //! clearing it without knowing where its bits are reads `m` lines: on
 //! `full` N = 10 000 (m = 100 992) 6.5 MB a copy, streamed through the
-//! caches beside the readers; removing a set from a `ConcurrentIndex` (both
-//! copies) took 1.6-1.8 ms. A small set (64 keys, about 450 bits) listed in
-//! its log is removed in 24-28 us (measured: see `bench/RESULTS.md`,
-//! section "Latency").
+//! caches beside the readers, and twice for a `ConcurrentIndex` (both
+//! copies). A small set (64 keys, about 450 bits) listed in its log is
+//! removed by writing only its own rows (`bench/RESULTS.md`, section
+//! "Latency").
 //!
 //! Bounds: a log lists at most `m / CAP_DIVISOR` rows (4 bytes each, so a
 //! log is at most its column's own bytes), and the logs of a shard list at

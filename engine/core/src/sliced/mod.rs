@@ -409,10 +409,10 @@ impl Shard {
     /// order the AND reads them: the first chunk's lines are the first
     /// requested, so the AND can start while the later lines are still in
     /// flight (run by run, the first chunk waited for the last run's first
-    /// line, behind all the other runs' lines). Two cheaper loops measured
-    /// slower on `full` N = 10 000 (batched 580-640 ns a key against
-    /// 480-576): four lines of a run per step, and run starts computed once
-    /// and padded to four. Out of line, so that the short-run prefetch
+    /// line, behind all the other runs' lines). Two loops of fewer
+    /// instructions measured slower on batched `full` N = 10 000: four
+    /// lines of a run per step, and run starts computed once and padded to
+    /// four. Out of line, so that the short-run prefetch
     /// stays inlined in the batch loop (inlining both cost 2.4% more
     /// instructions at N = 1 000).
     #[inline(never)]
@@ -1192,9 +1192,9 @@ impl SlicedIndex {
     /// core has no demand loads of its own in flight; issued all before the
     /// AND, the prefetches queue behind the AND's misses and the memory
     /// idles during the extraction. Measured on `full` N = 1 000 and
-    /// 10 000 (`bench/RESULTS.md`, section "Query"): 5-7% faster with AVX-512, 2-5% slower
-    /// with AVX2, whose longer AND already spreads the prefetches out, so
-    /// the other kernels issue it whole.
+    /// 10 000: faster with AVX-512, slower with AVX2, whose longer AND
+    /// already spreads the prefetches out, so the other kernels issue it
+    /// whole.
     fn run_batch(&self, results: &mut BatchResults) {
         results.clear();
         let k = self.params.k() as usize;

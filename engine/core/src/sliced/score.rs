@@ -71,9 +71,8 @@ const SCREEN_MIN_CHUNKS: usize = 8;
 /// The densest AND of a screen's rows (`p^r` for bit density `p`). With
 /// keys summed by carry-save adders ([`score_group_keys`]), a dense sum no
 /// longer costs a pass over the planes per key: on `multi` N = 10 000
-/// (`p` = 0.5) `r` = 2 (cap 0.25) screens 10-25% faster than `r` = 3 (cap
-/// 0.125), and `r` = 1 (cap 0.5) about as fast as `r` = 2
-/// (`bench/RESULTS.md`, section "Scoring").
+/// (`p` = 0.5) `r` = 2 (cap 0.25) screens faster than `r` = 3 (cap 0.125),
+/// and `r` = 1 (cap 0.5) no faster than `r` = 2.
 const SCREEN_MAX_DENSITY: f64 = 0.25;
 
 /// How a scoring pass prunes chunks.
@@ -387,8 +386,8 @@ impl SlicedIndex {
         let mut check_at = first_check;
         // Room for a group's and a look-ahead's leading positions
         // (`gathered_len`), warm after the first query: a pair of arrays
-        // for the largest `k` here cost a 4 KiB memset per pass, 6% of a
-        // pruned 100-key query at `N = 1 000`.
+        // for the largest `k` here cost a 4 KiB memset per pass, a visible
+        // share of a pruned 100-key query at `N = 1 000`.
         let (group_positions, ahead_positions) = gathered.split_at_mut(gathered.len() / 2);
         let mut i = 0;
         while i < q {

@@ -233,8 +233,8 @@ unsafe fn short_runs_mapped<L: Line, const G: usize>(
         // No early exit: every run is read, two at a time. A test for an
         // all-zero AND saved no memory (a single key's short runs are
         // requested whole before this call, or cached), and without it
-        // distinct keys took 8-9% less time with AVX-512 and a repeated
-        // key 2-7% (AVX2 unchanged; `bench/RESULTS.md`, section "Latency").
+        // both distinct and repeated keys ran faster with AVX-512 (AVX2
+        // unchanged).
         let mut pairs = positions[1..].chunks_exact(2);
         for pair in pairs.by_ref() {
             let (a, b) = (run(pair[0]), run(pair[1]));

@@ -1,4 +1,4 @@
-//! `persist-speed`: the persistence speed figures of issue 5, in one run.
+//! `persist-speed`: the persistence speed figures, in one run.
 //!
 //! 1. A ~1 GB index (the `large` layout: filters of 100 keys, paper
 //!    parameters) is saved, read into memory, and memory-mapped (deferred

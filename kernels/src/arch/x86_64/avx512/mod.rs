@@ -165,8 +165,8 @@ unsafe impl generic::Line for Line512 {
     /// slowly), narrowed to 16 bits and stored after the previous lines';
     /// then the table is read at each in one scalar pass for all the lines,
     /// of a fixed number of writes first ([`write_mapped`]; a vector gather
-    /// was slower on Zen 4 and Zen 5; a loop a line took distinct keys
-    /// 10-15% longer, `bench/RESULTS.md`, section "Latency"). A line
+    /// was slower on Zen 4 and Zen 5, and so was a loop a line on distinct
+    /// keys; `bench/RESULTS.md`, section "Latency"). A line
     /// with a word of three or more bits takes the default's word walk,
     /// after the ids of the lines before it are written.
     #[inline(always)]
@@ -230,8 +230,8 @@ unsafe impl generic::Line for Line512 {
 /// hold ids ([`write_mapped`]). A loop of exactly as many writes as ids
 /// mispredicted its exit on nearly every distinct key. A key of `full`
 /// N = 1 000 names about 8.5 ids in its two lines; 6 a line measured
-/// faster than 5 or 8 on keys the branch predictor cannot learn (0.78x
-/// the loop's time), at 2 ns more on a repeated key (`bench/RESULTS.md`,
+/// faster than 5 or 8, and than the loop, on keys the branch predictor
+/// cannot learn, at a small cost on a repeated key (`bench/RESULTS.md`,
 /// section "Latency").
 const FIXED_IDS_PER_LINE: usize = 6;
 
@@ -259,8 +259,8 @@ unsafe fn write_mapped<const G: usize>(at: &[u16; 64], count: usize, table: *con
         for (i, &b) in at[..fixed].iter().enumerate() {
             dst.add(i).write(*table.add(usize::from(b)));
         }
-        // A `while`: the iterator form of this loop measured 1-2 ns slower
-        // on a repeated key.
+        // A `while`: the iterator form of this loop measured slower on a
+        // repeated key.
         let mut i = fixed;
         while i < count {
             dst.add(i).write(*table.add(usize::from(at[i])));

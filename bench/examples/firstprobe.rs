@@ -97,7 +97,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut copies = [index.clone(), index.clone()];
     for c in &mut copies {
         c.insert_filter(n as u64 + 1, &BloomFilter::new(*index.params())?)?;
-        c.delete_filter(n as u64 + 1)?;
+        c.remove_set(n as u64 + 1)?;
     }
     println!(
         "rows on huge pages (MB): index {:.1}, copies {:.1} / {:.1}",
@@ -117,7 +117,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let extra = n as u64 + 1;
     for _ in 0..2 {
         shared.insert_filter(extra, &set)?;
-        shared.delete_filter(extra)?;
+        shared.remove_set(extra)?;
     }
     let cores = core_affinity::get_core_ids().unwrap_or_default();
     let pin = |i: usize| {
@@ -150,7 +150,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         }
                         Phase::Write => {
                             if present {
-                                shared.delete_filter(extra)?
+                                shared.remove_set(extra)?
                             } else {
                                 shared.insert_filter(extra, &set)?
                             }
@@ -161,7 +161,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     published.fetch_add(1, Ordering::Release);
                 }
                 if present {
-                    shared.delete_filter(extra)?;
+                    shared.remove_set(extra)?;
                 }
                 Ok(made)
             });

@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The first writes give each copy its own shards: a one-off copy.
     for _ in 0..2 {
         shared.insert_filter(n, &version(0, 0))?;
-        shared.delete_filter(n)?;
+        shared.remove_set(n)?;
     }
     println!("publish on full N = {n}, {SETS} sets of 64 keys, us per call (both copies written)");
     let mut out = Vec::new();
@@ -70,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         for j in 0..SETS {
             let t = Instant::now();
-            shared.delete_filter(n + j)?;
+            shared.remove_set(n + j)?;
             us[2] += t.elapsed().as_secs_f64() * 1e6;
         }
         for j in 0..SETS {

@@ -155,7 +155,7 @@ pub struct PublishOps {
     pub insert: Percentiles,
     /// Adding keys to a set (`update_filter`).
     pub update: Percentiles,
-    /// Removing a set (`delete_filter`).
+    /// Removing a set (`remove_set`).
     pub delete: Percentiles,
 }
 
@@ -371,7 +371,7 @@ fn build(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<World, BenchEr
     let warm = version(0, 0);
     for _ in 0..2 {
         shared.insert_filter(n as u64, &warm).map_err(|e| BenchError(e.to_string()))?;
-        shared.delete_filter(n as u64).map_err(|e| BenchError(e.to_string()))?;
+        shared.remove_set(n as u64).map_err(|e| BenchError(e.to_string()))?;
     }
     // The spin control: as long as a median query here, alone.
     let mut out = Vec::new();
@@ -437,7 +437,7 @@ fn writer(world: &World, rate: u32, seed: u64, stop: &AtomicBool) -> Result<(Pub
         let (result, kind) = match (present[j], updated[j]) {
             (false, _) => (world.shared.insert_filter(id, &v), 1),
             (true, false) => (world.shared.update_filter(id, &v), 2),
-            (true, true) => (world.shared.delete_filter(id), 3),
+            (true, true) => (world.shared.remove_set(id), 3),
         };
         let ns = t.elapsed().as_nanos() as u64;
         world.publishing.fetch_add(1, Ordering::SeqCst);
@@ -457,7 +457,7 @@ fn writer(world: &World, rate: u32, seed: u64, stop: &AtomicBool) -> Result<(Pub
     // but a clean start makes phases comparable.
     for (j, &p) in present.iter().enumerate() {
         if p {
-            world.shared.delete_filter(world.base + j as u64).map_err(|e| BenchError(e.to_string()))?;
+            world.shared.remove_set(world.base + j as u64).map_err(|e| BenchError(e.to_string()))?;
         }
     }
     Ok((h, published))

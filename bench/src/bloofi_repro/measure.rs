@@ -253,7 +253,7 @@ impl Built {
     }
 
     fn delete(&mut self, id: u64) -> Res<()> {
-        on_index!(self, x => x.delete_filter(id).map_err(fail("delete")))
+        on_index!(self, x => x.remove_set(id).map_err(fail("delete")))
     }
 
     fn update(&mut self, id: u64, f: &BloomFilter) -> Res<()> {

@@ -117,8 +117,8 @@ pub enum WriteOp {
         /// The filter.
         filter: BloomFilter,
     },
-    /// [`SlicedIndex::delete_filter`].
-    DeleteFilter {
+    /// [`SlicedIndex::remove_set`].
+    RemoveSet {
         /// Filter id.
         id: u64,
     },
@@ -127,6 +127,13 @@ pub enum WriteOp {
         /// Filter id.
         id: u64,
         /// The filter ORed into filter `id`.
+        filter: BloomFilter,
+    },
+    /// [`SlicedIndex::replace_filter`].
+    ReplaceFilter {
+        /// Filter id.
+        id: u64,
+        /// The filter that replaces filter `id`.
         filter: BloomFilter,
     },
     /// [`SlicedIndex::insert_key_hash`].
@@ -205,8 +212,9 @@ impl Replica for SlicedIndex {
     fn apply_op(&mut self, op: &WriteOp) -> Result<()> {
         match op {
             WriteOp::InsertFilter { id, filter } => self.insert_filter(*id, filter),
-            WriteOp::DeleteFilter { id } => self.delete_filter(*id),
+            WriteOp::RemoveSet { id } => self.remove_set(*id),
             WriteOp::UpdateFilter { id, filter } => self.update_filter(*id, filter),
+            WriteOp::ReplaceFilter { id, filter } => self.replace_filter(*id, filter),
             WriteOp::InsertKey { id, hash } => self.insert_key_hash(*id, *hash),
         }
     }
@@ -232,10 +240,12 @@ struct WriterSide<I: Replica> {
 /// A [`SlicedIndex`] shared by concurrent readers and writers (see the
 /// module's design note): queries load a snapshot with one atomic load,
 /// writes publish with one atomic swap. The same for a
-/// [`SetIndex`](crate::SetIndex) as `ConcurrentIndex<SetIndex>`, whose queries and writes are the collection's.
+/// [`SetIndex`](crate::SetIndex) as `ConcurrentIndex<SetIndex>`, whose
+/// queries and writes are the set index's. Queries go through
+/// [`ReadIndex`](crate::ReadIndex), each on one state.
 ///
 /// ```
-/// use bloomslice::{BatchResults, BloomFilter, BloomParams, ConcurrentIndex, SlicedIndex};
+/// use bloomslice::{BatchResults, BloomFilter, BloomParams, ConcurrentIndex, ReadIndex, SlicedIndex};
 ///
 /// let params = BloomParams::new(1024, 3)?;
 /// let index = ConcurrentIndex::new(SlicedIndex::new(params));
@@ -431,13 +441,13 @@ impl ConcurrentIndex<SlicedIndex> {
         self.apply_one(WriteOp::InsertFilter { id, filter: filter.clone() })
     }
 
-    /// [`SlicedIndex::delete_filter`], concurrently with queries.
+    /// [`SlicedIndex::remove_set`], concurrently with queries.
     ///
     /// # Errors
     ///
-    /// As [`SlicedIndex::delete_filter`].
-    pub fn delete_filter(&self, id: u64) -> Result<()> {
-        self.apply_one(WriteOp::DeleteFilter { id })
+    /// As [`SlicedIndex::remove_set`].
+    pub fn remove_set(&self, id: u64) -> Result<()> {
+        self.apply_one(WriteOp::RemoveSet { id })
     }
 
     /// [`SlicedIndex::update_filter`], concurrently with queries.
@@ -456,6 +466,44 @@ impl ConcurrentIndex<SlicedIndex> {
     /// As [`SlicedIndex::insert_key`].
     pub fn insert_key<K: Key + ?Sized>(&self, id: u64, key: &K) -> Result<()> {
         self.apply_one(WriteOp::InsertKey { id, hash: self.fixed.hash(key) })
+    }
+
+    /// A filter of the index's parameters holding `keys`.
+    fn filter_of<K: Key>(&self, keys: &[K]) -> Result<BloomFilter> {
+        let mut filter = BloomFilter::new(self.fixed)?;
+        for key in keys {
+            filter.insert_hash(self.fixed.hash(key));
+        }
+        Ok(filter)
+    }
+
+    /// [`SlicedIndex::insert_set`], concurrently with queries.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlicedIndex::insert_set`]; nothing is published then.
+    pub fn insert_set<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
+        self.apply_one(WriteOp::InsertFilter { id, filter: self.filter_of(keys)? })
+    }
+
+    /// [`SlicedIndex::add_keys`], concurrently with queries: readers see
+    /// all of the keys or none.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlicedIndex::add_keys`].
+    pub fn add_keys<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
+        self.apply_one(WriteOp::UpdateFilter { id, filter: self.filter_of(keys)? })
+    }
+
+    /// [`SlicedIndex::replace_set`], concurrently with queries: readers
+    /// see the old set or the new one, never neither.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlicedIndex::replace_set`].
+    pub fn replace_set<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
+        self.apply_one(WriteOp::ReplaceFilter { id, filter: self.filter_of(keys)? })
     }
 }
 

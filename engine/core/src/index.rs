@@ -107,7 +107,7 @@ pub trait FilterIndex {
     /// # Errors
     ///
     /// An unknown id; the index is unchanged.
-    fn delete_filter(&mut self, id: u64) -> Result<(), Self::Error>;
+    fn remove_set(&mut self, id: u64) -> Result<(), Self::Error>;
 
     /// Merges `filter` into the filter `id` (adds its keys).
     ///
@@ -301,8 +301,8 @@ macro_rules! delegate_filter_index {
             fn insert_filter(&mut self, id: u64, filter: &$filter) -> ::core::result::Result<(), $error> {
                 <$index>::insert_filter(self, id, filter).map_err(::core::convert::Into::into)
             }
-            fn delete_filter(&mut self, id: u64) -> ::core::result::Result<(), $error> {
-                <$index>::delete_filter(self, id).map_err(::core::convert::Into::into)
+            fn remove_set(&mut self, id: u64) -> ::core::result::Result<(), $error> {
+                <$index>::remove_set(self, id).map_err(::core::convert::Into::into)
             }
             fn update_filter(&mut self, id: u64, filter: &$filter) -> ::core::result::Result<(), $error> {
                 <$index>::update_filter(self, id, filter).map_err(::core::convert::Into::into)

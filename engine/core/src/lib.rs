@@ -1,62 +1,58 @@
 //! # bloomslice
 //!
-//! Answers *which of these N Bloom filters may contain this key?* at memory
-//! speed. Filters that share one [`BloomParams`] are stored transposed in
-//! cache-aligned bit slices ([`SlicedIndex`], Flat-Bloofi made fast), so one
-//! SIMD instruction tests hundreds of filters; the kernels are dispatched at
-//! run time and each is verified against a scalar twin
-//! (`bloomslice-kernels`). Services that query from many threads while
-//! filters change use a [`QueryPool`] of pinned workers over a
-//! [`ConcurrentIndex`] (see [`pool`] and [`ConcurrentIndex`]); a
-//! [`SetIndex`] is served the same way (a [`ConcurrentIndex`] of it).
+//! Answers *which of these N sets may contain this key?* at memory speed.
+//! [`SetIndex`] is the index to pick: it sizes each set from its own keys
+//! at a false-positive rate, in size-classed parts (one part when the
+//! sets share a size). Each part is a [`SlicedIndex`], filters that share
+//! one [`BloomParams`] stored transposed in cache-aligned bit slices
+//! (Flat-Bloofi made fast), so one SIMD instruction tests hundreds of
+//! filters; the kernels are dispatched at run time and each is verified
+//! against a scalar twin (`bloomslice-kernels`). Every index a user can
+//! hold answers through one read trait, [`ReadIndex`]. Services that query
+//! from many threads while sets change use a [`QueryPool`] of pinned
+//! workers over a [`ConcurrentIndex`].
 //!
 //! ```
-//! use bloomslice::{BatchResults, BloomFilter, BloomParams, NaiveIndex, SlicedIndex};
+//! use bloomslice::{BatchResults, LayoutConfig, SetIndex};
 //!
-//! // 10 000 expected keys per filter at 1% false positives: m = 100 992, k = 7.
-//! let params = BloomParams::for_capacity(10_000, 0.01)?;
-//! let mut index = SlicedIndex::new(params);
-//! for site in 0..100u64 {
-//!     let mut filter = BloomFilter::new(params)?;
-//!     for doc in 0..50u64 {
-//!         filter.insert(&(site * 1000 + doc).to_le_bytes());
-//!     }
-//!     index.insert_filter(site, &filter)?;
-//! }
+//! // Set id -> its keys; each set sized from its own keys at 1% FP.
+//! let sites: Vec<(u64, Vec<String>)> = (0..100u64)
+//!     .map(|site| (site, (0..10 + site * 50).map(|doc| format!("doc-{}", site * 10_000 + doc)).collect()))
+//!     .collect();
+//! let mut index = SetIndex::build(&sites, 0.01, LayoutConfig::default())?;
 //! // Which sites may hold document 42 017?
-//! assert!(index.query(&42_017u64.to_le_bytes()).contains(&42));
+//! assert!(index.query("doc-420017").contains(&42));
 //!
-//! // Batches hash every key first and prefetch rows ahead.
-//! let keys: Vec<[u8; 8]> = (0..1000u64).map(|d| (d * 7).to_le_bytes()).collect();
+//! // Batches hash every key first; the buffer is reused.
+//! let keys: Vec<String> = (0..1000u64).map(|d| format!("doc-{}", d * 7)).collect();
 //! let mut results = BatchResults::new();
 //! index.query_batch(&keys, &mut results);
 //! assert_eq!(results.len(), 1000);
-//! assert!(results.get(1).unwrap().contains(&0)); // key 7 is document 7 of site 0
+//! assert!(results.get(1).unwrap().contains(&0)); // doc-7 is document 7 of site 0
+//!
+//! index.insert_set(100, &["doc-x", "doc-y"])?; // the set verbs every index shares
+//! index.add_keys(100, &["doc-z"])?;
+//! index.remove_set(0)?;
+//! assert!(!index.contains(0));
 //! # Ok::<(), bloomslice::Error>(())
 //! ```
 //!
 //! Most queries are a *set* of keys (a DNA read's k-mers, a document's
-//! terms) and ask which filters hold at least a share of them. [`score`]
-//! answers that without a per-filter counter: counts are kept as bit-planes
+//! terms) and ask which sets hold at least a share of them. [`score`]
+//! answers that without a per-set counter: counts are kept as bit-planes
 //! beside the rows, added to with a ripple carry per key, compared with the
 //! threshold across planes, and chunks of filters that can no longer pass
 //! stop being read. Duplicated keys count once per occurrence.
 //!
 //! ```
-//! use bloomslice::{BloomFilter, BloomParams, Scores, SlicedIndex, Threshold};
+//! use bloomslice::{LayoutConfig, Scores, SetIndex, Threshold};
 //!
-//! let params = BloomParams::for_capacity(1_000, 0.01)?;
-//! let mut index = SlicedIndex::new(params);
-//! for sample in 0..20u64 {
-//!     let mut filter = BloomFilter::new(params)?;
-//!     for kmer in sample * 100..sample * 100 + 300 {
-//!         filter.insert(&kmer.to_le_bytes());
-//!     }
-//!     index.insert_filter(sample, &filter)?;
-//! }
-//! // A "read" of 50 k-mers of sample 7 (which shares 200 k-mers with its
-//! // neighbours): who holds at least 80% of them?
-//! let read: Vec<[u8; 8]> = (750..800u64).map(|k| k.to_le_bytes()).collect();
+//! // Samples of 300 k-mers, each sharing 200 with its neighbours.
+//! let samples: Vec<(u64, Vec<[u8; 8]>)> =
+//!     (0..20u64).map(|s| (s, (s * 100..s * 100 + 300).map(u64::to_le_bytes).collect())).collect();
+//! let index = SetIndex::build(&samples, 0.01, LayoutConfig::default())?;
+//! // A "read" of 50 k-mers of sample 7: who holds at least 80% of them?
+//! let read: Vec<[u8; 8]> = (750..800u64).map(u64::to_le_bytes).collect();
 //! let hits = index.query_threshold(&read, Threshold::fraction(0.8)?);
 //! assert!(hits.iter().any(|&(id, count)| id == 7 && count == 50));
 //! let mut scores = Scores::new();
@@ -67,22 +63,23 @@
 //!
 //! # Where things are
 //!
-//! The crate root holds what a user of the index needs: [`BloomParams`]
-//! and [`HashScheme`], [`BloomFilter`], [`SlicedIndex`] (with
-//! [`SlicedConfig`] and [`BatchResults`]), the scoring types [`Scores`],
-//! [`Threshold`] and [`ThresholdResults`], [`ConcurrentIndex`] and
-//! [`WriteOp`], [`QueryPool`] and its configuration and results,
-//! [`NaiveIndex`], the [`FilterIndex`] trait, [`Error`] and [`Result`],
-//! keys ([`Key`], [`KeyHash`], [`Prehashed`]) and index files
-//! ([`LoadedIndex`], [`SetNames`], [`Manifest`], [`Verify`]), and
-//! [`SetIndex`] (sets of any sizes in parts of their own `m`, in memory;
-//! [`LayoutConfig`] tunes its layout; [`ConcurrentIndex`] and
-//! [`SetOp`] share it between readers, writers and the pool). Everything else is reached through
-//! its module: [`params`] (limits, probe positions), [`hash`], [`sliced`]
-//! (shard constants, and [`sliced::hooks`], the hooks for filter
-//! variants), [`score`], [`concurrent`], [`pool`], [`persist`] (files,
-//! manifests), [`sharded`] (a manifest's shard files as one index),
-//! [`collection`] (and its layout), [`kmer`], [`storage`], [`index`] and
+//! The crate root holds what a user of the index needs: the front door
+//! [`SetIndex`] (with [`LayoutConfig`]) and the read trait [`ReadIndex`]
+//! every index implements; [`BatchResults`], the scoring types
+//! [`Scores`], [`Threshold`] and [`ThresholdResults`]; [`ConcurrentIndex`]
+//! (writes as [`SetOp`] or [`WriteOp`]) and [`QueryPool`] with its
+//! configuration and results; keys ([`Key`], [`KeyHash`], [`Prehashed`]);
+//! [`Error`] and [`Result`]; files ([`LoadedIndex`], [`LoadedSetIndex`],
+//! [`SetNames`], [`Manifest`], [`Verify`]). The expert layer beneath the
+//! front door: [`SlicedIndex`] ([`SlicedConfig`]) of filters that share one
+//! [`BloomParams`] ([`HashScheme`], [`BloomFilter`]), the [`FilterIndex`]
+//! trait of filter-level writes, and the [`NaiveIndex`] baseline.
+//! Everything else is reached through its module: [`params`] (limits,
+//! probe positions), [`hash`], [`sliced`] (shard constants, and
+//! [`sliced::hooks`], the hooks for filter variants), [`score`],
+//! [`concurrent`], [`pool`], [`persist`] (files, manifests), [`sharded`]
+//! (a manifest's shard files as one index), [`collection`] (the set
+//! index's layout), [`read`], [`kmer`], [`storage`], [`index`] and
 //! [`error`].
 //!
 //! The structures of the papers this crate builds on (Bloofi trees, the

@@ -24,7 +24,7 @@ use crate::params::BloomParams;
 /// index.insert_key(7, "pear")?;
 /// assert_eq!(index.query("apple"), vec![7]);
 /// assert_eq!(index.query("pear"), vec![7]);
-/// index.delete_filter(7)?;
+/// index.remove_set(7)?;
 /// assert!(index.query("apple").is_empty());
 /// # Ok::<(), bloomslice::Error>(())
 /// ```
@@ -89,7 +89,7 @@ impl NaiveIndex {
     /// # Errors
     ///
     /// [`Error::UnknownId`]; unchanged after an error.
-    pub fn delete_filter(&mut self, id: u64) -> Result<()> {
+    pub fn remove_set(&mut self, id: u64) -> Result<()> {
         let i = self.by_id.remove(&id).ok_or(Error::UnknownId(id))?;
         self.filters.swap_remove(i);
         if let Some((moved, _)) = self.filters.get(i) {

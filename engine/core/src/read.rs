@@ -1,7 +1,7 @@
 //! [`ReadIndex`]: the read verbs every index a user can hold shares, with
 //! the same names, result types and errors: the front door
 //! [`SetIndex`](crate::SetIndex), the expert [`SlicedIndex`], a
-//! [`ConcurrentIndex`](crate::ConcurrentIndex) of either, the
+//! [`ConcurrentIndex`] of either, the
 //! [`ShardedIndex`](crate::sharded::ShardedIndex) of a manifest's files,
 //! loaded and mapped files (through the index they hold) and the
 //! [`NaiveIndex`](crate::NaiveIndex) baseline.

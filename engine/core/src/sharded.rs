@@ -34,8 +34,8 @@
 //! use bloomslice::persist::{self, SetNames, Verify};
 //! use bloomslice::persist::manifest::{MANIFEST_FILE, Manifest, ManifestParams, ShardFile};
 //! use bloomslice::score::Threshold;
-//! use bloomslice::sharded::{ShardedIndex, ShardedResults};
-//! use bloomslice::{BloomFilter, BloomParams, SlicedIndex};
+//! use bloomslice::sharded::ShardedIndex;
+//! use bloomslice::{BatchResults, BloomFilter, BloomParams, SlicedIndex};
 //!
 //! let dir = std::env::temp_dir().join(format!("bloomslice-sharded-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(&dir)?;

@@ -210,7 +210,7 @@ pub fn run_differential_with<A: FilterIndex, B: FilterIndex>(
             }
             Op::Delete { id } => {
                 truth.remove(&id_of(*id));
-                (a.delete_filter(id_of(*id)).is_ok(), b.delete_filter(id_of(*id)).is_ok())
+                (a.remove_set(id_of(*id)).is_ok(), b.remove_set(id_of(*id)).is_ok())
             }
             Op::Update { id, keys } => match (filter_of(a, keys), filter_of(b, keys)) {
                 (Some(fa), Some(fb)) => {
@@ -307,6 +307,6 @@ where
     assert_eq!(index.insert_filter(absent, &other), mismatch());
     assert_eq!(index.update_filter(held, &other), mismatch());
     assert_eq!(index.update_filter(absent, &filter), Err(Error::UnknownId(absent).into()));
-    assert_eq!(index.delete_filter(absent), Err(Error::UnknownId(absent).into()));
+    assert_eq!(index.remove_set(absent), Err(Error::UnknownId(absent).into()));
     assert_eq!(index.insert_key(absent, "x"), Err(Error::UnknownId(absent).into()));
 }

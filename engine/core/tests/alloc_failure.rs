@@ -68,8 +68,8 @@ fn writes_to_a_mapped_index_fail_cleanly_when_the_copy_cannot_be_allocated() {
         ("insert_filter", |ix, f| ix.insert_filter(9, f)),
         ("insert_filters", |ix, f| ix.insert_filters(&[(9, f), (10, f)])),
         ("update_filter", |ix, f| ix.update_filter(2, f)),
-        ("delete_filter", |ix, _| ix.delete_filter(0)),
-        ("delete then insert", |ix, f| ix.delete_filter(1).and_then(|()| ix.insert_filter(1, f))),
+        ("remove_set", |ix, _| ix.remove_set(0)),
+        ("delete then insert", |ix, f| ix.remove_set(1).and_then(|()| ix.insert_filter(1, f))),
     ];
     for (what, write) in writes {
         // SAFETY: a private temporary file that nothing writes while mapped.

@@ -49,7 +49,7 @@ fn assert_both_copies_equal(shared: &ConcurrentIndex, model: &SlicedIndex) {
         assert_eq!(state(&snap), state(model), "copy {round}");
         snap.validate().unwrap();
         drop(snap);
-        assert!(shared.delete_filter(u64::MAX).is_err());
+        assert!(shared.remove_set(u64::MAX).is_err());
     }
 }
 
@@ -72,8 +72,8 @@ fn a_panic_inside_a_write_neither_stalls_the_next_write_nor_splits_the_copies() 
         shared.insert_filter(id, &filter_of(id..id + 5)).unwrap();
         model.insert_filter(id, &filter_of(id..id + 5)).unwrap();
     }
-    shared.delete_filter(1).unwrap();
-    model.delete_filter(1).unwrap();
+    shared.remove_set(1).unwrap();
+    model.remove_set(1).unwrap();
     assert_both_copies_equal(&shared, &model);
 }
 
@@ -144,7 +144,7 @@ fn a_guard_sees_one_state_while_writers_publish() {
             });
         });
         rx.recv().unwrap();
-        shared.delete_filter(1).unwrap();
+        shared.remove_set(1).unwrap();
         // Published at once: new readers see the delete while the guard lives.
         assert!(shared.query(&key).is_empty());
         // This write edits the guard's copy, so it waits for the guard.

@@ -146,11 +146,7 @@ fn every_width_answers_as_naive() {
                     let id = rng.below(target as u64 + 4) * 3 + 1;
                     match rng.below(4) {
                         0 => {
-                            assert_eq!(
-                                index.delete_filter(id).is_ok(),
-                                naive.delete_filter(id).is_ok(),
-                                "{case} {step}"
-                            );
+                            assert_eq!(index.remove_set(id).is_ok(), naive.remove_set(id).is_ok(), "{case} {step}");
                         }
                         1 => {
                             let start = rng.below(400);

@@ -61,8 +61,8 @@ impl FilterIndex for Forgetful {
     fn insert_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<(), Error> {
         self.0.insert_filter(id, filter)
     }
-    fn delete_filter(&mut self, id: u64) -> Result<(), Error> {
-        self.0.delete_filter(id)
+    fn remove_set(&mut self, id: u64) -> Result<(), Error> {
+        self.0.remove_set(id)
     }
     fn update_filter(&mut self, id: u64, filter: &BloomFilter) -> Result<(), Error> {
         self.0.update_filter(id, filter)

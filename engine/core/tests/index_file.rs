@@ -100,7 +100,7 @@ fn a_busy_lock_is_a_typed_error_after_the_wait_and_free_once_dropped() {
     let (index, names) = one_set();
     persist::save(file.path(), &index, &names).unwrap();
     let before = std::fs::read(file.path()).unwrap();
-    let r: Result<(), Error> = file.edit(Duration::ZERO, |l| l.index.delete_filter(99));
+    let r: Result<(), Error> = file.edit(Duration::ZERO, |l| l.index.remove_set(99));
     assert_eq!(r, Err(Error::UnknownId(99)));
     assert_eq!(std::fs::read(file.path()).unwrap(), before);
 }

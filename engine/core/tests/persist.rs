@@ -155,7 +155,7 @@ fn narrow_shards_round_trip_through_bytes_files_and_maps() {
             let sets: Vec<(u64, Vec<u64>)> = (0..n).map(|i| (i * 5, (i * 2..i * 2 + 4).collect())).collect();
             let (mut index, names) = build(p, &sets, config);
             if n > 3 {
-                index.delete_filter(5).unwrap();
+                index.remove_set(5).unwrap();
             }
             let case = format!("m {m}, {n} sets");
             let bytes = persist::to_bytes(&index, &names).unwrap();
@@ -242,7 +242,7 @@ fn a_mapped_index_is_writable_by_copy_and_the_file_is_untouched() {
     let mut f = BloomFilter::new(p).unwrap();
     f.insert("new key");
     mapped.index.insert_filter(999, &f).unwrap();
-    mapped.index.delete_filter(0).unwrap();
+    mapped.index.remove_set(0).unwrap();
     mapped.index.validate().unwrap();
     assert!(mapped.index.query("new key").contains(&999));
     assert_eq!(std::fs::read(&path).unwrap(), before);
@@ -418,7 +418,7 @@ proptest! {
         for d in &deletes {
             if !sets.is_empty() {
                 let id = sets[d.index(sets.len())].0;
-                if index.delete_filter(id).is_ok() {
+                if index.remove_set(id).is_ok() {
                     names.remove(id);
                 }
             }
@@ -455,7 +455,7 @@ fn write_fuzz_seed_corpus() {
     seeds.push(("two-shards", persist::to_bytes(&two, &names).unwrap()));
     let (mut holes, names) = build(BloomParams::new(7, 3).unwrap(), &sets[..40], SlicedConfig::default());
     for id in (0..40).step_by(3) {
-        holes.delete_filter(id).unwrap();
+        holes.remove_set(id).unwrap();
     }
     seeds.push(("holes", persist::to_bytes(&holes, &names).unwrap()));
     for (name, bytes) in seeds {

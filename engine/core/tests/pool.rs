@@ -378,7 +378,7 @@ fn pinning_refused_runs_unpinned_and_says_so() {
 /// A random write that succeeds on `model` (applied to it).
 fn random_write(rng: &mut SmallRng, model: &mut SlicedIndex, next_id: &mut u64) -> WriteOp {
     let ids: Vec<u64> = model.ids().collect();
-    let op = match rng.random_range(0..10) {
+    let op = match rng.random_range(0..11) {
         0..4 => {
             *next_id += 1;
             WriteOp::InsertFilter { id: *next_id, filter: random_filter(rng, params(), 80) }
@@ -387,9 +387,12 @@ fn random_write(rng: &mut SmallRng, model: &mut SlicedIndex, next_id: &mut u64) 
             *next_id += 1;
             WriteOp::InsertFilter { id: *next_id, filter: random_filter(rng, params(), 80) }
         }
-        4..6 => WriteOp::DeleteFilter { id: ids[rng.random_range(0..ids.len())] },
+        4..6 => WriteOp::RemoveSet { id: ids[rng.random_range(0..ids.len())] },
         6..8 => {
             WriteOp::UpdateFilter { id: ids[rng.random_range(0..ids.len())], filter: random_filter(rng, params(), 80) }
+        }
+        8 => {
+            WriteOp::ReplaceFilter { id: ids[rng.random_range(0..ids.len())], filter: random_filter(rng, params(), 80) }
         }
         _ => WriteOp::InsertKey {
             id: ids[rng.random_range(0..ids.len())],
@@ -398,8 +401,9 @@ fn random_write(rng: &mut SmallRng, model: &mut SlicedIndex, next_id: &mut u64) 
     };
     let applied = match &op {
         WriteOp::InsertFilter { id, filter } => model.insert_filter(*id, filter),
-        WriteOp::DeleteFilter { id } => model.delete_filter(*id),
+        WriteOp::RemoveSet { id } => model.remove_set(*id),
         WriteOp::UpdateFilter { id, filter } => model.update_filter(*id, filter),
+        WriteOp::ReplaceFilter { id, filter } => model.replace_filter(*id, filter),
         WriteOp::InsertKey { id, hash } => model.insert_key_hash(*id, *hash),
     };
     applied.unwrap();
@@ -517,7 +521,7 @@ fn stress_readers_and_writers_see_only_whole_writes() {
         assert_eq!(got, states[final_state]);
         drop(snap);
         // A write that fails changes nothing but still swaps the copies.
-        assert!(shared.delete_filter(u64::MAX).is_err());
+        assert!(shared.remove_set(u64::MAX).is_err());
     }
 }
 
@@ -538,7 +542,7 @@ fn writes_are_visible_after_they_return_and_snapshots_never_change() {
     // `concurrent::DRAIN_PATIENCE`, then copies; the snapshot itself never changes.
     let kept = shared.snapshot();
     shared.insert_key(5, "pear").unwrap();
-    shared.delete_filter(5).unwrap();
+    shared.remove_set(5).unwrap();
     assert_eq!(kept.query(&key), vec![5]);
     assert!(shared.snapshot().query(&key).is_empty());
     pool.query_batch(&shared, &[key], &mut results).unwrap();
@@ -574,7 +578,7 @@ fn multi_write_publish_is_all_or_nothing() {
                     WriteOp::InsertFilter { id: b, filter: f.clone() },
                 ]);
                 assert!(inserted.iter().all(Result::is_ok));
-                let deleted = shared.apply(vec![WriteOp::DeleteFilter { id: a }, WriteOp::DeleteFilter { id: b }]);
+                let deleted = shared.apply(vec![WriteOp::RemoveSet { id: a }, WriteOp::RemoveSet { id: b }]);
                 assert!(deleted.iter().all(Result::is_ok));
             }
             stop.store(true, Ordering::SeqCst);

@@ -63,7 +63,7 @@ fn build_with(
         let mut kept = Vec::new();
         for (i, (id, f)) in filters.into_iter().enumerate() {
             if (i as u64).is_multiple_of(delete_every) {
-                index.delete_filter(id).unwrap();
+                index.remove_set(id).unwrap();
             } else {
                 kept.push((id, f));
             }

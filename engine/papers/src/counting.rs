@@ -465,7 +465,7 @@ impl CountingSlicedIndex {
     /// # Errors
     ///
     /// [`Error::UnknownId`]; unchanged.
-    pub fn delete_filter(&mut self, id: u64) -> Result<()> {
+    pub fn remove_set(&mut self, id: u64) -> Result<()> {
         self.take_filter(id).map(drop)
     }
 
@@ -475,7 +475,7 @@ impl CountingSlicedIndex {
     ///
     /// [`Error::UnknownId`]; unchanged.
     pub fn take_filter(&mut self, id: u64) -> Result<CountingBloomFilter> {
-        self.index.delete_filter(id)?;
+        self.index.remove_set(id)?;
         self.filters.remove(&id).ok_or(Error::UnknownId(id).into())
     }
 

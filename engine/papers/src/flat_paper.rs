@@ -157,7 +157,7 @@ impl FlatBloofiPaper {
     /// # Errors
     ///
     /// [`Error::UnknownId`]; the index is unchanged after an error.
-    pub fn delete_filter(&mut self, id: u64) -> Result<()> {
+    pub fn remove_set(&mut self, id: u64) -> Result<()> {
         let index = self.index_of.remove(&id).ok_or(Error::UnknownId(id))?;
         let (g, bit) = (index / FLAT_GROUP, 1u64 << (index % FLAT_GROUP));
         self.beta[g] &= !bit;
@@ -293,12 +293,12 @@ mod tests {
         assert_eq!(flat.arrays(), 3);
         assert_eq!(flat.storage_bytes(), 3 * 64 * 5 * 8);
         // Free a slot in the first group; the next insert reuses it.
-        flat.delete_filter(5).unwrap();
+        flat.remove_set(5).unwrap();
         flat.insert_filter(500, &filter([500])).unwrap();
         assert_eq!(flat.arrays(), 3);
         // Empty the middle group: it is compacted away, later ids move down.
         for id in 64..128u64 {
-            flat.delete_filter(id).unwrap();
+            flat.remove_set(id).unwrap();
             flat.validate().unwrap();
         }
         assert_eq!(flat.arrays(), 2);

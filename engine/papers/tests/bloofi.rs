@@ -101,12 +101,12 @@ fn errors_are_typed_and_change_nothing() {
     assert!(matches!(world.tree.insert_filter(99, &wrong), Err(BloofiError::Core(Error::ParamsMismatch { .. }))));
     assert!(matches!(world.tree.update_filter(3, &wrong), Err(BloofiError::Core(Error::ParamsMismatch { .. }))));
     assert_eq!(world.tree.update_filter(99, &filter(params, [9])), Err(Error::UnknownId(99).into()));
-    assert_eq!(world.tree.delete_filter(99), Err(Error::UnknownId(99).into()));
+    assert_eq!(world.tree.remove_set(99), Err(Error::UnknownId(99).into()));
     assert_eq!(world.tree.insert_key(99, "k"), Err(Error::UnknownId(99).into()));
     assert_eq!(world.flat.insert_filter(3, &filter(params, [9])), Err(Error::DuplicateId(3)));
     assert!(matches!(world.flat.insert_filter(99, &wrong), Err(Error::ParamsMismatch { .. })));
     assert!(matches!(world.flat.update_filter(3, &wrong), Err(Error::ParamsMismatch { .. })));
-    assert_eq!(world.flat.delete_filter(99), Err(Error::UnknownId(99)));
+    assert_eq!(world.flat.remove_set(99), Err(Error::UnknownId(99)));
     assert_eq!(snapshot(&world), before);
     world.tree.validate().unwrap();
     world.flat.validate().unwrap();
@@ -177,7 +177,7 @@ fn paper_workload_prunes_and_costs_as_the_paper_describes() {
     assert_eq!(tree.last_maintenance_cost(), tree.height() + 1);
     tree.insert_filter(n, &extra).unwrap();
     assert!(tree.last_maintenance_cost() > tree.height());
-    tree.delete_filter(n).unwrap();
+    tree.remove_set(n).unwrap();
     assert!(tree.last_maintenance_cost() >= tree.height());
     let stats = tree.maintenance_stats();
     assert_eq!((stats.inserts, stats.deletes, stats.updates), (n + 1, 1, 1));
@@ -207,8 +207,8 @@ fn heuristic_changes_shape_not_answers() {
         assert_eq!(sorted(on.query(&k)), sorted(off.query(&k)));
     }
     for id in (0..200u64).step_by(2) {
-        on.delete_filter(id).unwrap();
-        off.delete_filter(id).unwrap();
+        on.remove_set(id).unwrap();
+        off.remove_set(id).unwrap();
         on.validate().unwrap();
         off.validate().unwrap();
     }

@@ -718,7 +718,7 @@ fn add_filter(h: &mut BloomsliceIndex, name: &[u8], filter: &BloomFilter) -> Res
     h.index.insert_filter(id, filter)?;
     if let Err(e) = h.names.insert(id, name) {
         // Keep the index unchanged on failure.
-        let _ = h.index.delete_filter(id);
+        let _ = h.index.remove_set(id);
         return Err(e.into());
     }
     Ok(id)
@@ -875,7 +875,7 @@ pub unsafe extern "C" fn bloomslice_index_remove_set(
     unsafe {
         changing_named(index, name, name_len, |h, name| {
             let id = id_of(h, name)?;
-            h.index.delete_filter(id)?;
+            h.index.remove_set(id)?;
             h.names.remove(id);
             Ok(())
         })

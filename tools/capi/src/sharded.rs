@@ -447,7 +447,7 @@ mod tests {
             let mut part = whole.index.clone();
             let mut part_names = whole.names.clone();
             for id in (0..12).filter(|id| !range.contains(id)) {
-                part.delete_filter(id).unwrap();
+                part.remove_set(id).unwrap();
                 part_names.remove(id);
             }
             let file = format!("part-{f}.bsi");

@@ -504,7 +504,7 @@ impl Engine {
 
     fn remove_set(&mut self, id: u64) -> Result<(), Error> {
         match self {
-            Engine::Fixed(index) => index.delete_filter(id),
+            Engine::Fixed(index) => index.remove_set(id),
             Engine::Sized(collection, _) => collection.remove_set(id),
         }
     }
@@ -516,7 +516,7 @@ impl Engine {
             Engine::Fixed(index) => {
                 let filter = Self::filter_of(index, hashes)?;
                 let old = index.filter_cloned(id)?;
-                index.delete_filter(id)?;
+                index.remove_set(id)?;
                 index.insert_filter(id, &filter).or_else(|e| {
                     // Put the old filter back (its column was just freed).
                     index.insert_filter(id, &old)?;
@@ -1132,7 +1132,7 @@ impl Index {
                     Engine::Fixed(index) => {
                         let mut part = index.clone();
                         for &id in &others {
-                            part.delete_filter(id)?;
+                            part.remove_set(id)?;
                         }
                         let file = format!("shard-{shard}.bsi");
                         persist::save(dir.join(&file), &part, &names)?;

@@ -192,7 +192,7 @@ impl SetIndex {
         let saved: Vec<BloomFilter> =
             old.iter().map(|slot| self.parts[slot.part].index.filter_cloned(id)).collect::<Result<_>>()?;
         for (done, slot) in old.iter().enumerate() {
-            if let Err(e) = self.parts[slot.part].index.delete_filter(id) {
+            if let Err(e) = self.parts[slot.part].index.remove_set(id) {
                 self.restore(id, &old[..done], &saved);
                 return Err(e);
             }

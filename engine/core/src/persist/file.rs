@@ -36,7 +36,7 @@ use crate::sliced::SlicedIndex;
 ///
 /// let file = IndexFile::new("sites.bsi");
 /// // Load, change and save under the lock: a concurrent writer waits.
-/// file.edit(Duration::from_secs(10), |loaded| loaded.index.delete_filter(17))?;
+/// file.edit(Duration::from_secs(10), |loaded| loaded.index.remove_set(17))?;
 /// # Ok::<(), bloomslice::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -632,7 +632,7 @@ pub fn remove_set(manifest: &Path, name: &[u8], wait: Duration) -> Result<usize>
         },
         |index, names| {
             let id = id_of(names)?;
-            index.delete_filter(id)?;
+            index.remove_set(id)?;
             names.remove(id);
             Ok(())
         },

@@ -718,7 +718,7 @@ mod tests {
         // The finished job dropped its snapshot: only the ArcSwap holds the
         // current copy, so writers never wait for idle buffers.
         assert_eq!(Arc::strong_count(&shared.snapshot()), 2);
-        shared.delete_filter(3).unwrap();
+        shared.remove_set(3).unwrap();
         shared.insert_key(3, "x").unwrap_err();
         pool.query_batch(&shared, &["k"; 40], &mut results).unwrap();
         assert!(results.iter().all(<[u64]>::is_empty));

@@ -68,6 +68,7 @@ pub(crate) use persist::{ColumnEntry, ShardParts};
 pub mod hooks;
 pub mod narrow;
 mod score;
+mod sets;
 
 pub use narrow::{is_shard_width, rows_bytes_for, shard_columns_for, shard_words};
 
@@ -900,7 +901,7 @@ impl SlicedIndex {
     /// # Errors
     ///
     /// [`Error::UnknownId`]; the index is unchanged.
-    pub fn delete_filter(&mut self, id: u64) -> Result<()> {
+    pub fn remove_set(&mut self, id: u64) -> Result<()> {
         let slot = self.slot(id)?;
         let m = self.params.m() as usize;
         let (si, col) = (slot.shard as usize, slot.col as usize);
@@ -1375,7 +1376,7 @@ mod tests {
         shared.validate().unwrap();
         assert_eq!(shared.query(&5u64.to_le_bytes()), vec![5], "the clone shares nothing written since");
         for id in 0..600u64 {
-            index.delete_filter(id).unwrap();
+            index.remove_set(id).unwrap();
             if id % 97 == 0 {
                 index.validate().unwrap();
             }
@@ -1401,7 +1402,7 @@ mod tests {
             assert!(index.query(&id.to_le_bytes()).contains(&(id * 3)));
         }
         for id in (0..1500u64).step_by(2) {
-            index.delete_filter(id * 3).unwrap();
+            index.remove_set(id * 3).unwrap();
         }
         index.validate().unwrap();
         assert_eq!(index.columns(), 1536, "freed columns are kept for reuse");
@@ -1438,7 +1439,7 @@ mod tests {
         }
         assert_eq!(index.shard_count(), 3);
         for id in 0..512u64 {
-            index.delete_filter(id).unwrap();
+            index.remove_set(id).unwrap();
         }
         index.validate().unwrap();
         assert_eq!(index.shard_count(), 2);
@@ -1446,7 +1447,7 @@ mod tests {
             assert!(index.query(&id.to_le_bytes()).contains(&id), "{id}");
         }
         for id in 512..1200u64 {
-            index.delete_filter(id).unwrap();
+            index.remove_set(id).unwrap();
         }
         assert_eq!(index.shard_count(), 0);
         assert!(index.is_empty());

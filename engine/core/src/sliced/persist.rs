@@ -171,7 +171,7 @@ mod tests {
             f.insert(&id.to_le_bytes());
             index.insert_filter(id * 7, &f).unwrap();
         }
-        index.delete_filter(14).unwrap();
+        index.remove_set(14).unwrap();
         index
     }
 

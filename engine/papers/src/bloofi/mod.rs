@@ -15,7 +15,7 @@
 //! | --- | --- |
 //! | Algorithm 1 `findMatches` | [`BloofiTree::query_hash_with_cost`] (iterative depth-first walk; its cost is the number of `findMatches` calls, that is nodes whose value is tested: the paper's *search bf-cost*) |
 //! | Algorithms 2 and 3 `insert`, `insertIntoParent` | [`BloofiTree::insert_filter`]: OR the filter into every node on the way down, descend to the closest child under [`Metric`], add the leaf after the closest leaf, split on overflow (> 2d children), new root when the root splits |
-//! | Algorithm 4 `delete` | [`BloofiTree::delete_filter`]: remove the leaf, redistribute with a sibling or merge on underflow (< d children), recompute values up to the root, shrink a root left with one child |
+//! | Algorithm 4 `delete` | [`BloofiTree::remove_set`]: remove the leaf, redistribute with a sibling or merge on underflow (< d children), recompute values up to the root, shrink a root left with one child |
 //! | Algorithm 5 `update` | [`BloofiTree::update_filter`] and [`BloofiTree::insert_key`]: OR the new bits into every node from the leaf to the root |
 //! | Section 5.4, "do not split a node whose bits are all ones" | [`BloofiConfig::all_ones_heuristic`] (on by default) |
 //! | bulk construction (Section 7.1.2) | [`BloofiTree::bulk_build`] and [`BloofiTree::rebuild`], ordered by [`BulkOrder`] (see the `bulk` module for the cost of each order) |
@@ -794,7 +794,7 @@ impl BloofiTree {
     /// # Errors
     ///
     /// [`Error::UnknownId`]; the tree is unchanged after an error.
-    pub fn delete_filter(&mut self, id: u64) -> Result<()> {
+    pub fn remove_set(&mut self, id: u64) -> Result<()> {
         let leaf = self.leaf(id)?;
         self.begin_op();
         self.leaf_of.remove(&id);
@@ -1301,7 +1301,7 @@ mod tests {
             }
             for id in (0..200u64).rev().step_by(3).chain((0..200).step_by(3)) {
                 if tree.contains(id) {
-                    tree.delete_filter(id).unwrap();
+                    tree.remove_set(id).unwrap();
                     tree.validate().unwrap();
                 }
             }
@@ -1310,7 +1310,7 @@ mod tests {
             }
             let rest: Vec<u64> = tree.ids().collect();
             for id in rest {
-                tree.delete_filter(id).unwrap();
+                tree.remove_set(id).unwrap();
                 tree.validate().unwrap();
             }
             assert!(tree.is_empty());
@@ -1343,7 +1343,7 @@ mod tests {
         // Emptying the leaves makes the over-full root split (deferred split).
         let empty = BloomFilter::new(p).unwrap();
         for id in 0..40 {
-            on.delete_filter(id).unwrap();
+            on.remove_set(id).unwrap();
             on.insert_filter(100 + id, &empty).unwrap();
             on.validate().unwrap();
         }
@@ -1412,7 +1412,7 @@ mod tests {
                 for key in 0..500u64 {
                     assert_eq!(sorted(bulk.query(&key.to_le_bytes())), sorted(iterative.query(&key.to_le_bytes())));
                 }
-                bulk.delete_filter(10).unwrap();
+                bulk.remove_set(10).unwrap();
                 bulk.insert_filter(10, &filter([1])).unwrap();
                 bulk.rebuild(order);
                 bulk.validate().unwrap();

@@ -146,7 +146,7 @@ impl DynamicSlicedIndex {
         if let Err(e) = self.resync(id) {
             let set = self.sets.remove(&id).expect("just inserted");
             for col in set.columns {
-                let _ = self.index.delete_filter(col);
+                let _ = self.index.remove_set(col);
                 self.owner[col as usize] = NO_OWNER;
                 self.free_columns.push(col);
             }
@@ -160,7 +160,7 @@ impl DynamicSlicedIndex {
     /// # Errors
     ///
     /// [`Error::UnknownId`]; unchanged.
-    pub fn delete_filter(&mut self, id: u64) -> Result<()> {
+    pub fn remove_set(&mut self, id: u64) -> Result<()> {
         self.take_filter(id).map(drop)
     }
 
@@ -173,7 +173,7 @@ impl DynamicSlicedIndex {
     pub fn take_filter(&mut self, id: u64) -> Result<DynamicBloomFilter> {
         let set = self.sets.remove(&id).ok_or(Error::UnknownId(id))?;
         for col in &set.columns {
-            self.index.delete_filter(*col)?;
+            self.index.remove_set(*col)?;
             self.owner[*col as usize] = NO_OWNER;
             self.free_columns.push(*col);
         }
@@ -187,7 +187,7 @@ impl DynamicSlicedIndex {
         let views = set.filter.bit_views()?;
         while set.columns.len() > views.len() {
             let col = set.columns.pop().expect("non-empty");
-            self.index.delete_filter(col)?;
+            self.index.remove_set(col)?;
             self.owner[col as usize] = NO_OWNER;
             self.free_columns.push(col);
         }

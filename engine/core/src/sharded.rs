@@ -30,6 +30,11 @@
 //! the Python package's `bloomslice.ray` does), [`merge_answers`] merges
 //! their batch answers in the order above.
 //!
+//! Writing a split: [`write_split`] writes a [`SetIndex`] as the files of
+//! [`plan_split`] (runs of ids balanced by bytes, named by
+//! [`shard_file_name`]) and their manifest; every front end splits through
+//! it.
+//!
 //! ```
 //! use bloomslice::persist::{self, SetNames, Verify};
 //! use bloomslice::persist::manifest::{MANIFEST_FILE, Manifest, ManifestParams, ShardFile};
@@ -92,6 +97,9 @@ use crate::score::{Scores, Threshold};
 use crate::sliced::BatchResults;
 #[cfg(any(doc, test))]
 use crate::sliced::SlicedIndex;
+
+mod split;
+pub use split::{plan_split, shard_file_name, write_split};
 
 /// The files of a manifest, opened, checked against it, and queried as one
 /// index (see the [module docs](self) for the answers' order).

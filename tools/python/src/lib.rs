@@ -1,9 +1,13 @@
 //! # bloomslice for Python
 //!
 //! The extension module `bloomslice._native` behind the `bloomslice` Python
-//! package: `Index`, over a [`SetIndex`] (sets sized from their own
-//! keys, the default) or a [`SlicedIndex`] of one filter length, with its
-//! [`SetNames`], and `ShardedIndex`, over the shard files of a manifest. The package's
+//! package: one class, `Index`, over any index the library has, a
+//! [`SetIndex`] (sets sized from their own keys, the default), a
+//! [`SlicedIndex`] of one filter length, or the [`ShardedIndex`] of a
+//! manifest's shard files (read-only), with its [`SetNames`]. Every read
+//! goes through the library's one read trait, [`ReadIndex`], so it is
+//! written once; only changes and layout facts look at the kind. Files are
+//! read and written in one place, the `files` module. The package's
 //! `__init__.pyi` documents the Python surface.
 //!
 //! - The GIL is released while the library works (opening, building,
@@ -16,34 +20,40 @@
 //!   straight from their buffers (`str` keys are encoded to UTF-8 once).
 //! - Errors are exceptions: `ValueError`/`TypeError` for bad arguments,
 //!   `OSError` (or its subclasses) for files, [`IndexError`] (a subclass of
-//!   `OSError`) for corrupt files. A panic would surface as PyO3's
+//!   `OSError`) for corrupt files, `io.UnsupportedOperation` for a change
+//!   of a manifest's shard files. A panic would surface as PyO3's
 //!   `PanicException`, never as a crash.
-//! - `ShardedIndex` opens the shard files of a manifest in this process
-//!   and answers as the unsplit index ([`ShardedIndex`]); `merge_answers`
+//! - `Index.save_shards` writes the library's one split
+//!   ([`sharded::write_split`], as the CLI's `split`); `merge_answers`
 //!   merges shard answers computed elsewhere (the Ray actors of
-//!   `bloomslice.ray`) in the same order ([`sharded::merge_answers`]).
+//!   `bloomslice.ray`) in the order of [`ShardedIndex`]
+//!   ([`sharded::merge_answers`]).
 //! - Multi-key scoring (`Index.score`) counts, per set, how many keys of
-//!   one query it may contain ([`SlicedIndex::score_into`] and
-//!   [`SlicedIndex::query_threshold_into`]), with the GIL released.
+//!   one query it may contain ([`ReadIndex::score_hashes_into`] and
+//!   [`ReadIndex::query_threshold_hashes_into`]), with the GIL released.
+
+mod files;
 
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use bloomslice::persist::manifest::{self, Manifest};
-use bloomslice::persist::{self, FileInfo, LoadedIndex, LoadedSetIndex, Verify};
+use bloomslice::persist::FileInfo;
+use bloomslice::persist::manifest::{ManifestParams, ShardFile};
 use bloomslice::sharded::{self, AnswerPart, PartIds, ShardedIndex};
 use bloomslice::storage;
 use bloomslice::{
-    BatchResults, BloomFilter, BloomParams, Error, HashScheme, KeyHash, LayoutConfig, Scores, SetIndex, SetNames,
-    SlicedIndex, Threshold,
+    BatchResults, BloomFilter, BloomParams, Error, HashScheme, KeyHash, LayoutConfig, ReadIndex, Scores, SetIndex,
+    SetNames, SlicedIndex, Threshold,
 };
 use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::create_exception;
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyFileExistsError, PyFileNotFoundError, PyOSError, PyPermissionError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PySequence, PyString};
+use pyo3::{create_exception, import_exception};
 
 create_exception!(
     bloomslice,
@@ -52,6 +62,10 @@ create_exception!(
     "A file that is not a valid bloomslice index: wrong magic bytes, unsupported version, truncated, \
      checksum mismatch or inconsistent tables. A subclass of OSError."
 );
+
+// Python's own `io.UnsupportedOperation` (a subclass of both `OSError` and
+// `ValueError`): what a change of a read-only index raises.
+import_exception!(io, UnsupportedOperation);
 
 /// Keys hashed (with the GIL) and then queried (without it) at a time.
 const CHUNK: usize = 4096;
@@ -63,6 +77,7 @@ fn py_err(e: Error) -> PyErr {
         Error::Io { source, .. } => match source.kind() {
             std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
             std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+            std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(message),
             _ => PyOSError::new_err(message),
         },
         Error::BadMagic
@@ -311,52 +326,18 @@ fn named_counts<'py>(py: Python<'py>, names: &SetNames, answer: &(Vec<u64>, Vec<
     Ok(d.into_any())
 }
 
-/// What scoring reads: one index, or the shard files of a manifest.
-trait Scoring {
-    /// [`SlicedIndex::score_into`].
-    fn score_into(&self, hashes: &[KeyHash], scores: &mut Scores);
-    /// [`SlicedIndex::query_threshold_into`].
-    fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>);
-}
-
-impl Scoring for Engine {
-    fn score_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
-        match self {
-            Engine::Fixed(index) => index.score_into(hashes, scores),
-            Engine::Sized(collection, _) => collection.score_into(hashes, scores),
-        }
-    }
-
-    fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>) {
-        match self {
-            Engine::Fixed(index) => index.query_threshold_into(hashes, t, scratch, out),
-            Engine::Sized(collection, _) => *out = collection.query_threshold(hashes, t),
-        }
-    }
-}
-
-impl Scoring for ShardedIndex {
-    fn score_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
-        ShardedIndex::score_into(self, hashes, scores);
-    }
-
-    fn query_threshold_into(&self, hashes: &[KeyHash], t: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>) {
-        ShardedIndex::query_threshold_into(self, hashes, t, scratch, out);
-    }
-}
-
 /// Scores `hashes` against `index`: the sets whose count reaches
 /// `threshold`, as `(ids, counts)` by ascending id. A set with a count of 0
 /// is never reported, so a threshold whose least count is 0 gives every set
-/// with a count above 0 (an unpruned [`SlicedIndex::score_into`]).
-fn score_hashes(index: &impl Scoring, hashes: &[KeyHash], threshold: Threshold) -> (Vec<u64>, Vec<u32>) {
+/// with a count above 0 (an unpruned [`ReadIndex::score_hashes_into`]).
+fn score_hashes(index: &dyn ReadIndex, hashes: &[KeyHash], threshold: Threshold) -> (Vec<u64>, Vec<u32>) {
     let mut scores = Scores::new();
     let pairs: Vec<(u64, u32)> = if threshold.min_count(hashes.len()) == 0 {
-        index.score_into(hashes, &mut scores);
+        index.score_hashes_into(hashes, &mut scores);
         scores.iter().collect()
     } else {
         let mut out = Vec::new();
-        index.query_threshold_into(hashes, threshold, &mut scores, &mut out);
+        index.query_threshold_hashes_into(hashes, threshold, &mut scores, &mut out);
         out
     };
     pairs.into_iter().unzip()
@@ -409,70 +390,46 @@ fn reserve_huge<T>(v: &mut Vec<T>, additional: usize) {
     storage::advise_huge_capacity(v);
 }
 
-/// The sets an [`Index`] answers from: filters of one size, or a
-/// [`SetIndex`] whose sets are each sized from their own keys.
+/// The error of a change asked of an index opened from the shard files of
+/// a manifest.
+fn read_only(what: &str) -> PyErr {
+    UnsupportedOperation::new_err(format!(
+        "cannot {what}: this index is the shard files of a manifest, opened read-only (change them with \
+         bloomslice.collection_add and collection_remove, or RayIndex.add and remove; `bloomslice merge` \
+         makes them one file again)"
+    ))
+}
+
+/// The index an [`Index`] answers from. Every read goes through
+/// [`Engine::reader`], the one read trait every index implements; only
+/// changes, saving and facts about the layout look at the kind.
 enum Engine {
-    /// One [`SlicedIndex`]: every filter has the same `m` (the index was
-    /// built with `n_exp`, or `m` and `k`).
+    /// A [`SetIndex`]: sets each sized from their own keys, in size-classed
+    /// parts (built without a size, or a collection file).
+    Sized(SetIndex),
+    /// One [`SlicedIndex`]: every filter has the same `m` (built with
+    /// `n_exp`, or `m` and `k`, or an index file of one filter length).
     Fixed(SlicedIndex),
-    /// A collection of size-classed parts, and the seed its keys are
-    /// hashed with.
-    Sized(SetIndex, u64),
+    /// The shard files of a manifest, read-only.
+    Sharded(ShardedIndex),
 }
 
 impl Engine {
-    /// The seed byte keys are hashed with.
-    fn seed(&self) -> u64 {
+    /// The index, for every read.
+    fn reader(&self) -> &dyn ReadIndex {
         match self {
-            Engine::Fixed(index) => index.params().seed(),
-            Engine::Sized(_, seed) => *seed,
+            Engine::Sized(collection) => collection,
+            Engine::Fixed(index) => index,
+            Engine::Sharded(sharded) => sharded,
         }
     }
 
-    /// The hash of a byte key, the same for every part.
-    fn hash(&self, key: &[u8]) -> KeyHash {
-        KeyHash::from_bytes(key, self.seed())
-    }
-
-    fn len(&self) -> usize {
+    /// A `bloomslice.UnsupportedOperation` for a change of the shard files
+    /// of a manifest (`what` says which), else nothing.
+    fn check_writable(&self, what: &str) -> PyResult<()> {
         match self {
-            Engine::Fixed(index) => index.len(),
-            Engine::Sized(collection, _) => collection.len(),
-        }
-    }
-
-    fn ids(&self) -> Vec<u64> {
-        match self {
-            Engine::Fixed(index) => index.ids().collect(),
-            Engine::Sized(collection, _) => collection.ids().collect(),
-        }
-    }
-
-    fn contains(&self, id: u64) -> bool {
-        match self {
-            Engine::Fixed(index) => index.contains(id),
-            Engine::Sized(collection, _) => collection.contains(id),
-        }
-    }
-
-    fn memory_bytes(&self) -> usize {
-        match self {
-            Engine::Fixed(index) => index.memory_bytes(),
-            Engine::Sized(collection, _) => collection.memory_bytes(),
-        }
-    }
-
-    fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
-        match self {
-            Engine::Fixed(index) => index.query_hash_into(hash, out),
-            Engine::Sized(collection, _) => collection.query_hash_into(hash, out),
-        }
-    }
-
-    fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
-        match self {
-            Engine::Fixed(index) => index.query_batch_hashes(hashes, results),
-            Engine::Sized(collection, _) => collection.query_batch_hashes(hashes, results),
+            Engine::Sharded(_) => Err(read_only(what)),
+            _ => Ok(()),
         }
     }
 
@@ -485,36 +442,41 @@ impl Engine {
 
     /// Adds set `id` holding `hashes`: a filter of the index's size, or in
     /// the collection's part that holds its number of keys.
-    fn insert_set(&mut self, id: u64, hashes: &[KeyHash]) -> Result<(), Error> {
+    fn insert_set(&mut self, id: u64, hashes: &[KeyHash]) -> PyResult<()> {
         match self {
-            Engine::Fixed(index) => index.insert_filter(id, &Self::filter_of(index, hashes)?),
-            Engine::Sized(collection, _) => collection.insert_set(id, hashes),
+            Engine::Fixed(index) => Self::filter_of(index, hashes).and_then(|f| index.insert_filter(id, &f)),
+            Engine::Sized(collection) => collection.insert_set(id, hashes),
+            Engine::Sharded(_) => return Err(read_only("add a set")),
         }
+        .map_err(py_err)
     }
 
     /// Adds `hashes` to set `id`: ORed into its filter, or (a collection)
     /// filling its last filter and growing into a larger part past its
     /// capacity.
-    fn add_keys(&mut self, id: u64, hashes: &[KeyHash]) -> Result<(), Error> {
+    fn add_keys(&mut self, id: u64, hashes: &[KeyHash]) -> PyResult<()> {
         match self {
-            Engine::Fixed(index) => index.update_filter(id, &Self::filter_of(index, hashes)?),
-            Engine::Sized(collection, _) => collection.add_keys(id, hashes),
+            Engine::Fixed(index) => Self::filter_of(index, hashes).and_then(|f| index.update_filter(id, &f)),
+            Engine::Sized(collection) => collection.add_keys(id, hashes),
+            Engine::Sharded(_) => return Err(read_only("add keys")),
         }
+        .map_err(py_err)
     }
 
-    fn remove_set(&mut self, id: u64) -> Result<(), Error> {
+    fn remove_set(&mut self, id: u64) -> PyResult<()> {
         match self {
             Engine::Fixed(index) => index.remove_set(id),
-            Engine::Sized(collection, _) => collection.remove_set(id),
+            Engine::Sized(collection) => collection.remove_set(id),
+            Engine::Sharded(_) => return Err(read_only("remove a set")),
         }
+        .map_err(py_err)
     }
 
     /// Replaces the keys of set `id` by `hashes` (a collection sizes the
     /// set again from them).
-    fn replace_set(&mut self, id: u64, hashes: &[KeyHash]) -> Result<(), Error> {
+    fn replace_set(&mut self, id: u64, hashes: &[KeyHash]) -> PyResult<()> {
         match self {
-            Engine::Fixed(index) => {
-                let filter = Self::filter_of(index, hashes)?;
+            Engine::Fixed(index) => Self::filter_of(index, hashes).and_then(|filter| {
                 let old = index.filter_cloned(id)?;
                 index.remove_set(id)?;
                 index.insert_filter(id, &filter).or_else(|e| {
@@ -522,32 +484,82 @@ impl Engine {
                     index.insert_filter(id, &old)?;
                     Err(e)
                 })
-            }
-            Engine::Sized(collection, _) => {
-                collection.remove_set(id)?;
-                collection.insert_set(id, hashes)
-            }
+            }),
+            Engine::Sized(collection) => collection.remove_set(id).and_then(|()| collection.insert_set(id, hashes)),
+            Engine::Sharded(_) => return Err(read_only("update a set")),
+        }
+        .map_err(py_err)
+    }
+
+    /// The filter layers: one index, the parts of a collection, or the
+    /// parts of every file of a manifest (file after file).
+    fn parts(&self) -> Vec<&SlicedIndex> {
+        match self {
+            Engine::Fixed(index) => vec![index],
+            Engine::Sized(collection) => collection.parts().collect(),
+            Engine::Sharded(sharded) => sharded.shards().iter().flat_map(|s| s.collection.parts()).collect(),
         }
     }
+
+    /// The target false-positive rate of sets sized from their keys
+    /// (`None` for one filter length).
+    fn fp(&self) -> Option<f64> {
+        match self {
+            Engine::Fixed(_) => None,
+            Engine::Sized(collection) => Some(collection.p()),
+            Engine::Sharded(sharded) => sharded.shards().first().map(|s| s.collection.p()),
+        }
+    }
+}
+
+/// Where an [`Index`]'s sets came from, to open them again.
+enum Source {
+    /// Built in this process.
+    Built,
+    /// An index or collection file, and what it said about itself.
+    File(PathBuf, FileInfo),
+    /// The manifest of shard files, and whether their checksums were
+    /// compared with it.
+    Manifest(PathBuf, bool),
 }
 
 /// What an [`Index`] guards with its lock.
 struct Inner {
     engine: Engine,
     names: SetNames,
-    /// The file it was opened from, and what the file said about itself.
-    file: Option<(PathBuf, FileInfo)>,
+    source: Source,
     mapped: bool,
 }
 
 impl Inner {
+    fn built(engine: Engine, names: SetNames) -> Self {
+        Inner { engine, names, source: Source::Built, mapped: false }
+    }
+
+    /// Opens an index or collection file, or (a directory holding a
+    /// manifest, or a `.json` file) the shard files of a manifest.
+    fn open(path: PathBuf, mmap: bool, verify: bool) -> Result<Self, Error> {
+        if files::is_manifest(&path) {
+            return Self::open_shards(path, mmap, verify);
+        }
+        let (engine, names, info) = files::open(&path, mmap, verify)?;
+        Ok(Inner { engine, names, source: Source::File(path, info), mapped: mmap })
+    }
+
+    fn open_shards(path: PathBuf, mmap: bool, verify: bool) -> Result<Self, Error> {
+        let sharded = files::open_shards(&path, mmap, verify)?;
+        let names = sharded.names().clone();
+        let source = Source::Manifest(sharded.manifest_path().to_path_buf(), verify);
+        Ok(Inner { engine: Engine::Sharded(sharded), names, source, mapped: mmap })
+    }
+
     fn next_id(&self) -> u64 {
-        self.engine.ids().into_iter().max().map_or(0, |m| m + 1).max(self.names.next_free_id())
+        self.engine.reader().ids().last().map_or(0, |m| m + 1).max(self.names.next_free_id())
     }
 
     /// The id of the set called `name`, or a `ValueError`.
     fn id_of(&self, name: &[u8]) -> PyResult<u64> {
-        self.names.id(name).filter(|&id| self.engine.contains(id)).ok_or_else(|| {
+        self.names.id(name).filter(|&id| self.engine.reader().contains(id)).ok_or_else(|| {
             PyValueError::new_err(format!("no set named {:?} in the index", String::from_utf8_lossy(name)))
         })
     }
@@ -560,60 +572,15 @@ impl Inner {
     }
 }
 
-/// The seed a collection's parts hash byte keys with (0 for a collection
-/// of no parts, which holds no set).
-fn seed_of(collection: &SetIndex) -> u64 {
-    collection.parts().next().map_or(0, |part| part.params().seed())
-}
-
-/// Whether the file at `path` starts as an index file of one filter
-/// length (format 1). A file that cannot be read, or any other file, is
-/// read as a collection file, whose reader reports what is wrong with it.
-fn is_format_1(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(10);
-    let read = std::fs::File::open(path).and_then(|file| file.take(10).read_to_end(&mut head));
-    read.is_ok()
-        && head.len() == 10
-        && head[..8] == persist::MAGIC
-        && u16::from_le_bytes([head[8], head[9]]) == persist::FORMAT_MAJOR
-}
-
-/// Opens the file at `path` (mapped or read) into an [`Inner`]: an index
-/// file of one filter length (format 1) as a fixed-size index, as it was
-/// built and saved; a collection file (format 2) as a collection.
-fn open_inner(path: PathBuf, mmap: bool, verify: bool) -> Result<Inner, Error> {
-    let verify = if verify { Verify::Full } else { Verify::Deferred };
-    if is_format_1(&path) {
-        let loaded = if mmap {
-            // SAFETY: the mapping contract of `open_mmap` (no truncation or
-            // in-place write while mapped) is the documented contract of
-            // `Index.open`, as for `numpy.memmap`; bloomslice's own writers
-            // (`save`, the CLI) replace files by rename under a lock.
-            unsafe { persist::open_mmap(&path, verify) }
-        } else {
-            persist::load(&path)
-        };
-        let LoadedIndex { index, names, info } = loaded?;
-        return Ok(Inner { engine: Engine::Fixed(index), names, file: Some((path, info)), mapped: mmap });
-    }
-    let loaded = if mmap {
-        // SAFETY: as above, for `open_collection_mmap`.
-        unsafe { persist::open_collection_mmap(&path, verify) }
-    } else {
-        persist::load_collection(&path)
-    };
-    let LoadedSetIndex { collection, names, info } = loaded?;
-    let seed = seed_of(&collection);
-    Ok(Inner { engine: Engine::Sized(collection, seed), names, file: Some((path, info)), mapped: mmap })
-}
-
 /// An index of named sets of keys, each stored as a Bloom filter; answers
 /// "which sets may contain this key?" (no false negatives, a small rate of
-/// false positives set by the filter parameters). Built without a size, or
-/// opened from a collection file, it is a [`SetIndex`]: each set sized
-/// from its own keys, in size-classed parts; built with `n_exp` or `m` and
-/// `k`, a [`SlicedIndex`] of one filter length.
+/// false positives set by the filter parameters). One class over every
+/// index the library has: built without a size, or opened from a
+/// collection file, a [`SetIndex`] (each set sized from its own keys, in
+/// size-classed parts); built with `n_exp` or `m` and `k`, a
+/// [`SlicedIndex`] of one filter length; opened from a manifest, the
+/// [`ShardedIndex`] of its shard files (read-only). Every read is written
+/// once, over [`ReadIndex`].
 ///
 /// Queries may run from many Python threads at once (the GIL is released
 /// while the index works); changes wait for running queries.
@@ -637,6 +604,25 @@ impl Index {
         self.inner.write().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The hash of a `bytes`/`str` key under the index's seed.
+    fn key_hash(&self, key: &Bound<'_, PyAny>) -> PyResult<KeyHash> {
+        let inner = self.read();
+        with_key_bytes(key, "a key", |b| inner.engine.reader().hash_bytes(b))
+    }
+
+    /// The hashes of `keys`, a NumPy `uint64` array of hashes (read in
+    /// place) or a sequence of `bytes`/`str` keys (`one_key` is the
+    /// `TypeError` for a single key).
+    fn hashes(&self, keys: &Bound<'_, PyAny>, one_key: &'static str) -> PyResult<Vec<KeyHash>> {
+        if let Ok(array) = keys.cast::<PyUntypedArray>() {
+            let hashes = hash_slice(array)?;
+            return Ok(contiguous(&hashes)?.iter().map(|&h| KeyHash::from_u64(h)).collect());
+        }
+        let seq = key_sequence(keys, one_key)?;
+        let seed = self.read().engine.reader().seed();
+        (0..seq.len()?).map(|i| with_key_bytes(&seq.get_item(i)?, "a key", |b| KeyHash::from_bytes(b, seed))).collect()
+    }
+
     /// Queries `n` keys a chunk at a time: `hash_chunk(start, end, out)`
     /// hashes keys `start..end` (with the GIL), the chunk is queried with
     /// the GIL released. Returns ids and CSR offsets (`n + 1`).
@@ -657,8 +643,7 @@ impl Index {
             hashes.clear();
             hash_chunk(start, end, &mut hashes)?;
             py.detach(|| {
-                let inner = self.read();
-                inner.engine.query_batch_hashes(&hashes, &mut results);
+                self.read().engine.reader().query_batch_hashes(&hashes, &mut results);
                 append_csr(&results, &mut ids, &mut offsets, n - end, |i| i);
             });
             start = end;
@@ -668,18 +653,11 @@ impl Index {
         ids.shrink_to_fit();
         Ok((ids, offsets))
     }
-
-    /// [`Index::batch`] over caller hashes read in place ([`batch_of`]).
-    fn batch_hashes(&self, py: Python<'_>, hashes: &[u64]) -> (Vec<u64>, Vec<u64>) {
-        // The whole batch runs without the GIL: the slice is the array's own
-        // buffer (no copy).
-        py.detach(|| batch_of(&self.read(), hashes, |i| i))
-    }
 }
 
-/// The CSR answer to caller hashes (read in place, hashed into `KeyHash`es
-/// a chunk at a time), each id stored through `id`.
-fn batch_of<T>(inner: &Inner, hashes: &[u64], id: impl Fn(u64) -> T) -> (Vec<T>, Vec<u64>) {
+/// The CSR answer of `index` to caller hashes (read in place, hashed into
+/// `KeyHash`es a chunk at a time), each id stored through `id`.
+fn batch_of<T>(index: &dyn ReadIndex, hashes: &[u64], id: impl Fn(u64) -> T) -> (Vec<T>, Vec<u64>) {
     let mut ids = Vec::new();
     let mut offsets = Vec::with_capacity(hashes.len() + 1);
     offsets.push(0u64);
@@ -688,7 +666,7 @@ fn batch_of<T>(inner: &Inner, hashes: &[u64], id: impl Fn(u64) -> T) -> (Vec<T>,
     for part in hashes.chunks(CHUNK) {
         chunk.clear();
         chunk.extend(part.iter().map(|&h| KeyHash::from_u64(h)));
-        inner.engine.query_batch_hashes(&chunk, &mut results);
+        index.query_batch_hashes(&chunk, &mut results);
         let left = hashes.len() - (offsets.len() - 1) - chunk.len();
         append_csr(&results, &mut ids, &mut offsets, left, &id);
     }
@@ -698,20 +676,36 @@ fn batch_of<T>(inner: &Inner, hashes: &[u64], id: impl Fn(u64) -> T) -> (Vec<T>,
 
 #[pymethods]
 impl Index {
-    /// Opens a collection file, or an index file of one filter length (as
-    /// the fixed-size index it was saved from). With ``mmap=True`` (the
-    /// default) the file is
-    /// memory-mapped and queried in place: opening costs only its small
-    /// tables, whatever its size. The file must then not be truncated or
-    /// written in place while the index is alive (replacing it by rename,
-    /// as :meth:`save` does, is safe). ``verify=True`` checks every
-    /// checksum first; without it a flipped bit in the rows can change
-    /// answers but never crash. With ``mmap=False`` the file is read into
-    /// memory and fully verified.
+    /// Opens an index file: a collection file, or an index file of one
+    /// filter length (as the fixed-size index it was saved from); a
+    /// manifest (a directory holding ``manifest.json``, or a ``.json``
+    /// file) opens as :meth:`open_shards` would. With ``mmap=True`` (the
+    /// default) the file is memory-mapped and queried in place: opening
+    /// costs only its small tables, whatever its size. The file must then
+    /// not be truncated or written in place while the index is alive
+    /// (replacing it by rename, as :meth:`save` does, is safe).
+    /// ``verify=True`` checks every checksum first; without it a flipped
+    /// bit in the rows can change answers but never crash. With
+    /// ``mmap=False`` the file is read into memory and fully verified.
     #[staticmethod]
     #[pyo3(signature = (path, *, mmap = true, verify = false))]
     fn open(py: Python<'_>, path: PathBuf, mmap: bool, verify: bool) -> PyResult<Self> {
-        let inner = py.detach(|| open_inner(path, mmap, verify)).map_err(py_err)?;
+        let inner = py.detach(|| Inner::open(path, mmap, verify)).map_err(py_err)?;
+        Ok(Index::new(inner))
+    }
+
+    /// Opens the manifest ``manifest`` (a manifest file or its directory)
+    /// and every shard file it lists, each checked against its entry, as
+    /// one read-only index: it answers as the unsplit index would, and its
+    /// changes (``add``, ``save``, ...) raise
+    /// ``bloomslice.UnsupportedOperation``. ``mmap`` and ``verify`` as for
+    /// :meth:`open`; ``verify=True`` also compares every file with the
+    /// manifest's size and checksum. ``bloomslice.IndexError`` for an
+    /// invalid manifest or a file that disagrees with it.
+    #[staticmethod]
+    #[pyo3(signature = (manifest, *, mmap = true, verify = false))]
+    fn open_shards(py: Python<'_>, manifest: PathBuf, mmap: bool, verify: bool) -> PyResult<Self> {
+        let inner = py.detach(|| Inner::open_shards(manifest, mmap, verify)).map_err(py_err)?;
         Ok(Index::new(inner))
     }
 
@@ -735,7 +729,7 @@ impl Index {
         sets, *, n_exp = None, fp = 0.01, m = None, k = None, seed = 0,
         max_parts = None, query_cost_weight = None
     ))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "the keyword arguments of the Python method")]
     fn build(
         py: Python<'_>,
         sets: &Bound<'_, PyAny>,
@@ -805,15 +799,14 @@ impl Index {
                 None => {
                     let sets: Vec<(u64, &[KeyHash])> =
                         built.iter().enumerate().map(|(i, (_, hashes))| (i as u64, hashes.as_slice())).collect();
-                    let collection = SetIndex::build_with_hashing(&sets, fp, config, HashScheme::default(), seed)?;
-                    Engine::Sized(collection, seed)
+                    Engine::Sized(SetIndex::build_with_hashing(&sets, fp, config, HashScheme::default(), seed)?)
                 }
             };
             let mut names = SetNames::new();
             for (i, (name, _)) in built.iter().enumerate() {
                 names.insert(i as u64, name.clone())?;
             }
-            Ok(Inner { engine, names, file: None, mapped: false })
+            Ok(Inner::built(engine, names))
         });
         Ok(Index::new(inner.map_err(py_err)?))
     }
@@ -821,21 +814,22 @@ impl Index {
     /// The names of the sets that may contain ``key`` (``bytes`` or
     /// ``str``), sorted. Unnamed sets show as ``#id``.
     fn query(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-        let hash = with_key_bytes(key, "a key", |b| self.read().engine.hash(b))?;
+        let hash = self.key_hash(key)?;
         Ok(py.detach(|| {
             let inner = self.read();
             let mut ids = Vec::new();
-            inner.engine.query_hash_into(hash, &mut ids);
+            inner.engine.reader().query_hash_into(hash, &mut ids);
             inner.sorted_names(&ids)
         }))
     }
 
-    /// The ids of the sets that may contain ``key``, in index order.
+    /// The ids of the sets that may contain ``key``, in index order (the
+    /// shard files of a manifest in manifest order).
     fn query_ids(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-        let hash = with_key_bytes(key, "a key", |b| self.read().engine.hash(b))?;
+        let hash = self.key_hash(key)?;
         Ok(py.detach(|| {
             let mut ids = Vec::new();
-            self.read().engine.query_hash_into(hash, &mut ids);
+            self.read().engine.reader().query_hash_into(hash, &mut ids);
             ids
         }))
     }
@@ -853,11 +847,13 @@ impl Index {
         if let Ok(array) = keys.cast::<PyUntypedArray>() {
             let hashes = hash_slice(array)?;
             let slice = contiguous(&hashes)?;
-            return array_pair(py, self.batch_hashes(py, slice));
+            // The whole batch runs without the GIL: the slice is the
+            // array's own buffer (no copy).
+            return array_pair(py, py.detach(|| batch_of(self.read().engine.reader(), slice, |i| i)));
         }
         let seq = key_sequence(keys, "keys must be a sequence of keys; for one key use query()")?;
         let n = seq.len()?;
-        let seed = self.read().engine.seed();
+        let seed = self.read().engine.reader().seed();
         let (ids, offsets) = self.batch(py, n, |start, end, out| {
             for i in start..end {
                 let key = seq.get_item(i)?;
@@ -891,11 +887,12 @@ impl Index {
         // so no set added in between can bring a wider id.
         let answer = py.detach(|| {
             let inner = self.read();
-            if inner.engine.ids().into_iter().all(|id| u32::try_from(id).is_ok()) {
+            let index = inner.engine.reader();
+            if index.ids().last().is_none_or(|&id| u32::try_from(id).is_ok()) {
                 // Every id fits: the cast never truncates.
-                Answer::Narrow(batch_of(&inner, slice, |i| i as u32))
+                Answer::Narrow(batch_of(index, slice, |i| i as u32))
             } else {
-                Answer::Wide(batch_of(&inner, slice, |i| i))
+                Answer::Wide(batch_of(index, slice, |i| i))
             }
         });
         match answer {
@@ -930,24 +927,10 @@ impl Index {
         arrays: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let threshold = threshold.map_or(Ok(Threshold::count(0)), threshold_of)?;
-        if let Ok(array) = keys.cast::<PyUntypedArray>() {
-            let hashes = hash_slice(array)?;
-            let slice = contiguous(&hashes)?;
-            let answer = py.detach(|| {
-                let hashes: Vec<KeyHash> = slice.iter().map(|&h| KeyHash::from_u64(h)).collect();
-                score_hashes(&self.read().engine, &hashes, threshold)
-            });
-            return array_pair(py, answer);
-        }
-        let seq = key_sequence(keys, "keys must be a sequence of keys, not a single bytes or str")?;
-        let seed = self.read().engine.seed();
-        let n = seq.len()?;
-        let mut hashes = Vec::with_capacity(n);
-        for i in 0..n {
-            hashes.push(with_key_bytes(&seq.get_item(i)?, "a key", |b| KeyHash::from_bytes(b, seed))?);
-        }
-        let answer = py.detach(|| score_hashes(&self.read().engine, &hashes, threshold));
-        if arrays {
+        let is_array = keys.cast::<PyUntypedArray>().is_ok();
+        let hashes = self.hashes(keys, "keys must be a sequence of keys, not a single bytes or str")?;
+        let answer = py.detach(|| score_hashes(self.read().engine.reader(), &hashes, threshold));
+        if arrays || is_array {
             return array_pair(py, answer);
         }
         named_counts(py, &self.read().names, &answer)
@@ -957,8 +940,7 @@ impl Index {
     /// its bytes): ``query_batch(numpy.array([index.hash(k)], dtype=numpy.uint64))``
     /// answers as ``query(k)``.
     fn hash(&self, key: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let seed = self.read().engine.seed();
-        with_key_bytes(key, "a key", |b| KeyHash::from_bytes(b, seed).h1)
+        Ok(self.key_hash(key)?.h1)
     }
 
     /// The name of set ``id``.
@@ -981,9 +963,17 @@ impl Index {
     /// The set names, in id order.
     fn names(&self) -> Vec<String> {
         let inner = self.read();
-        let mut ids = inner.engine.ids();
-        ids.sort_unstable();
-        ids.into_iter().map(|id| inner.names.display(id)).collect()
+        inner.engine.reader().ids().into_iter().map(|id| inner.names.display(id)).collect()
+    }
+
+    /// The set ids, ascending.
+    fn ids(&self) -> Vec<u64> {
+        self.read().engine.reader().ids()
+    }
+
+    /// Bytes of memory the index holds (mapped rows included).
+    fn memory_bytes(&self) -> usize {
+        self.read().engine.reader().memory_bytes()
     }
 
     /// Adds a new set called ``name`` holding ``keys`` (an iterable of
@@ -993,7 +983,12 @@ impl Index {
     /// Waits for running queries.
     fn add(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<u64> {
         let name = name_bytes(name)?;
-        let hashes = key_hashes(keys, self.read().engine.seed())?;
+        let seed = {
+            let inner = self.read();
+            inner.engine.check_writable("add a set")?;
+            inner.engine.reader().seed()
+        };
+        let hashes = key_hashes(keys, seed)?;
         py.detach(|| {
             let mut inner = self.write();
             if inner.names.id(&name).is_some() {
@@ -1003,7 +998,7 @@ impl Index {
                 )));
             }
             let id = inner.next_id();
-            inner.engine.insert_set(id, &hashes).map_err(py_err)?;
+            inner.engine.insert_set(id, &hashes)?;
             if let Err(e) = inner.names.insert(id, name) {
                 let _ = inner.engine.remove_set(id);
                 return Err(py_err(e));
@@ -1019,11 +1014,16 @@ impl Index {
     /// running queries.
     fn add_keys(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
         let name = name_bytes(name)?;
-        let hashes = key_hashes(keys, self.read().engine.seed())?;
+        let seed = {
+            let inner = self.read();
+            inner.engine.check_writable("add keys")?;
+            inner.engine.reader().seed()
+        };
+        let hashes = key_hashes(keys, seed)?;
         py.detach(|| {
             let mut inner = self.write();
             let id = inner.id_of(&name)?;
-            inner.engine.add_keys(id, &hashes).map_err(py_err)
+            inner.engine.add_keys(id, &hashes)
         })
     }
 
@@ -1032,11 +1032,16 @@ impl Index {
     /// by its new number of keys). Waits for running queries.
     fn update(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
         let name = name_bytes(name)?;
-        let hashes = key_hashes(keys, self.read().engine.seed())?;
+        let seed = {
+            let inner = self.read();
+            inner.engine.check_writable("update a set")?;
+            inner.engine.reader().seed()
+        };
+        let hashes = key_hashes(keys, seed)?;
         py.detach(|| {
             let mut inner = self.write();
             let id = inner.id_of(&name)?;
-            inner.engine.replace_set(id, &hashes).map_err(py_err)
+            inner.engine.replace_set(id, &hashes)
         })
     }
 
@@ -1045,8 +1050,9 @@ impl Index {
         let name = name_bytes(name)?;
         py.detach(|| {
             let mut inner = self.write();
+            inner.engine.check_writable("remove a set")?;
             let id = inner.id_of(&name)?;
-            inner.engine.remove_set(id).map_err(py_err)?;
+            inner.engine.remove_set(id)?;
             inner.names.remove(id);
             Ok(())
         })
@@ -1061,101 +1067,40 @@ impl Index {
         py.detach(|| {
             let inner = self.read();
             match &inner.engine {
-                Engine::Fixed(index) => persist::save(&path, index, &inner.names).map_err(py_err),
-                Engine::Sized(collection, _) => {
-                    persist::save_collection(&path, collection, &inner.names).map_err(py_err)
-                }
+                Engine::Fixed(index) => files::save_index(&path, index, &inner.names).map_err(py_err),
+                Engine::Sized(collection) => files::save_collection(&path, collection, &inner.names).map_err(py_err),
+                Engine::Sharded(_) => Err(read_only("save")),
             }
         })
     }
 
     /// Writes the index as ``shards`` shard files and a manifest
-    /// (``manifest.json``) in the directory ``dir`` (created if missing;
-    /// ``FileExistsError`` if it holds a manifest already), for
-    /// :class:`ShardedIndex` and the Ray actors of ``bloomslice.ray``. Each
-    /// set goes to one file: sets by descending filter bits, each to the
-    /// file with the fewest bits so far. An index built without a size
-    /// writes collection files (``shard-<i>.bsc``), each with every part of
-    /// the collection (parts without sets there cost their tables only), so
-    /// the files share their first part's parameters, which the manifest
-    /// records; a fixed-size index writes index files (``shard-<i>.bsi``).
-    /// Returns the manifest's path. ``ValueError`` for ``shards`` below 1
-    /// or above the number of sets.
+    /// (``manifest.json``) in the directory ``dir`` (created if missing),
+    /// for :meth:`open_shards` and the Ray actors of ``bloomslice.ray``, as
+    /// the CLI's ``split`` does (the library's one split): each set goes to
+    /// one file and keeps its id; the sets, in id order, are cut into
+    /// ``shards`` runs of about equal filter bytes. The files are
+    /// collection files ``shard-0000.bsi``, ``shard-0001.bsi``, ..., each
+    /// with every part of the index (parts without sets there cost their
+    /// tables only). Returns the manifest's path. ``FileExistsError`` if
+    /// ``dir`` holds a manifest or one of these files already,
+    /// ``ValueError`` for ``shards`` below 1 or above the number of sets.
     fn save_shards(&self, py: Python<'_>, dir: PathBuf, shards: usize) -> PyResult<String> {
-        use bloomslice::persist::manifest::{MANIFEST_FILE, ManifestParams, ShardFile};
-        let sets = self.read().engine.len();
-        if shards == 0 || shards > sets {
-            return Err(PyValueError::new_err(format!("shards must be in 1..={sets} (one set at least per file)")));
-        }
-        let manifest_path = dir.join(MANIFEST_FILE);
-        if manifest_path.exists() {
-            return Err(pyo3::exceptions::PyFileExistsError::new_err(format!(
-                "{} exists: write shards to a new directory",
-                manifest_path.display()
-            )));
-        }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| PyOSError::new_err(format!("cannot create directory {}: {e}", dir.display())))?;
-        py.detach(|| -> Result<(), Error> {
+        let manifest = py.detach(|| {
             let inner = self.read();
-            let mut weighted: Vec<(u64, u64)> = inner
-                .engine
-                .ids()
-                .into_iter()
-                .map(|id| {
-                    let bits = match &inner.engine {
-                        Engine::Fixed(index) => index.params().m(),
-                        Engine::Sized(collection, _) => {
-                            collection.filters(id).map_or(0, |f| f.iter().map(|f| f.params.m()).sum())
-                        }
-                    };
-                    (bits, id)
-                })
-                .collect();
-            weighted.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            let mut bits = vec![0u64; shards];
-            let mut owner: HashMap<u64, usize> = HashMap::new();
-            for (weight, id) in weighted {
-                let lightest = (0..shards).min_by_key(|&i| (bits[i], i)).unwrap_or(0);
-                bits[lightest] += weight;
-                owner.insert(id, lightest);
-            }
-            let mut files = Vec::with_capacity(shards);
-            let mut params = None;
-            for shard in 0..shards {
-                let others: Vec<u64> = owner.iter().filter(|&(_, &s)| s != shard).map(|(&id, _)| id).collect();
-                let mut names = inner.names.clone();
-                for &id in &others {
-                    names.remove(id);
+            let split = |collection: &SetIndex| files::write_split(collection, &inner.names, shards, &dir);
+            match &inner.engine {
+                Engine::Sized(collection) => split(collection).map_err(py_err),
+                Engine::Fixed(index) => {
+                    // As a collection of one part, at the rate whose `k`
+                    // is the index's (as a format-1 file opens).
+                    let p = 0.5f64.powi(index.params().k() as i32);
+                    SetIndex::from_index(index.clone(), p).and_then(|c| split(&c)).map_err(py_err)
                 }
-                match &inner.engine {
-                    Engine::Fixed(index) => {
-                        let mut part = index.clone();
-                        for &id in &others {
-                            part.remove_set(id)?;
-                        }
-                        let file = format!("shard-{shard}.bsi");
-                        persist::save(dir.join(&file), &part, &names)?;
-                        files.push(ShardFile::describe(&dir, &file, &part, &names)?);
-                        params = Some(*index.params());
-                    }
-                    Engine::Sized(collection, _) => {
-                        let mut part = collection.clone();
-                        for &id in &others {
-                            part.remove_set(id)?;
-                        }
-                        let file = format!("shard-{shard}.bsc");
-                        persist::save_collection(dir.join(&file), &part, &names)?;
-                        files.push(ShardFile::describe_collection(&dir, &file, &part, &names)?);
-                        params = collection.parts().next().map(|first| *first.params());
-                    }
-                }
+                Engine::Sharded(_) => Err(read_only("split again")),
             }
-            let params = params.ok_or_else(|| Error::Manifest("a collection of no parts has no sets".into()))?;
-            Manifest { params: ManifestParams::of(&params), files }.write(&manifest_path)
-        })
-        .map_err(py_err)?;
-        Ok(manifest_path.display().to_string())
+        })?;
+        Ok(manifest.display().to_string())
     }
 
     /// Everything about the index as a dict, like ``bloomslice inspect
@@ -1164,26 +1109,27 @@ impl Index {
     /// built without a size, else ``None``), ``shards`` and ``columns``
     /// (summed over the parts), ``sets``, ``memory_bytes``, ``fill``,
     /// ``mapped``, ``parts`` (per part ``m``, ``sets``, ``columns``,
-    /// ``memory_bytes`` and ``fill``), the file it came from (``file``,
+    /// ``memory_bytes`` and ``fill``; the parts of every shard file, file
+    /// after file, for a manifest), the file it came from (``file``,
     /// ``format_version``, ``file_bytes``, ``checksums_verified``, or
-    /// ``None``), and per set ``id``, ``name``, ``filters``, ``ones``,
-    /// ``fill`` and ``estimated_fp`` (the union of its filters, highest
-    /// first).
+    /// ``None``; for a manifest, its path, ``None``, the files' bytes and
+    /// whether they were compared with it), ``shard_files`` (a manifest's
+    /// file names, else ``None``), and per set ``id``, ``name``,
+    /// ``filters``, ``ones``, ``fill`` and ``estimated_fp`` (the union of
+    /// its filters, highest first).
     fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         /// One part: its parameters, sets, columns, shards, bytes, ones.
         type PartFacts = (BloomParams, usize, usize, usize, usize, u64);
         /// One set: name, filters, ones, bits, chance that all of its
         /// filters answer no to an absent key.
         type SetFacts = (String, usize, u64, u64, f64);
-        let (parts, mut sets, summary) = py.detach(|| {
+        /// The file: path, format version, bytes, checksums verified.
+        type FileFacts = Option<(String, Option<String>, u64, bool)>;
+        let (parts, mut sets, summary, file, shard_files) = py.detach(|| {
             let inner = self.read();
-            let indexes: Vec<&SlicedIndex> = match &inner.engine {
-                Engine::Fixed(index) => vec![index],
-                Engine::Sized(collection, _) => collection.parts().collect(),
-            };
             let mut sets: HashMap<u64, SetFacts> = HashMap::new();
             let mut parts: Vec<PartFacts> = Vec::new();
-            for index in &indexes {
+            for index in inner.engine.parts() {
                 let p = *index.params();
                 for (id, ones) in index.ones_per_filter() {
                     let set = sets.entry(id).or_insert_with(|| (inner.names.display(id), 0, 0, 0, 1.0));
@@ -1201,15 +1147,35 @@ impl Index {
                     index.count_ones(),
                 ));
             }
-            let (fp, k, seed) = match &inner.engine {
-                Engine::Fixed(index) => (None, index.params().k(), index.params().seed()),
-                Engine::Sized(collection, seed) => (Some(collection.p()), collection.k(), *seed),
-            };
+            let reader = inner.engine.reader();
             let summary =
-                (fp, k, seed, inner.engine.len(), inner.engine.memory_bytes(), inner.mapped, inner.file.clone());
-            (parts, sets.drain().collect::<Vec<_>>(), summary)
+                (inner.engine.fp(), reader.k(), reader.seed(), reader.len(), reader.memory_bytes(), inner.mapped);
+            let (file, shard_files): (FileFacts, Option<Vec<String>>) = match (&inner.source, &inner.engine) {
+                (Source::Built, _) => (None, None),
+                (Source::File(path, info), _) => (
+                    Some((
+                        path.display().to_string(),
+                        Some(format!("{}.{}", info.version.0, info.version.1)),
+                        info.file_bytes,
+                        info.rows_verified,
+                    )),
+                    None,
+                ),
+                (Source::Manifest(path, verified), engine) => {
+                    let listed: &[ShardFile] = match engine {
+                        Engine::Sharded(sharded) => sharded.manifest().files.as_slice(),
+                        _ => &[],
+                    };
+                    let bytes = listed.iter().map(|f| f.bytes).sum();
+                    (
+                        Some((path.display().to_string(), None, bytes, *verified)),
+                        Some(listed.iter().map(|f| f.file.clone()).collect()),
+                    )
+                }
+            };
+            (parts, sets.drain().collect::<Vec<_>>(), summary, file, shard_files)
         });
-        let (fp, k, seed, n_sets, memory, mapped, file) = summary;
+        let (fp, k, seed, n_sets, memory, mapped) = summary;
         let d = PyDict::new(py);
         let ms: Vec<u64> = parts.iter().map(|part| part.0.m()).collect();
         match ms.split_first() {
@@ -1241,11 +1207,11 @@ impl Index {
         }
         d.set_item("parts", part_list)?;
         match file {
-            Some((path, info)) => {
-                d.set_item("file", path.display().to_string())?;
-                d.set_item("format_version", format!("{}.{}", info.version.0, info.version.1))?;
-                d.set_item("file_bytes", info.file_bytes)?;
-                d.set_item("checksums_verified", info.rows_verified)?;
+            Some((path, version, bytes, verified)) => {
+                d.set_item("file", path)?;
+                d.set_item("format_version", version)?;
+                d.set_item("file_bytes", bytes)?;
+                d.set_item("checksums_verified", verified)?;
             }
             None => {
                 for key in ["file", "format_version", "file_bytes", "checksums_verified"] {
@@ -1253,6 +1219,7 @@ impl Index {
                 }
             }
         }
+        d.set_item("shard_files", shard_files)?;
         // Least chance of a clean answer (highest estimated rate) first.
         sets.sort_by(|a, b| a.1.4.total_cmp(&b.1.4).then(a.0.cmp(&b.0)));
         let details = PyList::empty(py);
@@ -1270,26 +1237,30 @@ impl Index {
         Ok(d)
     }
 
-    /// Opens the file this index was opened from again (as it was opened:
-    /// mapped or read), to see changes another writer saved since; the
-    /// index keeps answering from the old state until the new one is ready.
-    /// ``ValueError`` for an index that was not opened from a file.
+    /// Opens the file (or manifest) this index was opened from again, as it
+    /// was opened (mapped or read), to see changes another writer saved
+    /// since; the index keeps answering from the old state until the new
+    /// one is ready. ``ValueError`` for an index that was not opened from a
+    /// file.
     fn reload(&self, py: Python<'_>) -> PyResult<()> {
-        let (path, mapped) = {
+        let (path, mapped, shards) = {
             let inner = self.read();
-            match &inner.file {
-                Some((path, _)) => (path.clone(), inner.mapped),
-                None => return Err(PyValueError::new_err("this index was not opened from a file")),
+            match &inner.source {
+                Source::File(path, _) => (path.clone(), inner.mapped, false),
+                Source::Manifest(path, _) => (path.clone(), inner.mapped, true),
+                Source::Built => return Err(PyValueError::new_err("this index was not opened from a file")),
             }
         };
-        let inner = py.detach(|| open_inner(path, mapped, false)).map_err(py_err)?;
+        let inner = py
+            .detach(|| if shards { Inner::open_shards(path, mapped, false) } else { Inner::open(path, mapped, false) })
+            .map_err(py_err)?;
         *self.write() = inner;
         Ok(())
     }
 
     /// Number of sets.
     fn __len__(&self) -> usize {
-        self.read().engine.len()
+        self.read().engine.reader().len()
     }
 
     /// Whether a set is called ``name``.
@@ -1300,217 +1271,25 @@ impl Index {
 
     fn __repr__(&self) -> String {
         let inner = self.read();
-        let from = inner.file.as_ref().map_or_else(String::new, |(path, _)| format!(", file={:?}", path.display()));
-        let sets = inner.engine.len();
+        let from = match &inner.source {
+            Source::Built => String::new(),
+            Source::File(path, _) => format!(", file={:?}", path.display()),
+            Source::Manifest(path, _) => format!(", manifest={:?}", path.display()),
+        };
+        let reader = inner.engine.reader();
+        let (sets, k, seed) = (reader.len(), reader.k(), reader.seed());
         match &inner.engine {
             Engine::Fixed(index) => {
-                let p = index.params();
-                format!("<bloomslice.Index sets={sets} m={} k={} seed={}{from}>", p.m(), p.k(), p.seed())
+                format!("<bloomslice.Index sets={sets} m={} k={k} seed={seed}{from}>", index.params().m())
             }
-            Engine::Sized(collection, seed) => {
+            Engine::Sized(collection) => {
                 let parts = collection.parts().filter(|part| !part.is_empty()).count();
-                format!(
-                    "<bloomslice.Index sets={sets} parts={parts} fp={} k={} seed={seed}{from}>",
-                    collection.p(),
-                    collection.k()
-                )
+                format!("<bloomslice.Index sets={sets} parts={parts} fp={} k={k} seed={seed}{from}>", collection.p())
+            }
+            Engine::Sharded(sharded) => {
+                format!("<bloomslice.Index sets={sets} files={} k={k} seed={seed}{from}>", sharded.shard_count())
             }
         }
-    }
-}
-
-/// The shard files of a manifest (``bloomslice split``) opened in this
-/// process and queried as one index: the answers of :class:`Index` over
-/// the unsplit file (``bloomslice::sharded::ShardedIndex``). Read-only;
-/// queries release the GIL and may run from many threads at once.
-#[pyclass(frozen, module = "bloomslice", name = "ShardedIndex")]
-struct PyShardedIndex {
-    sharded: ShardedIndex,
-}
-
-impl PyShardedIndex {
-    /// The CSR answer to `hashes`, a chunk at a time (no GIL needed).
-    fn batch(&self, hashes: &[KeyHash]) -> (Vec<u64>, Vec<u64>) {
-        let mut ids = Vec::new();
-        let mut offsets = Vec::with_capacity(hashes.len() + 1);
-        offsets.push(0u64);
-        let mut results = BatchResults::new();
-        for (i, chunk) in hashes.chunks(CHUNK).enumerate() {
-            self.sharded.query_batch(chunk, &mut results);
-            let left = hashes.len() - i * CHUNK - chunk.len();
-            append_csr(&results, &mut ids, &mut offsets, left, |id| id);
-        }
-        ids.shrink_to_fit();
-        (ids, offsets)
-    }
-
-    /// The hashes of `keys`: a NumPy ``uint64`` array of hashes, or a
-    /// sequence of ``bytes``/``str`` keys hashed with the collection's seed.
-    fn hashes(&self, keys: &Bound<'_, PyAny>, one_key: &'static str) -> PyResult<Vec<KeyHash>> {
-        if let Ok(array) = keys.cast::<PyUntypedArray>() {
-            let hashes = hash_slice(array)?;
-            return Ok(contiguous(&hashes)?.iter().map(|&h| KeyHash::from_u64(h)).collect());
-        }
-        let seq = key_sequence(keys, one_key)?;
-        let params = *self.sharded.params();
-        (0..seq.len()?).map(|i| with_key_bytes(&seq.get_item(i)?, "a key", |b| params.hash(b))).collect()
-    }
-}
-
-#[pymethods]
-impl PyShardedIndex {
-    /// Opens the manifest ``manifest`` (a manifest file or its directory)
-    /// and every shard file it lists, each checked against its entry. With
-    /// ``mmap=True`` (the default) the files are memory-mapped (the same
-    /// contract as :meth:`Index.open`); else read into memory.
-    /// ``verify=True`` also compares every file with the manifest's size
-    /// and checksum. ``bloomslice.IndexError`` for an invalid manifest or
-    /// a file that disagrees with it.
-    #[staticmethod]
-    #[pyo3(signature = (manifest, *, mmap = true, verify = false))]
-    fn open(py: Python<'_>, manifest: PathBuf, mmap: bool, verify: bool) -> PyResult<Self> {
-        let verify = if verify { Verify::Full } else { Verify::Deferred };
-        let sharded = py.detach(|| {
-            if mmap {
-                // SAFETY: the mapping contract of `ShardedIndex::open_mmap`
-                // is this method's documented contract, as for `Index.open`.
-                unsafe { ShardedIndex::open_mmap(&manifest, verify) }
-            } else {
-                ShardedIndex::load(&manifest, verify)
-            }
-        });
-        Ok(PyShardedIndex { sharded: sharded.map_err(py_err)? })
-    }
-
-    /// The names of the sets that may contain ``key``, sorted.
-    fn query(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-        let ids = self.query_ids(py, key)?;
-        let mut names: Vec<String> = ids.iter().map(|&id| self.sharded.names().display(id)).collect();
-        names.sort_unstable();
-        Ok(names)
-    }
-
-    /// The ids of the sets that may contain ``key``: those of the first
-    /// shard file first, in manifest order.
-    fn query_ids(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-        let hash = with_key_bytes(key, "a key", |b| self.sharded.params().hash(b))?;
-        Ok(py.detach(|| {
-            let mut ids = Vec::new();
-            self.sharded.query_hash_into(hash, &mut ids);
-            ids
-        }))
-    }
-
-    /// Queries many keys, as :meth:`Index.query_batch`: a 1-D NumPy
-    /// ``uint64`` array of hashes gives ``(ids, offsets)``; a sequence of
-    /// ``bytes``/``str`` keys one sorted list of names per key, or
-    /// ``(ids, offsets)`` with ``arrays=True``. Key ``i``'s ids are those of
-    /// the first shard file first.
-    #[pyo3(signature = (keys, *, arrays = false))]
-    fn query_batch<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>, arrays: bool) -> PyResult<Bound<'py, PyAny>> {
-        let is_array = keys.cast::<PyUntypedArray>().is_ok();
-        let hashes = self.hashes(keys, "keys must be a sequence of keys; for one key use query()")?;
-        let (ids, offsets) = py.detach(|| self.batch(&hashes));
-        if arrays || is_array {
-            return array_pair(py, (ids, offsets));
-        }
-        names_per_key(py, self.sharded.names(), &ids, &offsets)
-    }
-
-    /// Scores one query of many keys against every set of every shard
-    /// file, as :meth:`Index.score` (the same ``threshold`` rules and
-    /// answers).
-    #[pyo3(signature = (keys, threshold = None, *, arrays = false))]
-    fn score<'py>(
-        &self,
-        py: Python<'py>,
-        keys: &Bound<'py, PyAny>,
-        threshold: Option<&Bound<'py, PyAny>>,
-        arrays: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let threshold = threshold.map_or(Ok(Threshold::count(0)), threshold_of)?;
-        let is_array = keys.cast::<PyUntypedArray>().is_ok();
-        let hashes = self.hashes(keys, "keys must be a sequence of keys, not a single bytes or str")?;
-        let answer = py.detach(|| score_hashes(&self.sharded, &hashes, threshold));
-        if arrays || is_array {
-            return array_pair(py, answer);
-        }
-        named_counts(py, self.sharded.names(), &answer)
-    }
-
-    /// The 64-bit hash of ``key`` under the collection's seed.
-    fn hash(&self, key: &Bound<'_, PyAny>) -> PyResult<u64> {
-        with_key_bytes(key, "a key", |b| self.sharded.params().hash(b).h1)
-    }
-
-    /// The name of set ``id``.
-    fn name(&self, id: u64) -> PyResult<String> {
-        match self.sharded.names().name(id) {
-            Some(name) => Ok(String::from_utf8_lossy(name).into_owned()),
-            None => Err(PyValueError::new_err(format!("set {id} has no name"))),
-        }
-    }
-
-    /// The id of the set called ``name``.
-    fn id(&self, name: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let name = name_bytes(name)?;
-        self.sharded.names().id(&name).ok_or_else(|| {
-            PyValueError::new_err(format!("no set named {:?} in the collection", String::from_utf8_lossy(&name)))
-        })
-    }
-
-    /// The set names, in id order.
-    fn names(&self) -> Vec<String> {
-        let mut ids: Vec<u64> = self.sharded.ids().collect();
-        ids.sort_unstable();
-        ids.into_iter().map(|id| self.sharded.names().display(id)).collect()
-    }
-
-    /// The shard file names, in manifest order.
-    #[getter]
-    fn files(&self) -> Vec<String> {
-        self.sharded.manifest().files.iter().map(|f| f.file.clone()).collect()
-    }
-
-    /// The collection's parameters: ``m``, ``k``, ``seed``, ``scheme``.
-    #[getter]
-    fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let p = &self.sharded.manifest().params;
-        let d = PyDict::new(py);
-        d.set_item("m", p.m)?;
-        d.set_item("k", p.k)?;
-        d.set_item("seed", p.seed)?;
-        d.set_item("scheme", &p.scheme)?;
-        Ok(d)
-    }
-
-    /// Bytes of memory the shard files' indexes hold (mapped rows included).
-    fn memory_bytes(&self) -> usize {
-        self.sharded.memory_bytes()
-    }
-
-    /// Number of sets.
-    fn __len__(&self) -> usize {
-        self.sharded.len()
-    }
-
-    /// Whether a set is called ``name``.
-    fn __contains__(&self, name: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let name = with_key_bytes(name, "a set name", <[u8]>::to_vec)?;
-        Ok(self.sharded.names().id(&name).is_some())
-    }
-
-    fn __repr__(&self) -> String {
-        let p = self.sharded.params();
-        format!(
-            "<bloomslice.ShardedIndex sets={} files={} m={} k={} seed={}, manifest={:?}>",
-            self.sharded.len(),
-            self.sharded.shard_count(),
-            p.m(),
-            p.k(),
-            p.seed(),
-            self.sharded.manifest_path().display()
-        )
     }
 }
 
@@ -1523,10 +1302,9 @@ fn hash_keys<'py>(py: Python<'py>, keys: &Bound<'py, PyAny>, seed: u64) -> PyRes
     if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
         return Err(PyTypeError::new_err("keys must be a sequence of keys, not a single bytes or str"));
     }
-    let params = BloomParams::new(64, 1).map_err(py_err)?.with_seed(seed);
     let mut out = Vec::with_capacity(keys.len().unwrap_or(0));
     for key in keys.try_iter()? {
-        out.push(with_key_bytes(&key?, "a key", |b| params.hash(b).h1)?);
+        out.push(with_key_bytes(&key?, "a key", |b| KeyHash::from_bytes(b, seed).h1)?);
     }
     Ok(PyArray1::from_vec(py, out))
 }
@@ -1546,9 +1324,7 @@ fn score_min_count(threshold: &Bound<'_, PyAny>, keys: usize) -> PyResult<u32> {
 /// ``None`` for an unnamed set, else decoded as UTF-8 with replacement).
 #[pyfunction]
 fn read_manifest<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
-    let manifest_path = manifest::manifest_path(&path);
-    let m = py.detach(|| Manifest::read(&manifest_path)).map_err(py_err)?;
-    let dir = manifest::manifest_dir(&manifest_path);
+    let (manifest_path, dir, m) = py.detach(|| files::read_manifest(&path)).map_err(py_err)?;
     let d = PyDict::new(py);
     d.set_item("path", manifest_path.display().to_string())?;
     d.set_item("dir", dir.display().to_string())?;
@@ -1558,7 +1334,7 @@ fn read_manifest<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyD
     p.set_item("seed", m.params.seed)?;
     p.set_item("scheme", &m.params.scheme)?;
     d.set_item("params", p)?;
-    let files = PyList::empty(py);
+    let listed = PyList::empty(py);
     for (i, f) in m.files.iter().enumerate() {
         let entry = PyDict::new(py);
         entry.set_item("file", &f.file)?;
@@ -1571,16 +1347,16 @@ fn read_manifest<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyD
             sets.append((s.id, name))?;
         }
         entry.set_item("sets", sets)?;
-        files.append(entry)?;
+        listed.append(entry)?;
     }
-    d.set_item("files", files)?;
+    d.set_item("files", listed)?;
     Ok(d)
 }
 
 /// Size and xxh3-64 of the file at ``path`` (as a manifest records them).
 #[pyfunction]
 fn file_checksum(py: Python<'_>, path: PathBuf) -> PyResult<(u64, u64)> {
-    py.detach(|| manifest::file_checksum(&path)).map_err(py_err)
+    py.detach(|| files::file_checksum(&path)).map_err(py_err)
 }
 
 /// Adds the set ``name`` holding ``keys`` to shard file ``shard`` of the
@@ -1599,33 +1375,24 @@ fn collection_add(
 ) -> PyResult<u64> {
     let name = name_bytes(name)?;
     let wait = wait_of(wait)?;
-    let manifest_path = manifest::manifest_path(&manifest);
-    let m = py.detach(|| Manifest::read(&manifest_path)).map_err(py_err)?;
+    let (manifest_path, _, m) = py.detach(|| files::read_manifest(&manifest)).map_err(py_err)?;
     if shard >= m.files.len() {
         return Err(PyValueError::new_err(format!(
             "shard {shard} does not exist (the manifest lists {})",
             m.files.len()
         )));
     }
-    // The file's own parameters (header and tables only; an index file, or
-    // a collection file's first part, where the filter goes), so the filter
-    // matches the file whatever the manifest says.
-    let file = m.file_path(&manifest::manifest_dir(&manifest_path), shard);
-    // SAFETY: the map lives only for this read of the parameters; writers
-    // of index and collection files replace them by rename.
-    let opened = py.detach(|| unsafe { persist::open_collection_mmap(&file, Verify::Deferred) }).map_err(py_err)?;
-    let params = match opened.collection.parts().next() {
-        Some(part) => *part.params(),
+    let params = match py.detach(|| files::shard_params(&manifest_path, &m, shard)).map_err(py_err)? {
+        Some(params) => params,
         None => params_of_manifest(&m.params)?,
     };
-    drop(opened);
     let mut filter = BloomFilter::new(params).map_err(py_err)?;
     insert_keys(py, &mut filter, keys)?;
-    py.detach(|| manifest::add_set(&manifest_path, shard, &name, &filter, wait)).map_err(py_err)
+    py.detach(|| files::add_set(&manifest_path, shard, &name, &filter, wait)).map_err(py_err)
 }
 
 /// The filter parameters a manifest records.
-fn params_of_manifest(p: &manifest::ManifestParams) -> PyResult<BloomParams> {
+fn params_of_manifest(p: &ManifestParams) -> PyResult<BloomParams> {
     let scheme = HashScheme::ALL
         .into_iter()
         .find(|s| format!("{s:?}") == p.scheme)
@@ -1641,15 +1408,14 @@ fn params_of_manifest(p: &manifest::ManifestParams) -> PyResult<BloomParams> {
 fn collection_remove(py: Python<'_>, manifest: PathBuf, name: &Bound<'_, PyAny>, wait: f64) -> PyResult<usize> {
     let name = name_bytes(name)?;
     let wait = wait_of(wait)?;
-    let manifest_path = manifest::manifest_path(&manifest);
-    let m = py.detach(|| Manifest::read(&manifest_path)).map_err(py_err)?;
+    let (manifest_path, _, m) = py.detach(|| files::read_manifest(&manifest)).map_err(py_err)?;
     if m.owner_of(&name).is_none() {
         return Err(PyValueError::new_err(format!(
             "no set named {:?} in the collection",
             String::from_utf8_lossy(&name)
         )));
     }
-    py.detach(|| manifest::remove_set(&manifest_path, &name, wait)).map_err(py_err)
+    py.detach(|| files::remove_set(&manifest_path, &name, wait)).map_err(py_err)
 }
 
 /// An answer as NumPy arrays: `(ids, offsets)`.
@@ -1709,7 +1475,6 @@ fn wait_of(wait: f64) -> PyResult<std::time::Duration> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Index>()?;
-    m.add_class::<PyShardedIndex>()?;
     m.add_function(wrap_pyfunction!(hash_keys, m)?)?;
     m.add_function(wrap_pyfunction!(merge_answers, m)?)?;
     m.add_function(wrap_pyfunction!(score_min_count, m)?)?;
@@ -1718,6 +1483,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(collection_add, m)?)?;
     m.add_function(wrap_pyfunction!(collection_remove, m)?)?;
     m.add("IndexError", m.py().get_type::<IndexError>())?;
+    m.add("UnsupportedOperation", m.py().get_type::<UnsupportedOperation>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -442,33 +442,99 @@ def test_sharded_index_answers_as_the_unsplit_index(cli: str, set_dir: pathlib.P
     subprocess.run([cli, "split", str(tmp_path / "i.bsi"), "--shards", "3", str(tmp_path / "s")], check=True,
                    capture_output=True)
     whole = bloomslice.Index.open(tmp_path / "i.bsi")
-    for mmap in (True, False):
-        sharded = bloomslice.ShardedIndex.open(tmp_path / "s", mmap=mmap, verify=True)
+    opened = [bloomslice.Index.open_shards(tmp_path / "s", mmap=mmap, verify=True) for mmap in (True, False)]
+    # A manifest given to `open` (its directory or its file) opens the same way.
+    opened += [bloomslice.Index.open(tmp_path / "s"), bloomslice.Index.open(tmp_path / "s" / "manifest.json")]
+    for sharded in opened:
+        info = sharded.inspect()
         assert len(sharded) == len(whole) and sharded.names() == whole.names()
-        assert sharded.files == ["shard-0000.bsi", "shard-0001.bsi", "shard-0002.bsi"]
-        assert sharded.params["m"] == whole.inspect()["m"] and sharded.memory_bytes() > 0
+        assert sharded.ids() == whole.ids() == list(range(len(SETS)))
+        assert info["shard_files"] == ["shard-0000.bsi", "shard-0001.bsi", "shard-0002.bsi"]
+        assert info["file"] == str(tmp_path / "s" / "manifest.json") and whole.inspect()["shard_files"] is None
+        assert info["m"] == whole.inspect()["m"] and sharded.memory_bytes() > 0
+        assert info["sets"] == len(SETS) and len(info["set_details"]) == len(SETS)  # type: ignore[arg-type]
         assert "set00" in sharded and "nope" not in sharded
         assert sharded.name(sharded.id("set01")) == "set01"
+        assert "files=3" in repr(sharded) and "manifest.json" in repr(sharded)
         keys = [k for keys in SETS.values() for k in keys] + ["absent-1", "absent-2"]
         assert sharded.query_batch(keys) == whole.query_batch(keys)
         for key in keys:
             assert sharded.query(key) == whole.query(key)
             assert sorted(sharded.query_ids(key)) == sorted(whole.query_ids(key))
-        hashes = bloomslice.hash_keys(keys, seed=sharded.params["seed"])
+            assert sharded.hash(key) == whole.hash(key)
+        hashes = bloomslice.hash_keys(keys, seed=info["seed"])  # type: ignore[arg-type]
         ids, offsets = sharded.query_batch(hashes)
         want_ids, want_offsets = whole.query_batch(hashes)
         assert offsets.tolist() == want_offsets.tolist()
         for i in range(len(keys)):
             got = sorted(ids[offsets[i]:offsets[i + 1]].tolist())
             assert got == sorted(want_ids[want_offsets[i]:want_offsets[i + 1]].tolist())
+        compact_ids, compact_offsets = sharded.query_batch_compact(hashes)
+        assert compact_ids.dtype == np.uint32 and compact_ids.tolist() == ids.tolist()
+        assert compact_offsets.tolist() == offsets.tolist()
         for threshold in (0, 1, 0.5, 1.0):
             assert sharded.score(keys, threshold) == whole.score(keys, threshold)
             got_ids, got_counts = sharded.score(hashes, threshold)
             want_score = whole.score(hashes, threshold)
             assert got_ids.tolist() == want_score[0].tolist() and got_counts.tolist() == want_score[1].tolist()
+        # Read-only: every change is refused, and the index is unchanged.
+        changes = [
+            lambda: sharded.add("new", ["x"]),
+            lambda: sharded.add_keys("set00", ["x"]),
+            lambda: sharded.update("set00", ["x"]),
+            lambda: sharded.remove("set00"),
+            lambda: sharded.save(tmp_path / "whole.bsi"),
+            lambda: sharded.save_shards(tmp_path / "again", 2),
+        ]
+        for change in changes:
+            with pytest.raises(bloomslice.UnsupportedOperation, match="read-only"):
+                change()
+        assert issubclass(bloomslice.UnsupportedOperation, ValueError)
+        assert len(sharded) == len(SETS) and not (tmp_path / "whole.bsi").exists()
+        assert not (tmp_path / "again").exists()
+    # Reload opens the manifest again and sees a writer's change.
+    sharded = opened[0]
+    bloomslice.collection_add(tmp_path / "s", 1, "late", ["late-key"])
+    assert "late" not in sharded
+    sharded.reload()
+    assert "late" in sharded and "late" in sharded.query("late-key")
+    # No map of the files may outlive the in-place write below.
+    del sharded, opened, changes
     (tmp_path / "s" / "shard-0001.bsi").write_bytes((tmp_path / "s" / "shard-0000.bsi").read_bytes())
     with pytest.raises(bloomslice.IndexError, match="manifest"):
-        bloomslice.ShardedIndex.open(tmp_path / "s", verify=True)
+        bloomslice.Index.open_shards(tmp_path / "s", verify=True)
+
+
+def test_save_shards_is_the_split_of_the_cli(cli: str, tmp_path: pathlib.Path) -> None:
+    """Python's save_shards and the CLI's split are the library's one split:
+    the same files, names and sets, for sized and fixed-size indexes."""
+    sizes = [3, 10, 40, 150, 600, 2400]
+    sets = {f"c{i:02d}": [f"ck-{i}-{j}" for j in range(sizes[i % len(sizes)])] for i in range(18)}
+    for kind, params in (("sized", {"fp": 0.01}), ("fixed", {"n_exp": 500, "fp": 0.01})):
+        index = bloomslice.Index.build(sets, **params)  # type: ignore[arg-type]
+        index.save(tmp_path / f"{kind}.bsi")
+        for shards in (1, 3, 5):
+            py_dir, cli_dir = tmp_path / f"{kind}-py-{shards}", tmp_path / f"{kind}-cli-{shards}"
+            manifest = index.save_shards(py_dir, shards)
+            assert manifest == str(py_dir / "manifest.json")
+            subprocess.run([cli, "split", str(tmp_path / f"{kind}.bsi"), "--shards", str(shards), str(cli_dir)],
+                           check=True, capture_output=True)
+            py_m, cli_m = bloomslice.read_manifest(py_dir), bloomslice.read_manifest(cli_dir)
+            assert [f["file"] for f in py_m["files"]] == [f"shard-{i:04d}.bsi" for i in range(shards)]
+            assert [(f["file"], f["sets"]) for f in py_m["files"]] == [(f["file"], f["sets"]) for f in cli_m["files"]]
+            assert py_m["params"] == cli_m["params"]
+            assert all(f["sets"] for f in py_m["files"]), "no shard is empty"
+            ids = [i for f in py_m["files"] for i, _ in f["sets"]]
+            assert ids == sorted(ids) == index.ids(), "runs of ids, every set once"
+            sharded = bloomslice.Index.open_shards(py_dir, verify=True)
+            keys = [k for ks in sets.values() for k in ks[::7]] + [f"absent-{i}" for i in range(200)]
+            assert sharded.query_batch(keys) == index.query_batch(keys), (kind, shards)
+            assert sharded.score(keys, 1) == index.score(keys, 1)
+        with pytest.raises(FileExistsError, match="already exists"):
+            index.save_shards(tmp_path / f"{kind}-py-3", 3)
+        for bad in (0, len(sets) + 1):
+            with pytest.raises(ValueError, match="cannot be split"):
+                index.save_shards(tmp_path / f"{kind}-bad", bad)
 
 
 def naive_scores(index: bloomslice.Index, keys: list[str]) -> dict[str, int]:

@@ -165,7 +165,7 @@ def test_collection_shards_answer_as_the_collection(cluster: str, tmp_path: path
     hashes = bloomslice.hash_keys(keys, seed=0)
     ids, offsets = single.query_batch(hashes)
     want = per_key(ids, offsets)
-    local = bloomslice.ShardedIndex.open(tmp_path / "cs")
+    local = bloomslice.Index.open_shards(tmp_path / "cs")
     assert per_key(*local.query_batch(hashes)) == want
     with RayIndex.open(tmp_path / "cs") as index:
         assert len(index.files) == 3 and len(index) == len(sets)

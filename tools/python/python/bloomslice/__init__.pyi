@@ -2,6 +2,7 @@
 
 import builtins
 import os
+from io import UnsupportedOperation as UnsupportedOperation
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Optional, Tuple, Union, overload
 
@@ -13,6 +14,9 @@ __version__: str
 Key = Union[bytes, str]
 """A key or set name: bytes as is, str as its UTF-8 bytes."""
 
+Keys = Union[Iterable[Key], npt.NDArray[np.uint64]]
+"""The keys of a set: bytes/str keys, or a uint64 NumPy array of key hashes."""
+
 class IndexError(builtins.OSError):
     """A file that is not a valid bloomslice index (wrong magic bytes,
     unsupported version, truncated, checksum mismatch, inconsistent tables)."""
@@ -20,11 +24,15 @@ class IndexError(builtins.OSError):
 class Index:
     """Named sets of keys stored as bit-sliced Bloom filters: answers "which
     sets may contain this key?" with no false negatives and a small rate of
-    false positives. Built without a size (`Index.build(sets, fp=...)`), or
-    opened from a collection file, its sets are each sized from their own
+    false positives. One class over every kind of index, with the same
+    reads: built without a size (`Index.build(sets, fp=...)`, the default),
+    or opened from a collection file, its sets are each sized from their own
     keys and kept in size-classed parts, so a skewed collection costs memory
-    for its sets' sizes. Queries may run from many threads at once (the GIL
-    is released while the index works); changes wait for them."""
+    for its sets' sizes; built with `n_exp` (or `m` and `k`) every filter
+    has one length; opened with `Index.open_shards`, it is the shard files
+    of a manifest, read-only (changes raise `UnsupportedOperation`).
+    Queries may run from many threads at once (the GIL is released while
+    the index works); changes wait for them."""
 
     @staticmethod
     def open(path: Union[str, os.PathLike[str]], *, mmap: bool = True, verify: bool = False) -> Index:
@@ -32,14 +40,27 @@ class Index:
         the fixed-size index it was saved from), memory-mapped (the default: the file must not
         be truncated or written in place while the index is alive) or read
         into memory (`mmap=False`, fully verified). `verify=True` checks every
-        checksum of a mapped file first.
+        checksum of a mapped file first. A manifest (a directory holding
+        `manifest.json`, or a `.json` file) opens as `open_shards` would.
 
         Raises FileNotFoundError/OSError if the file cannot be read and
         bloomslice.IndexError if it is not a valid index file."""
 
     @staticmethod
+    def open_shards(manifest: Union[str, os.PathLike[str]], *, mmap: bool = True, verify: bool = False) -> Index:
+        """Opens a manifest (the file, or its directory) and every shard
+        file it lists, each checked against its entry, as one read-only
+        index that answers as the unsplit index would; mapped with
+        `mmap=True` (the contract of `open`), else read into memory.
+        `verify=True` also compares every file with the manifest's size and
+        checksum. Changes (`add`, `add_keys`, `update`, `remove`, `save`,
+        `save_shards`) raise `UnsupportedOperation`; `reload` opens the
+        manifest again. bloomslice.IndexError for an invalid manifest or a
+        file that disagrees with it."""
+
+    @staticmethod
     def build(
-        sets: Union[Mapping[Key, Union[Iterable[Key], npt.NDArray[np.uint64]]], str, os.PathLike[str]],
+        sets: Union[Mapping[str, Keys], Mapping[bytes, Keys], Mapping[Key, Keys], str, os.PathLike[str]],
         *,
         n_exp: Optional[int] = None,
         fp: float = 0.01,
@@ -70,7 +91,8 @@ class Index:
         """Names of the sets that may contain `key`, sorted."""
 
     def query_ids(self, key: Key) -> list[int]:
-        """Ids of the sets that may contain `key`, in index order."""
+        """Ids of the sets that may contain `key`, in index order (a
+        manifest's shard files in manifest order)."""
 
     @overload
     def query_batch(
@@ -78,9 +100,9 @@ class Index:
     ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
         """Queries many keys. A 1-D uint64 NumPy array of hashes (see `hash`)
         is read in place and gives `(ids, offsets)`: the set ids of key `i`
-        are `ids[offsets[i]:offsets[i + 1]]`. A sequence of bytes/str keys
-        gives one sorted list of names per key, or `(ids, offsets)` with
-        `arrays=True`."""
+        are `ids[offsets[i]:offsets[i + 1]]` (a manifest's shard files in
+        manifest order). A sequence of bytes/str keys gives one sorted list
+        of names per key, or `(ids, offsets)` with `arrays=True`."""
     @overload
     def query_batch(
         self, keys: Sequence[Key], *, arrays: Literal[True]
@@ -132,6 +154,12 @@ class Index:
     def names(self) -> list[str]:
         """Set names in id order."""
 
+    def ids(self) -> list[int]:
+        """Set ids, ascending."""
+
+    def memory_bytes(self) -> int:
+        """Bytes of memory the index holds (mapped rows included)."""
+
     def add(self, name: Key, keys: Union[Iterable[Key], npt.NDArray[np.uint64]]) -> int:
         """Adds a new set (keys, or a uint64 NumPy array of key hashes);
         returns its id. In an index built without a size the set goes to the
@@ -159,98 +187,27 @@ class Index:
 
     def save_shards(self, dir: Union[str, os.PathLike[str]], shards: int) -> str:
         """Writes the index as `shards` shard files and a manifest in `dir`
-        (for `ShardedIndex` and `bloomslice.ray.RayIndex`), each set in one
-        file, balanced by filter bits: collection files (`shard-<i>.bsc`)
-        for an index built without a size, else index files
-        (`shard-<i>.bsi`). Returns the manifest's path. FileExistsError if
-        `dir` holds a manifest, ValueError for `shards` outside
-        1..len(index)."""
+        (for `Index.open_shards` and `bloomslice.ray.RayIndex`), as
+        `bloomslice split` does: each set in one file, keeping its id, the
+        sets in id order cut into runs of about equal filter bytes, as
+        collection files `shard-0000.bsi`, `shard-0001.bsi`, ... Returns the
+        manifest's path. FileExistsError if `dir` holds the manifest or one
+        of these files, ValueError for `shards` outside 1..len(index)."""
 
     def inspect(self) -> dict[str, object]:
         """Parameters (`m` is None when the parts differ; `fp` is the target
-        rate of an index built without a size, else None), `parts` (per
-        part `m`, `sets`, `columns`, `memory_bytes`, `fill`), memory, fill,
-        file facts and per-set details (`filters`, `ones`, `fill`,
-        `estimated_fp` of the union of its filters), like
-        `bloomslice inspect --json`."""
+        rate of sets sized from their keys, else None), `parts` (per part
+        `m`, `sets`, `columns`, `memory_bytes`, `fill`; every shard file's,
+        for a manifest), memory, fill, file facts (`file`, `format_version`,
+        `file_bytes`, `checksums_verified`; a manifest's path for shard
+        files), `shard_files` (a manifest's file names, else None) and
+        per-set details (`filters`, `ones`, `fill`, `estimated_fp` of the
+        union of its filters), like `bloomslice inspect --json`."""
 
     def reload(self) -> None:
-        """Opens this index's file again (as it was opened) to see changes
-        another writer saved. ValueError if it was not opened from a file."""
-
-    def __len__(self) -> int: ...
-    def __contains__(self, name: Key) -> bool: ...
-
-class ShardedIndex:
-    """The shard files of a manifest (`bloomslice split`) opened in this
-    process and queried as one index: the answers of `Index` over the
-    unsplit file. Read-only; queries release the GIL."""
-
-    @staticmethod
-    def open(
-        manifest: Union[str, os.PathLike[str]], *, mmap: bool = True, verify: bool = False
-    ) -> ShardedIndex:
-        """Opens a manifest (the file, or its directory) and every shard
-        file it lists, each checked against its entry; mapped with
-        `mmap=True` (the contract of `Index.open`), else read into memory.
-        `verify=True` also compares every file with the manifest's size and
-        checksum. bloomslice.IndexError for an invalid manifest or a file
-        that disagrees with it."""
-
-    def query(self, key: Key) -> list[str]:
-        """Names of the sets that may contain `key`, sorted."""
-
-    def query_ids(self, key: Key) -> list[int]:
-        """Ids of the sets that may contain `key`, the first file's first."""
-
-    @overload
-    def query_batch(
-        self, keys: npt.NDArray[np.uint64], *, arrays: bool = ...
-    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
-        """As `Index.query_batch`; key `i`'s ids are the first file's first."""
-    @overload
-    def query_batch(
-        self, keys: Sequence[Key], *, arrays: Literal[True]
-    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
-    @overload
-    def query_batch(self, keys: Sequence[Key], *, arrays: Literal[False] = ...) -> list[list[str]]: ...
-
-    @overload
-    def score(
-        self, keys: npt.NDArray[np.uint64], threshold: Union[int, float] = 0, *, arrays: bool = ...
-    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
-        """As `Index.score`, against every set of every shard file."""
-    @overload
-    def score(
-        self, keys: Sequence[Key], threshold: Union[int, float] = ..., *, arrays: Literal[True]
-    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]: ...
-    @overload
-    def score(
-        self, keys: Sequence[Key], threshold: Union[int, float] = ..., *, arrays: Literal[False] = ...
-    ) -> dict[str, int]: ...
-
-    def hash(self, key: Key) -> int:
-        """The 64-bit hash of `key` under the collection's seed."""
-
-    def name(self, id: int) -> str:
-        """The name of set `id` (ValueError if it has none)."""
-
-    def id(self, name: Key) -> int:
-        """The id of the set called `name` (ValueError if none)."""
-
-    def names(self) -> list[str]:
-        """Set names in id order."""
-
-    @property
-    def files(self) -> list[str]:
-        """The shard file names, in manifest order."""
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """The collection's parameters: `m`, `k`, `seed`, `scheme`."""
-
-    def memory_bytes(self) -> int:
-        """Bytes of memory the shard files' indexes hold."""
+        """Opens this index's file (or manifest) again, as it was opened, to
+        see changes another writer saved. ValueError if it was not opened
+        from a file."""
 
     def __len__(self) -> int: ...
     def __contains__(self, name: Key) -> bool: ...

@@ -1,12 +1,13 @@
 """Serve the shard files of a manifest with Ray actors.
 
-``bloomslice split IDX --shards K DIR`` writes K index files and a manifest;
-:meth:`RayIndex.open` starts one Ray actor per file (times ``replicas``).
+``bloomslice split IDX --shards K DIR`` (or :meth:`bloomslice.Index.save_shards`,
+the same split) writes K shard files and a manifest; :meth:`RayIndex.open`
+starts one Ray actor per file (times ``replicas``).
 Each actor maps its file and answers batches with the GIL released. A
 batch is hashed once on the caller, sent to every shard as one NumPy array
 (one object in Ray's object store, not one call per key), and the shards'
 answers are merged (:func:`bloomslice.merge_answers`, the library's
-``sharded::merge_answers``, in the order of :class:`bloomslice.ShardedIndex`):
+``sharded::merge_answers``, in the order of :meth:`bloomslice.Index.open_shards`):
 a set never straddles files, so the union of their ids is exactly the
 answer of the merged index. With several shards, their
 answers travel with ``uint32`` ids when every id fits (half the bytes;

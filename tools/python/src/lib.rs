@@ -433,30 +433,23 @@ impl Engine {
         }
     }
 
-    /// A filter of the fixed index's parameters holding `hashes`.
-    fn filter_of(index: &SlicedIndex, hashes: &[KeyHash]) -> Result<BloomFilter, Error> {
-        let mut filter = BloomFilter::new(*index.params())?;
-        hashes.iter().for_each(|&h| filter.insert_hash(h));
-        Ok(filter)
-    }
-
     /// Adds set `id` holding `hashes`: a filter of the index's size, or in
     /// the collection's part that holds its number of keys.
     fn insert_set(&mut self, id: u64, hashes: &[KeyHash]) -> PyResult<()> {
         match self {
-            Engine::Fixed(index) => Self::filter_of(index, hashes).and_then(|f| index.insert_filter(id, &f)),
+            Engine::Fixed(index) => index.insert_set(id, hashes),
             Engine::Sized(collection) => collection.insert_set(id, hashes),
             Engine::Sharded(_) => return Err(read_only("add a set")),
         }
         .map_err(py_err)
     }
 
-    /// Adds `hashes` to set `id`: ORed into its filter, or (a collection)
+    /// Adds `hashes` to set `id`: into its filter, or (a collection)
     /// filling its last filter and growing into a larger part past its
     /// capacity.
     fn add_keys(&mut self, id: u64, hashes: &[KeyHash]) -> PyResult<()> {
         match self {
-            Engine::Fixed(index) => Self::filter_of(index, hashes).and_then(|f| index.update_filter(id, &f)),
+            Engine::Fixed(index) => index.add_keys(id, hashes),
             Engine::Sized(collection) => collection.add_keys(id, hashes),
             Engine::Sharded(_) => return Err(read_only("add keys")),
         }
@@ -476,16 +469,8 @@ impl Engine {
     /// set again from them).
     fn replace_set(&mut self, id: u64, hashes: &[KeyHash]) -> PyResult<()> {
         match self {
-            Engine::Fixed(index) => Self::filter_of(index, hashes).and_then(|filter| {
-                let old = index.filter_cloned(id)?;
-                index.remove_set(id)?;
-                index.insert_filter(id, &filter).or_else(|e| {
-                    // Put the old filter back (its column was just freed).
-                    index.insert_filter(id, &old)?;
-                    Err(e)
-                })
-            }),
-            Engine::Sized(collection) => collection.remove_set(id).and_then(|()| collection.insert_set(id, hashes)),
+            Engine::Fixed(index) => index.replace_set(id, hashes),
+            Engine::Sized(collection) => collection.replace_set(id, hashes),
             Engine::Sharded(_) => return Err(read_only("update a set")),
         }
         .map_err(py_err)
@@ -789,7 +774,7 @@ impl Index {
                     let mut index = SlicedIndex::new(params);
                     let mut filters = Vec::with_capacity(built.len());
                     for (_, hashes) in &built {
-                        filters.push(Engine::filter_of(&index, hashes)?);
+                        filters.push(index.filter_of(hashes)?);
                     }
                     let items: Vec<(u64, &BloomFilter)> =
                         filters.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();

@@ -1041,7 +1041,7 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
     // Memory and mmap side by side per mode, so both see the same machine.
     for (mode, batch) in [("single", None), ("batch", Some(batch))] {
         for (what, collection) in [("memory", c), ("mmap", &lazy.collection)] {
-            let t = demo::time_collection(collection, &hashes, batch, 3)?;
+            let t = demo::time_queries(collection, &hashes, batch, 3)?;
             let ns = t.as_secs_f64() * 1e9 / queries as f64;
             println!("{what:<10} {mode:<8} {ns:>12.1} {:>14.0}", 1e9 / ns);
         }

@@ -9,7 +9,9 @@
 use std::time::{Duration, Instant};
 
 use bloomslice::kernels::Kernels;
-use bloomslice::{BatchResults, BloomFilter, BloomParams, FilterIndex, KeyHash, NaiveIndex, SetIndex, SlicedIndex};
+use bloomslice::{
+    BatchResults, BloomFilter, BloomParams, KeyHash, LayoutConfig, NaiveIndex, ReadIndex, SetIndex, SlicedIndex,
+};
 
 use crate::CliError;
 
@@ -78,8 +80,8 @@ pub fn best_of(repeat: usize, mut pass: impl FnMut() -> usize) -> Result<Duratio
 
 /// The best of `repeat` passes of `hashes` over `index`: one key per call
 /// (`batch` is `None`) or batches of `batch` keys (`query_batch_hashes`).
-pub fn time_queries<I: FilterIndex>(
-    index: &I,
+pub fn time_queries(
+    index: &dyn ReadIndex,
     hashes: &[KeyHash],
     batch: Option<usize>,
     repeat: usize,
@@ -103,30 +105,36 @@ pub fn time_queries<I: FilterIndex>(
     })
 }
 
-/// [`time_queries`] for a [`SetIndex`].
-pub fn time_collection(
-    collection: &SetIndex,
-    hashes: &[KeyHash],
-    batch: Option<usize>,
-    repeat: usize,
-) -> Result<Duration, CliError> {
+/// Checks `index` against `reference` (the naive list's sorted answers to
+/// the first queries of `hashes`), one key at a time and batched.
+fn check(name: &str, index: &dyn ReadIndex, hashes: &[KeyHash], reference: &[Vec<u64>]) -> Result<(), CliError> {
     let (mut out, mut results) = (Vec::new(), BatchResults::new());
-    best_of(repeat, || match batch {
-        None => hashes
-            .iter()
-            .map(|&h| {
-                collection.query_hash_into(h, &mut out);
-                out.len()
-            })
-            .sum(),
-        Some(b) => hashes
-            .chunks(b.max(1))
-            .map(|chunk| {
-                collection.query_batch_hashes(chunk, &mut results);
-                results.total_matches()
-            })
-            .sum(),
-    })
+    index.query_batch_hashes(&hashes[..reference.len()], &mut results);
+    for (i, want) in reference.iter().enumerate() {
+        index.query_hash_into(hashes[i], &mut out);
+        let batch = results.get(i).unwrap_or_default();
+        if &sorted(out.clone()) != want || &sorted(batch.to_vec()) != want {
+            return Err(CliError::Runtime(format!("answer check failed: {name} disagrees with naive on query {i}")));
+        }
+    }
+    Ok(())
+}
+
+/// The naive answers to the first `n` of `hashes` (sorted), checking that
+/// each present key's owner is among them.
+fn reference(naive: &NaiveIndex, keys: &[u64], hashes: &[KeyHash], n: usize) -> Result<Vec<Vec<u64>>, CliError> {
+    let mut out = Vec::new();
+    keys.iter()
+        .zip(hashes)
+        .take(n)
+        .map(|(key, &h)| {
+            naive.query_hash_into(h, &mut out);
+            if key & ABSENT_BIT == 0 && !out.contains(&(key / KEYS_PER_FILTER)) {
+                return Err(CliError::Runtime(format!("answer check failed: naive lost key {key}")));
+            }
+            Ok(sorted(out.clone()))
+        })
+        .collect()
 }
 
 fn sorted(mut v: Vec<u64>) -> Vec<u64> {
@@ -144,10 +152,18 @@ struct Row {
 
 /// Builds the workload, checks every engine against the naive list of
 /// filters (exact id sets, and each present key's owner found), then
-/// times them and prints the table.
+/// times them and prints the table. The front door ([`SetIndex`], each set
+/// sized from its own keys) comes first; the paper's fixed `m` follows as
+/// a [`SlicedIndex`] (scalar and dispatched kernels) and as a one-part set
+/// index of those filters.
 pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(), CliError> {
     let p = params();
     let start = Instant::now();
+    let sets: Vec<(u64, Vec<[u8; 8]>)> = (0..filters_n)
+        .map(|id| (id, (id * KEYS_PER_FILTER..(id + 1) * KEYS_PER_FILTER).map(u64::to_le_bytes).collect()))
+        .collect();
+    let sized = SetIndex::build(&sets, FP, LayoutConfig::default()).map_err(CliError::engine)?;
+    drop(sets);
     let built = filters(p, filters_n)?;
     let mut naive = NaiveIndex::new(p);
     for (id, f) in &built {
@@ -164,16 +180,21 @@ pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(),
     let naive_n = naive_queries.min(hashes.len());
 
     // Check before timing: the naive answers are the reference, and hold
-    // every present key's owner.
-    let mut reference = Vec::with_capacity(naive_n);
-    let mut out = Vec::new();
-    for (key, &h) in keys.iter().zip(&hashes).take(naive_n) {
-        naive.query_hash_into(h, &mut out);
-        if key & ABSENT_BIT == 0 && !out.contains(&(key / KEYS_PER_FILTER)) {
-            return Err(CliError::Runtime(format!("answer check failed: naive lost key {key}")));
+    // every present key's owner. The sized index's reference is the naive
+    // list of its own filters (their `m` is sized for 100 keys).
+    let reference_fixed = reference(&naive, &keys, &hashes, naive_n)?;
+    let sized_params = sized.parts().next().map_or(p, |part| *part.params());
+    let mut sized_naive = NaiveIndex::new(sized_params);
+    for part in sized.parts() {
+        for id in part.ids() {
+            sized_naive
+                .insert_filter(id, &part.filter_cloned(id).map_err(CliError::engine)?)
+                .map_err(CliError::engine)?;
         }
-        reference.push(sorted(out.clone()));
     }
+    let reference_sized = reference(&sized_naive, &keys, &hashes, naive_n)?;
+    check("set index", &sized, &hashes, &reference_sized)?;
+
     let mut rows = Vec::new();
     let t = time_queries(&naive, &hashes[..naive_n], None, 1)?;
     rows.push(Row {
@@ -182,21 +203,9 @@ pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(),
         ns: t.as_secs_f64() * 1e9 / naive_n as f64,
         checked: naive_n,
     });
-    let mut results = BatchResults::new();
-    for (name, kernels) in [("sliced-scalar", Kernels::scalar()), ("sliced", dispatched)] {
-        sliced.set_kernels(kernels);
-        sliced.query_batch_hashes(&hashes, &mut results);
-        for (i, want) in reference.iter().enumerate() {
-            sliced.query_hash_into(hashes[i], &mut out);
-            let batch = results.get(i).unwrap_or_default();
-            if &sorted(out.clone()) != want || &sorted(batch.to_vec()) != want {
-                return Err(CliError::Runtime(format!(
-                    "answer check failed: {name} disagrees with naive on query {i}"
-                )));
-            }
-        }
+    let timed = |name: &str, index: &dyn ReadIndex, rows: &mut Vec<Row>| -> Result<(), CliError> {
         for batched in [false, true] {
-            let t = time_queries(&sliced, &hashes, batched.then_some(BATCH), 3)?;
+            let t = time_queries(index, &hashes, batched.then_some(BATCH), 3)?;
             rows.push(Row {
                 engine: name.into(),
                 batched,
@@ -204,31 +213,20 @@ pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(),
                 checked: naive_n,
             });
         }
+        Ok(())
+    };
+    timed("set index", &sized, &mut rows)?;
+    for (name, kernels) in [("sliced-scalar", Kernels::scalar()), ("sliced", dispatched)] {
+        sliced.set_kernels(kernels);
+        check(name, &sliced, &hashes, &reference_fixed)?;
+        timed(name, &sliced, &mut rows)?;
     }
-
-    // The same filters as a collection of one part (what `build --n-exp`
+    // The same filters as a set index of one part (what `build --n-exp`
     // and `demo --save` write): checked and timed like the sliced index.
     sliced.set_kernels(dispatched);
-    let collection = SetIndex::from_index(sliced.clone(), FP).map_err(CliError::engine)?;
-    collection.query_batch_hashes(&hashes, &mut results);
-    for (i, want) in reference.iter().enumerate() {
-        collection.query_hash_into(hashes[i], &mut out);
-        let batch = results.get(i).unwrap_or_default();
-        if &sorted(out.clone()) != want || &sorted(batch.to_vec()) != want {
-            return Err(CliError::Runtime(format!(
-                "answer check failed: collection disagrees with naive on query {i}"
-            )));
-        }
-    }
-    for batched in [false, true] {
-        let t = time_collection(&collection, &hashes, batched.then_some(BATCH), 3)?;
-        rows.push(Row {
-            engine: "collection".into(),
-            batched,
-            ns: t.as_secs_f64() * 1e9 / hashes.len() as f64,
-            checked: naive_n,
-        });
-    }
+    let one_part = SetIndex::from_index(sliced.clone(), FP).map_err(CliError::engine)?;
+    check("set index (fixed m)", &one_part, &hashes, &reference_fixed)?;
+    timed("set index m=fix", &one_part, &mut rows)?;
 
     println!(
         "workload paper: N = {filters_n} filters x {KEYS_PER_FILTER} keys, m = {}, k = {}, {queries_n} queries (half present), seed 42",
@@ -237,7 +235,14 @@ pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(),
     );
     println!("kernels: dispatched {} (available: {})", dispatched.backend(), available());
     println!(
-        "index: {} shards, {} columns, {:.1} MiB; built in {build_s:.2} s; batches of {BATCH} keys; best of 3 passes",
+        "set index: each set sized from its own keys at {FP}: {} part(s), m = {}, {:.2} MiB",
+        sized.parts().len(),
+        sized_params.m(),
+        sized.memory_bytes() as f64 / f64::from(1u32 << 20)
+    );
+    println!(
+        "sliced (the paper's fixed m): {} shards, {} columns, {:.1} MiB; built in {build_s:.2} s; batches of {BATCH} keys; \
+         best of 3 passes",
         sliced.shard_count(),
         sliced.columns(),
         sliced.memory_bytes() as f64 / f64::from(1u32 << 20)
@@ -262,8 +267,8 @@ pub fn run(filters_n: u64, queries_n: usize, naive_queries: usize) -> Result<(),
     println!();
     println!(
         "answers: the first {naive_n} queries were checked before timing (every engine returns exactly the naive id set; \
-         naive finds every present key's owner). The naive engine is timed on those {naive_n}, the sliced ones on all \
-         {queries_n}. Full comparison (fastbloom, Bloofi, roofline): cargo run --release -p bloomslice-bench --bin paper -- query"
+         naive finds every present key's owner). The set index sized from the data is checked against the naive \
+         list of its own filters. The naive engine is timed on those {naive_n}, the others on all {queries_n}. Full comparison (fastbloom, Bloofi, roofline): cargo run --release -p bloomslice-bench --bin paper -- query"
     );
     Ok(())
 }

@@ -75,44 +75,34 @@ fn hash_key(h: *const BloomsliceIndex, key: &[u8]) -> u64 {
 /// A batch's answers: ids, offsets and total.
 type Batch = (Vec<u64>, Vec<usize>, usize);
 
-/// `bloomslice_query_batch` of `keys` with room for `cap` ids.
-fn batch<K: AsRef<[u8]>>(h: *const BloomsliceIndex, keys: &[K], cap: usize) -> (BloomsliceStatus, Batch) {
-    let (ptrs, lens) = c_keys(keys);
-    let (mut ids, mut offsets, mut total) = (vec![0u64; cap], vec![0usize; keys.len() + 1], 0);
-    // SAFETY: live buffers of the stated lengths.
-    let st = unsafe {
-        bloomslice_query_batch(
-            h,
-            ptrs.as_ptr(),
-            lens.as_ptr(),
-            keys.len(),
-            ids.as_mut_ptr(),
-            cap,
-            offsets.as_mut_ptr(),
-            &mut total,
-        )
-    };
+/// A batch call of `n` keys with room for `cap` ids: `call` gets the
+/// caller's buffers (ids, offsets, total).
+fn batch_with(
+    n: usize,
+    cap: usize,
+    call: impl FnOnce(*mut u64, *mut usize, *mut usize) -> BloomsliceStatus,
+) -> (BloomsliceStatus, Batch) {
+    let (mut ids, mut offsets, mut total) = (vec![0u64; cap], vec![0usize; n + 1], 0);
+    let st = call(ids.as_mut_ptr(), offsets.as_mut_ptr(), &mut total);
     ids.truncate(total.min(cap));
     (st, (ids, offsets, total))
 }
 
+/// `bloomslice_query_batch` of `keys` with room for `cap` ids.
+fn batch<K: AsRef<[u8]>>(h: *const BloomsliceIndex, keys: &[K], cap: usize) -> (BloomsliceStatus, Batch) {
+    let (ptrs, lens) = c_keys(keys);
+    batch_with(keys.len(), cap, |ids, offsets, total| {
+        // SAFETY: live buffers of the stated lengths.
+        unsafe { bloomslice_query_batch(h, ptrs.as_ptr(), lens.as_ptr(), keys.len(), ids, cap, offsets, total) }
+    })
+}
+
 /// `bloomslice_query_batch_hashes` of `hashes` with room for `cap` ids.
 fn batch_hashes(h: *const BloomsliceIndex, hashes: &[u64], cap: usize) -> (BloomsliceStatus, Batch) {
-    let (mut ids, mut offsets, mut total) = (vec![0u64; cap], vec![0usize; hashes.len() + 1], 0);
-    // SAFETY: live buffers of the stated lengths.
-    let st = unsafe {
-        bloomslice_query_batch_hashes(
-            h,
-            hashes.as_ptr(),
-            hashes.len(),
-            ids.as_mut_ptr(),
-            cap,
-            offsets.as_mut_ptr(),
-            &mut total,
-        )
-    };
-    ids.truncate(total.min(cap));
-    (st, (ids, offsets, total))
+    batch_with(hashes.len(), cap, |ids, offsets, total| {
+        // SAFETY: live buffers of the stated lengths.
+        unsafe { bloomslice_query_batch_hashes(h, hashes.as_ptr(), hashes.len(), ids, cap, offsets, total) }
+    })
 }
 
 /// Scores (`fraction` `None`) or thresholds `keys` with room for `cap`
@@ -334,6 +324,17 @@ fn bad_arguments_are_errors_not_crashes() {
             BloomsliceStatus::InvalidArgument
         );
         assert!(last_error().contains("words"), "{}", last_error());
+        // A misaligned `id_out` fails the call before the index changes.
+        let bad_id = storage.as_ptr().cast::<u8>().wrapping_add(1).cast::<u64>().cast_mut();
+        let (ptrs, lens) = c_keys(&[b"k"]);
+        assert_eq!(
+            bloomslice_index_add_set(h, b"g".as_ptr(), 1, ptrs.as_ptr(), lens.as_ptr(), 1, bad_id),
+            BloomsliceStatus::InvalidArgument
+        );
+        assert!(last_error().contains("id_out"), "{}", last_error());
+        let mut len = u64::MAX;
+        assert_eq!(bloomslice_index_len(h, &mut len), BloomsliceStatus::Ok);
+        assert_eq!(len, 0);
         assert_eq!(bloomslice_index_len(h, ptr::null_mut()), BloomsliceStatus::InvalidArgument);
         assert_eq!(bloomslice_index_contains(ptr::null(), 0, ptr::null_mut()), BloomsliceStatus::InvalidArgument);
 

@@ -8,8 +8,8 @@ use bloomslice::{BloomFilter, BloomParams, KeyHash, ReadIndex, SetIndex, SetName
 
 use crate::read::id_of;
 use crate::{
-    BloomsliceIndex, BloomsliceStatus, Engine, Failure, KEYS, byte_strings, bytes, changing, files, path_arg, reading,
-    slice, write_out,
+    BloomsliceIndex, BloomsliceStatus, Engine, Failure, KEYS, byte_strings, bytes, changing, check_ptr, files,
+    path_arg, reading, slice,
 };
 #[cfg(doc)]
 use crate::{bloomslice_query_batch_hashes, bloomslice_query_hash};
@@ -146,6 +146,10 @@ unsafe fn add_set_with(
     insert: impl FnOnce(&mut Writable<'_>, u64) -> Result<(), Failure>,
 ) -> BloomsliceStatus {
     let body = |mut target: Writable<'_>, names: &mut SetNames, name: &[u8]| {
+        // Checked first, so that a bad `id_out` leaves the index unchanged.
+        if !id_out.is_null() {
+            check_ptr(id_out.cast_const(), "id_out")?;
+        }
         if name.is_empty() {
             return Err(Failure::invalid("set name is empty"));
         }
@@ -163,8 +167,9 @@ unsafe fn add_set_with(
             return Err(e.into());
         }
         if !id_out.is_null() {
-            // SAFETY: non-null, valid by the caller's contract.
-            unsafe { write_out(id_out, id, "id_out") }?;
+            // SAFETY: checked above (non-null, aligned), valid for a write by
+            // the caller's contract.
+            unsafe { id_out.write(id) };
         }
         Ok(())
     };

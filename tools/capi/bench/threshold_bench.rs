@@ -2,14 +2,14 @@
 //! (`bench/RESULTS.md`, section "Bindings"): a skewed collection (set `i`
 //! of `SETS` holds `20 000 / (i + 1)` keys, at least 2: one set of 20 000,
 //! a long tail of small ones) is built once by the library
-//! (`SetIndex::build`) and once through `bloomslice_collection_build`
-//! from the same keys and seed, and the same reads (each `READ` keys of
-//! one set, the sets taken in turn) are scored at a fraction of 0.5 by
-//! `SetIndex::query_threshold` and by
-//! `bloomslice_collection_query_threshold`, alternating, best of `R`
-//! passes; the answers must agree. The same is done for one sliced index
-//! of one filter length sized for the largest set (`SlicedIndex` and
-//! `bloomslice_query_threshold`). A third timing is the library scoring
+//! (`SetIndex::build`) and once through `bloomslice_index_build` from the
+//! same keys and seed, and the same reads (each `READ` keys of one set, the
+//! sets taken in turn) are scored at a fraction of 0.5 by
+//! `SetIndex::query_threshold` and by `bloomslice_query_threshold`,
+//! alternating, best of `R` passes; the answers must agree. The same is
+//! done for one sliced index of one filter length sized for the largest set
+//! (`SlicedIndex`, and `bloomslice_query_threshold` on a handle of
+//! `bloomslice_index_new_sliced`). A third timing is the library scoring
 //! hashes with one scratch kept across reads, as the C ABI does.
 //!
 //! `cargo run --release -p bloomslice-capi --example threshold-bench -- [SETS] [READS] [R]`
@@ -24,9 +24,8 @@ use bloomslice::{
     BloomFilter, BloomParams, HashScheme, KeyHash, LayoutConfig, Scores, SetIndex, SlicedIndex, Threshold,
 };
 use bloomslice_capi::{
-    BloomsliceCollection, BloomsliceIndex, BloomsliceStatus, bloomslice_collection_build, bloomslice_collection_free,
-    bloomslice_collection_query_threshold, bloomslice_index_add_set_hashes, bloomslice_index_free,
-    bloomslice_index_new, bloomslice_query_threshold,
+    BloomsliceIndex, BloomsliceStatus, bloomslice_index_add_set_hashes, bloomslice_index_build, bloomslice_index_free,
+    bloomslice_index_new_sliced, bloomslice_query_threshold,
 };
 
 const READ: usize = 200;
@@ -78,10 +77,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let key_ptrs: Vec<*const u8> = flat.iter().map(|k| k.as_ptr()).collect();
     let key_lens: Vec<usize> = flat.iter().map(|k| k.len()).collect();
     let ends: Vec<usize> = keys.iter().scan(0, |end, set| Some(*end + set.len()).inspect(|&e| *end = e)).collect();
-    let mut handle: *mut BloomsliceCollection = ptr::null_mut();
+    let mut handle: *mut BloomsliceIndex = ptr::null_mut();
     // SAFETY: every pointer describes a live buffer of the stated length.
     let st = unsafe {
-        bloomslice_collection_build(
+        bloomslice_index_build(
             p,
             seed,
             name_ptrs.as_ptr(),
@@ -94,7 +93,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
     };
     if st != BloomsliceStatus::Ok {
-        return Err(format!("bloomslice_collection_build: {st:?}").into());
+        return Err(format!("bloomslice_index_build: {st:?}").into());
     }
 
     // One filter length, sized for the largest set.
@@ -102,9 +101,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut index = SlicedIndex::new(params);
     let mut index_handle: *mut BloomsliceIndex = ptr::null_mut();
     // SAFETY: a valid out pointer.
-    let st = unsafe { bloomslice_index_new(params.m(), params.k(), seed, &mut index_handle) };
+    let st = unsafe { bloomslice_index_new_sliced(params.m(), params.k(), seed, &mut index_handle) };
     if st != BloomsliceStatus::Ok {
-        return Err(format!("bloomslice_index_new: {st:?}").into());
+        return Err(format!("bloomslice_index_new_sliced: {st:?}").into());
     }
     for (id, set) in &hashed {
         let mut filter = BloomFilter::new(params)?;
@@ -136,7 +135,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut n = 0;
         // SAFETY: live buffers of the stated lengths.
         let st = unsafe {
-            bloomslice_collection_query_threshold(
+            bloomslice_query_threshold(
                 handle,
                 read_ptrs[r].as_ptr(),
                 read_lens[r].as_ptr(),
@@ -153,7 +152,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("read {r}: the C ABI and the library disagree").into());
         }
     }
-    for (name, lib, capi) in [("collection", true, true), ("one-m index", false, false)] {
+    for (name, lib, capi) in [("collection", true, handle), ("one-m index", false, index_handle)] {
         let mut rows = Vec::new();
         for _ in 0..2 {
             // Alternating library and C ABI, twice each.
@@ -191,31 +190,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         let mut n = 0;
                         // SAFETY: live buffers of the stated lengths.
                         unsafe {
-                            if capi {
-                                bloomslice_collection_query_threshold(
-                                    handle,
-                                    read_ptrs[r].as_ptr(),
-                                    read_lens[r].as_ptr(),
-                                    READ,
-                                    FRACTION,
-                                    ids.as_mut_ptr(),
-                                    counts.as_mut_ptr(),
-                                    sets,
-                                    &mut n,
-                                );
-                            } else {
-                                bloomslice_query_threshold(
-                                    index_handle,
-                                    read_ptrs[r].as_ptr(),
-                                    read_lens[r].as_ptr(),
-                                    READ,
-                                    FRACTION,
-                                    ids.as_mut_ptr(),
-                                    counts.as_mut_ptr(),
-                                    sets,
-                                    &mut n,
-                                );
-                            }
+                            bloomslice_query_threshold(
+                                capi,
+                                read_ptrs[r].as_ptr(),
+                                read_lens[r].as_ptr(),
+                                READ,
+                                FRACTION,
+                                ids.as_mut_ptr(),
+                                counts.as_mut_ptr(),
+                                sets,
+                                &mut n,
+                            );
                         }
                         n
                     })
@@ -243,7 +228,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     // SAFETY: live handles, freed once.
     unsafe {
-        bloomslice_collection_free(handle);
+        bloomslice_index_free(handle);
         bloomslice_index_free(index_handle);
     }
     Ok(())

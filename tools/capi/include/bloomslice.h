@@ -23,7 +23,8 @@ typedef enum BloomsliceStatus {
   // rename, map).
   BLOOMSLICE_STATUS_IO = 2,
   // The file is not a valid index file: wrong magic bytes, unsupported
-  // version, truncated, checksum mismatch or inconsistent tables.
+  // version, truncated, checksum mismatch or inconsistent tables; or a
+  // manifest that is invalid or disagrees with its files.
   BLOOMSLICE_STATUS_CORRUPT_FILE = 3,
   // The caller's output buffer is too small; the functions that return
   // this say how much room is needed.
@@ -37,90 +38,62 @@ typedef enum BloomsliceStatus {
   // A bug in bloomslice (a panic was caught at the boundary). The handle
   // should not be used further.
   BLOOMSLICE_STATUS_INTERNAL = 8,
+  // The index's layout does not support this change: a manifest's shard
+  // files are read-only, and only an index of one filter length takes a
+  // ready filter.
+  BLOOMSLICE_STATUS_UNSUPPORTED = 9,
 } BloomsliceStatus;
 
-// Named sets of keys of any sizes, each sized from its own keys at one
-// false-positive rate and kept in size-classed parts (each part a sliced
-// index with its own filter length): a skewed collection costs memory
-// for its sets' sizes, not for its largest set times the number of sets.
-// Opaque: create it with [`bloomslice_collection_new`],
-// [`bloomslice_collection_build`], [`bloomslice_collection_load`] or
-// [`bloomslice_collection_open_mapped`] and release it with
-// [`bloomslice_collection_free`].
-typedef struct BloomsliceCollection BloomsliceCollection;
+// The layout of the index behind a handle (see the crate documentation).
+typedef enum BloomsliceLayout {
+  // Sets each sized from their own keys, in size-classed parts.
+  BLOOMSLICE_LAYOUT_SETS = 0,
+  // Every filter of one length (`m` bits, `k` hash functions).
+  BLOOMSLICE_LAYOUT_SLICED = 1,
+  // The shard files of a manifest, queried as one index; read-only.
+  BLOOMSLICE_LAYOUT_SHARDED = 2,
+} BloomsliceLayout;
 
-// An index of Bloom filters with names for its sets. Opaque: create it with
-// [`bloomslice_index_new`], [`bloomslice_index_new_for_capacity`],
-// [`bloomslice_index_load`] or [`bloomslice_index_open_mapped`] and release
-// it with [`bloomslice_index_free`].
+// An index of Bloom filters with names for its sets, of any layout.
+// Opaque: create it with [`bloomslice_index_build`],
+// [`bloomslice_index_new`], [`bloomslice_index_new_sliced`],
+// [`bloomslice_index_new_sliced_for_capacity`], [`bloomslice_index_load`],
+// [`bloomslice_index_open_mapped`] or [`bloomslice_index_open_manifest`],
+// and release it with [`bloomslice_index_free`].
 typedef struct BloomsliceIndex BloomsliceIndex;
 
-// The shard files of a manifest (written by `bloomslice split`), queried
-// as one index: every answer is the union of the files' answers, each set
-// once (a set never straddles files). Opaque: open it with
-// [`bloomslice_sharded_load`] or [`bloomslice_sharded_open_mapped`] and
-// release it with [`bloomslice_sharded_free`]. Read-only: it is queried
-// from any number of threads at once.
-typedef struct BloomsliceSharded BloomsliceSharded;
-
-// Facts about an index, filled by [`bloomslice_index_info`].
+// Facts about an index, filled by [`bloomslice_index_info`]. Fields that
+// do not apply to the index's layout are 0.
 typedef struct BloomsliceInfo {
-  // Bits per filter.
+  // The index's layout.
+  enum BloomsliceLayout layout;
+  // Bits per filter (`Sliced` and `Sharded`; the sets of the `Sets`
+  // layout each have their own).
   uint64_t m;
+  // The target false-positive rate of a set in its first filter
+  // (`Sets`).
+  double fp;
   // Hash functions per key.
   uint32_t k;
   // Hash seed of byte keys.
   uint64_t seed;
   // Number of sets.
   uint64_t sets;
+  // Number of parts that hold at least one filter (`Sets`; for
+  // `Sharded`, across all files; 1 for `Sliced`).
+  uint64_t parts;
+  // Sets that outgrew their first filter and hold filters in several
+  // parts (`Sets`).
+  uint64_t grown_sets;
+  // Number of shard files (`Sharded`).
+  uint64_t shards;
   // Bytes of memory the index holds: rows (mapped rows included) and
   // maps.
   uint64_t memory_bytes;
-  // Whether the index was opened with [`bloomslice_index_open_mapped`]
-  // (its rows are read from the mapped file until changed).
+  // Whether the index was opened from a mapped file (its rows are read
+  // from the file until changed).
   bool mapped;
 } BloomsliceInfo;
-
-// Facts about a collection, filled by [`bloomslice_collection_info`].
-typedef struct BloomsliceCollectionInfo {
-  // The target false-positive rate of a set in its first filter.
-  double fp;
-  // Hash functions per key (every part has the same).
-  uint32_t k;
-  // Hash seed of byte keys.
-  uint64_t seed;
-  // Number of sets.
-  uint64_t sets;
-  // Number of parts that hold at least one filter.
-  uint64_t parts;
-  // Sets that outgrew their first filter and hold filters in several
-  // parts.
-  uint64_t grown_sets;
-  // Bytes of memory the collection holds: rows (mapped rows included)
-  // and maps.
-  uint64_t memory_bytes;
-  // Whether the collection was opened from a mapped file.
-  bool mapped;
-} BloomsliceCollectionInfo;
-
-// Facts about a collection of shard files, filled by
-// [`bloomslice_sharded_info`].
-typedef struct BloomsliceShardedInfo {
-  // Bits per filter (every file shares it).
-  uint64_t m;
-  // Hash functions per key.
-  uint32_t k;
-  // Hash seed of byte keys.
-  uint64_t seed;
-  // Number of sets across all files.
-  uint64_t sets;
-  // Number of shard files.
-  uint64_t shards;
-  // Bytes of memory the files' indexes hold (mapped rows included).
-  uint64_t memory_bytes;
-  // Whether the files were opened with [`bloomslice_sharded_open_mapped`].
-  bool mapped;
-} BloomsliceShardedInfo;
 
 #ifdef __cplusplus
 extern "C" {
@@ -139,38 +112,101 @@ const char *bloomslice_version(void);
 // Thread safety: any thread; each thread has its own message.
 const char *bloomslice_last_error(void);
 
-// Creates an empty index of filters with `m` bits and `k` hash functions;
-// byte keys are hashed with `seed`. On success `*out` receives the handle.
+// Releases a handle. A null handle is ignored.
+//
+// Thread safety: exclusive: no other call may use this handle at the same
+// time or after.
+//
+// # Safety
+//
+// `index` must be null or a live handle from this library, freed once.
+void bloomslice_index_free(struct BloomsliceIndex *index);
+
+// Creates an empty index whose sets are each sized for their own keys at
+// false-positive rate `fp` (each set added goes to the part that holds
+// its number of keys, a new part if none does); byte keys are hashed with
+// `seed`. On success `*out` receives the handle.
+//
+// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for an `fp` outside
+// `(0, 1)`.
 //
 // Thread safety: any thread.
 //
 // # Safety
 //
 // `out` must be valid for a write of a pointer.
-enum BloomsliceStatus bloomslice_index_new(uint64_t m,
-                                           uint32_t k,
-                                           uint64_t seed,
-                                           struct BloomsliceIndex **out);
+enum BloomsliceStatus bloomslice_index_new(double fp, uint64_t seed, struct BloomsliceIndex **out);
 
-// Creates an empty index sized for `n_exp` keys per set at false-positive
-// rate `fp` (for example 10 000 and 0.01 give m = 100 992, k = 7); byte
-// keys are hashed with `seed`. On success `*out` receives the handle.
+// Builds an index of `n_sets` named sets at false-positive rate `fp`,
+// each sized from its own number of keys, in the parts the default layout
+// chooses for their sizes: the front door, for sets of any sizes. Set `i`
+// is called `names[i]` (`name_lens[i]` bytes, not empty, unique), gets id
+// `i`, and holds the byte keys `keys[j]` (`key_lens[j]` bytes) for `j`
+// from `set_ends[i - 1]` (0 for the first set) to `set_ends[i]`
+// (exclusive): `set_ends` has `n_sets` entries, non-decreasing, the last
+// the total number of keys. Byte keys are hashed with `seed`. On success
+// `*out` receives the handle.
+//
+// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers, an `fp`
+// outside `(0, 1)`, an empty name or `set_ends` out of order;
+// `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name given twice.
+//
+// Thread safety: any thread.
+//
+// # Safety
+//
+// `names` and `name_lens` must point to `n_sets` elements, each
+// `names[i]` to `name_lens[i]` bytes; `set_ends` to `n_sets` elements;
+// `keys` and `key_lens` to `set_ends[n_sets - 1]` elements (none for no
+// sets), each `keys[j]` to `key_lens[j]` bytes; `out` valid for a write.
+enum BloomsliceStatus bloomslice_index_build(double fp,
+                                             uint64_t seed,
+                                             const uint8_t *const *names,
+                                             const size_t *name_lens,
+                                             size_t n_sets,
+                                             const uint8_t *const *keys,
+                                             const size_t *key_lens,
+                                             const size_t *set_ends,
+                                             struct BloomsliceIndex **out);
+
+// Creates an empty index of one filter length: every filter of `m` bits
+// and `k` hash functions; byte keys are hashed with `seed`. On success
+// `*out` receives the handle.
 //
 // Thread safety: any thread.
 //
 // # Safety
 //
 // `out` must be valid for a write of a pointer.
-enum BloomsliceStatus bloomslice_index_new_for_capacity(uint64_t n_exp,
-                                                        double fp,
-                                                        uint64_t seed,
-                                                        struct BloomsliceIndex **out);
+enum BloomsliceStatus bloomslice_index_new_sliced(uint64_t m,
+                                                  uint32_t k,
+                                                  uint64_t seed,
+                                                  struct BloomsliceIndex **out);
 
-// Reads an index file into memory (fully verified; the index can be
-// changed and saved). On success `*out` receives the handle.
+// Creates an empty index of one filter length sized for `n_exp` keys per
+// set at false-positive rate `fp` (for example 10 000 and 0.01 give
+// m = 100 992, k = 7); byte keys are hashed with `seed`. On success `*out`
+// receives the handle.
+//
+// Thread safety: any thread.
+//
+// # Safety
+//
+// `out` must be valid for a write of a pointer.
+enum BloomsliceStatus bloomslice_index_new_sliced_for_capacity(uint64_t n_exp,
+                                                               double fp,
+                                                               uint64_t seed,
+                                                               struct BloomsliceIndex **out);
+
+// Reads a file saved by [`bloomslice_index_save`] or the CLI into memory,
+// fully verified, as the layout it was saved from: a collection file as
+// sets sized from the data, an index file as an index of one filter
+// length. The index can be changed and saved. On success `*out` receives
+// the handle.
 //
 // Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be read,
-// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is not a valid index file.
+// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is not a valid file of either
+// kind.
 //
 // Thread safety: any thread.
 //
@@ -179,11 +215,12 @@ enum BloomsliceStatus bloomslice_index_new_for_capacity(uint64_t n_exp,
 // `path` must be a NUL-terminated string; `out` valid for a write.
 enum BloomsliceStatus bloomslice_index_load(const char *path, struct BloomsliceIndex **out);
 
-// Maps an index file and queries it in place (zero copy; opening costs only
-// the small tables). With `verify` false the row checksums are not read
-// (a flipped bit in the rows may change answers, never crash); with
-// `verify` true the whole file is checked first. Changing a mapped index
-// copies the shards it touches into memory; the file is never written.
+// [`bloomslice_index_load`] with the file mapped and queried in place
+// (zero copy; opening costs only its tables). With `verify` false the row
+// checksums are not read (a flipped bit in the rows may change answers,
+// never crash); with `verify` true the whole file is checked first.
+// Changing a mapped index copies the shards it touches into memory; the
+// file is never written.
 //
 // Contract: the file must not be truncated or written in place while it is
 // mapped (until [`bloomslice_index_free`]); replacing it by rename, as
@@ -202,17 +239,40 @@ enum BloomsliceStatus bloomslice_index_open_mapped(const char *path,
                                                    bool verify,
                                                    struct BloomsliceIndex **out);
 
-// Releases a handle. A null handle is ignored.
+// Opens the manifest `manifest` (a manifest file, or the directory that
+// holds `manifest.json`, as written by `bloomslice split`) and every shard
+// file it lists, as one read-only index answering as the unsplit index
+// would (the ids of the first file first). With `mapped` the files are
+// mapped and queried in place (opening costs the manifest and the files'
+// small tables), else read into memory, each fully verified and checked
+// against its entry (parameters, set ids and names). With `verify` true
+// every file's size and checksum is first compared with the manifest's
+// record (and mapped files are fully verified); with `verify` false and
+// `mapped`, neither the manifest's checksums nor the files' row checksums
+// are read (a flipped bit in the rows may change answers, never crash).
+// On success `*out` receives the handle.
 //
-// Thread safety: exclusive: no other call may use this handle at the same
-// time or after.
+// Contract, with `mapped`: no shard file may be truncated or written in
+// place while it is mapped (until [`bloomslice_index_free`]); replacing
+// files by rename, as bloomslice's writers do, is safe. Breaking this may
+// change answers or kill the process with `SIGBUS`.
+//
+// Errors: `BLOOMSLICE_STATUS_IO` when a file cannot be read,
+// `BLOOMSLICE_STATUS_CORRUPT_FILE` when the manifest or a file is invalid
+// or they disagree.
+//
+// Thread safety: any thread.
 //
 // # Safety
 //
-// `index` must be null or a live handle from this library, freed once.
-void bloomslice_index_free(struct BloomsliceIndex *index);
+// `manifest` must be a NUL-terminated string; `out` valid for a write;
+// the mapping contract above must hold.
+enum BloomsliceStatus bloomslice_index_open_manifest(const char *manifest,
+                                                     bool mapped,
+                                                     bool verify,
+                                                     struct BloomsliceIndex **out);
 
-// Fills `*out` with the index's parameters and size.
+// Fills `*out` with the index's layout, parameters and size.
 //
 // Thread safety: concurrent with other readers.
 //
@@ -222,88 +282,25 @@ void bloomslice_index_free(struct BloomsliceIndex *index);
 enum BloomsliceStatus bloomslice_index_info(const struct BloomsliceIndex *index,
                                             struct BloomsliceInfo *out);
 
-// Adds a new set called `name` (`name_len` bytes, not empty, unique) holding
-// `n_keys` byte keys: key `i` is `keys[i]`, `key_lens[i]` bytes (a key may be
-// empty). On success `*id_out` (if not null) receives the set's id.
+// The number of sets of the index, into `*len_out`.
 //
-// Errors: `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name in use,
-// `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers or an empty name.
-//
-// Thread safety: exclusive (changes the index).
+// Thread safety: concurrent with other readers.
 //
 // # Safety
 //
-// `index` must be a live handle used by no other call; `name` must point to
-// `name_len` bytes; `keys` and `key_lens` to `n_keys` elements each, every
-// `keys[i]` to `key_lens[i]` bytes; `id_out` null or valid for a write.
-enum BloomsliceStatus bloomslice_index_add_set(struct BloomsliceIndex *index,
-                                               const uint8_t *name,
-                                               size_t name_len,
-                                               const uint8_t *const *keys,
-                                               const size_t *key_lens,
-                                               size_t n_keys,
-                                               uint64_t *id_out);
+// `index` must be a live handle; `len_out` valid for a write.
+enum BloomsliceStatus bloomslice_index_len(const struct BloomsliceIndex *index, uint64_t *len_out);
 
-// [`bloomslice_index_add_set`] with keys given as the caller's 64-bit
-// hashes (`hashes[i]`, `n` of them); query them with
-// [`bloomslice_query_hash`] or [`bloomslice_query_batch_hashes`].
+// Whether a set is stored under `id`, into `*out`.
 //
-// Thread safety: exclusive (changes the index).
+// Thread safety: concurrent with other readers.
 //
 // # Safety
 //
-// As [`bloomslice_index_add_set`]; `hashes` must point to `n` aligned
-// `uint64_t`.
-enum BloomsliceStatus bloomslice_index_add_set_hashes(struct BloomsliceIndex *index,
-                                                      const uint8_t *name,
-                                                      size_t name_len,
-                                                      const uint64_t *hashes,
-                                                      size_t n,
-                                                      uint64_t *id_out);
-
-// Adds a new set called `name` from a ready Bloom filter: `n_words`
-// little-endian-bit-order words (bit `i` of the filter is bit `i % 64` of
-// `words[i / 64]`), exactly `ceil(m / 64)` of them, with no bit set at or
-// beyond `m`. The filter must have been built with this index's `m`, `k`
-// and seed. On success `*id_out` (if not null) receives the set's id.
-//
-// Thread safety: exclusive (changes the index).
-//
-// # Safety
-//
-// As [`bloomslice_index_add_set`]; `words` must point to `n_words` aligned
-// `uint64_t`.
-enum BloomsliceStatus bloomslice_index_add_filter(struct BloomsliceIndex *index,
-                                                  const uint8_t *name,
-                                                  size_t name_len,
-                                                  const uint64_t *words,
-                                                  size_t n_words,
-                                                  uint64_t *id_out);
-
-// Removes the set called `name`.
-//
-// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name.
-//
-// Thread safety: exclusive (changes the index).
-//
-// # Safety
-//
-// `index` must be a live handle used by no other call; `name` must point
-// to `name_len` bytes.
-enum BloomsliceStatus bloomslice_index_remove_set(struct BloomsliceIndex *index,
-                                                  const uint8_t *name,
-                                                  size_t name_len);
-
-// Saves the index with its names to `path`, atomically: a temporary file
-// is written, synced and renamed over `path`, so a failure never leaves a
-// partial file and processes that mapped the old file keep reading it.
-//
-// Thread safety: concurrent with other readers (queries may run meanwhile).
-//
-// # Safety
-//
-// `index` must be a live handle; `path` a NUL-terminated string.
-enum BloomsliceStatus bloomslice_index_save(const struct BloomsliceIndex *index, const char *path);
+// `index` must be a live handle; `out` valid for a write.
+enum BloomsliceStatus bloomslice_index_contains(const struct BloomsliceIndex *index,
+                                                uint64_t id,
+                                                bool *out);
 
 // Looks up the id of the set called `name` into `*id_out`.
 //
@@ -339,9 +336,10 @@ enum BloomsliceStatus bloomslice_index_set_name(const struct BloomsliceIndex *in
                                                 size_t cap,
                                                 size_t *len_out);
 
-// The 64-bit hash this index gives the byte key `key` (seeded xxh3-64):
-// [`bloomslice_query_hash`] with it answers as [`bloomslice_query`] with
-// the key. Lets a caller hash once and keep hashes.
+// The 64-bit hash this index gives the byte key `key` (seeded xxh3-64, the
+// same for every part and shard file): [`bloomslice_query_hash`] with it
+// answers as [`bloomslice_query`] with the key. Lets a caller hash once and
+// keep hashes.
 //
 // Thread safety: concurrent with other readers.
 //
@@ -355,7 +353,8 @@ enum BloomsliceStatus bloomslice_hash_key(const struct BloomsliceIndex *index,
                                           uint64_t *hash_out);
 
 // Which sets may contain the byte key `key` (`key_len` bytes): their ids,
-// in index order, go to `ids_out` (room for `cap`) and their number to
+// each once (in index order; for a manifest's files, those of the first
+// file first), go to `ids_out` (room for `cap`) and their number to
 // `*n_out`. When more than `cap` sets match, the first `cap` ids are
 // written, `*n_out` says how many there are, and the call returns
 // `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`. A buffer with room for every set
@@ -392,15 +391,15 @@ enum BloomsliceStatus bloomslice_query_hash(const struct BloomsliceIndex *index,
                                             size_t *n_out);
 
 // Queries a batch of `n_keys` byte keys (`keys[i]`, `key_lens[i]` bytes).
-// Results use the CSR layout: the ids (index order) of key `i` are
-// `ids_out[offsets_out[i] .. offsets_out[i + 1]]`; `offsets_out` receives
-// `n_keys + 1` entries and `*total_out` the total number of ids. When the
-// total exceeds `ids_cap`, the offsets and `*total_out` are still complete,
-// the first `ids_cap` ids are written, and the call returns
-// `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`: call again with a buffer of
-// `*total_out` ids. Keys are hashed and queried in chunks with prefetching
-// (the library's `query_batch`); nothing is allocated once the thread's
-// buffers are warm.
+// Results use the CSR layout: the ids of key `i` (as [`bloomslice_query`]
+// gives them) are `ids_out[offsets_out[i] .. offsets_out[i + 1]]`;
+// `offsets_out` receives `n_keys + 1` entries and `*total_out` the total
+// number of ids. When the total exceeds `ids_cap`, the offsets and
+// `*total_out` are still complete, the first `ids_cap` ids are written,
+// and the call returns `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`: call again
+// with a buffer of `*total_out` ids. Keys are hashed and queried in chunks
+// with prefetching (the library's `query_batch`); nothing is allocated
+// once the thread's buffers are warm.
 //
 // Thread safety: concurrent with other readers (many threads may query one
 // handle at once).
@@ -440,12 +439,13 @@ enum BloomsliceStatus bloomslice_query_batch_hashes(const struct BloomsliceIndex
 
 // Scores one query of `n_keys` byte keys (`keys[i]`, `key_lens[i]`
 // bytes) against every set of the index: for every set with a count
-// above 0 (how many of the keys it may contain; a key given twice counts
-// twice), its id goes to `ids_out` and its count to `counts_out`, by
-// ascending id, and their number to `*n_out`. When more than `cap` sets
-// have a count, the first `cap` are written, `*n_out` says how many there
-// are, and the call returns `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`; room
-// for every set ([`BloomsliceInfo::sets`]) is always enough.
+// above 0 (how many of the keys it may contain, a set of several filters
+// counted once per key; a key given twice counts twice), its id goes to
+// `ids_out` and its count to `counts_out`, by ascending id, and their
+// number to `*n_out`. When more than `cap` sets have a count, the first
+// `cap` are written, `*n_out` says how many there are, and the call
+// returns `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`; room for every set
+// ([`BloomsliceInfo::sets`]) is always enough.
 //
 // Thread safety: concurrent with other readers.
 //
@@ -465,11 +465,12 @@ enum BloomsliceStatus bloomslice_score(const struct BloomsliceIndex *index,
                                        size_t *n_out);
 
 // The sets of the index whose count for the query of `n_keys` byte keys
-// reaches `fraction` of them (the least whole count at or above
-// `fraction * n_keys`, a product within 1e-9 of a whole number taken as
-// that number): ids and counts by ascending id, into the buffers as for
-// [`bloomslice_score`]. A `fraction` whose least count is 0 reports every
-// set. Scoring stops reading sets that can no longer pass.
+// (as [`bloomslice_score`] counts) reaches `fraction` of them (the least
+// whole count at or above `fraction * n_keys`, a product within 1e-9 of a
+// whole number taken as that number): ids and counts by ascending id,
+// into the buffers as for [`bloomslice_score`]. A `fraction` whose least
+// count is 0 reports every set. Scoring stops reading sets that can no
+// longer pass.
 //
 // Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for a `fraction` that is
 // NaN or outside `[0, 1]`.
@@ -489,531 +490,124 @@ enum BloomsliceStatus bloomslice_query_threshold(const struct BloomsliceIndex *i
                                                  size_t cap,
                                                  size_t *n_out);
 
-// Creates an empty collection whose sets are sized for their own keys at
-// false-positive rate `fp` (each set added goes to the part that holds
-// its number of keys, a new part if none does); byte keys are hashed with
-// `seed`. On success `*out` receives the handle.
-//
-// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for an `fp` outside
-// `(0, 1)`.
-//
-// Thread safety: any thread.
-//
-// # Safety
-//
-// `out` must be valid for a write of a pointer.
-enum BloomsliceStatus bloomslice_collection_new(double fp,
-                                                uint64_t seed,
-                                                struct BloomsliceCollection **out);
-
-// Builds a collection of `n_sets` named sets at false-positive rate `fp`,
-// each sized from its own number of keys, in the parts the default layout
-// chooses for their sizes. Set `i` is called `names[i]` (`name_lens[i]`
-// bytes, not empty, unique), gets id `i`, and holds the byte keys
-// `keys[j]` (`key_lens[j]` bytes) for `j` from `set_ends[i - 1]` (0 for
-// the first set) to `set_ends[i]` (exclusive): `set_ends` has `n_sets`
-// entries, non-decreasing, the last the total number of keys. Byte keys
-// are hashed with `seed`. On success `*out` receives the handle.
-//
-// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers, an `fp`
-// outside `(0, 1)`, an empty name or `set_ends` out of order;
-// `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name given twice.
-//
-// Thread safety: any thread.
-//
-// # Safety
-//
-// `names` and `name_lens` must point to `n_sets` elements, each
-// `names[i]` to `name_lens[i]` bytes; `set_ends` to `n_sets` elements;
-// `keys` and `key_lens` to `set_ends[n_sets - 1]` elements (none for no
-// sets), each `keys[j]` to `key_lens[j]` bytes; `out` valid for a write.
-enum BloomsliceStatus bloomslice_collection_build(double fp,
-                                                  uint64_t seed,
-                                                  const uint8_t *const *names,
-                                                  const size_t *name_lens,
-                                                  size_t n_sets,
-                                                  const uint8_t *const *keys,
-                                                  const size_t *key_lens,
-                                                  const size_t *set_ends,
-                                                  struct BloomsliceCollection **out);
-
-// Reads a collection file, or an index file of one filter length (as a
-// collection of one part, answering as the index does), into memory,
-// fully verified. On success `*out` receives the handle.
-//
-// Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be read,
-// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is neither a valid collection
-// file nor a valid index file.
-//
-// Thread safety: any thread.
-//
-// # Safety
-//
-// `path` must be a NUL-terminated string; `out` valid for a write.
-enum BloomsliceStatus bloomslice_collection_load(const char *path,
-                                                 struct BloomsliceCollection **out);
-
-// Maps a collection file, or an index file of one filter length (as a
-// collection of one part), and queries it in place (opening costs only
-// its tables). With `verify` false the row checksums are not read (a
-// flipped bit in the rows may change answers, never crash); with
-// `verify` true the whole file is checked first. Changing a mapped
-// collection copies the shards it touches into memory; the file is never
-// written.
-//
-// Contract: the file must not be truncated or written in place while it
-// is mapped (until [`bloomslice_collection_free`]); replacing it by
-// rename, as [`bloomslice_collection_save`] does, is safe. Breaking this
-// may change answers or kill the process with `SIGBUS`.
-//
-// Errors: as [`bloomslice_collection_load`].
-//
-// Thread safety: any thread.
-//
-// # Safety
-//
-// `path` must be a NUL-terminated string; `out` valid for a write; the
-// mapping contract above must hold.
-enum BloomsliceStatus bloomslice_collection_open_mapped(const char *path,
-                                                        bool verify,
-                                                        struct BloomsliceCollection **out);
-
-// Saves the collection with its names to `path` as a collection file,
-// atomically: a temporary file is written, synced and renamed over
-// `path`, so a failure never leaves a partial file and processes that
-// mapped the old file keep reading it.
-//
-// Thread safety: concurrent with other readers (queries may run
-// meanwhile).
-//
-// # Safety
-//
-// `collection` must be a live handle; `path` a NUL-terminated string.
-enum BloomsliceStatus bloomslice_collection_save(const struct BloomsliceCollection *collection,
-                                                 const char *path);
-
-// Releases a collection handle. A null handle is ignored.
-//
-// Thread safety: exclusive: no other call may use this handle at the same
-// time or after.
-//
-// # Safety
-//
-// `collection` must be null or a live handle from this library, freed
-// once.
-void bloomslice_collection_free(struct BloomsliceCollection *collection);
-
-// Fills `*out` with the collection's rate, parameters and size.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `collection` must be a live handle; `out` valid for a write.
-enum BloomsliceStatus bloomslice_collection_info(const struct BloomsliceCollection *collection,
-                                                 struct BloomsliceCollectionInfo *out);
-
-// Adds a new set called `name` (`name_len` bytes, not empty, unique)
-// holding `n_keys` byte keys (`keys[i]`, `key_lens[i]` bytes), in the part
-// that holds its number of keys (a new part if none does). On success
-// `*id_out` (if not null) receives the set's id.
+// Adds a new set called `name` (`name_len` bytes, not empty, unique) holding
+// `n_keys` byte keys: key `i` is `keys[i]`, `key_lens[i]` bytes (a key may be
+// empty). In an index of sets sized from the data, the set goes to the
+// part that holds its number of keys (a new part if none does). On
+// success `*id_out` (if not null) receives the set's id.
 //
 // Errors: `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name in use,
-// `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers or an empty name.
+// `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers or an empty name,
+// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
 //
-// Thread safety: exclusive (changes the collection).
-//
-// # Safety
-//
-// `collection` must be a live handle used by no other call; `name` must
-// point to `name_len` bytes; `keys` and `key_lens` to `n_keys` elements,
-// every `keys[i]` to `key_lens[i]` bytes; `id_out` null or valid for a
-// write.
-enum BloomsliceStatus bloomslice_collection_add_set(struct BloomsliceCollection *collection,
-                                                    const uint8_t *name,
-                                                    size_t name_len,
-                                                    const uint8_t *const *keys,
-                                                    const size_t *key_lens,
-                                                    size_t n_keys,
-                                                    uint64_t *id_out);
-
-// Adds `n_keys` byte keys to the set called `name`. Keys fill the set's
-// last filter to its capacity; past it the set gains a filter in a larger
-// part (with capacities doubling and rates halving, so the set's
-// false-positive rate stays below twice the collection's).
-//
-// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name.
-//
-// Thread safety: exclusive (changes the collection).
+// Thread safety: exclusive (changes the index).
 //
 // # Safety
 //
-// As [`bloomslice_collection_add_set`] (without `id_out`).
-enum BloomsliceStatus bloomslice_collection_add_keys(struct BloomsliceCollection *collection,
-                                                     const uint8_t *name,
-                                                     size_t name_len,
-                                                     const uint8_t *const *keys,
-                                                     const size_t *key_lens,
-                                                     size_t n_keys);
-
-// Removes the set called `name` and all its filters.
-//
-// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name.
-//
-// Thread safety: exclusive (changes the collection).
-//
-// # Safety
-//
-// `collection` must be a live handle used by no other call; `name` must
-// point to `name_len` bytes.
-enum BloomsliceStatus bloomslice_collection_remove_set(struct BloomsliceCollection *collection,
-                                                       const uint8_t *name,
-                                                       size_t name_len);
-
-// [`bloomslice_index_set_id`] for a collection: the id of the set called
-// `name` into `*id_out`.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `collection` must be a live handle; `name` must point to `name_len`
-// bytes; `id_out` valid for a write.
-enum BloomsliceStatus bloomslice_collection_set_id(const struct BloomsliceCollection *collection,
-                                                   const uint8_t *name,
-                                                   size_t name_len,
-                                                   uint64_t *id_out);
-
-// [`bloomslice_index_set_name`] for a collection: the name of set `id`
-// into `buf` (`cap` bytes) and its length into `*len_out`.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `collection` must be a live handle; `buf` null (with `cap` 0) or valid
-// for `cap` bytes; `len_out` valid for a write.
-enum BloomsliceStatus bloomslice_collection_set_name(const struct BloomsliceCollection *collection,
-                                                     uint64_t id,
-                                                     uint8_t *buf,
-                                                     size_t cap,
-                                                     size_t *len_out);
-
-// The 64-bit hash the collection gives the byte key `key` (seeded
-// xxh3-64, the same for every part), for
-// [`bloomslice_collection_query_batch_hashes`].
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `collection` must be a live handle; `key` must point to `key_len`
-// bytes; `hash_out` valid for a write.
-enum BloomsliceStatus bloomslice_collection_hash_key(const struct BloomsliceCollection *collection,
-                                                     const uint8_t *key,
-                                                     size_t key_len,
-                                                     uint64_t *hash_out);
-
-// [`bloomslice_query`] for a collection: the ids of the sets that may
-// contain the byte key `key`, each once, into `ids_out` (room for `cap`),
-// their number into `*n_out`; `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL` when
-// more than `cap` match (room for every set is always enough).
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `collection` must be a live handle; `key` must point to `key_len`
-// bytes; `ids_out` null (with `cap` 0) or valid for `cap` writes; `n_out`
-// valid for a write.
-enum BloomsliceStatus bloomslice_collection_query(const struct BloomsliceCollection *collection,
-                                                  const uint8_t *key,
-                                                  size_t key_len,
-                                                  uint64_t *ids_out,
-                                                  size_t cap,
-                                                  size_t *n_out);
-
-// [`bloomslice_query_batch`] for a collection: the byte keys `keys[i]`
-// (`key_lens[i]` bytes) answered in the CSR layout, key `i`'s ids (each
-// once) in `ids_out[offsets_out[i] .. offsets_out[i + 1]]`, with the same
-// `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL` protocol.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `collection` must be a live handle; the other arguments as for
-// [`bloomslice_query_batch`].
-enum BloomsliceStatus bloomslice_collection_query_batch(const struct BloomsliceCollection *collection,
-                                                        const uint8_t *const *keys,
-                                                        const size_t *key_lens,
-                                                        size_t n_keys,
-                                                        uint64_t *ids_out,
-                                                        size_t ids_cap,
-                                                        size_t *offsets_out,
-                                                        size_t *total_out);
-
-// [`bloomslice_query_batch_hashes`] for a collection: keys given as the
-// caller's 64-bit hashes (`hashes[i]`, `n` of them, as
-// [`bloomslice_collection_hash_key`] gives them).
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// As [`bloomslice_collection_query_batch`]; `hashes` must point to `n`
-// aligned `uint64_t`.
-enum BloomsliceStatus bloomslice_collection_query_batch_hashes(const struct BloomsliceCollection *collection,
-                                                               const uint64_t *hashes,
-                                                               size_t n,
-                                                               uint64_t *ids_out,
-                                                               size_t ids_cap,
-                                                               size_t *offsets_out,
-                                                               size_t *total_out);
-
-// [`bloomslice_score`] for a collection: for every set, how many of the
-// `n_keys` byte keys the union of its filters may contain (a key given
-// twice counts twice), ids and counts of the sets with a count above 0 by
-// ascending id, with the same buffer protocol.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `collection` must be a live handle; the other arguments as for
-// [`bloomslice_score`].
-enum BloomsliceStatus bloomslice_collection_score(const struct BloomsliceCollection *collection,
-                                                  const uint8_t *const *keys,
-                                                  const size_t *key_lens,
-                                                  size_t n_keys,
-                                                  uint64_t *ids_out,
-                                                  uint32_t *counts_out,
-                                                  size_t cap,
-                                                  size_t *n_out);
-
-// [`bloomslice_query_threshold`] for a collection: the sets whose count
-// (as [`bloomslice_collection_score`] counts) reaches `fraction` of the
-// `n_keys` byte keys, by ascending id; each part is scored and pruned on
-// its own.
-//
-// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for a `fraction` that is
-// NaN or outside `[0, 1]`.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// As [`bloomslice_collection_score`].
-enum BloomsliceStatus bloomslice_collection_query_threshold(const struct BloomsliceCollection *collection,
-                                                            const uint8_t *const *keys,
-                                                            const size_t *key_lens,
-                                                            size_t n_keys,
-                                                            double fraction,
-                                                            uint64_t *ids_out,
-                                                            uint32_t *counts_out,
-                                                            size_t cap,
-                                                            size_t *n_out);
-
-// Opens the manifest `manifest` (a manifest file, or the directory that
-// holds `manifest.json`) and reads every shard file it lists into memory,
-// each fully verified and checked against its entry (parameters, set ids
-// and names). With `verify` true every file's size and checksum is first
-// compared with the manifest's record. On success `*out` receives the
-// handle.
-//
-// Errors: `BLOOMSLICE_STATUS_IO` when a file cannot be read,
-// `BLOOMSLICE_STATUS_CORRUPT_FILE` when the manifest or a file is invalid
-// or they disagree.
-//
-// Thread safety: any thread.
-//
-// # Safety
-//
-// `manifest` must be a NUL-terminated string; `out` valid for a write.
-enum BloomsliceStatus bloomslice_sharded_load(const char *manifest,
-                                              bool verify,
-                                              struct BloomsliceSharded **out);
-
-// [`bloomslice_sharded_load`] with every shard file memory-mapped and
-// queried in place (opening costs the manifest and the files' small
-// tables). With `verify` false neither the manifest's checksums nor the
-// files' row checksums are read (a flipped bit in the rows may change
-// answers, never crash); with `verify` true both are checked first.
-//
-// Contract: no shard file may be truncated or written in place while it
-// is mapped (until [`bloomslice_sharded_free`]); replacing files by
-// rename, as bloomslice's writers do, is safe. Breaking this may change
-// answers or kill the process with `SIGBUS`.
-//
-// Errors: as [`bloomslice_sharded_load`].
-//
-// Thread safety: any thread.
-//
-// # Safety
-//
-// `manifest` must be a NUL-terminated string; `out` valid for a write;
-// the mapping contract above must hold.
-enum BloomsliceStatus bloomslice_sharded_open_mapped(const char *manifest,
-                                                     bool verify,
-                                                     struct BloomsliceSharded **out);
-
-// Releases a collection handle. A null handle is ignored.
-//
-// Thread safety: exclusive: no other call may use this handle at the same
-// time or after.
-//
-// # Safety
-//
-// `sharded` must be null or a live handle from this library, freed once.
-void bloomslice_sharded_free(struct BloomsliceSharded *sharded);
-
-// Fills `*out` with the collection's parameters and size.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `sharded` must be a live handle; `out` valid for a write.
-enum BloomsliceStatus bloomslice_sharded_info(const struct BloomsliceSharded *sharded,
-                                              struct BloomsliceShardedInfo *out);
-
-// [`bloomslice_index_set_id`] for a collection: the id of the set called
-// `name` into `*id_out`.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `sharded` must be a live handle; `name` must point to `name_len` bytes;
-// `id_out` valid for a write.
-enum BloomsliceStatus bloomslice_sharded_set_id(const struct BloomsliceSharded *sharded,
-                                                const uint8_t *name,
-                                                size_t name_len,
-                                                uint64_t *id_out);
-
-// [`bloomslice_index_set_name`] for a collection: the name of set `id`
-// into `buf` (`cap` bytes) and its length into `*len_out`.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `sharded` must be a live handle; `buf` null (with `cap` 0) or valid for
-// `cap` bytes; `len_out` valid for a write.
-enum BloomsliceStatus bloomslice_sharded_set_name(const struct BloomsliceSharded *sharded,
-                                                  uint64_t id,
-                                                  uint8_t *buf,
-                                                  size_t cap,
-                                                  size_t *len_out);
-
-// [`bloomslice_query`] for a collection: the ids of the sets that may
-// contain the byte key `key`, those of the first shard file first (in
-// manifest order), into `ids_out` (room for `cap`), their number into
-// `*n_out`; `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL` when more than `cap` match.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `sharded` must be a live handle; `key` must point to `key_len` bytes;
-// `ids_out` null (with `cap` 0) or valid for `cap` writes; `n_out` valid
-// for a write.
-enum BloomsliceStatus bloomslice_sharded_query(const struct BloomsliceSharded *sharded,
-                                               const uint8_t *key,
-                                               size_t key_len,
-                                               uint64_t *ids_out,
-                                               size_t cap,
-                                               size_t *n_out);
-
-// [`bloomslice_query_batch`] for a collection: the byte keys `keys[i]`
-// (`key_lens[i]` bytes) answered in the CSR layout, key `i`'s ids (those
-// of the first shard file first) in
-// `ids_out[offsets_out[i] .. offsets_out[i + 1]]`, with the same
-// `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL` protocol.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `sharded` must be a live handle; the other arguments as for
-// [`bloomslice_query_batch`].
-enum BloomsliceStatus bloomslice_sharded_query_batch(const struct BloomsliceSharded *sharded,
-                                                     const uint8_t *const *keys,
-                                                     const size_t *key_lens,
-                                                     size_t n_keys,
-                                                     uint64_t *ids_out,
-                                                     size_t ids_cap,
-                                                     size_t *offsets_out,
-                                                     size_t *total_out);
-
-// [`bloomslice_query_batch_hashes`] for a collection: keys given as the
-// caller's 64-bit hashes (`hashes[i]`, `n` of them, as
-// [`bloomslice_hash_key`] gives them for an index of the same seed).
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// As [`bloomslice_sharded_query_batch`]; `hashes` must point to `n`
-// aligned `uint64_t`.
-enum BloomsliceStatus bloomslice_sharded_query_batch_hashes(const struct BloomsliceSharded *sharded,
-                                                            const uint64_t *hashes,
-                                                            size_t n,
-                                                            uint64_t *ids_out,
-                                                            size_t ids_cap,
-                                                            size_t *offsets_out,
-                                                            size_t *total_out);
-
-// Scores one query of `n_keys` byte keys (`keys[i]`, `key_lens[i]`
-// bytes) against every set of the collection: for every set with a count
-// above 0 (how many of the keys it may contain; a key given twice counts
-// twice), its id goes to `ids_out` and its count to `counts_out`, by
-// ascending id, and their number to `*n_out`. When more than `cap` sets
-// have a count, the first `cap` are written, `*n_out` says how many there
-// are, and the call returns `BLOOMSLICE_STATUS_BUFFER_TOO_SMALL`; room
-// for every set ([`BloomsliceShardedInfo::sets`]) is always enough.
-//
-// Thread safety: concurrent with other readers.
-//
-// # Safety
-//
-// `sharded` must be a live handle; `keys` and `key_lens` must point to
-// `n_keys` elements, each `keys[i]` to `key_lens[i]` bytes; `ids_out` and
-// `counts_out` null (with `cap` 0) or valid for `cap` writes; `n_out`
-// valid for a write.
-enum BloomsliceStatus bloomslice_sharded_score(const struct BloomsliceSharded *sharded,
+// `index` must be a live handle used by no other call; `name` must point to
+// `name_len` bytes; `keys` and `key_lens` to `n_keys` elements each, every
+// `keys[i]` to `key_lens[i]` bytes; `id_out` null or valid for a write.
+enum BloomsliceStatus bloomslice_index_add_set(struct BloomsliceIndex *index,
+                                               const uint8_t *name,
+                                               size_t name_len,
                                                const uint8_t *const *keys,
                                                const size_t *key_lens,
                                                size_t n_keys,
-                                               uint64_t *ids_out,
-                                               uint32_t *counts_out,
-                                               size_t cap,
-                                               size_t *n_out);
+                                               uint64_t *id_out);
 
-// The sets of the collection whose count for the query of `n_keys` byte
-// keys reaches `fraction` of them (the least whole count at or above
-// `fraction * n_keys`, a product within 1e-9 of a whole number taken as
-// that number): ids and counts by ascending id, into the buffers as for
-// [`bloomslice_sharded_score`]. A `fraction` whose least count is 0
-// reports every set. Scoring stops reading sets that can no longer pass.
+// [`bloomslice_index_add_set`] with keys given as the caller's 64-bit
+// hashes (`hashes[i]`, `n` of them); query them with
+// [`bloomslice_query_hash`] or [`bloomslice_query_batch_hashes`].
 //
-// Errors: `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for a `fraction` that is
-// NaN or outside `[0, 1]`.
-//
-// Thread safety: concurrent with other readers.
+// Thread safety: exclusive (changes the index).
 //
 // # Safety
 //
-// As [`bloomslice_sharded_score`].
-enum BloomsliceStatus bloomslice_sharded_query_threshold(const struct BloomsliceSharded *sharded,
-                                                         const uint8_t *const *keys,
-                                                         const size_t *key_lens,
-                                                         size_t n_keys,
-                                                         double fraction,
-                                                         uint64_t *ids_out,
-                                                         uint32_t *counts_out,
-                                                         size_t cap,
-                                                         size_t *n_out);
+// As [`bloomslice_index_add_set`]; `hashes` must point to `n` aligned
+// `uint64_t`.
+enum BloomsliceStatus bloomslice_index_add_set_hashes(struct BloomsliceIndex *index,
+                                                      const uint8_t *name,
+                                                      size_t name_len,
+                                                      const uint64_t *hashes,
+                                                      size_t n,
+                                                      uint64_t *id_out);
+
+// Adds a new set called `name` from a ready Bloom filter: `n_words`
+// little-endian-bit-order words (bit `i` of the filter is bit `i % 64` of
+// `words[i / 64]`), exactly `ceil(m / 64)` of them, with no bit set at or
+// beyond `m`. The filter must have been built with this index's `m`, `k`
+// and seed, so the index must be of one filter length. On success
+// `*id_out` (if not null) receives the set's id.
+//
+// Errors: `BLOOMSLICE_STATUS_UNSUPPORTED` on an index of sets sized from
+// the data or a manifest's shard files.
+//
+// Thread safety: exclusive (changes the index).
+//
+// # Safety
+//
+// As [`bloomslice_index_add_set`]; `words` must point to `n_words` aligned
+// `uint64_t`.
+enum BloomsliceStatus bloomslice_index_add_filter(struct BloomsliceIndex *index,
+                                                  const uint8_t *name,
+                                                  size_t name_len,
+                                                  const uint64_t *words,
+                                                  size_t n_words,
+                                                  uint64_t *id_out);
+
+// Adds `n_keys` byte keys to the set called `name`. In an index of sets
+// sized from the data, keys fill the set's last filter to its capacity;
+// past it the set gains a filter in a larger part (with capacities
+// doubling and rates halving, so the set's false-positive rate stays below
+// twice the index's). In an index of one filter length, the keys go to
+// the set's filter (its false-positive rate grows with its keys).
+//
+// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name,
+// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
+//
+// Thread safety: exclusive (changes the index).
+//
+// # Safety
+//
+// As [`bloomslice_index_add_set`] (without `id_out`).
+enum BloomsliceStatus bloomslice_index_add_keys(struct BloomsliceIndex *index,
+                                                const uint8_t *name,
+                                                size_t name_len,
+                                                const uint8_t *const *keys,
+                                                const size_t *key_lens,
+                                                size_t n_keys);
+
+// Removes the set called `name` (and all its filters).
+//
+// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name,
+// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
+//
+// Thread safety: exclusive (changes the index).
+//
+// # Safety
+//
+// `index` must be a live handle used by no other call; `name` must point
+// to `name_len` bytes.
+enum BloomsliceStatus bloomslice_index_remove_set(struct BloomsliceIndex *index,
+                                                  const uint8_t *name,
+                                                  size_t name_len);
+
+// Saves the index with its names to `path`, atomically: a temporary file
+// is written, synced and renamed over `path`, so a failure never leaves a
+// partial file and processes that mapped the old file keep reading it.
+// Sets sized from the data are saved as a collection file, an index of one
+// filter length as an index file; [`crate::bloomslice_index_load`] opens
+// either as it was.
+//
+// Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be written,
+// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
+//
+// Thread safety: concurrent with other readers (queries may run meanwhile).
+//
+// # Safety
+//
+// `index` must be a live handle; `path` a NUL-terminated string.
+enum BloomsliceStatus bloomslice_index_save(const struct BloomsliceIndex *index, const char *path);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,5 +1,7 @@
 /* Tests of the bloomslice C ABI through the generated header, linked the
- * way a C service links it. Run under valgrind in CI (.ci/run). */
+ * way a C service links it: one handle type for every layout (one filter
+ * length, sets sized from the data, a manifest's shard files), the same
+ * read functions on each. Run under valgrind in CI (.ci/run). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +67,7 @@ static int same(const answers *a, const answers *b) {
 
 static BloomsliceIndex *build(void) {
   BloomsliceIndex *index = NULL;
-  if (bloomslice_index_new_for_capacity(1000, 0.01, 42, &index) != BLOOMSLICE_STATUS_OK) return NULL;
+  if (bloomslice_index_new_sliced_for_capacity(1000, 0.01, 42, &index) != BLOOMSLICE_STATUS_OK) return NULL;
   static char keys[KEYS_PER_SET][32];
   const uint8_t *ptrs[KEYS_PER_SET];
   size_t lens[KEYS_PER_SET];
@@ -161,11 +163,14 @@ static void test_bad_arguments(BloomsliceIndex *index) {
   const uint64_t *misaligned = (const uint64_t *)((const char *)aligned + 1);
   EXPECT(bloomslice_query_batch_hashes(index, misaligned, 1, ids, 4, offsets, &total) ==
          BLOOMSLICE_STATUS_INVALID_ARGUMENT);
-  EXPECT(bloomslice_index_new(0, 7, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT && out == NULL);
-  EXPECT(bloomslice_index_new(1000, 0, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
-  EXPECT(bloomslice_index_new_for_capacity(0, 0.01, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
-  EXPECT(bloomslice_index_new_for_capacity(100, 0.0, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
-  EXPECT(bloomslice_index_new(1000, 7, 0, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_new_sliced(0, 7, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT && out == NULL);
+  EXPECT(bloomslice_index_new_sliced(1000, 0, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_new_sliced_for_capacity(0, 0.01, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_new_sliced_for_capacity(100, 0.0, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_new_sliced(1000, 7, 0, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_new(0.0, 0, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT && out == NULL);
+  EXPECT(bloomslice_index_new(0.01, 0, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_open_manifest(NULL, false, false, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
   EXPECT(bloomslice_index_load(NULL, &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
   EXPECT(bloomslice_index_load("", &out) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
   EXPECT(bloomslice_index_save(index, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
@@ -175,13 +180,22 @@ static void test_bad_arguments(BloomsliceIndex *index) {
   EXPECT(bloomslice_index_set_id(index, u8("nope"), 4, ids) == BLOOMSLICE_STATUS_NOT_FOUND);
   EXPECT(bloomslice_index_set_name(index, 12345, NULL, 0, &n) == BLOOMSLICE_STATUS_NOT_FOUND);
   EXPECT(bloomslice_index_info(index, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_len(index, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_contains(NULL, 0, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_add_keys(index, u8("nope"), 4, NULL, NULL, 0) == BLOOMSLICE_STATUS_NOT_FOUND);
   bloomslice_index_free(NULL);
 }
 
 static void test_filters_and_hashes(BloomsliceIndex *index) {
   BloomsliceInfo info;
   EXPECT(bloomslice_index_info(index, &info) == BLOOMSLICE_STATUS_OK);
-  EXPECT(info.m == 10112 && info.k == 7 && info.seed == 42 && info.sets == SETS && !info.mapped);
+  EXPECT(info.layout == BLOOMSLICE_LAYOUT_SLICED && info.m == 10112 && info.k == 7 && info.seed == 42 &&
+         info.sets == SETS && info.parts == 1 && !info.mapped);
+  uint64_t len = 0;
+  bool has = false;
+  EXPECT(bloomslice_index_len(index, &len) == BLOOMSLICE_STATUS_OK && len == SETS);
+  EXPECT(bloomslice_index_contains(index, SETS - 1, &has) == BLOOMSLICE_STATUS_OK && has);
+  EXPECT(bloomslice_index_contains(index, 12345, &has) == BLOOMSLICE_STATUS_OK && !has);
   size_t words = (size_t)((info.m + 63) / 64);
   uint64_t *bits = calloc(words + 1, sizeof(uint64_t));
   uint64_t ids[SETS + 4], empty_id, full_id, hashed_id;
@@ -193,7 +207,7 @@ static void test_filters_and_hashes(BloomsliceIndex *index) {
   for (size_t w = 0; w < words; w++) bits[w] = ~(uint64_t)0;
   /* Bits set beyond m are refused (m = 1000 leaves 24 padding bits). */
   BloomsliceIndex *small = NULL;
-  EXPECT(bloomslice_index_new(1000, 7, 0, &small) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_new_sliced(1000, 7, 0, &small) == BLOOMSLICE_STATUS_OK);
   EXPECT(bloomslice_index_add_filter(small, u8("bad"), 3, bits, 16, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
   EXPECT(strstr(bloomslice_last_error(), "beyond") != NULL);
   bloomslice_index_free(small);
@@ -219,6 +233,14 @@ static void test_filters_and_hashes(BloomsliceIndex *index) {
   EXPECT(all);
   uint64_t id = 0;
   EXPECT(bloomslice_index_set_id(index, u8("hashed"), 6, &id) == BLOOMSLICE_STATUS_OK && id == hashed_id);
+  /* Keys added to a set of one filter length are found. */
+  const uint8_t *extra[1] = {u8("an extra key")};
+  size_t extra_len[1] = {12};
+  EXPECT(bloomslice_index_add_keys(index, u8("empty"), 5, extra, extra_len, 1) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_query(index, extra[0], extra_len[0], ids, SETS + 4, &n) == BLOOMSLICE_STATUS_OK);
+  has_empty = 0;
+  for (size_t x = 0; x < n; x++) has_empty |= ids[x] == empty_id;
+  EXPECT(has_empty);
   /* Removing sets: their ids no longer answer. */
   EXPECT(bloomslice_index_remove_set(index, u8("full"), 4) == BLOOMSLICE_STATUS_OK);
   EXPECT(bloomslice_index_remove_set(index, u8("empty"), 5) == BLOOMSLICE_STATUS_OK);
@@ -270,7 +292,10 @@ static void test_files_and_threads(const BloomsliceIndex *index, const char *dir
   const BloomsliceIndex *handles[3] = {loaded, mapped, verified};
   for (int i = 0; i < 3; i++) {
     answers got = {0};
+    BloomsliceInfo info;
     EXPECT(handles[i] != NULL && batch(handles[i], &got) && same(&got, &want));
+    EXPECT(bloomslice_index_info(handles[i], &info) == BLOOMSLICE_STATUS_OK &&
+           info.layout == BLOOMSLICE_LAYOUT_SLICED && info.mapped == (i > 0));
     free(got.ids);
   }
   char name[16];
@@ -332,7 +357,7 @@ static void test_files_and_threads(const BloomsliceIndex *index, const char *dir
 }
 
 /* The index as two shard files (sets 0-9 and 10-19) with a manifest,
- * opened as one collection: the same answers, ids and names. */
+ * opened as one read-only index: the same answers, ids and names. */
 static void test_sharded(const BloomsliceIndex *index, const char *dir) {
   char whole[512], part[2][512], manifest[512];
   snprintf(whole, sizeof whole, "%s/capi_sharded_whole.bsi", dir);
@@ -374,33 +399,34 @@ static void test_sharded(const BloomsliceIndex *index, const char *dir) {
   fprintf(m, "\n ]}\n");
   fclose(m);
 
-  BloomsliceSharded *loaded = NULL, *mapped = NULL, *out = NULL;
-  EXPECT(bloomslice_sharded_load(manifest, false, &loaded) == BLOOMSLICE_STATUS_OK);
-  EXPECT(bloomslice_sharded_open_mapped(manifest, false, &mapped) == BLOOMSLICE_STATUS_OK);
+  BloomsliceIndex *loaded = NULL, *mapped = NULL, *out = NULL;
+  EXPECT(bloomslice_index_open_manifest(manifest, false, false, &loaded) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_open_manifest(manifest, true, false, &mapped) == BLOOMSLICE_STATUS_OK);
   /* The manifest's sizes and checksums are not those of the files. */
-  EXPECT(bloomslice_sharded_load(manifest, true, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE && out == NULL);
+  EXPECT(bloomslice_index_open_manifest(manifest, false, true, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE && out == NULL);
   EXPECT(strstr(bloomslice_last_error(), "does not match the manifest") != NULL);
-  EXPECT(bloomslice_sharded_load("/nonexistent/manifest.json", false, &out) == BLOOMSLICE_STATUS_IO);
-  EXPECT(bloomslice_sharded_open_mapped(whole, false, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE && out == NULL);
-  EXPECT(bloomslice_sharded_load(manifest, false, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_open_manifest("/nonexistent/manifest.json", false, false, &out) == BLOOMSLICE_STATUS_IO);
+  EXPECT(bloomslice_index_open_manifest(whole, true, false, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE && out == NULL);
+  EXPECT(bloomslice_index_open_manifest(manifest, false, false, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
   if (loaded == NULL || mapped == NULL) return;
 
-  BloomsliceShardedInfo sinfo;
-  EXPECT(bloomslice_sharded_info(mapped, &sinfo) == BLOOMSLICE_STATUS_OK);
-  EXPECT(sinfo.m == info.m && sinfo.k == info.k && sinfo.seed == info.seed && sinfo.sets == SETS &&
-         sinfo.shards == 2 && sinfo.mapped && sinfo.memory_bytes > 0);
-  EXPECT(bloomslice_sharded_info(loaded, &sinfo) == BLOOMSLICE_STATUS_OK && !sinfo.mapped);
+  BloomsliceInfo sinfo;
+  EXPECT(bloomslice_index_info(mapped, &sinfo) == BLOOMSLICE_STATUS_OK);
+  EXPECT(sinfo.layout == BLOOMSLICE_LAYOUT_SHARDED && sinfo.m == info.m && sinfo.k == info.k &&
+         sinfo.seed == info.seed && sinfo.sets == SETS && sinfo.shards == 2 && sinfo.mapped &&
+         sinfo.memory_bytes > 0);
+  EXPECT(bloomslice_index_info(loaded, &sinfo) == BLOOMSLICE_STATUS_OK && !sinfo.mapped);
 
   /* Batches: the same ids per key as the whole index, as a set. */
   answers want;
   EXPECT(batch(index, &want));
-  const BloomsliceSharded *handles[2] = {loaded, mapped};
+  const BloomsliceIndex *handles[2] = {loaded, mapped};
   size_t cap = (size_t)QUERIES * SETS;
   for (int h = 0; h < 2; h++) {
     answers got = {0};
     got.ids = malloc(cap * sizeof(uint64_t));
-    EXPECT(bloomslice_sharded_query_batch(handles[h], query_ptrs, query_lens, QUERIES, got.ids, cap, got.offsets,
-                                          &got.total) == BLOOMSLICE_STATUS_OK);
+    EXPECT(bloomslice_query_batch(handles[h], query_ptrs, query_lens, QUERIES, got.ids, cap, got.offsets,
+                                  &got.total) == BLOOMSLICE_STATUS_OK);
     EXPECT(got.total == want.total);
     int agree = 1;
     for (int q = 0; q < QUERIES; q++) {
@@ -408,8 +434,7 @@ static void test_sharded(const BloomsliceIndex *index, const char *dir) {
       agree &= n == want.offsets[q + 1] - want.offsets[q];
       uint64_t ids[SETS];
       size_t n_one = 0;
-      EXPECT(bloomslice_sharded_query(handles[h], query_ptrs[q], query_lens[q], ids, SETS, &n_one) ==
-             BLOOMSLICE_STATUS_OK);
+      EXPECT(bloomslice_query(handles[h], query_ptrs[q], query_lens[q], ids, SETS, &n_one) == BLOOMSLICE_STATUS_OK);
       agree &= n_one == n && memcmp(ids, got.ids + got.offsets[q], n * sizeof(uint64_t)) == 0;
       for (size_t i = 0; i < n && agree; i++) {
         uint64_t id = got.ids[got.offsets[q] + i];
@@ -421,8 +446,8 @@ static void test_sharded(const BloomsliceIndex *index, const char *dir) {
     EXPECT(agree);
     /* A short buffer: complete offsets and total, BUFFER_TOO_SMALL. */
     size_t total = 0;
-    EXPECT(bloomslice_sharded_query_batch(handles[h], query_ptrs, query_lens, QUERIES, got.ids, 1, got.offsets,
-                                          &total) == BLOOMSLICE_STATUS_BUFFER_TOO_SMALL);
+    EXPECT(bloomslice_query_batch(handles[h], query_ptrs, query_lens, QUERIES, got.ids, 1, got.offsets, &total) ==
+           BLOOMSLICE_STATUS_BUFFER_TOO_SMALL);
     EXPECT(total == want.total);
     free(got.ids);
   }
@@ -431,10 +456,10 @@ static void test_sharded(const BloomsliceIndex *index, const char *dir) {
   char name[16];
   size_t len = 0;
   uint64_t id = 0;
-  EXPECT(bloomslice_sharded_set_id(mapped, u8("set17"), 5, &id) == BLOOMSLICE_STATUS_OK);
-  EXPECT(bloomslice_sharded_set_name(mapped, id, (uint8_t *)name, sizeof name, &len) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_set_id(mapped, u8("set17"), 5, &id) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_set_name(mapped, id, (uint8_t *)name, sizeof name, &len) == BLOOMSLICE_STATUS_OK);
   EXPECT(len == 5 && memcmp(name, "set17", 5) == 0);
-  EXPECT(bloomslice_sharded_set_id(mapped, u8("nope"), 4, &id) == BLOOMSLICE_STATUS_NOT_FOUND);
+  EXPECT(bloomslice_index_set_id(mapped, u8("nope"), 4, &id) == BLOOMSLICE_STATUS_NOT_FOUND);
 
   /* Scores: a query of 100 keys of set 12 and 50 absent ones. */
   static char skeys[150][32];
@@ -445,44 +470,48 @@ static void test_sharded(const BloomsliceIndex *index, const char *dir) {
     sptrs[j] = u8(skeys[j]);
   }
   uint64_t set12 = 0;
-  EXPECT(bloomslice_sharded_set_id(loaded, u8("set12"), 5, &set12) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_set_id(loaded, u8("set12"), 5, &set12) == BLOOMSLICE_STATUS_OK);
   uint64_t ids[SETS];
   uint32_t counts[SETS];
   size_t n = 0;
-  EXPECT(bloomslice_sharded_score(loaded, sptrs, slens, 150, ids, counts, SETS, &n) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_score(loaded, sptrs, slens, 150, ids, counts, SETS, &n) == BLOOMSLICE_STATUS_OK);
   int has12 = 0;
   for (size_t i = 0; i < n; i++) {
     if (ids[i] == set12) has12 = counts[i] >= 100;
     if (i > 0) EXPECT(ids[i - 1] < ids[i]);
   }
   EXPECT(has12);
-  EXPECT(bloomslice_sharded_query_threshold(mapped, sptrs, slens, 150, 0.6, ids, counts, SETS, &n) ==
+  EXPECT(bloomslice_query_threshold(mapped, sptrs, slens, 150, 0.6, ids, counts, SETS, &n) ==
          BLOOMSLICE_STATUS_OK);
   EXPECT(n == 1 && ids[0] == set12 && counts[0] >= 100);
-  EXPECT(bloomslice_sharded_query_threshold(mapped, sptrs, slens, 150, 0.6, ids, counts, 0, &n) ==
+  EXPECT(bloomslice_query_threshold(mapped, sptrs, slens, 150, 0.6, ids, counts, 0, &n) ==
          BLOOMSLICE_STATUS_BUFFER_TOO_SMALL);
   EXPECT(n == 1);
-  EXPECT(bloomslice_sharded_query_threshold(mapped, sptrs, slens, 150, 1.5, ids, counts, SETS, &n) ==
+  EXPECT(bloomslice_query_threshold(mapped, sptrs, slens, 150, 1.5, ids, counts, SETS, &n) ==
          BLOOMSLICE_STATUS_INVALID_ARGUMENT);
-  EXPECT(bloomslice_sharded_score(NULL, sptrs, slens, 150, ids, counts, SETS, &n) ==
-         BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_score(NULL, sptrs, slens, 150, ids, counts, SETS, &n) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
 
-  bloomslice_sharded_free(loaded);
-  bloomslice_sharded_free(mapped);
-  bloomslice_sharded_free(NULL);
+  /* Read-only: every change is refused with UNSUPPORTED and a message,
+   * and the index is unchanged. */
+  uint64_t word = 0;
+  EXPECT(bloomslice_index_add_set(mapped, u8("new"), 3, sptrs, slens, 10, NULL) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(strstr(bloomslice_last_error(), "read-only") != NULL);
+  EXPECT(bloomslice_index_add_set_hashes(loaded, u8("new"), 3, &word, 1, NULL) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(bloomslice_index_add_filter(loaded, u8("new"), 3, &word, 1, NULL) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(bloomslice_index_add_keys(mapped, u8("set12"), 5, sptrs, slens, 10) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(bloomslice_index_remove_set(mapped, u8("set12"), 5) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(bloomslice_index_save(mapped, whole) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(bloomslice_index_info(mapped, &sinfo) == BLOOMSLICE_STATUS_OK && sinfo.sets == SETS);
+
+  bloomslice_index_free(loaded);
+  bloomslice_index_free(mapped);
   free(want.ids);
 }
 
-static int collection_batch(const BloomsliceCollection *c, answers *a) {
-  size_t cap = (size_t)QUERIES * SETS;
-  a->ids = malloc(cap * sizeof(uint64_t));
-  return bloomslice_collection_query_batch(c, query_ptrs, query_lens, QUERIES, a->ids, cap,
-                                           a->offsets, &a->total) == BLOOMSLICE_STATUS_OK;
-}
-
-/* Scores of an index, and collections: skewed sets sized from their keys,
- * files of both formats. */
-static void test_scores_and_collections(const BloomsliceIndex *index, const char *dir) {
+/* Scores of an index of one filter length, and indexes of skewed sets
+ * sized from their keys: built, queried, scored, grown, saved, loaded,
+ * mapped; files of both layouts. */
+static void test_scores_and_sets(const BloomsliceIndex *index, const char *dir) {
   /* Threshold scoring of the index: set 3 holds all 100 keys read. */
   static char keys[KEYS_PER_SET][32];
   const uint8_t *ptrs[KEYS_PER_SET];
@@ -505,18 +534,21 @@ static void test_scores_and_collections(const BloomsliceIndex *index, const char
   EXPECT(bloomslice_query_threshold(index, ptrs, lens, 100, -0.5, ids, counts, SETS, &n) ==
          BLOOMSLICE_STATUS_INVALID_ARGUMENT);
 
-  /* The index's file opens as a one-part collection answering alike. */
+  /* The index's file opens, mapped, as an index of one filter length
+   * answering alike. */
   char path[512], cpath[512];
   snprintf(path, sizeof path, "%s/capi_test.bsi", dir);
   snprintf(cpath, sizeof cpath, "%s/capi_test.bsc", dir);
   answers want = {0}, got = {0};
   EXPECT(batch(index, &want));
-  BloomsliceCollection *one = NULL;
-  EXPECT(bloomslice_collection_open_mapped(path, true, &one) == BLOOMSLICE_STATUS_OK);
-  EXPECT(one != NULL && collection_batch(one, &got) && same(&got, &want));
+  BloomsliceIndex *one = NULL;
+  BloomsliceInfo info;
+  EXPECT(bloomslice_index_open_mapped(path, true, &one) == BLOOMSLICE_STATUS_OK);
+  EXPECT(one != NULL && batch(one, &got) && same(&got, &want));
+  EXPECT(bloomslice_index_info(one, &info) == BLOOMSLICE_STATUS_OK && info.layout == BLOOMSLICE_LAYOUT_SLICED);
   free(got.ids);
   free(want.ids);
-  bloomslice_collection_free(one);
+  bloomslice_index_free(one);
 
   /* Set i of a skewed collection holds 5 * (i + 1)^2 keys (5 .. 2000). */
   size_t total = 0, ends[SETS];
@@ -535,17 +567,17 @@ static void test_scores_and_collections(const BloomsliceIndex *index, const char
       all_ptrs[k] = u8(all_keys[k]);
     }
   }
-  BloomsliceCollection *c = NULL;
-  EXPECT(bloomslice_collection_build(0.01, 42, name_ptrs, name_lens, SETS, all_ptrs, all_lens, ends, &c) ==
+  BloomsliceIndex *c = NULL;
+  EXPECT(bloomslice_index_build(0.01, 42, name_ptrs, name_lens, SETS, all_ptrs, all_lens, ends, &c) ==
          BLOOMSLICE_STATUS_OK);
   if (c == NULL) return;
-  BloomsliceCollectionInfo info;
-  EXPECT(bloomslice_collection_info(c, &info) == BLOOMSLICE_STATUS_OK);
-  EXPECT(info.sets == SETS && info.parts >= 2 && info.seed == 42 && info.fp == 0.01);
+  EXPECT(bloomslice_index_info(c, &info) == BLOOMSLICE_STATUS_OK);
+  EXPECT(info.layout == BLOOMSLICE_LAYOUT_SETS && info.sets == SETS && info.parts >= 2 && info.seed == 42 &&
+         info.fp == 0.01 && info.m == 0 && info.grown_sets == 0);
   int missing = 0;
   for (int i = 0, k = 0; i < SETS; i++) {
     for (; k < (int)ends[i]; k++) {
-      if (bloomslice_collection_query(c, all_ptrs[k], all_lens[k], ids, SETS, &n) != BLOOMSLICE_STATUS_OK) {
+      if (bloomslice_query(c, all_ptrs[k], all_lens[k], ids, SETS, &n) != BLOOMSLICE_STATUS_OK) {
         missing++;
         continue;
       }
@@ -556,43 +588,48 @@ static void test_scores_and_collections(const BloomsliceIndex *index, const char
   }
   EXPECT(missing == 0);
   /* The largest set holds every key of its own read. */
-  EXPECT(bloomslice_collection_query_threshold(c, all_ptrs + ends[SETS - 2], all_lens + ends[SETS - 2], 500, 0.9,
-                                               ids, counts, SETS, &n) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_query_threshold(c, all_ptrs + ends[SETS - 2], all_lens + ends[SETS - 2], 500, 0.9, ids, counts,
+                                    SETS, &n) == BLOOMSLICE_STATUS_OK);
   found = 0;
   for (size_t i = 0; i < n; i++) found |= ids[i] == SETS - 1 && counts[i] == 500;
   EXPECT(found);
   /* Growing the smallest set past its capacity keeps every key. */
-  EXPECT(bloomslice_collection_add_keys(c, u8("set00"), 5, all_ptrs + ends[SETS - 2], all_lens + ends[SETS - 2],
-                                        1000) == BLOOMSLICE_STATUS_OK);
-  EXPECT(bloomslice_collection_info(c, &info) == BLOOMSLICE_STATUS_OK && info.grown_sets == 1);
-  EXPECT(bloomslice_collection_query(c, all_ptrs[ends[SETS - 2] + 999], all_lens[ends[SETS - 2] + 999], ids, SETS,
-                                     &n) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_add_keys(c, u8("set00"), 5, all_ptrs + ends[SETS - 2], all_lens + ends[SETS - 2], 1000) ==
+         BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_info(c, &info) == BLOOMSLICE_STATUS_OK && info.grown_sets == 1);
+  EXPECT(bloomslice_query(c, all_ptrs[ends[SETS - 2] + 999], all_lens[ends[SETS - 2] + 999], ids, SETS, &n) ==
+         BLOOMSLICE_STATUS_OK);
   found = 0;
   for (size_t i = 0; i < n; i++) found |= ids[i] == 0;
   EXPECT(found);
-  /* Saved, loaded and mapped: the same answers. */
-  EXPECT(bloomslice_collection_save(c, cpath) == BLOOMSLICE_STATUS_OK);
-  EXPECT(collection_batch(c, &want));
-  BloomsliceCollection *loaded = NULL, *mapped = NULL;
-  EXPECT(bloomslice_collection_load(cpath, &loaded) == BLOOMSLICE_STATUS_OK);
-  EXPECT(bloomslice_collection_open_mapped(cpath, false, &mapped) == BLOOMSLICE_STATUS_OK);
-  const BloomsliceCollection *handles[2] = {loaded, mapped};
+  /* A ready filter needs an index of one filter length. */
+  uint64_t words[2] = {0, 0};
+  EXPECT(bloomslice_index_add_filter(c, u8("ready"), 5, words, 2, NULL) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(strstr(bloomslice_last_error(), "one filter length") != NULL);
+  /* Saved, loaded and mapped: the same layout and answers. */
+  EXPECT(bloomslice_index_save(c, cpath) == BLOOMSLICE_STATUS_OK);
+  EXPECT(batch(c, &want));
+  BloomsliceIndex *loaded = NULL, *mapped = NULL;
+  EXPECT(bloomslice_index_load(cpath, &loaded) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_open_mapped(cpath, false, &mapped) == BLOOMSLICE_STATUS_OK);
+  const BloomsliceIndex *handles[2] = {loaded, mapped};
   for (int i = 0; i < 2; i++) {
     answers again = {0};
-    EXPECT(handles[i] != NULL && collection_batch(handles[i], &again) && same(&again, &want));
+    EXPECT(handles[i] != NULL && batch(handles[i], &again) && same(&again, &want));
+    EXPECT(bloomslice_index_info(handles[i], &info) == BLOOMSLICE_STATUS_OK && info.layout == BLOOMSLICE_LAYOUT_SETS &&
+           info.grown_sets == 1 && info.mapped == (i == 1));
     free(again.ids);
   }
-  EXPECT(bloomslice_collection_remove_set(c, u8("set05"), 5) == BLOOMSLICE_STATUS_OK);
-  EXPECT(bloomslice_collection_remove_set(c, u8("set05"), 5) == BLOOMSLICE_STATUS_NOT_FOUND);
-  EXPECT(bloomslice_collection_load(path, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
+  EXPECT(bloomslice_index_remove_set(c, u8("set05"), 5) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_remove_set(c, u8("set05"), 5) == BLOOMSLICE_STATUS_NOT_FOUND);
+  EXPECT(bloomslice_index_load(path, NULL) == BLOOMSLICE_STATUS_INVALID_ARGUMENT);
   free(want.ids);
   free(all_keys);
   free(all_ptrs);
   free(all_lens);
-  bloomslice_collection_free(loaded);
-  bloomslice_collection_free(mapped);
-  bloomslice_collection_free(c);
-  bloomslice_collection_free(NULL);
+  bloomslice_index_free(loaded);
+  bloomslice_index_free(mapped);
+  bloomslice_index_free(c);
   remove(cpath);
 }
 
@@ -609,7 +646,7 @@ int main(int argc, char **argv) {
   test_filters_and_hashes(index);
   test_files_and_threads(index, dir);
   test_sharded(index, dir);
-  test_scores_and_collections(index, dir);
+  test_scores_and_sets(index, dir);
   bloomslice_index_free(index);
   printf("capi_test: %d passed, %d failed\n", passed, failed);
   return failed != 0;

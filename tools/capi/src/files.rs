@@ -1,0 +1,79 @@
+//! Every call of the C ABI into `bloomslice::persist` and the manifest
+//! openers, one private function per verb (load, map, save, open a
+//! manifest), so that a change of the persist API touches this file only.
+
+use std::path::Path;
+
+use bloomslice::persist::{self, LoadedIndex, LoadedSetIndex, Verify};
+use bloomslice::sharded::ShardedIndex;
+use bloomslice::{Error, SetNames};
+
+use crate::{Engine, Failure};
+
+/// Whether the file at `path` is an index file of one filter length
+/// (format 1). A file that cannot be read, or any other file, is read as a
+/// collection file, whose reader reports what is wrong with it.
+fn is_format_1(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(10);
+    let read = std::fs::File::open(path).and_then(|file| file.take(10).read_to_end(&mut head));
+    read.is_ok()
+        && head.len() == 10
+        && head[..8] == persist::MAGIC
+        && u16::from_le_bytes([head[8], head[9]]) == persist::FORMAT_MAJOR
+}
+
+/// Reads the file at `path` into memory, fully verified, as the layout it
+/// was saved from: an index file of one filter length as `Sliced`, a
+/// collection file as `Sets`.
+pub(crate) fn load(path: &Path) -> Result<(Engine, SetNames), Error> {
+    if is_format_1(path) {
+        let LoadedIndex { index, names, .. } = persist::load(path)?;
+        return Ok((Engine::Sliced(index), names));
+    }
+    let LoadedSetIndex { collection, names, .. } = persist::load_collection(path)?;
+    Ok((Engine::Sets(collection), names))
+}
+
+/// [`load`] with the file mapped and queried in place.
+///
+/// # Safety
+///
+/// The file must not be truncated or written in place while the returned
+/// index is alive (replacing it by rename is fine).
+pub(crate) unsafe fn map(path: &Path, verify: Verify) -> Result<(Engine, SetNames), Error> {
+    if is_format_1(path) {
+        // SAFETY: the mapping contract is this function's, forwarded.
+        let LoadedIndex { index, names, .. } = unsafe { persist::open_mmap(path, verify) }?;
+        return Ok((Engine::Sliced(index), names));
+    }
+    // SAFETY: the mapping contract is this function's, forwarded.
+    let LoadedSetIndex { collection, names, .. } = unsafe { persist::open_collection_mmap(path, verify) }?;
+    Ok((Engine::Sets(collection), names))
+}
+
+/// Saves `engine` with `names` to `path` atomically, in the format of its
+/// layout (a collection file for `Sets`, an index file for `Sliced`).
+pub(crate) fn save(path: &Path, engine: &Engine, names: &SetNames) -> Result<(), Failure> {
+    match engine {
+        Engine::Sets(sets) => Ok(persist::save_collection(path, sets, names)?),
+        Engine::Sliced(index) => Ok(persist::save(path, index, names)?),
+        Engine::Sharded(_) => Err(crate::write::read_only("save")),
+    }
+}
+
+/// Opens the manifest at `path` (a manifest file or its directory) and
+/// every shard file it lists, mapped or read into memory.
+///
+/// # Safety
+///
+/// With `mapped`, no shard file may be truncated or written in place while
+/// the returned index is alive (replacing one by rename is fine).
+pub(crate) unsafe fn open_manifest(path: &Path, mapped: bool, verify: Verify) -> Result<ShardedIndex, Error> {
+    if mapped {
+        // SAFETY: the mapping contract is this function's, forwarded.
+        unsafe { ShardedIndex::open_mmap(path, verify) }
+    } else {
+        ShardedIndex::load(path, verify)
+    }
+}

@@ -44,7 +44,7 @@
 //! pool batch on a collection allocates nothing. A collection with one
 //! part holding sets answers through that part's [`SlicedIndex`](crate::sliced::SlicedIndex) directly.
 
-use std::sync::Arc;
+use crate::sync::Arc;
 
 use super::SetIndex;
 use crate::concurrent::{ConcurrentIndex, Replica, sealed::Sealed};
@@ -52,26 +52,6 @@ use crate::error::{Error, Result};
 use crate::hash::{Key, KeyHash};
 use crate::score::{Scores, Threshold, reserve_total};
 use crate::sliced::BatchResults;
-
-/// A [`SetIndex`] shared by concurrent readers and writers (see the
-/// [module documentation](self)).
-///
-/// ```
-/// use bloomslice::{BatchResults, ConcurrentIndex, LayoutConfig, SetIndex};
-///
-/// let small: Vec<String> = (0..20).map(|i| format!("small-{i}")).collect();
-/// let large: Vec<String> = (0..5_000).map(|i| format!("large-{i}")).collect();
-/// let collection = SetIndex::build(&[(1, small), (9, large)], 0.01, LayoutConfig::default())?;
-/// let shared = ConcurrentIndex::new(collection);
-/// shared.insert_set(4, &["pear", "plum"])?; // &self: callable while others query
-/// shared.add_keys(1, &["apple"])?;
-/// assert!(shared.query("pear").contains(&4));
-/// let mut results = BatchResults::new();
-/// shared.query_batch(&["apple", "large-3"], &mut results);
-/// assert!(results.get(0).unwrap().contains(&1));
-/// assert!(results.get(1).unwrap().contains(&9));
-/// # Ok::<(), bloomslice::Error>(())
-/// ```
 
 /// One write to a [`ConcurrentIndex`] of a [`SetIndex`]; see [`ConcurrentIndex::apply`].
 /// Keys are carried as their hashes (under the collection's seed), so a
@@ -149,6 +129,25 @@ impl Replica for SetIndex {
     }
 }
 
+/// A [`SetIndex`] shared by concurrent readers and writers (see the
+/// [module documentation](self)).
+///
+/// ```
+/// use bloomslice::{BatchResults, ConcurrentIndex, LayoutConfig, SetIndex};
+///
+/// let small: Vec<String> = (0..20).map(|i| format!("small-{i}")).collect();
+/// let large: Vec<String> = (0..5_000).map(|i| format!("large-{i}")).collect();
+/// let collection = SetIndex::build(&[(1, small), (9, large)], 0.01, LayoutConfig::default())?;
+/// let shared = ConcurrentIndex::new(collection);
+/// shared.insert_set(4, &["pear", "plum"])?; // &self: callable while others query
+/// shared.add_keys(1, &["apple"])?;
+/// assert!(shared.query("pear").contains(&4));
+/// let mut results = BatchResults::new();
+/// shared.query_batch(&["apple", "large-3"], &mut results);
+/// assert!(results.get(0).unwrap().contains(&1));
+/// assert!(results.get(1).unwrap().contains(&9));
+/// # Ok::<(), bloomslice::Error>(())
+/// ```
 impl ConcurrentIndex<SetIndex> {
     /// The seed every key is hashed with (the collection's).
     pub fn seed(&self) -> u64 {

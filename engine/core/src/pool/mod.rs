@@ -133,10 +133,11 @@
 //!   joins every worker; outstanding [`Ticket`]s complete normally.
 
 mod job;
+#[cfg(all(test, loom))]
+mod loom_tests;
 mod score;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -152,6 +153,7 @@ use crate::concurrent::sealed::Sealed;
 use crate::concurrent::{ConcurrentIndex, Replica};
 use crate::error::Result;
 use crate::hash::Key;
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, fence};
 use job::{Job, WaitOnDrop};
 
 /// Most tasks one batch is split into. Bounds the per-buffer task results
@@ -529,7 +531,7 @@ impl QueryPool {
         let mut task = Task { job, fresh: true };
         let mut round = 0u32;
         // The entry carries no data: the batch is published by `prepare`'s
-        // Release store of the claim counter, acquired by each claim.
+        // Release swap of the claim counter, acquired by each claim.
         while let Err(back) = self.shared.injector.push(task) {
             task = back;
             self.shared.wake(true);
@@ -628,7 +630,7 @@ fn worker_main(me: usize, shared: &Shared, local: &Worker<Task>) {
                     core::hint::spin_loop();
                 }
             } else {
-                std::thread::yield_now();
+                crate::sync::yield_now();
             }
         } else {
             shared.sleep();

@@ -2,7 +2,7 @@
 //! many multi-key queries (many reads at once) scored on one state of the
 //! index, split by query into tasks that run on the pool's workers.
 
-use std::sync::Arc;
+use crate::sync::Arc;
 
 use super::{MAX_TASKS_PER_BATCH, QueryPool};
 use crate::concurrent::sealed::Sealed;

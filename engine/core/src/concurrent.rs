@@ -533,6 +533,10 @@ pub(crate) fn backoff(round: u32, until: [u32; 2], sleep: Duration) {
     }
 }
 
+#[cfg(all(test, loom))]
+#[path = "concurrent_loom_tests.rs"]
+mod loom_tests;
+
 #[cfg(test)]
 mod tests {
     use super::*;

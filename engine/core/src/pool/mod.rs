@@ -134,7 +134,7 @@
 
 mod job;
 #[cfg(all(test, loom))]
-mod loom_tests;
+pub(crate) mod loom_tests;
 mod score;
 
 use std::sync::PoisonError;

@@ -168,10 +168,6 @@ pub(crate) mod sealed {
         type Fixed: Copy + core::fmt::Debug + Send + Sync + 'static;
         /// This state's [`Sealed::Fixed`] part.
         fn fixed(&self) -> Self::Fixed;
-        /// The snapshot a pool task queries.
-        fn pool_snapshot(this: crate::sync::Arc<Self>) -> crate::pool::Snapshot;
-        /// Filters a key is tested against (the pool's work estimate).
-        fn filters(&self) -> usize;
         /// Brings into the caller's caches, up to `budget` bytes, what
         /// every query of this state reads besides its rows (see
         /// `SlicedIndex::warm_query_tables`); returns the bytes read.
@@ -184,14 +180,6 @@ impl sealed::Sealed for SlicedIndex {
 
     fn fixed(&self) -> BloomParams {
         *self.params()
-    }
-
-    fn pool_snapshot(this: Arc<Self>) -> crate::pool::Snapshot {
-        crate::pool::Snapshot::Sliced(this)
-    }
-
-    fn filters(&self) -> usize {
-        self.len()
     }
 
     fn warm_query_tables(&self, budget: usize) -> usize {
@@ -558,14 +546,6 @@ mod tests {
         type Fixed = ();
 
         fn fixed(&self) {}
-
-        fn pool_snapshot(_: Arc<Self>) -> crate::pool::Snapshot {
-            unreachable!("the pool never sees this test state")
-        }
-
-        fn filters(&self) -> usize {
-            self.0.len()
-        }
 
         fn warm_query_tables(&self, budget: usize) -> usize {
             core::hint::black_box(self.0.iter().sum::<u32>());

@@ -9,9 +9,15 @@
 //! cannot see into arc-swap's atomics); `Arc` and the writer's mutex are
 //! loom's.
 
+use std::time::Duration;
+
 use super::{ConcurrentIndex, Replica, sealed};
 use crate::error::{Error, Result};
-use crate::pool::loom_tests::model;
+use crate::hash::{Key, KeyHash};
+use crate::pool::loom_tests::{model, pool_with_worker};
+use crate::pool::{PoolResults, Served, ServedSealed};
+use crate::score::Threshold;
+use crate::sliced::BatchResults;
 use crate::sync::{Arc, UnsafeCell};
 
 /// A copy whose one value loom watches.
@@ -41,14 +47,6 @@ impl sealed::Sealed for Watched {
 
     fn fixed(&self) {}
 
-    fn pool_snapshot(_: Arc<Self>) -> crate::pool::Snapshot {
-        unreachable!("the pool never sees this test state")
-    }
-
-    fn filters(&self) -> usize {
-        1
-    }
-
     fn warm_query_tables(&self, _: usize) -> usize {
         // The writer reads the copy it is about to publish.
         self.get() as usize
@@ -69,6 +67,61 @@ impl Replica for Watched {
     fn failed_op_changed_nothing(_: &Error) -> bool {
         true
     }
+}
+
+impl ServedSealed for Watched {}
+
+/// A key task answers, for each key, the copy's value as its one id.
+impl Served for Watched {
+    type Scratch = ();
+
+    fn filters(&self) -> usize {
+        1
+    }
+
+    fn key_hash<K: Key + ?Sized>(&self, key: &K) -> KeyHash {
+        key.key_hash(0)
+    }
+
+    fn query_batch_with<K: Key>(&self, keys: &[K], out: &mut BatchResults, (): &mut ()) {
+        out.clear();
+        for _ in keys {
+            out.push_answer(&[u64::from(self.get())]);
+        }
+    }
+
+    fn query_threshold_with<K: Key>(&self, _: &[K], _: Threshold, (): &mut (), out: &mut Vec<(u64, u32)>) {
+        out.clear();
+    }
+
+    fn reserve(&self, _: usize, _: bool, (): &mut (), _: &mut Vec<(u64, u32)>) {}
+}
+
+/// A pool batch holds its snapshot (in its job, until its last task ends)
+/// while a writer publishes twice: the second write edits the copy the
+/// batch queries, so it must wait for the batch to let go; every task of
+/// the batch answers from the one state the batch loaded.
+#[test]
+fn loom_pool_batch_holds_its_snapshot_across_publishes() {
+    model(|| {
+        let index = Arc::new(ConcurrentIndex::new(Watched(UnsafeCell::new(0))));
+        let mut results = PoolResults::new();
+        let keys = [KeyHash::from_u64(1), KeyHash::from_u64(2)];
+        let (job, _) = results.prepare_copied(index.snapshot(), &keys, |_| 2).unwrap();
+        let (shared, w) = pool_with_worker(vec![job]);
+        let writer = {
+            let index = Arc::clone(&index);
+            loom::thread::spawn(move || {
+                assert!(index.apply(vec![1]).iter().all(Result::is_ok));
+                assert!(index.apply(vec![2]).iter().all(Result::is_ok));
+            })
+        };
+        results.finish(&shared, Duration::ZERO, true).unwrap();
+        assert!(results.iter().all(|ids| ids == [0]), "{:?}", results.iter().collect::<Vec<_>>());
+        writer.join().unwrap();
+        w.join().unwrap();
+        assert_eq!(index.read(Watched::get), 3);
+    });
 }
 
 /// Two writes while one reader queries through guards (`read`) and

@@ -79,12 +79,12 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
+use super::served::{self, Erased, Scratch, Served};
 use super::{MAX_TASKS_PER_BATCH, PoolError, Shared};
-use crate::collection::{CollectionScratch, SetIndex};
 use crate::error::Result;
 use crate::hash::{Key, KeyHash};
-use crate::score::{Scores, Threshold, ThresholdResults};
-use crate::sliced::{BatchResults, SlicedIndex};
+use crate::score::{Threshold, ThresholdResults};
+use crate::sliced::BatchResults;
 use crate::sync::{Arc, AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, UnsafeCell};
 
 /// [`Job::state`]: a batch is running and the owner is not parked.
@@ -94,66 +94,6 @@ const RUNNING: u8 = 0;
 const PARKED: u8 = 1;
 /// [`Job::state`]: the batch is finished and handed back to the owner.
 const DONE: u8 = 2;
-
-/// The state a batch's tasks query: one snapshot of a
-/// [`ConcurrentIndex`](crate::concurrent::ConcurrentIndex), of either kind.
-/// A task matches on it once per range, so the sliced path runs the same
-/// calls as without it.
-pub enum Snapshot {
-    /// A [`SlicedIndex`].
-    Sliced(Arc<SlicedIndex>),
-    /// A [`SetIndex`].
-    SetIndex(Arc<SetIndex>),
-}
-
-impl Snapshot {
-    /// A key's hash, as the snapshot's own queries hash it.
-    fn hash<K: Key + ?Sized>(&self, key: &K) -> KeyHash {
-        match self {
-            Snapshot::Sliced(index) => index.params().hash(key),
-            Snapshot::SetIndex(collection) => collection.key_hash(key),
-        }
-    }
-
-    /// Queries `keys` into `out`, as the snapshot's `query_batch`; a
-    /// collection works in `bufs` (a fresh one, which allocates, if none
-    /// is lent).
-    #[inline]
-    fn query_batch<K: Key>(&self, keys: &[K], out: &mut BatchResults, bufs: Option<&mut ScoreBufs>) {
-        match self {
-            Snapshot::Sliced(index) => index.query_batch(keys, out),
-            Snapshot::SetIndex(collection) => match bufs {
-                Some(bufs) => collection.query_batch_with(keys, out, &mut bufs.collection),
-                None => collection.query_batch_with(keys, out, &mut CollectionScratch::default()),
-            },
-        }
-    }
-
-    /// Grows a thread's scratch `bufs` to what any task of a batch of
-    /// `kind` whose largest task input (keys of a key task, keys of a
-    /// threshold query) is `max_keys` needs on this snapshot, so that which
-    /// thread claims which task does not decide whether a warm batch
-    /// allocates. Bounds come from the index (filters, shards, parts).
-    fn reserve(&self, kind: Kind, max_keys: usize, bufs: &mut ScoreBufs) {
-        let ScoreBufs { scores, out, collection } = bufs;
-        match (self, kind) {
-            (Snapshot::Sliced(_), Kind::Keys) => {}
-            (Snapshot::Sliced(index), Kind::Threshold) => index.reserve_scores(max_keys, scores, out),
-            (Snapshot::SetIndex(c), Kind::Keys) => c.reserve_scratch(max_keys, collection, None),
-            (Snapshot::SetIndex(c), Kind::Threshold) => c.reserve_scratch(max_keys, collection, Some((scores, out))),
-        }
-    }
-
-    /// Scores `keys` into `bufs.out`, as the snapshot's
-    /// `query_threshold_into`.
-    fn query_threshold_into<K: Key>(&self, keys: &[K], threshold: Threshold, bufs: &mut ScoreBufs) {
-        let ScoreBufs { scores, out, collection: scratch } = bufs;
-        match self {
-            Snapshot::Sliced(index) => index.query_threshold_into(keys, threshold, scores, out),
-            Snapshot::SetIndex(collection) => collection.query_threshold_with(keys, threshold, scores, scratch, out),
-        }
-    }
-}
 
 /// What a job's tasks do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,18 +126,6 @@ struct Scored {
     ends: Vec<usize>,
 }
 
-/// Scratch of a thread that runs threshold tasks (and a collection's key
-/// tasks), kept by each worker (and lent by a helping caller, from its
-/// [`ThresholdResults`] or [`PoolResults`]), so a warm task allocates
-/// nothing.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ScoreBufs {
-    pub(crate) scores: Scores,
-    pub(crate) out: Vec<(u64, u32)>,
-    /// A collection's per-part buffers (key batches and threshold queries).
-    pub(crate) collection: CollectionScratch,
-}
-
 /// A blocking caller's keys (or threshold queries), read in place by the
 /// tasks: see "Borrowed keys" in the module's design note.
 #[derive(Clone, Copy)]
@@ -211,53 +139,63 @@ struct Borrowed {
 }
 
 /// A task over a range of a [`Borrowed`] slice, monomorphised for the
-/// slice's element type.
+/// index type and the slice's element type: the one indirect call of a
+/// task (see `served.rs`). The `*const ()` after the range is the job's
+/// [`Erased`] snapshot.
 #[derive(Clone, Copy)]
 enum Run {
     /// [`query_range`]: a key batch.
-    Keys(unsafe fn(*const (), usize, core::ops::Range<usize>, &Snapshot, &mut BatchResults, Option<&mut ScoreBufs>)),
+    Keys(unsafe fn(*const (), usize, core::ops::Range<usize>, *const (), &mut BatchResults, &mut Scratch)),
     /// [`score_range`]: a threshold batch.
-    Threshold(unsafe fn(*const (), usize, core::ops::Range<usize>, &Snapshot, Threshold, &mut Scored, &mut ScoreBufs)),
+    Threshold(unsafe fn(*const (), usize, core::ops::Range<usize>, *const (), Threshold, &mut Scored, &mut Scratch)),
 }
 
-/// [`Run::Keys`] for keys of type `K`: queries keys `range` of the slice.
+/// [`Run::Keys`] for keys of type `K` on an `I`: queries keys `range` of
+/// the slice.
 ///
 /// # Safety
 ///
-/// `items` and `len` are a live `[K]` (see "Borrowed keys").
-unsafe fn query_range<K: Key + Sync>(
+/// `items` and `len` are a live `[K]` (see "Borrowed keys"); `index` is a
+/// live [`Erased`] snapshot of an `I`.
+unsafe fn query_range<I: Served, K: Key + Sync>(
     items: *const (),
     len: usize,
     range: core::ops::Range<usize>,
-    index: &Snapshot,
+    index: *const (),
     out: &mut BatchResults,
-    bufs: Option<&mut ScoreBufs>,
+    scratch: &mut Scratch,
 ) {
     // SAFETY: the caller's contract; `K: Sync`, so reading it here is fine.
     let keys = unsafe { core::slice::from_raw_parts(items.cast::<K>(), len) };
-    index.query_batch(&keys[range], out, bufs);
+    // SAFETY: the caller's contract.
+    let index = unsafe { served::index::<I>(index) };
+    index.query_batch_with(&keys[range], out, scratch.get::<I::Scratch>().0);
 }
 
-/// [`Run::Threshold`] for queries of type `Q`: scores the queries `range`
-/// of the slice one after the other.
+/// [`Run::Threshold`] for queries of type `Q` on an `I`: scores the
+/// queries `range` of the slice one after the other.
 ///
 /// # Safety
 ///
-/// `items` and `len` are a live `[Q]` (see "Borrowed keys").
-unsafe fn score_range<Q: AsRef<[K]> + Sync, K: Key + Sync>(
+/// `items` and `len` are a live `[Q]` (see "Borrowed keys"); `index` is a
+/// live [`Erased`] snapshot of an `I`.
+unsafe fn score_range<I: Served, Q: AsRef<[K]> + Sync, K: Key + Sync>(
     items: *const (),
     len: usize,
     range: core::ops::Range<usize>,
-    index: &Snapshot,
+    index: *const (),
     threshold: Threshold,
     Scored { hits, ends }: &mut Scored,
-    bufs: &mut ScoreBufs,
+    scratch: &mut Scratch,
 ) {
     // SAFETY: the caller's contract; `Q` and `K` are `Sync`.
     let queries = unsafe { core::slice::from_raw_parts(items.cast::<Q>(), len) };
+    // SAFETY: the caller's contract.
+    let index = unsafe { served::index::<I>(index) };
+    let (own, out) = scratch.get::<I::Scratch>();
     for query in &queries[range] {
-        index.query_threshold_into(query.as_ref(), threshold, bufs);
-        hits.extend_from_slice(&bufs.out);
+        index.query_threshold_with(query.as_ref(), threshold, own, out);
+        hits.extend_from_slice(out);
         ends.push(hits.len());
     }
 }
@@ -297,7 +235,7 @@ pub(crate) struct Job {
     /// Keys in the batch.
     keys: AtomicUsize,
     /// The largest task input of the batch: `chunk_len` for a key batch,
-    /// the longest query for a threshold batch (what [`Snapshot::reserve`]
+    /// the longest query for a threshold batch (what [`Served::reserve`]
     /// sizes a thread's scratch for).
     max_keys: AtomicUsize,
     /// Whether the batch is a [`Kind::Threshold`] one.
@@ -306,7 +244,12 @@ pub(crate) struct Job {
     /// batch reads `borrowed` if set, else `hashes`.
     hashes: UnsafeCell<Vec<KeyHash>>,
     borrowed: UnsafeCell<Option<Borrowed>>,
-    index: UnsafeCell<Option<Snapshot>>,
+    index: UnsafeCell<Option<Erased>>,
+    /// The owner's scratch for the tasks it runs itself (only the owner
+    /// touches it, idle or helping), grown at arming whether or not it
+    /// helps: which thread claims which task then never decides whether a
+    /// warm batch allocates.
+    caller: UnsafeCell<Scratch>,
     /// One result buffer per task, each on cache lines of its own: two
     /// workers run neighbouring tasks at once, and a buffer's `Vec` headers
     /// change with every id pushed. Unpadded, that false sharing cost the
@@ -323,7 +266,8 @@ pub(crate) struct Job {
 // data) or written by exactly one task each (chunk `c` and scored output
 // `c` by task `c`), with the hand-overs ordered by the queue's
 // Release/Acquire and by `pending` (AcqRel) and `state` (Release/Acquire).
-// Every other field is Sync. `SlicedIndex` and `SetIndex` are Send + Sync.
+// Every other field is Sync. The snapshot (`Erased`) is an `Arc` of a `Send + Sync`
+// index, and a `Scratch` is `Send`.
 unsafe impl Sync for Job {}
 
 // SAFETY: the one field that is not `Send` is the raw pointer of
@@ -348,6 +292,7 @@ impl Job {
             hashes: UnsafeCell::new(Vec::new()),
             borrowed: UnsafeCell::new(None),
             index: UnsafeCell::new(None),
+            caller: UnsafeCell::new(Scratch::default()),
             chunks: (0..MAX_TASKS_PER_BATCH).map(|_| CachePadded::new(UnsafeCell::new(BatchResults::new()))).collect(),
             threshold: UnsafeCell::new(ThresholdData {
                 threshold: Threshold::count(0),
@@ -371,7 +316,7 @@ impl Job {
     /// The caller has the job idle and to itself (see the module's design
     /// note): it owns the `PoolResults` by `&mut`, or popped the job from
     /// the pool's free list, and the job is `DONE`.
-    unsafe fn arm(&self, index: Snapshot, kind: Kind, tasks: usize) {
+    unsafe fn arm(&self, index: Erased, kind: Kind, tasks: usize) {
         // Relaxed: published by the Release swap of `claims` below.
         self.threshold_kind.store(kind == Kind::Threshold, Ordering::Relaxed);
         self.panicked.store(false, Ordering::Relaxed);
@@ -401,13 +346,12 @@ impl Job {
     /// The job is popped from the pool's free list (or never shared): see
     /// [`Job::arm`]. The caller does not return before the batch is done,
     /// nor unwind ([`WaitOnDrop`]): the tasks read `queries` in place.
-    pub(crate) unsafe fn prepare_threshold<Q: AsRef<[K]> + Sync, K: Key + Sync>(
+    pub(crate) unsafe fn prepare_threshold<I: Served, Q: AsRef<[K]> + Sync, K: Key + Sync>(
         &self,
-        index: Snapshot,
+        index: Arc<I>,
         queries: &[Q],
         threshold: Threshold,
         max_tasks: usize,
-        caller: &mut ScoreBufs,
     ) -> Option<(usize, usize)> {
         debug_assert!(self.is_done(), "a free-list job is idle");
         if queries.is_empty() {
@@ -416,11 +360,17 @@ impl Job {
         // SAFETY: idle and ours: popped from the free list, so its other
         // `Arc`s are stale queue entries, whose claims fail until `arm`'s
         // Release swap (see "Stale entries").
-        let (borrowed, data) = unsafe { (&mut *self.borrowed.with_mut(|p| p), &mut *self.threshold.with_mut(|p| p)) };
+        let (borrowed, data, caller) = unsafe {
+            (
+                &mut *self.borrowed.with_mut(|p| p),
+                &mut *self.threshold.with_mut(|p| p),
+                &mut *self.caller.with_mut(|p| p),
+            )
+        };
         *borrowed = Some(Borrowed {
             items: queries.as_ptr().cast(),
             len: queries.len(),
-            run: Run::Threshold(score_range::<Q, K>),
+            run: Run::Threshold(score_range::<I, Q, K>),
         });
         data.query_ends.clear();
         let (mut keys, mut longest) = (0, 0);
@@ -434,7 +384,8 @@ impl Job {
         self.max_keys.store(longest, Ordering::Relaxed);
         // The caller's scratch, whether or not it helps, so that helping
         // or not does not decide whether a warm batch allocates.
-        index.reserve(Kind::Threshold, longest, caller);
+        let index = Erased::new(index);
+        index.reserve(longest, true, caller);
         data.threshold = threshold;
         let tasks = max_tasks.clamp(1, MAX_TASKS_PER_BATCH).min(queries.len());
         split_by_keys(&data.query_ends, tasks, &mut data.bounds);
@@ -494,7 +445,7 @@ impl Job {
     /// Runs claimed task `task` under `catch_unwind` and ends it: a panic
     /// marks the batch failed and goes no further, so neither a worker nor
     /// a helping caller is lost to it.
-    pub(crate) fn execute(&self, shared: &Shared, task: usize, bufs: Option<&mut ScoreBufs>) {
+    pub(crate) fn execute(&self, shared: &Shared, task: usize, scratch: &mut Scratch) {
         // `shared` carries only the test hook's counter.
         #[cfg(not(feature = "test-hooks"))]
         let _ = shared;
@@ -504,7 +455,7 @@ impl Job {
             if shared.fail_next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
                 panic!("bloomslice pool: injected task failure");
             }
-            self.run_task(task, bufs);
+            self.run_task(task, scratch);
         }));
         if outcome.is_err() {
             self.mark_panicked();
@@ -512,33 +463,41 @@ impl Job {
         self.finish_task();
     }
 
-    /// Claims and runs tasks until none is left unclaimed.
-    /// `bufs` is the running thread's scratch, for threshold tasks and a
-    /// collection's key tasks (without it they allocate their own).
-    pub(crate) fn run_claims(&self, shared: &Shared, mut bufs: Option<&mut ScoreBufs>) {
+    /// Claims and runs tasks until none is left unclaimed, with the running
+    /// thread's `scratch`.
+    pub(crate) fn run_claims(&self, shared: &Shared, scratch: &mut Scratch) {
         let mut reserved = false;
         while let Some((task, _)) = self.claim() {
-            if !reserved && let Some(bufs) = bufs.as_deref_mut() {
+            if !reserved {
                 reserved = true;
                 // SAFETY: submitted state and we hold an unfinished task, so
                 // the snapshot is live and only read (it is dropped by the
                 // last task to finish). Relaxed: written before the Release
                 // store of `claims`, read after our Acquire claim.
                 if let Some(index) = unsafe { &*self.index.with(|p| p) } {
-                    let kind = if self.threshold_kind.load(Ordering::Relaxed) { Kind::Threshold } else { Kind::Keys };
-                    index.reserve(kind, self.max_keys.load(Ordering::Relaxed), bufs);
+                    let threshold = self.threshold_kind.load(Ordering::Relaxed);
+                    index.reserve(self.max_keys.load(Ordering::Relaxed), threshold, scratch);
                 }
             }
-            self.execute(shared, task, bufs.as_deref_mut());
+            self.execute(shared, task, scratch);
         }
     }
 
+    /// The owner's share of its own batch: claims and runs tasks with the
+    /// job's caller scratch until none is left unclaimed.
+    pub(crate) fn help(&self, shared: &Shared) {
+        // SAFETY: only the owner touches `caller`, and we are the owner
+        // (we hold its `PoolResults` by `&mut`, or popped the job).
+        let caller = unsafe { &mut *self.caller.with_mut(|p| p) };
+        self.run_claims(shared, caller);
+    }
+
     /// Runs task `task` (called once per task, by whoever claimed it).
-    fn run_task(&self, task: usize, bufs: Option<&mut ScoreBufs>) {
+    fn run_task(&self, task: usize, scratch: &mut Scratch) {
         // Relaxed: written before the Release swap of `claims`, read after
         // the claim (Acquire) that gave us this task.
         if self.threshold_kind.load(Ordering::Relaxed) {
-            self.run_threshold_task(task, bufs);
+            self.run_threshold_task(task, scratch);
             return;
         }
         let range = self.range(task);
@@ -558,15 +517,17 @@ impl Job {
         match borrowed {
             // SAFETY: a borrowed batch's caller waits until `DONE` ("Borrowed
             // keys"), so the slice is live.
-            Some(Borrowed { items, len, run: Run::Keys(run) }) => unsafe { run(*items, *len, range, index, out, bufs) },
+            Some(Borrowed { items, len, run: Run::Keys(run) }) => unsafe {
+                run(*items, *len, range, index.ptr(), out, scratch);
+            },
             Some(Borrowed { run: Run::Threshold(_), .. }) => unreachable!("a key batch borrows keys"),
-            None => index.query_batch(&hashes[range], out, bufs),
+            None => index.query_hashes(&hashes[range], out, scratch),
         }
     }
 
     /// Runs threshold task `task`: scores its queries one after the other.
     #[cold]
-    fn run_threshold_task(&self, task: usize, bufs: Option<&mut ScoreBufs>) {
+    fn run_threshold_task(&self, task: usize, scratch: &mut Scratch) {
         // SAFETY: submitted state: the borrowed queries, the snapshot and
         // the threshold data are only read until `DONE`, and scored output
         // `task` is written by this task alone (`claim` hands each task
@@ -580,17 +541,10 @@ impl Job {
         let (Some(index), Some(Borrowed { items, len, run: Run::Threshold(run) })) = (index, borrowed) else {
             return;
         };
-        // Workers and helping callers always lend scratch; a fresh one (which
-        // allocates) only if a caller without any claimed this task.
-        let mut own = None;
-        let bufs = match bufs {
-            Some(bufs) => bufs,
-            None => own.insert(ScoreBufs::default()),
-        };
         let range = data.bounds[task]..data.bounds[task + 1];
         // SAFETY: the threshold batch's caller waits until `DONE` ("Borrowed
         // keys"), so the slice is live.
-        unsafe { run(*items, *len, range, index, data.threshold, scored, bufs) };
+        unsafe { run(*items, *len, range, index.ptr(), data.threshold, scored, scratch) };
     }
 
     /// Marks a task panicked; the batch will report [`PoolError::TaskPanicked`].
@@ -678,10 +632,6 @@ impl Job {
 /// are stored per task, so reading them copies nothing.
 pub struct PoolResults {
     job: Arc<Job>,
-    /// The caller's scratch for the tasks it runs itself: a collection's
-    /// per-part buffers, made by its first collection batch (a sliced
-    /// index needs none).
-    scratch: Option<Box<ScoreBufs>>,
     /// Keys of the last batch (0 after a failed batch).
     len: usize,
     chunk_len: usize,
@@ -698,7 +648,7 @@ impl Default for PoolResults {
 impl PoolResults {
     /// An empty buffer (one allocation, reused by every batch).
     pub fn new() -> Self {
-        PoolResults { job: Arc::new(Job::new()), scratch: None, len: 0, chunk_len: 1 }
+        PoolResults { job: Arc::new(Job::new()), len: 0, chunk_len: 1 }
     }
 
     /// Number of keys in the last batch.
@@ -741,9 +691,9 @@ impl PoolResults {
     /// whose caller returns before it is done) and arms the job. Returns
     /// the job and its task count, or `None` when there is nothing to queue
     /// (a zero-key batch is done at once).
-    pub(crate) fn prepare_copied<K: Key>(
+    pub(crate) fn prepare_copied<I: Served, K: Key>(
         &mut self,
-        index: Snapshot,
+        index: Arc<I>,
         keys: &[K],
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
@@ -753,8 +703,8 @@ impl PoolResults {
         let (hashes, borrowed) = unsafe { (&mut *job.hashes.with_mut(|p| p), &mut *job.borrowed.with_mut(|p| p)) };
         *borrowed = None;
         hashes.clear();
-        hashes.extend(keys.iter().map(|k| index.hash(k)));
-        self.arm_keys(index, keys.len(), tasks_for)
+        hashes.extend(keys.iter().map(|k| index.key_hash(k)));
+        self.arm_keys(Erased::new(index), keys.len(), tasks_for)
     }
 
     /// Fills the batch data with a pointer to `keys`, which the tasks hash
@@ -765,23 +715,24 @@ impl PoolResults {
     ///
     /// The caller does not return before the batch is done, nor unwind
     /// ([`WaitOnDrop`]): see "Borrowed keys" in the module's design note.
-    pub(crate) unsafe fn prepare_borrowed<K: Key + Sync>(
+    pub(crate) unsafe fn prepare_borrowed<I: Served, K: Key + Sync>(
         &mut self,
-        index: Snapshot,
+        index: Arc<I>,
         keys: &[K],
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
         debug_assert!(self.job.is_done(), "a PoolResults is only reachable while idle");
         // SAFETY: idle (we hold `&mut self`; see the module's design note).
         let borrowed = unsafe { &mut *self.job.borrowed.with_mut(|p| p) };
-        *borrowed = Some(Borrowed { items: keys.as_ptr().cast(), len: keys.len(), run: Run::Keys(query_range::<K>) });
-        self.arm_keys(index, keys.len(), tasks_for)
+        *borrowed =
+            Some(Borrowed { items: keys.as_ptr().cast(), len: keys.len(), run: Run::Keys(query_range::<I, K>) });
+        self.arm_keys(Erased::new(index), keys.len(), tasks_for)
     }
 
     /// Splits a filled key batch of `keys` keys into tasks and arms the job.
     fn arm_keys(
         &mut self,
-        index: Snapshot,
+        index: Erased,
         keys: usize,
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
@@ -789,11 +740,10 @@ impl PoolResults {
         let tasks = tasks_for(keys).clamp(1, MAX_TASKS_PER_BATCH);
         let chunk_len = keys.div_ceil(tasks).max(1);
         let tasks = keys.div_ceil(chunk_len);
-        if matches!(index, Snapshot::SetIndex(_)) {
-            // The caller's scratch, whether or not it helps (see
-            // `Snapshot::reserve`).
-            index.reserve(Kind::Keys, chunk_len, self.scratch.get_or_insert_with(Box::default));
-        }
+        // SAFETY: idle and ours (we hold `&mut self`).
+        let caller = unsafe { &mut *job.caller.with_mut(|p| p) };
+        // The caller's scratch, whether or not it helps (see `Job::caller`).
+        index.reserve(chunk_len, false, caller);
         self.len = keys;
         self.chunk_len = chunk_len;
         if keys == 0 {
@@ -812,7 +762,7 @@ impl PoolResults {
     /// the tasks the workers hold, and reports the outcome.
     pub(crate) fn finish(&mut self, shared: &Shared, spin: Duration, help: bool) -> Result<()> {
         if help && !self.job.is_done() {
-            self.job.run_claims(shared, self.scratch.as_deref_mut());
+            self.job.help(shared);
         }
         self.job.wait(spin);
         self.outcome()

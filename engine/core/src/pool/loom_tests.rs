@@ -20,7 +20,8 @@ use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 
 use super::job::{Job, WaitOnDrop};
-use super::{PoolResults, ScoreBufs, Shared, Snapshot, Task, run};
+use super::served::Scratch;
+use super::{PoolResults, Shared, Task, run};
 use crate::error::{Error, PoolError};
 use crate::hash::{Key, KeyHash};
 use crate::score::{Threshold, ThresholdResults};
@@ -55,8 +56,8 @@ fn index() -> SlicedIndex {
 }
 
 /// A fresh snapshot of `index` (one per batch, as the pool loads one).
-fn snapshot(index: &SlicedIndex) -> Snapshot {
-    Snapshot::Sliced(Arc::new(index.clone()))
+fn snapshot(index: &SlicedIndex) -> Arc<SlicedIndex> {
+    Arc::new(index.clone())
 }
 
 /// What the pool shares with its workers; its queues stay empty here.
@@ -82,11 +83,19 @@ fn shared() -> (Arc<Shared>, Worker<Task>) {
 fn worker(shared: &Arc<Shared>, local: Worker<Task>, entries: Vec<Arc<Job>>) -> loom::thread::JoinHandle<()> {
     let shared = Arc::clone(shared);
     loom::thread::spawn(move || {
-        let mut bufs = ScoreBufs::default();
+        let mut scratch = Scratch::default();
         for job in entries {
-            run(&shared, &local, Task { job, fresh: true }, &mut bufs);
+            run(&shared, &local, Task { job, fresh: true }, &mut scratch);
         }
     })
+}
+
+/// A pool's shared state and one worker holding `entries`, for models
+/// outside this module.
+pub(crate) fn pool_with_worker(entries: Vec<Arc<Job>>) -> (Arc<Shared>, loom::thread::JoinHandle<()>) {
+    let (shared, local) = shared();
+    let worker = worker(&shared, local, entries);
+    (shared, worker)
 }
 
 fn answers(results: &PoolResults) -> Vec<Vec<u64>> {
@@ -259,10 +268,9 @@ fn loom_threshold_job_returned_to_the_free_list() {
         let (shared, local) = shared();
         let free = Arc::new(Mutex::new(Vec::<Arc<Job>>::new()));
         let job = Job::new_shared();
-        let mut caller = ScoreBufs::default();
         // SAFETY: new, so idle and ours; this thread waits for the batch
         // before `queries1` goes.
-        let prepared = unsafe { job.prepare_threshold(snapshot(&index), &queries1, threshold, 2, &mut caller) };
+        let prepared = unsafe { job.prepare_threshold(snapshot(&index), &queries1, threshold, 2) };
         assert_eq!(prepared.map(|(tasks, _)| tasks), Some(2));
         let w = worker(&shared, local, vec![Arc::clone(&job), Arc::clone(&job)]);
         let second = {
@@ -275,18 +283,17 @@ fn loom_threshold_job_returned_to_the_free_list() {
                     }
                     loom::thread::yield_now();
                 };
-                let mut caller = ScoreBufs::default();
                 // SAFETY: popped from the free list, so idle and ours; this
                 // thread waits for the batch before `queries2` goes.
-                unsafe { job.prepare_threshold(snapshot(&index), &queries2, threshold, 2, &mut caller) }.unwrap();
-                job.run_claims(&shared, Some(&mut caller));
+                unsafe { job.prepare_threshold(snapshot(&index), &queries2, threshold, 2) }.unwrap();
+                job.help(&shared);
                 job.wait(Duration::ZERO);
                 let mut results = ThresholdResults::default();
                 job.take_threshold(&mut results).unwrap();
                 assert_eq!(results.iter().map(<[_]>::to_vec).collect::<Vec<_>>(), want2);
             })
         };
-        job.run_claims(&shared, Some(&mut caller));
+        job.help(&shared);
         job.wait(Duration::ZERO);
         let mut results = ThresholdResults::default();
         job.take_threshold(&mut results).unwrap();

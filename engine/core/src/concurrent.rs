@@ -80,17 +80,15 @@
 //!   rebuilt as a clone of the published copy, as after a panic, so the two
 //!   copies never diverge.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::time::{Duration, Instant};
-
-use arc_swap::ArcSwap;
 
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
 use crate::params::BloomParams;
-
 use crate::sliced::SlicedIndex;
+use crate::sync::{Arc, ArcSwap, Mutex};
 
 /// How long a writer waits for the readers of the standby copy before it
 /// copies the standby instead (copy-on-write, sharing unchanged shards).
@@ -175,10 +173,6 @@ pub(crate) mod sealed {
         type Fixed: Copy + core::fmt::Debug + Send + Sync + 'static;
         /// This state's [`Sealed::Fixed`] part.
         fn fixed(&self) -> Self::Fixed;
-        /// The snapshot a pool task queries.
-        fn pool_snapshot(this: std::sync::Arc<Self>) -> crate::pool::Snapshot;
-        /// Filters a key is tested against (the pool's work estimate).
-        fn filters(&self) -> usize;
         /// Brings into the caller's caches, up to `budget` bytes, what
         /// every query of this state reads besides its rows (see
         /// `SlicedIndex::warm_query_tables`); returns the bytes read.
@@ -191,14 +185,6 @@ impl sealed::Sealed for SlicedIndex {
 
     fn fixed(&self) -> BloomParams {
         *self.params()
-    }
-
-    fn pool_snapshot(this: Arc<Self>) -> crate::pool::Snapshot {
-        crate::pool::Snapshot::Sliced(this)
-    }
-
-    fn filters(&self) -> usize {
-        self.len()
     }
 
     fn warm_query_tables(&self, budget: usize) -> usize {
@@ -516,26 +502,30 @@ fn exclusive<I: Replica>(copy: &mut Arc<I>) -> &mut I {
     // Arc::get_mut checks the strong and weak counts with Acquire loads, so
     // the readers' last accesses happen-before our writes.
     while Arc::get_mut(copy).is_none() {
-        if start.elapsed() > DRAIN_PATIENCE {
+        if crate::sync::waited_longer_than(start, DRAIN_PATIENCE) {
             break;
         }
         round += 1;
         backoff(round, [64, 128], Duration::from_micros(50));
     }
-    Arc::make_mut(copy)
+    crate::sync::make_mut(copy)
 }
 
 /// One step of waiting for another thread's progress, by round: spin below
 /// `until[0]`, yield below `until[1]`, then sleep for `sleep`.
 pub(crate) fn backoff(round: u32, until: [u32; 2], sleep: Duration) {
     if round < until[0] {
-        core::hint::spin_loop();
+        crate::sync::spin_loop();
     } else if round < until[1] {
-        std::thread::yield_now();
+        crate::sync::yield_now();
     } else {
-        std::thread::sleep(sleep);
+        crate::sync::sleep(sleep);
     }
 }
+
+#[cfg(all(test, loom))]
+#[path = "concurrent_loom_tests.rs"]
+mod loom_tests;
 
 #[cfg(test)]
 mod tests {
@@ -558,14 +548,6 @@ mod tests {
         type Fixed = ();
 
         fn fixed(&self) {}
-
-        fn pool_snapshot(_: Arc<Self>) -> crate::pool::Snapshot {
-            unreachable!("the pool never sees this test state")
-        }
-
-        fn filters(&self) -> usize {
-            self.0.len()
-        }
 
         fn warm_query_tables(&self, budget: usize) -> usize {
             core::hint::black_box(self.0.iter().sum::<u32>());

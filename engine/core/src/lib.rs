@@ -113,6 +113,7 @@ pub mod score;
 pub mod sharded;
 pub mod sliced;
 pub mod storage;
+pub(crate) mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
 

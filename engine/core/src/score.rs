@@ -260,9 +260,6 @@ impl Scores {
 pub struct ThresholdResults {
     pub(crate) hits: Vec<(u64, u32)>,
     pub(crate) ends: Vec<usize>,
-    /// The calling thread's scratch (at most one part), reused between
-    /// batches; the pool's workers keep their own.
-    pub(crate) parts: Vec<crate::pool::ScoreBufs>,
 }
 
 batch_answers!(ThresholdResults, hits: [(u64, u32)], "query",

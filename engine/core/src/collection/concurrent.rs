@@ -38,18 +38,17 @@
 //!
 //! [`SetIndex::query_batch`] and [`SetIndex::query_threshold`] allocate
 //! their per-part buffers on every call; the pool's tasks call the same
-//! logic with a `CollectionScratch` (working buffers) that each worker (and each caller,
-//! in its [`PoolResults`](crate::pool::PoolResults) or
-//! [`ThresholdResults`](crate::score::ThresholdResults)) keeps, so a warm
-//! pool batch on a collection allocates nothing. A collection with one
+//! logic (the pool's [`Served`] contract, implemented here) with a
+//! `CollectionScratch` (working buffers) that each worker, and each job for
+//! its helping caller, keeps, so a warm pool batch on a collection
+//! allocates nothing. A collection with one
 //! part holding sets answers through that part's [`SlicedIndex`](crate::sliced::SlicedIndex) directly.
-
-use std::sync::Arc;
 
 use super::SetIndex;
 use crate::concurrent::{ConcurrentIndex, Replica, sealed::Sealed};
 use crate::error::{Error, Result};
 use crate::hash::{Key, KeyHash};
+use crate::pool::{Served, ServedSealed};
 use crate::score::{Scores, Threshold, reserve_total};
 use crate::sliced::BatchResults;
 
@@ -94,15 +93,6 @@ impl Sealed for SetIndex {
 
     fn fixed(&self) -> u64 {
         self.seed
-    }
-
-    fn pool_snapshot(this: Arc<Self>) -> crate::pool::Snapshot {
-        crate::pool::Snapshot::SetIndex(this)
-    }
-
-    /// Every filter of every part (a grown set's filters each count).
-    fn filters(&self) -> usize {
-        self.parts.iter().map(|part| part.index.len()).sum()
     }
 
     /// Each live part's tables in part order, within one budget.
@@ -199,10 +189,51 @@ impl ConcurrentIndex<SetIndex> {
     }
 }
 
+impl ServedSealed for SetIndex {}
+
+/// The pool's tasks on a collection: its batch and threshold queries with
+/// the caller's scratch (scores for each part's scoring, and the
+/// collection's own buffers).
+impl Served for SetIndex {
+    type Scratch = (Scores, CollectionScratch);
+
+    /// Every filter of every part (a grown set's filters each count).
+    fn filters(&self) -> usize {
+        self.parts.iter().map(|part| part.index.len()).sum()
+    }
+
+    #[inline]
+    fn key_hash<K: Key + ?Sized>(&self, key: &K) -> KeyHash {
+        self.hash(key)
+    }
+
+    #[inline]
+    fn query_batch_with<K: Key>(&self, keys: &[K], out: &mut BatchResults, (_, s): &mut Self::Scratch) {
+        SetIndex::query_batch_with(self, keys, out, s);
+    }
+
+    #[inline]
+    fn query_threshold_with<K: Key>(
+        &self,
+        keys: &[K],
+        threshold: Threshold,
+        (scores, s): &mut Self::Scratch,
+        out: &mut Vec<(u64, u32)>,
+    ) {
+        SetIndex::query_threshold_with(self, keys, threshold, scores, s, out);
+    }
+
+    fn reserve(&self, max_keys: usize, threshold: bool, (scores, s): &mut Self::Scratch, out: &mut Vec<(u64, u32)>) {
+        self.reserve_scratch(max_keys, s, threshold.then_some((scores, out)));
+    }
+}
+
 /// Working buffers of a collection's batch and threshold queries, kept by
-/// whoever runs them, so a warm query allocates nothing.
+/// whoever runs them, so a warm query allocates nothing. Public only as
+/// part of the pool's [`Served`] contract.
+#[doc(hidden)]
 #[derive(Clone, Debug, Default)]
-pub(crate) struct CollectionScratch {
+pub struct CollectionScratch {
     /// The keys of the running query, hashed once for every part.
     hashes: Vec<KeyHash>,
     /// One key's ids, merged across parts.
@@ -216,11 +247,6 @@ pub(crate) struct CollectionScratch {
 }
 
 impl SetIndex {
-    /// A key's hash, the same for every part.
-    pub(crate) fn key_hash<K: Key + ?Sized>(&self, key: &K) -> KeyHash {
-        self.hash(key)
-    }
-
     /// [`SetIndex::query_batch`] with the caller's scratch.
     pub(crate) fn query_batch_with<K: Key>(&self, keys: &[K], results: &mut BatchResults, s: &mut CollectionScratch) {
         if let Some(index) = self.single_part() {

@@ -12,15 +12,15 @@
 //! task, the queries' bounds and threshold) sits in `UnsafeCell`s under a
 //! hand-over protocol instead of a lock:
 //!
-//! 1. *Idle* (`done` is true, or the job was never submitted): only the
+//! 1. *Idle* (`state` is `DONE`, or the job was never submitted): only the
 //!    owner of the `PoolResults` touches the batch data, through `&mut`
 //!    (filling) or `&` (reading results).
 //! 2. *Submitted*: the owner fills the batch data, sets `pending` to the
-//!    task count, then stores `claims = (tasks, 0)` with Release. From then
+//!    task count, then swaps `claims` to `(tasks, 0)` with Release. From then
 //!    on a task is run by whoever *claims* its index: workers (through a
 //!    queue entry, which only says "this job may have unclaimed tasks") and,
 //!    in the blocking paths, the waiting owner itself. A claim is one
-//!    `fetch_add` on `claims` (Acquire, pairing with that Release store), so
+//!    `fetch_add` on `claims` (Acquire, pairing with that Release swap), so
 //!    every task index is handed out exactly once and its claimer sees the
 //!    batch data. The owner gives up `&mut` access: [`Ticket`] owns the
 //!    `PoolResults`, and the blocking path holds it by `&mut` until done and
@@ -30,9 +30,24 @@
 //! 3. *Finishing*: each task ends with `pending.fetch_sub(1, AcqRel)`. The
 //!    task that takes it to zero has acquired every other task's writes; it
 //!    drops the snapshot (so writers need not wait for an idle buffer), then
-//!    stores `done = true` (SeqCst), handing everything back to the owner.
-//!    After that store a worker touches only the atomics and the parking
-//!    mutex and condvar, which outlive it through its `Arc<Job>`.
+//!    swaps `state` to `DONE` (Release), handing everything back to the
+//!    owner. After that swap a worker touches only the atomics and the
+//!    parking mutex and condvar, which outlive it through its `Arc<Job>`.
+//!
+//! **Parking.** An owner that finds the batch unfinished after its spin
+//! parks: under the job's mutex it moves `state` from `RUNNING` to
+//! `PARKED` with a compare-exchange, and sleeps on the condvar until it
+//! reads `DONE`. Whether the owner parks and whether the last task must
+//! wake it are decided by read-modify-writes of that one word, which are
+//! totally ordered: either the task's swap comes first (the owner's
+//! compare-exchange fails on `DONE` and it does not sleep) or the owner's
+//! does (the swap returns `PARKED`, and the task takes the mutex, which the
+//! owner holds until it sleeps, and notifies). No store-to-load order
+//! between two locations is needed, which a two-flag handshake (store
+//! mine, then load yours, on both sides, SeqCst) does rely on; the loom
+//! models (`loom_tests.rs`) found that handshake's lost wake-up once
+//! SeqCst accesses are weakened to AcqRel, as loom models them and as
+//! qemu-user on x86 runs an ARMv8 `stlr` followed by an `ldar`.
 //!
 //! **Borrowed keys.** A blocking batch ([`super::QueryPool::query_batch`],
 //! [`super::QueryPool::query_threshold_batch`]) does not copy the caller's
@@ -41,7 +56,7 @@
 //! hashing runs on every worker instead of serially on the caller before
 //! any worker starts, and a pruned threshold query hashes only the keys it
 //! reads. This is sound because the blocking caller does not return (nor
-//! unwind: [`WaitOnDrop`]) before `done`, after which no task touches the
+//! unwind: [`WaitOnDrop`]) before `DONE`, after which no task touches the
 //! slice; a stale entry's claim fails until the next batch replaces the
 //! pointer. [`super::QueryPool::submit`] returns at once, so it still
 //! hashes the keys into the job's own `hashes`.
@@ -49,89 +64,36 @@
 //! **Stale entries.** A queue entry may outlive its batch (the owner ran
 //! the tasks, or another worker did) and even be popped while the owner
 //! refills the job for its next batch. Its claim then fails: until the
-//! owner's Release store the counter still reads `next >= tasks` of the
+//! owner's Release swap the counter still reads `next >= tasks` of the
 //! finished batch. Task count and next index share *one* atomic word for
 //! exactly this reason: with two separate atomics a stale claimer could
 //! pair an old index with the new count and run a task whose data is not
-//! published yet. A claim that wins after the Release store is an ordinary
+//! published yet. A claim that wins after the Release swap is an ordinary
 //! claim of the new batch. Failed claims only bump the low half; each batch
-//! makes at most a few per worker and the store resets it, so it cannot
+//! makes at most a few per worker and the swap resets it, so it cannot
 //! reach the high half.
 
-use core::cell::UnsafeCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
+use super::served::{self, Erased, Scratch, Served};
 use super::{MAX_TASKS_PER_BATCH, PoolError, Shared};
-use crate::collection::{CollectionScratch, SetIndex};
 use crate::error::Result;
 use crate::hash::{Key, KeyHash};
-use crate::score::{Scores, Threshold, ThresholdResults};
-use crate::sliced::{BatchResults, SlicedIndex};
+use crate::score::{Threshold, ThresholdResults};
+use crate::sliced::BatchResults;
+use crate::sync::{Arc, AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, UnsafeCell};
 
-/// The state a batch's tasks query: one snapshot of a
-/// [`ConcurrentIndex`](crate::concurrent::ConcurrentIndex), of either kind.
-/// A task matches on it once per range, so the sliced path runs the same
-/// calls as without it.
-pub enum Snapshot {
-    /// A [`SlicedIndex`].
-    Sliced(Arc<SlicedIndex>),
-    /// A [`SetIndex`].
-    SetIndex(Arc<SetIndex>),
-}
-
-impl Snapshot {
-    /// A key's hash, as the snapshot's own queries hash it.
-    fn hash<K: Key + ?Sized>(&self, key: &K) -> KeyHash {
-        match self {
-            Snapshot::Sliced(index) => index.params().hash(key),
-            Snapshot::SetIndex(collection) => collection.key_hash(key),
-        }
-    }
-
-    /// Queries `keys` into `out`, as the snapshot's `query_batch`; a
-    /// collection works in `bufs` (a fresh one, which allocates, if none
-    /// is lent).
-    #[inline]
-    fn query_batch<K: Key>(&self, keys: &[K], out: &mut BatchResults, bufs: Option<&mut ScoreBufs>) {
-        match self {
-            Snapshot::Sliced(index) => index.query_batch(keys, out),
-            Snapshot::SetIndex(collection) => match bufs {
-                Some(bufs) => collection.query_batch_with(keys, out, &mut bufs.collection),
-                None => collection.query_batch_with(keys, out, &mut CollectionScratch::default()),
-            },
-        }
-    }
-
-    /// Grows a thread's scratch `bufs` to what any task of a batch of
-    /// `kind` whose largest task input (keys of a key task, keys of a
-    /// threshold query) is `max_keys` needs on this snapshot, so that which
-    /// thread claims which task does not decide whether a warm batch
-    /// allocates. Bounds come from the index (filters, shards, parts).
-    fn reserve(&self, kind: Kind, max_keys: usize, bufs: &mut ScoreBufs) {
-        let ScoreBufs { scores, out, collection } = bufs;
-        match (self, kind) {
-            (Snapshot::Sliced(_), Kind::Keys) => {}
-            (Snapshot::Sliced(index), Kind::Threshold) => index.reserve_scores(max_keys, scores, out),
-            (Snapshot::SetIndex(c), Kind::Keys) => c.reserve_scratch(max_keys, collection, None),
-            (Snapshot::SetIndex(c), Kind::Threshold) => c.reserve_scratch(max_keys, collection, Some((scores, out))),
-        }
-    }
-
-    /// Scores `keys` into `bufs.out`, as the snapshot's
-    /// `query_threshold_into`.
-    fn query_threshold_into<K: Key>(&self, keys: &[K], threshold: Threshold, bufs: &mut ScoreBufs) {
-        let ScoreBufs { scores, out, collection: scratch } = bufs;
-        match self {
-            Snapshot::Sliced(index) => index.query_threshold_into(keys, threshold, scores, out),
-            Snapshot::SetIndex(collection) => collection.query_threshold_with(keys, threshold, scores, scratch, out),
-        }
-    }
-}
+/// [`Job::state`]: a batch is running and the owner is not parked.
+const RUNNING: u8 = 0;
+/// [`Job::state`]: a batch is running and the owner is parked (or about to
+/// sleep) on the job's condvar.
+const PARKED: u8 = 1;
+/// [`Job::state`]: the batch is finished and handed back to the owner.
+const DONE: u8 = 2;
 
 /// What a job's tasks do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,18 +126,6 @@ struct Scored {
     ends: Vec<usize>,
 }
 
-/// Scratch of a thread that runs threshold tasks (and a collection's key
-/// tasks), kept by each worker (and lent by a helping caller, from its
-/// [`ThresholdResults`] or [`PoolResults`]), so a warm task allocates
-/// nothing.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ScoreBufs {
-    pub(crate) scores: Scores,
-    pub(crate) out: Vec<(u64, u32)>,
-    /// A collection's per-part buffers (key batches and threshold queries).
-    pub(crate) collection: CollectionScratch,
-}
-
 /// A blocking caller's keys (or threshold queries), read in place by the
 /// tasks: see "Borrowed keys" in the module's design note.
 #[derive(Clone, Copy)]
@@ -189,53 +139,63 @@ struct Borrowed {
 }
 
 /// A task over a range of a [`Borrowed`] slice, monomorphised for the
-/// slice's element type.
+/// index type and the slice's element type: the one indirect call of a
+/// task (see `served.rs`). The `*const ()` after the range is the job's
+/// [`Erased`] snapshot.
 #[derive(Clone, Copy)]
 enum Run {
     /// [`query_range`]: a key batch.
-    Keys(unsafe fn(*const (), usize, core::ops::Range<usize>, &Snapshot, &mut BatchResults, Option<&mut ScoreBufs>)),
+    Keys(unsafe fn(*const (), usize, core::ops::Range<usize>, *const (), &mut BatchResults, &mut Scratch)),
     /// [`score_range`]: a threshold batch.
-    Threshold(unsafe fn(*const (), usize, core::ops::Range<usize>, &Snapshot, Threshold, &mut Scored, &mut ScoreBufs)),
+    Threshold(unsafe fn(*const (), usize, core::ops::Range<usize>, *const (), Threshold, &mut Scored, &mut Scratch)),
 }
 
-/// [`Run::Keys`] for keys of type `K`: queries keys `range` of the slice.
+/// [`Run::Keys`] for keys of type `K` on an `I`: queries keys `range` of
+/// the slice.
 ///
 /// # Safety
 ///
-/// `items` and `len` are a live `[K]` (see "Borrowed keys").
-unsafe fn query_range<K: Key + Sync>(
+/// `items` and `len` are a live `[K]` (see "Borrowed keys"); `index` is a
+/// live [`Erased`] snapshot of an `I`.
+unsafe fn query_range<I: Served, K: Key + Sync>(
     items: *const (),
     len: usize,
     range: core::ops::Range<usize>,
-    index: &Snapshot,
+    index: *const (),
     out: &mut BatchResults,
-    bufs: Option<&mut ScoreBufs>,
+    scratch: &mut Scratch,
 ) {
     // SAFETY: the caller's contract; `K: Sync`, so reading it here is fine.
     let keys = unsafe { core::slice::from_raw_parts(items.cast::<K>(), len) };
-    index.query_batch(&keys[range], out, bufs);
+    // SAFETY: the caller's contract.
+    let index = unsafe { served::index::<I>(index) };
+    index.query_batch_with(&keys[range], out, scratch.get::<I::Scratch>().0);
 }
 
-/// [`Run::Threshold`] for queries of type `Q`: scores the queries `range`
-/// of the slice one after the other.
+/// [`Run::Threshold`] for queries of type `Q` on an `I`: scores the
+/// queries `range` of the slice one after the other.
 ///
 /// # Safety
 ///
-/// `items` and `len` are a live `[Q]` (see "Borrowed keys").
-unsafe fn score_range<Q: AsRef<[K]> + Sync, K: Key + Sync>(
+/// `items` and `len` are a live `[Q]` (see "Borrowed keys"); `index` is a
+/// live [`Erased`] snapshot of an `I`.
+unsafe fn score_range<I: Served, Q: AsRef<[K]> + Sync, K: Key + Sync>(
     items: *const (),
     len: usize,
     range: core::ops::Range<usize>,
-    index: &Snapshot,
+    index: *const (),
     threshold: Threshold,
     Scored { hits, ends }: &mut Scored,
-    bufs: &mut ScoreBufs,
+    scratch: &mut Scratch,
 ) {
     // SAFETY: the caller's contract; `Q` and `K` are `Sync`.
     let queries = unsafe { core::slice::from_raw_parts(items.cast::<Q>(), len) };
+    // SAFETY: the caller's contract.
+    let index = unsafe { served::index::<I>(index) };
+    let (own, out) = scratch.get::<I::Scratch>();
     for query in &queries[range] {
-        index.query_threshold_into(query.as_ref(), threshold, bufs);
-        hits.extend_from_slice(&bufs.out);
+        index.query_threshold_with(query.as_ref(), threshold, own, out);
+        hits.extend_from_slice(out);
         ends.push(hits.len());
     }
 }
@@ -261,12 +221,12 @@ pub(crate) struct Job {
     /// Tasks of the current batch not finished yet. Hot: every task of
     /// every worker decrements it, so it has a cache line of its own.
     pending: CachePadded<AtomicUsize>,
-    /// The batch is finished and handed back to the owner.
-    done: AtomicBool,
+    /// `RUNNING`, `PARKED` (running, and the owner sleeps or is about to)
+    /// or `DONE` (finished and handed back to the owner): see "Parking" in
+    /// the module's design note.
+    state: AtomicU8,
     /// A task of the current batch panicked.
     panicked: AtomicBool,
-    /// The owner is (about to be) parked on `cvar`.
-    waiting: AtomicBool,
     /// Parking for the owner; guards nothing but the sleep/wake hand-off.
     lock: Mutex<()>,
     cvar: Condvar,
@@ -275,7 +235,7 @@ pub(crate) struct Job {
     /// Keys in the batch.
     keys: AtomicUsize,
     /// The largest task input of the batch: `chunk_len` for a key batch,
-    /// the longest query for a threshold batch (what [`Snapshot::reserve`]
+    /// the longest query for a threshold batch (what [`Served::reserve`]
     /// sizes a thread's scratch for).
     max_keys: AtomicUsize,
     /// Whether the batch is a [`Kind::Threshold`] one.
@@ -284,7 +244,12 @@ pub(crate) struct Job {
     /// batch reads `borrowed` if set, else `hashes`.
     hashes: UnsafeCell<Vec<KeyHash>>,
     borrowed: UnsafeCell<Option<Borrowed>>,
-    index: UnsafeCell<Option<Snapshot>>,
+    index: UnsafeCell<Option<Erased>>,
+    /// The owner's scratch for the tasks it runs itself (only the owner
+    /// touches it, idle or helping), grown at arming whether or not it
+    /// helps: which thread claims which task then never decides whether a
+    /// warm batch allocates.
+    caller: UnsafeCell<Scratch>,
     /// One result buffer per task, each on cache lines of its own: two
     /// workers run neighbouring tasks at once, and a buffer's `Vec` headers
     /// change with every id pushed. Unpadded, that false sharing cost the
@@ -300,8 +265,9 @@ pub(crate) struct Job {
 // while submitted only read (hashes, borrowed keys, snapshot, threshold
 // data) or written by exactly one task each (chunk `c` and scored output
 // `c` by task `c`), with the hand-overs ordered by the queue's
-// Release/Acquire and by `pending` (AcqRel) and `done` (SeqCst).
-// Every other field is Sync. `SlicedIndex` and `SetIndex` are Send + Sync.
+// Release/Acquire and by `pending` (AcqRel) and `state` (Release/Acquire).
+// Every other field is Sync. The snapshot (`Erased`) is an `Arc` of a `Send + Sync`
+// index, and a `Scratch` is `Send`.
 unsafe impl Sync for Job {}
 
 // SAFETY: the one field that is not `Send` is the raw pointer of
@@ -315,9 +281,8 @@ impl Job {
         Job {
             claims: CachePadded::new(AtomicU64::new(0)),
             pending: CachePadded::new(AtomicUsize::new(0)),
-            done: AtomicBool::new(true),
+            state: AtomicU8::new(DONE),
             panicked: AtomicBool::new(false),
-            waiting: AtomicBool::new(false),
             lock: Mutex::new(()),
             cvar: Condvar::new(),
             chunk_len: AtomicUsize::new(1),
@@ -327,6 +292,7 @@ impl Job {
             hashes: UnsafeCell::new(Vec::new()),
             borrowed: UnsafeCell::new(None),
             index: UnsafeCell::new(None),
+            caller: UnsafeCell::new(Scratch::default()),
             chunks: (0..MAX_TASKS_PER_BATCH).map(|_| CachePadded::new(UnsafeCell::new(BatchResults::new()))).collect(),
             threshold: UnsafeCell::new(ThresholdData {
                 threshold: Threshold::count(0),
@@ -349,19 +315,24 @@ impl Job {
     ///
     /// The caller has the job idle and to itself (see the module's design
     /// note): it owns the `PoolResults` by `&mut`, or popped the job from
-    /// the pool's free list, and `done` is true.
-    unsafe fn arm(&self, index: Snapshot, kind: Kind, tasks: usize) {
-        // Relaxed: published by the Release store of `claims` below.
+    /// the pool's free list, and the job is `DONE`.
+    unsafe fn arm(&self, index: Erased, kind: Kind, tasks: usize) {
+        // Relaxed: published by the Release swap of `claims` below.
         self.threshold_kind.store(kind == Kind::Threshold, Ordering::Relaxed);
         self.panicked.store(false, Ordering::Relaxed);
         self.pending.store(tasks, Ordering::Relaxed);
-        self.done.store(false, Ordering::Relaxed);
+        self.state.store(RUNNING, Ordering::Relaxed);
         // SAFETY: idle and ours (the caller's contract).
-        unsafe { *self.index.get() = Some(index) };
+        self.index.with_mut(|slot| unsafe { *slot = Some(index) });
         // Release: publishes everything above to whoever claims a task
-        // (Acquire in `claim`); until this store, claims through stale
-        // queue entries fail (see "Stale entries").
-        self.claims.store((tasks as u64) << 32, Ordering::Release);
+        // (Acquire in `claim`); until this write, claims through stale
+        // queue entries fail (see "Stale entries"). A swap rather than a
+        // store, so that every write of the word is a read-modify-write:
+        // loom (0.7) lets a plain store slip between the read and the
+        // write of a concurrent claim, an execution the memory model
+        // forbids, and the models would report it. One locked
+        // instruction per batch.
+        let _ = self.claims.swap((tasks as u64) << 32, Ordering::Release);
     }
 
     /// Fills an idle job with the threshold queries `queries` (borrowed:
@@ -375,13 +346,12 @@ impl Job {
     /// The job is popped from the pool's free list (or never shared): see
     /// [`Job::arm`]. The caller does not return before the batch is done,
     /// nor unwind ([`WaitOnDrop`]): the tasks read `queries` in place.
-    pub(crate) unsafe fn prepare_threshold<Q: AsRef<[K]> + Sync, K: Key + Sync>(
-        self: &Arc<Job>,
-        index: Snapshot,
+    pub(crate) unsafe fn prepare_threshold<I: Served, Q: AsRef<[K]> + Sync, K: Key + Sync>(
+        &self,
+        index: Arc<I>,
         queries: &[Q],
         threshold: Threshold,
         max_tasks: usize,
-        caller: &mut ScoreBufs,
     ) -> Option<(usize, usize)> {
         debug_assert!(self.is_done(), "a free-list job is idle");
         if queries.is_empty() {
@@ -389,12 +359,18 @@ impl Job {
         }
         // SAFETY: idle and ours: popped from the free list, so its other
         // `Arc`s are stale queue entries, whose claims fail until `arm`'s
-        // Release store (see "Stale entries").
-        let (borrowed, data) = unsafe { (&mut *self.borrowed.get(), &mut *self.threshold.get()) };
+        // Release swap (see "Stale entries").
+        let (borrowed, data, caller) = unsafe {
+            (
+                &mut *self.borrowed.with_mut(|p| p),
+                &mut *self.threshold.with_mut(|p| p),
+                &mut *self.caller.with_mut(|p| p),
+            )
+        };
         *borrowed = Some(Borrowed {
             items: queries.as_ptr().cast(),
             len: queries.len(),
-            run: Run::Threshold(score_range::<Q, K>),
+            run: Run::Threshold(score_range::<I, Q, K>),
         });
         data.query_ends.clear();
         let (mut keys, mut longest) = (0, 0);
@@ -404,11 +380,12 @@ impl Job {
             longest = longest.max(len);
             data.query_ends.push(keys);
         }
-        // Relaxed: published by the Release store of `claims` in `arm`.
+        // Relaxed: published by the Release swap of `claims` in `arm`.
         self.max_keys.store(longest, Ordering::Relaxed);
         // The caller's scratch, whether or not it helps, so that helping
         // or not does not decide whether a warm batch allocates.
-        index.reserve(Kind::Threshold, longest, caller);
+        let index = Erased::new(index);
+        index.reserve(longest, true, caller);
         data.threshold = threshold;
         let tasks = max_tasks.clamp(1, MAX_TASKS_PER_BATCH).min(queries.len());
         split_by_keys(&data.query_ends, tasks, &mut data.bounds);
@@ -428,16 +405,16 @@ impl Job {
     pub(crate) fn take_threshold(&self, results: &mut ThresholdResults) -> Result<()> {
         debug_assert!(self.is_done());
         results.clear();
-        // Relaxed: ordered by the Acquire load of `done` in `wait`.
+        // Relaxed: ordered by the Acquire load of `state` in `wait`.
         if self.panicked.swap(false, Ordering::Relaxed) {
             return Err(PoolError::TaskPanicked.into());
         }
         // SAFETY: done, and the preparing thread holds the job: idle.
-        let data = unsafe { &*self.threshold.get() };
+        let data = unsafe { &*self.threshold.with(|p| p) };
         let tasks = data.bounds.len().saturating_sub(1);
         for cell in &data.scored[..tasks] {
             // SAFETY: idle, as above: no task writes its output now.
-            let part = unsafe { &*cell.get() };
+            let part = unsafe { &*cell.with(|p| p) };
             let base = results.hits.len();
             results.hits.extend_from_slice(&part.hits);
             results.ends.extend(part.ends.iter().map(|&e| base + e));
@@ -447,7 +424,7 @@ impl Job {
 
     /// Keys of task `task`.
     fn range(&self, task: usize) -> core::ops::Range<usize> {
-        // Relaxed: written by the owner before its Release store of
+        // Relaxed: written by the owner before its Release swap of
         // `claims`, read after the claim (Acquire) that gave us this task.
         let (len, keys) = (self.chunk_len.load(Ordering::Relaxed), self.keys.load(Ordering::Relaxed));
         (task * len).min(keys)..((task + 1) * len).min(keys)
@@ -456,8 +433,8 @@ impl Job {
     /// Claims the next unrun task of the current batch: `Some((task,
     /// tasks))`, or `None` when every task is claimed (or the job is idle).
     pub(crate) fn claim(&self) -> Option<(usize, usize)> {
-        // Acquire: pairs with the owner's Release store in `prepare` (the
-        // store heads the release sequence every later claim reads from),
+        // Acquire: pairs with the owner's Release swap in `arm` (the
+        // swap heads the release sequence every later claim reads from),
         // so a winning claimer sees the whole batch data. Relaxed would
         // suffice for exclusivity alone: the RMW hands each index out once.
         let word = self.claims.fetch_add(1, Ordering::Acquire);
@@ -468,7 +445,7 @@ impl Job {
     /// Runs claimed task `task` under `catch_unwind` and ends it: a panic
     /// marks the batch failed and goes no further, so neither a worker nor
     /// a helping caller is lost to it.
-    pub(crate) fn execute(&self, shared: &Shared, task: usize, bufs: Option<&mut ScoreBufs>) {
+    pub(crate) fn execute(&self, shared: &Shared, task: usize, scratch: &mut Scratch) {
         // `shared` carries only the test hook's counter.
         #[cfg(not(feature = "test-hooks"))]
         let _ = shared;
@@ -478,7 +455,7 @@ impl Job {
             if shared.fail_next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
                 panic!("bloomslice pool: injected task failure");
             }
-            self.run_task(task, bufs);
+            self.run_task(task, scratch);
         }));
         if outcome.is_err() {
             self.mark_panicked();
@@ -486,84 +463,94 @@ impl Job {
         self.finish_task();
     }
 
-    /// Claims and runs tasks until none is left unclaimed.
-    /// `bufs` is the running thread's scratch, for threshold tasks and a
-    /// collection's key tasks (without it they allocate their own).
-    pub(crate) fn run_claims(&self, shared: &Shared, mut bufs: Option<&mut ScoreBufs>) {
+    /// Claims and runs tasks until none is left unclaimed, with the running
+    /// thread's `scratch`.
+    pub(crate) fn run_claims(&self, shared: &Shared, scratch: &mut Scratch) {
         let mut reserved = false;
         while let Some((task, _)) = self.claim() {
-            if !reserved && let Some(bufs) = bufs.as_deref_mut() {
+            if !reserved {
                 reserved = true;
                 // SAFETY: submitted state and we hold an unfinished task, so
                 // the snapshot is live and only read (it is dropped by the
                 // last task to finish). Relaxed: written before the Release
                 // store of `claims`, read after our Acquire claim.
-                if let Some(index) = unsafe { &*self.index.get() } {
-                    let kind = if self.threshold_kind.load(Ordering::Relaxed) { Kind::Threshold } else { Kind::Keys };
-                    index.reserve(kind, self.max_keys.load(Ordering::Relaxed), bufs);
+                if let Some(index) = unsafe { &*self.index.with(|p| p) } {
+                    let threshold = self.threshold_kind.load(Ordering::Relaxed);
+                    index.reserve(self.max_keys.load(Ordering::Relaxed), threshold, scratch);
                 }
             }
-            self.execute(shared, task, bufs.as_deref_mut());
+            self.execute(shared, task, scratch);
         }
     }
 
+    /// The owner's share of its own batch: claims and runs tasks with the
+    /// job's caller scratch until none is left unclaimed.
+    pub(crate) fn help(&self, shared: &Shared) {
+        // SAFETY: only the owner touches `caller`, and we are the owner
+        // (we hold its `PoolResults` by `&mut`, or popped the job).
+        let caller = unsafe { &mut *self.caller.with_mut(|p| p) };
+        self.run_claims(shared, caller);
+    }
+
     /// Runs task `task` (called once per task, by whoever claimed it).
-    fn run_task(&self, task: usize, bufs: Option<&mut ScoreBufs>) {
-        // Relaxed: written before the Release store of `claims`, read after
+    fn run_task(&self, task: usize, scratch: &mut Scratch) {
+        // Relaxed: written before the Release swap of `claims`, read after
         // the claim (Acquire) that gave us this task.
         if self.threshold_kind.load(Ordering::Relaxed) {
-            self.run_threshold_task(task, bufs);
+            self.run_threshold_task(task, scratch);
             return;
         }
         let range = self.range(task);
         // SAFETY: submitted state: the keys (borrowed or hashed) and the
-        // snapshot are only read until `done`, and chunk `task` is written
+        // snapshot are only read until `DONE`, and chunk `task` is written
         // by this task alone (`claim` hands each task index out once per
         // batch).
-        let (borrowed, hashes, index, out) =
-            unsafe { (&*self.borrowed.get(), &*self.hashes.get(), &*self.index.get(), &mut *self.chunks[task].get()) };
+        let (borrowed, hashes, index, out) = unsafe {
+            (
+                &*self.borrowed.with(|p| p),
+                &*self.hashes.with(|p| p),
+                &*self.index.with(|p| p),
+                &mut *self.chunks[task].with_mut(|p| p),
+            )
+        };
         let Some(index) = index else { return };
         match borrowed {
-            // SAFETY: a borrowed batch's caller waits until `done` ("Borrowed
+            // SAFETY: a borrowed batch's caller waits until `DONE` ("Borrowed
             // keys"), so the slice is live.
-            Some(Borrowed { items, len, run: Run::Keys(run) }) => unsafe { run(*items, *len, range, index, out, bufs) },
+            Some(Borrowed { items, len, run: Run::Keys(run) }) => unsafe {
+                run(*items, *len, range, index.ptr(), out, scratch);
+            },
             Some(Borrowed { run: Run::Threshold(_), .. }) => unreachable!("a key batch borrows keys"),
-            None => index.query_batch(&hashes[range], out, bufs),
+            None => index.query_hashes(&hashes[range], out, scratch),
         }
     }
 
     /// Runs threshold task `task`: scores its queries one after the other.
     #[cold]
-    fn run_threshold_task(&self, task: usize, bufs: Option<&mut ScoreBufs>) {
+    fn run_threshold_task(&self, task: usize, scratch: &mut Scratch) {
         // SAFETY: submitted state: the borrowed queries, the snapshot and
-        // the threshold data are only read until `done`, and scored output
+        // the threshold data are only read until `DONE`, and scored output
         // `task` is written by this task alone (`claim` hands each task
         // index out once per batch).
-        let (borrowed, index, data) = unsafe { (&*self.borrowed.get(), &*self.index.get(), &*self.threshold.get()) };
+        let (borrowed, index, data) =
+            unsafe { (&*self.borrowed.with(|p| p), &*self.index.with(|p| p), &*self.threshold.with(|p| p)) };
         // SAFETY: as above, task `task` alone touches `scored[task]`.
-        let scored = unsafe { &mut *data.scored[task].get() };
+        let scored = unsafe { &mut *data.scored[task].with_mut(|p| p) };
         scored.hits.clear();
         scored.ends.clear();
         let (Some(index), Some(Borrowed { items, len, run: Run::Threshold(run) })) = (index, borrowed) else {
             return;
         };
-        // Workers and helping callers always lend scratch; a fresh one (which
-        // allocates) only if a caller without any claimed this task.
-        let mut own = None;
-        let bufs = match bufs {
-            Some(bufs) => bufs,
-            None => own.insert(ScoreBufs::default()),
-        };
         let range = data.bounds[task]..data.bounds[task + 1];
-        // SAFETY: the threshold batch's caller waits until `done` ("Borrowed
+        // SAFETY: the threshold batch's caller waits until `DONE` ("Borrowed
         // keys"), so the slice is live.
-        unsafe { run(*items, *len, range, index, data.threshold, scored, bufs) };
+        unsafe { run(*items, *len, range, index.ptr(), data.threshold, scored, scratch) };
     }
 
     /// Marks a task panicked; the batch will report [`PoolError::TaskPanicked`].
     fn mark_panicked(&self) {
         // Relaxed: published to the owner by the AcqRel decrement of
-        // `pending` that follows and the SeqCst store of `done`.
+        // `pending` that follows and the Release swap of `state`.
         self.panicked.store(true, Ordering::Relaxed);
     }
 
@@ -573,21 +560,21 @@ impl Job {
         // also Acquires every other task's chunk.
         if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
             // SAFETY: every task is finished (pending reached zero, with
-            // Acquire) and the owner waits for `done`, so nobody else
+            // Acquire) and the owner waits for `DONE`, so nobody else
             // touches the snapshot now. Dropping it early lets a writer
             // reuse that copy without waiting for this buffer.
-            unsafe { *self.index.get() = None };
+            self.index.with_mut(|slot| unsafe { *slot = None });
             self.complete();
         }
     }
 
     /// Hands the batch back to the owner and wakes it if it is parked.
     fn complete(&self) {
-        // SeqCst store then SeqCst load of `waiting`, against the owner's
-        // SeqCst store of `waiting` then load of `done` (`park`): at least
-        // one side sees the other, so a parked owner is always woken.
-        self.done.store(true, Ordering::SeqCst);
-        if self.waiting.load(Ordering::SeqCst) {
+        // Release: hands the batch's results (acquired by the last
+        // decrement of `pending`) to the owner's Acquire loads. A swap, so
+        // it reads the latest state: `PARKED` if the owner's
+        // compare-exchange in `park` came first (see "Parking").
+        if self.state.swap(DONE, Ordering::Release) == PARKED {
             // Taking the lock orders this notify after the owner's wait.
             drop(self.lock.lock().unwrap_or_else(PoisonError::into_inner));
             self.cvar.notify_all();
@@ -595,9 +582,9 @@ impl Job {
     }
 
     pub(crate) fn is_done(&self) -> bool {
-        // Acquire: pairs with the SeqCst store in `complete`, making the
+        // Acquire: pairs with the Release swap in `complete`, making the
         // batch's results visible to the owner.
-        self.done.load(Ordering::Acquire)
+        self.state.load(Ordering::Acquire) == DONE
     }
 
     /// Spins up to `spin`, then parks until the batch is done.
@@ -625,13 +612,16 @@ impl Job {
     #[cold]
     fn park(&self) {
         let mut guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        // SeqCst: see `complete`.
-        self.waiting.store(true, Ordering::SeqCst);
-        while !self.done.load(Ordering::SeqCst) {
+        // Relaxed on success: the task that finishes the batch reads
+        // `PARKED` in its swap and then takes the mutex we hold, which
+        // orders its notify after our wait. Acquire on failure: the batch
+        // is `DONE` and its results are ours (see "Parking").
+        if self.state.compare_exchange(RUNNING, PARKED, Ordering::Relaxed, Ordering::Acquire).is_err() {
+            return;
+        }
+        while !self.is_done() {
             guard = self.cvar.wait(guard).unwrap_or_else(PoisonError::into_inner);
         }
-        // Relaxed: a stale `true` only costs a worker a spurious notify.
-        self.waiting.store(false, Ordering::Relaxed);
     }
 }
 
@@ -642,10 +632,6 @@ impl Job {
 /// are stored per task, so reading them copies nothing.
 pub struct PoolResults {
     job: Arc<Job>,
-    /// The caller's scratch for the tasks it runs itself: a collection's
-    /// per-part buffers, made by its first collection batch (a sliced
-    /// index needs none).
-    scratch: Option<Box<ScoreBufs>>,
     /// Keys of the last batch (0 after a failed batch).
     len: usize,
     chunk_len: usize,
@@ -662,7 +648,7 @@ impl Default for PoolResults {
 impl PoolResults {
     /// An empty buffer (one allocation, reused by every batch).
     pub fn new() -> Self {
-        PoolResults { job: Arc::new(Job::new()), scratch: None, len: 0, chunk_len: 1 }
+        PoolResults { job: Arc::new(Job::new()), len: 0, chunk_len: 1 }
     }
 
     /// Number of keys in the last batch.
@@ -679,7 +665,7 @@ impl PoolResults {
         // SAFETY: a `PoolResults` is reachable by `&` only while idle (a
         // Ticket owns it while submitted, the blocking path holds `&mut`),
         // so no task writes this chunk now.
-        unsafe { &*self.job.chunks[task].get() }
+        unsafe { &*self.job.chunks[task].with(|p| p) }
     }
 
     /// The ids matching key `i` of the last batch (in index order).
@@ -705,20 +691,20 @@ impl PoolResults {
     /// whose caller returns before it is done) and arms the job. Returns
     /// the job and its task count, or `None` when there is nothing to queue
     /// (a zero-key batch is done at once).
-    pub(crate) fn prepare_copied<K: Key>(
+    pub(crate) fn prepare_copied<I: Served, K: Key>(
         &mut self,
-        index: Snapshot,
+        index: Arc<I>,
         keys: &[K],
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
         let job = &*self.job;
         debug_assert!(job.is_done(), "a PoolResults is only reachable while idle");
         // SAFETY: idle (we hold `&mut self`; see the module's design note).
-        let (hashes, borrowed) = unsafe { (&mut *job.hashes.get(), &mut *job.borrowed.get()) };
+        let (hashes, borrowed) = unsafe { (&mut *job.hashes.with_mut(|p| p), &mut *job.borrowed.with_mut(|p| p)) };
         *borrowed = None;
         hashes.clear();
-        hashes.extend(keys.iter().map(|k| index.hash(k)));
-        self.arm_keys(index, keys.len(), tasks_for)
+        hashes.extend(keys.iter().map(|k| index.key_hash(k)));
+        self.arm_keys(Erased::new(index), keys.len(), tasks_for)
     }
 
     /// Fills the batch data with a pointer to `keys`, which the tasks hash
@@ -729,23 +715,24 @@ impl PoolResults {
     ///
     /// The caller does not return before the batch is done, nor unwind
     /// ([`WaitOnDrop`]): see "Borrowed keys" in the module's design note.
-    pub(crate) unsafe fn prepare_borrowed<K: Key + Sync>(
+    pub(crate) unsafe fn prepare_borrowed<I: Served, K: Key + Sync>(
         &mut self,
-        index: Snapshot,
+        index: Arc<I>,
         keys: &[K],
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
         debug_assert!(self.job.is_done(), "a PoolResults is only reachable while idle");
         // SAFETY: idle (we hold `&mut self`; see the module's design note).
-        let borrowed = unsafe { &mut *self.job.borrowed.get() };
-        *borrowed = Some(Borrowed { items: keys.as_ptr().cast(), len: keys.len(), run: Run::Keys(query_range::<K>) });
-        self.arm_keys(index, keys.len(), tasks_for)
+        let borrowed = unsafe { &mut *self.job.borrowed.with_mut(|p| p) };
+        *borrowed =
+            Some(Borrowed { items: keys.as_ptr().cast(), len: keys.len(), run: Run::Keys(query_range::<I, K>) });
+        self.arm_keys(Erased::new(index), keys.len(), tasks_for)
     }
 
     /// Splits a filled key batch of `keys` keys into tasks and arms the job.
     fn arm_keys(
         &mut self,
-        index: Snapshot,
+        index: Erased,
         keys: usize,
         tasks_for: impl FnOnce(usize) -> usize,
     ) -> Option<(Arc<Job>, usize)> {
@@ -753,17 +740,16 @@ impl PoolResults {
         let tasks = tasks_for(keys).clamp(1, MAX_TASKS_PER_BATCH);
         let chunk_len = keys.div_ceil(tasks).max(1);
         let tasks = keys.div_ceil(chunk_len);
-        if matches!(index, Snapshot::SetIndex(_)) {
-            // The caller's scratch, whether or not it helps (see
-            // `Snapshot::reserve`).
-            index.reserve(Kind::Keys, chunk_len, self.scratch.get_or_insert_with(Box::default));
-        }
+        // SAFETY: idle and ours (we hold `&mut self`).
+        let caller = unsafe { &mut *job.caller.with_mut(|p| p) };
+        // The caller's scratch, whether or not it helps (see `Job::caller`).
+        index.reserve(chunk_len, false, caller);
         self.len = keys;
         self.chunk_len = chunk_len;
         if keys == 0 {
             return None;
         }
-        // Relaxed: published by the Release store of `claims` in `arm`.
+        // Relaxed: published by the Release swap of `claims` in `arm`.
         job.chunk_len.store(chunk_len, Ordering::Relaxed);
         job.keys.store(keys, Ordering::Relaxed);
         job.max_keys.store(chunk_len, Ordering::Relaxed);
@@ -776,14 +762,14 @@ impl PoolResults {
     /// the tasks the workers hold, and reports the outcome.
     pub(crate) fn finish(&mut self, shared: &Shared, spin: Duration, help: bool) -> Result<()> {
         if help && !self.job.is_done() {
-            self.job.run_claims(shared, self.scratch.as_deref_mut());
+            self.job.help(shared);
         }
         self.job.wait(spin);
         self.outcome()
     }
 
     fn outcome(&mut self) -> Result<()> {
-        // Relaxed: ordered by the Acquire load of `done` before this call.
+        // Relaxed: ordered by the Acquire load of `state` before this call.
         if self.job.panicked.swap(false, Ordering::Relaxed) {
             self.len = 0;
             return Err(PoolError::TaskPanicked.into());

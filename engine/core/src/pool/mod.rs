@@ -118,24 +118,32 @@
 //!   read), splits the queries into ranges of about equal key counts,
 //!   and hands the job over like a key batch (same inline and help rules).
 //!   A task scores its range query by query with scratch its worker keeps
-//!   for its lifetime (a helping caller lends its own, kept in the
-//!   [`ThresholdResults`](crate::score::ThresholdResults)). Before its
+//!   for its lifetime (a helping caller uses the one its job keeps). Before its
 //!   first task of a batch, a thread grows that scratch to what the
 //!   batch's largest task needs on the snapshot (the longest query, or a
 //!   key task's length for a collection; bounds from the index, not from
 //!   the answers), and the caller does so at arming whether or not it will
 //!   help: which thread claims which task then never decides whether a warm
 //!   batch allocates.
+//! - **Index types.** The pool knows no index type: it serves any
+//!   [`Served`] one (a [`SlicedIndex`](crate::sliced::SlicedIndex) or a
+//!   [`SetIndex`](crate::collection::SetIndex), each implementing the
+//!   contract in its own module). A job stores its snapshot type-erased
+//!   beside functions monomorphised for the index type, so a task makes one
+//!   indirect call and everything below it is the index's own code
+//!   (`served.rs`).
 //! - **Faults.** Each task runs under `catch_unwind`; a panic marks its
 //!   batch failed ([`PoolError::TaskPanicked`]) and the worker goes on.
 //! - **Shutdown.** Dropping the pool *finishes* every queued batch, then
 //!   joins every worker; outstanding [`Ticket`]s complete normally.
 
 mod job;
+#[cfg(all(test, loom))]
+pub(crate) mod loom_tests;
 mod score;
+mod served;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -145,13 +153,15 @@ use crossbeam_utils::CachePadded;
 
 pub use crate::error::PoolError;
 pub use job::{Failed, PoolResults, Ticket};
-pub(crate) use job::{ScoreBufs, Snapshot};
+pub use served::Served;
+pub(crate) use served::sealed::Sealed as ServedSealed;
 
-use crate::concurrent::sealed::Sealed;
 use crate::concurrent::{ConcurrentIndex, Replica};
 use crate::error::Result;
 use crate::hash::Key;
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, fence};
 use job::{Job, WaitOnDrop};
+use served::Scratch;
 
 /// Most tasks one batch is split into. Bounds the per-buffer task results
 /// (allocated once per [`PoolResults`]) and keeps a worker's local deque
@@ -467,13 +477,12 @@ impl QueryPool {
     /// empty and reusable.
     pub fn query_batch<K: Key + Sync>(
         &self,
-        index: &ConcurrentIndex<impl Replica>,
+        index: &ConcurrentIndex<impl Replica + Served>,
         keys: &[K],
         results: &mut PoolResults,
     ) -> Result<()> {
         let snapshot = index.snapshot();
         let work = keys.len().saturating_mul(snapshot.filters().max(1));
-        let snapshot = Sealed::pool_snapshot(snapshot);
         // SAFETY: this call returns only once the batch is done (`finish`
         // waits for it), and if anything unwinds first the guard waits: the
         // tasks' reads of `keys` end before `keys` can go.
@@ -499,13 +508,12 @@ impl QueryPool {
     /// full ([`PoolConfig::queue_capacity`] batches).
     pub fn submit<K: Key>(
         &self,
-        index: &ConcurrentIndex<impl Replica>,
+        index: &ConcurrentIndex<impl Replica + Served>,
         keys: &[K],
         mut results: PoolResults,
     ) -> Ticket {
         let snapshot = index.snapshot();
         let work = keys.len().saturating_mul(snapshot.filters().max(1));
-        let snapshot = Sealed::pool_snapshot(snapshot);
         let help = match results.prepare_copied(snapshot, keys, |n| self.tasks_for(n)) {
             Some((job, _tasks)) => {
                 self.push_entry(job);
@@ -528,7 +536,7 @@ impl QueryPool {
         let mut task = Task { job, fresh: true };
         let mut round = 0u32;
         // The entry carries no data: the batch is published by `prepare`'s
-        // Release store of the claim counter, acquired by each claim.
+        // Release swap of the claim counter, acquired by each claim.
         while let Err(back) = self.shared.injector.push(task) {
             task = back;
             self.shared.wake(true);
@@ -601,12 +609,12 @@ fn worker_main(me: usize, shared: &Shared, local: &Worker<Task>) {
     let mut idle_since: Option<Instant> = None;
     let mut idle_rounds = 0u32;
     // This worker's scratch for threshold tasks, kept for its lifetime.
-    let mut bufs = ScoreBufs::default();
+    let mut scratch = Scratch::default();
     loop {
         if let Some(task) = find_task(me, shared, local) {
             idle_since = None;
             idle_rounds = 0;
-            run(shared, local, task, &mut bufs);
+            run(shared, local, task, &mut scratch);
             continue;
         }
         // Acquire: pairs with the Release store in Drop. Checked only when
@@ -627,7 +635,7 @@ fn worker_main(me: usize, shared: &Shared, local: &Worker<Task>) {
                     core::hint::spin_loop();
                 }
             } else {
-                std::thread::yield_now();
+                crate::sync::yield_now();
             }
         } else {
             shared.sleep();
@@ -640,7 +648,7 @@ fn worker_main(me: usize, shared: &Shared, local: &Worker<Task>) {
 /// Claims a task of the entry's job (a stale entry claims nothing and is
 /// dropped); the popper of a fresh entry recruits helpers for what is left;
 /// then runs claims until the job has none left.
-fn run(shared: &Shared, local: &Worker<Task>, task: Task, bufs: &mut ScoreBufs) {
+fn run(shared: &Shared, local: &Worker<Task>, task: Task, scratch: &mut Scratch) {
     let Task { job, fresh } = task;
     let Some((first, tasks)) = job.claim() else { return };
     if fresh {
@@ -657,8 +665,8 @@ fn run(shared: &Shared, local: &Worker<Task>, task: Task, bufs: &mut ScoreBufs) 
             shared.wake(true);
         }
     }
-    job.execute(shared, first, Some(&mut *bufs));
-    job.run_claims(shared, Some(bufs));
+    job.execute(shared, first, scratch);
+    job.run_claims(shared, scratch);
 }
 
 #[cfg(test)]

@@ -2,15 +2,15 @@
 //! many multi-key queries (many reads at once) scored on one state of the
 //! index, split by query into tasks that run on the pool's workers.
 
-use std::sync::Arc;
+use crate::sync::Arc;
 
+use super::served::Served;
 use super::{MAX_TASKS_PER_BATCH, QueryPool};
-use crate::concurrent::sealed::Sealed;
 use crate::concurrent::{ConcurrentIndex, Replica};
 use crate::hash::Key;
 use crate::score::{Threshold, ThresholdResults};
 
-use super::job::{Job, ScoreBufs, WaitOnDrop};
+use super::job::{Job, WaitOnDrop};
 
 impl QueryPool {
     /// Runs the threshold query [`SlicedIndex::query_threshold_into`] for
@@ -49,7 +49,7 @@ impl QueryPool {
     /// [`SlicedIndex::query_threshold_into`]: crate::sliced::SlicedIndex::query_threshold_into
     pub fn query_threshold_batch<Q, K>(
         &self,
-        index: &ConcurrentIndex<impl Replica>,
+        index: &ConcurrentIndex<impl Replica + Served>,
         queries: &[Q],
         threshold: Threshold,
         results: &mut ThresholdResults,
@@ -61,18 +61,13 @@ impl QueryPool {
         results.clear();
         let snapshot = index.snapshot();
         let filters = snapshot.filters().max(1);
-        let snapshot = Sealed::pool_snapshot(snapshot);
         let job = self.shared.threshold_jobs.pop().unwrap_or_else(Job::new_shared);
         let max_tasks = (self.workers * self.tasks_per_worker).min(MAX_TASKS_PER_BATCH);
-        // The caller's scratch lives in `results` (its first part).
-        if results.parts.is_empty() {
-            results.parts.push(ScoreBufs::default());
-        }
         // SAFETY: popped from the free list (or new), so idle and ours; this
         // call returns only once the batch is done (`wait` below), and if
         // anything unwinds first the guard waits: the tasks' reads of
         // `queries` end before `queries` can go.
-        let prepared = unsafe { job.prepare_threshold(snapshot, queries, threshold, max_tasks, &mut results.parts[0]) };
+        let prepared = unsafe { job.prepare_threshold(snapshot, queries, threshold, max_tasks) };
         let Some((tasks, keys)) = prepared else {
             // Empty batch: nothing armed, the job is still idle.
             let _ = self.shared.threshold_jobs.push(job);
@@ -85,7 +80,7 @@ impl QueryPool {
         }
         let help = inline || keys.saturating_mul(filters) <= self.caller_help_work;
         if help && !job.is_done() {
-            job.run_claims(&self.shared, Some(&mut results.parts[0]));
+            job.help(&self.shared);
         }
         job.wait(self.wait_spin);
         drop(guard);

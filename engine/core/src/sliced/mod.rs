@@ -68,6 +68,7 @@ pub(crate) use persist::{ColumnEntry, ShardParts};
 pub mod hooks;
 pub mod narrow;
 mod score;
+mod served;
 mod sets;
 
 pub use narrow::{is_shard_width, rows_bytes_for, shard_columns_for, shard_words};

@@ -90,6 +90,7 @@
 mod absorb;
 pub mod concurrent;
 pub mod layout;
+mod query;
 pub(crate) mod stored;
 
 use hashbrown::HashMap;
@@ -99,11 +100,10 @@ use crate::filter::BloomFilter;
 use crate::hash::{Key, KeyHash};
 use crate::kmer::KmerLength;
 use crate::params::{BloomParams, HashScheme};
-use crate::score::{Scores, Threshold};
-use crate::sliced::{BatchResults, SlicedIndex};
-pub(crate) use concurrent::CollectionScratch;
+use crate::sliced::SlicedIndex;
 pub use concurrent::SetOp;
 pub use layout::{Layout, LayoutConfig, PartPlan};
+pub use query::CollectionScratch;
 
 /// One part: a sliced index and the number of keys a set placed in it by
 /// size may hold at the collection's rate.
@@ -597,161 +597,6 @@ impl SetIndex {
             self.grown += 1;
         }
         Ok(slot)
-    }
-
-    /// Whether the parts' rows are few enough (at most
-    /// [`RESIDENT_ROWS_BYTES`]) to stay cached between queries, so that a
-    /// query reads them without prefetching (see the module documentation).
-    pub(crate) fn rows_resident(&self) -> bool {
-        PartPrefetch::resident(self.parts.iter().map(|part| part.index.rows_bytes()).sum())
-    }
-
-    /// Part `index`'s ids for `hash` appended to `out`, prefetching unless
-    /// `resident` ([`SetIndex::rows_resident`]).
-    #[inline]
-    fn part_append(index: &SlicedIndex, hash: KeyHash, out: &mut Vec<u64>, resident: bool) {
-        if resident {
-            index.query_hash_append_resident(hash, out);
-        } else {
-            index.query_hash_append_prefetching(hash, out);
-        }
-    }
-
-    /// Parts that hold at least one filter, in part order.
-    fn live_parts(&self) -> impl Iterator<Item = (usize, &SlicedIndex)> + '_ {
-        self.parts.iter().enumerate().filter(|(_, part)| !part.index.is_empty()).map(|(i, part)| (i, &part.index))
-    }
-
-    /// The one part holding filters, if exactly one does.
-    fn single_part(&self) -> Option<&SlicedIndex> {
-        let mut live = self.live_parts();
-        let first = live.next()?;
-        live.next().is_none().then_some(first.1)
-    }
-
-    /// Ids of the sets that may contain `key`, each once (see the module
-    /// documentation for the order).
-    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
-        let mut out = Vec::new();
-        self.query_into(key, &mut out);
-        out
-    }
-
-    /// [`SetIndex::query`] into a caller buffer that is cleared first.
-    /// Allocates nothing once `out` has grown, as the first queries make it:
-    /// to the largest answer plus the few slots (at most 24) the kernels
-    /// write past an answer's end.
-    pub fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
-        self.query_hash_into(self.hash(key), out);
-    }
-
-    /// [`SetIndex::query_into`] by the key's hash.
-    pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
-        out.clear();
-        let resident = self.rows_resident();
-        for (_, index) in self.live_parts() {
-            Self::part_append(index, hash, out, resident);
-        }
-        if self.grown > 0 {
-            out.sort_unstable();
-            out.dedup();
-        }
-    }
-
-    /// Queries a batch of keys, each hashed once: answer `i` of `results`
-    /// is the sets that may contain key `i`, each once. A collection of one
-    /// part answers through that part's batch; with more parts the keys are
-    /// taken one by one, every part appending a key's ids to one buffer: a
-    /// batch per part merged afterwards executed more instructions and ran
-    /// slower on a skewed collection of 8 parts (example
-    /// `collection_batch`).
-    pub fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
-        let hashes: Vec<KeyHash> = keys.iter().map(|key| self.hash(key)).collect();
-        self.query_batch_hashes(&hashes, results);
-    }
-
-    /// [`SetIndex::query_batch`] for keys already hashed.
-    pub fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
-        if let Some(index) = self.single_part() {
-            index.query_batch_hashes(hashes, results);
-            return;
-        }
-        let mut ids = Vec::new();
-        self.append_batch_per_key(hashes, results, &mut ids);
-    }
-
-    /// A batch over several parts, key by key: each part appends the key's
-    /// ids to `ids`, as [`SetIndex::query_hash_into`] does for one key
-    /// (see [`SetIndex::query_batch`] for why).
-    pub(crate) fn append_batch_per_key(&self, hashes: &[KeyHash], results: &mut BatchResults, ids: &mut Vec<u64>) {
-        results.clear();
-        let resident = self.rows_resident();
-        for &hash in hashes {
-            ids.clear();
-            for (_, index) in self.live_parts() {
-                Self::part_append(index, hash, ids, resident);
-            }
-            if self.grown > 0 {
-                ids.sort_unstable();
-                ids.dedup();
-            }
-            results.push_answer(ids);
-        }
-    }
-
-    /// Scores the query `keys` against every set: afterwards `scores`
-    /// holds, for every set, how many of the keys the union of its filters
-    /// may contain (a key repeated in `keys` counts once per occurrence),
-    /// ascending id, non-zero counts only, as [`SlicedIndex::score_into`].
-    pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
-        if let Some(index) = self.single_part() {
-            index.score_into(keys, scores);
-            return;
-        }
-        let hashes: Vec<KeyHash> = keys.iter().map(|key| self.hash(key)).collect();
-        let mut entries = Vec::new();
-        let mut part_scores = Scores::new();
-        for (_, index) in self.live_parts() {
-            index.score_into(&hashes, &mut part_scores);
-            entries.extend(part_scores.iter().filter(|&(id, _)| !self.is_grown(id)));
-        }
-        let mut scratch = CollectionScratch::default();
-        self.grown_counts_with(&hashes, &mut scratch);
-        entries.extend(scratch.grown.iter().copied().filter(|&(_, count)| count > 0));
-        entries.sort_unstable();
-        scores.keys = keys.len();
-        scores.entries = entries;
-    }
-
-    /// The sets whose count for the query `keys` reaches `threshold`, as
-    /// `(id, count)` by ascending id (a `min_count` of 0 returns every
-    /// set), counts as in [`SetIndex::score_into`]. Sets with one filter
-    /// are scored, pruned, by their part
-    /// ([`SlicedIndex::query_threshold_into`]); sets with several filters
-    /// are counted key by key.
-    pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
-        let mut out = Vec::new();
-        self.query_threshold_into(keys, threshold, &mut Scores::new(), &mut out);
-        out
-    }
-
-    /// [`SetIndex::query_threshold`] into `out` (cleared first), with
-    /// `scratch` as working memory (its scores afterwards are unspecified).
-    /// With one part, allocates nothing once both are warm; with several,
-    /// the merge across parts takes buffers of its own (the pool keeps
-    /// them warm: [`crate::QueryPool`]).
-    pub fn query_threshold_into<K: Key>(
-        &self,
-        keys: &[K],
-        threshold: Threshold,
-        scratch: &mut Scores,
-        out: &mut Vec<(u64, u32)>,
-    ) {
-        self.query_threshold_with(keys, threshold, scratch, &mut CollectionScratch::default(), out);
-    }
-
-    fn is_grown(&self, id: u64) -> bool {
-        self.grown > 0 && self.sets.get(&id).is_some_and(|slots| slots.len() > 1)
     }
 
     /// Checks every part ([`SlicedIndex::validate`]) and that the sets'

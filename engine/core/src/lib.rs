@@ -74,7 +74,7 @@
 //! [`WriteOp`], [`QueryPool`] and its configuration and results,
 //! [`NaiveIndex`], the [`FilterIndex`] trait, [`Error`] and [`Result`],
 //! keys ([`Key`], [`KeyHash`], [`Prehashed`]) and index files
-//! ([`LoadedIndex`], [`SetNames`], [`Manifest`], [`Verify`]), and
+//! ([`Loaded`], [`SetNames`], [`Manifest`], [`Verify`]), and
 //! [`SetIndex`] (sets of any sizes in parts of their own `m`, in memory;
 //! [`LayoutConfig`] tunes its layout; [`ConcurrentIndex`] and
 //! [`SetOp`] share it between readers, writers and the pool). Everything else is reached through
@@ -128,7 +128,7 @@ pub use index::FilterIndex;
 pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme};
 pub use persist::manifest::Manifest;
-pub use persist::{LoadedIndex, LoadedSetIndex, SetNames, Verify};
+pub use persist::{Loaded, SetNames, Verify};
 pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
 pub use score::{Scores, Threshold, ThresholdResults};
 pub use sliced::{BatchResults, SlicedConfig, SlicedIndex};

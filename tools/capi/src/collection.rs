@@ -8,7 +8,7 @@ use std::ffi::c_char;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 
-use bloomslice::persist::{self, LoadedSetIndex, Verify};
+use bloomslice::persist::{self, Loaded, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::{BatchResults, Error, HashScheme, KeyHash, LayoutConfig, SetIndex, SetNames};
 
@@ -210,13 +210,13 @@ unsafe fn open_file(
     path: *const c_char,
     out: *mut *mut BloomsliceCollection,
     mapped: bool,
-    open: impl FnOnce(PathBuf) -> Result<LoadedSetIndex, Error>,
+    open: impl FnOnce(PathBuf) -> Result<Loaded, Error>,
 ) -> BloomsliceStatus {
     entry(|| {
         // SAFETY: forwarded caller contract.
         let path = unsafe { path_arg(path) }?;
         check_ptr(out.cast_const(), "out")?;
-        let LoadedSetIndex { collection, names, .. } = open(path)?;
+        let Loaded { index: collection, names, .. } = open(path)?;
         // The parts' seed (a collection of no parts holds no set; its keys'
         // seed matters only once a set is added, and 0 is the default).
         let seed = collection.parts().next().map_or(0, |part| part.params().seed());
@@ -245,7 +245,7 @@ pub unsafe extern "C" fn bloomslice_collection_load(
     out: *mut *mut BloomsliceCollection,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
-    unsafe { open_file(path, out, false, persist::load_collection) }
+    unsafe { open_file(path, out, false, persist::load) }
 }
 
 /// Maps a collection file, or an index file of one filter length (as a
@@ -281,7 +281,7 @@ pub unsafe extern "C" fn bloomslice_collection_open_mapped(
         // truncation or in-place write while mapped) is this function's
         // documented contract, which the caller accepts; bloomslice's own
         // writers replace files by rename.
-        unsafe { persist::open_collection_mmap(path, verify) }
+        unsafe { persist::open_mmap(path, verify) }
     };
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe { open_file(path, out, true, open) }
@@ -304,7 +304,7 @@ pub unsafe extern "C" fn bloomslice_collection_save(
     path: *const c_char,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
-    unsafe { reading(collection, |h| Ok(persist::save_collection(&path_arg(path)?, &h.collection, &h.names)?)) }
+    unsafe { reading(collection, |h| Ok(persist::save(&path_arg(path)?, &h.collection, &h.names)?)) }
 }
 
 /// Releases a collection handle. A null handle is ignored.

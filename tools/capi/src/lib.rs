@@ -65,7 +65,7 @@ use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use bloomslice::persist::{self, LoadedIndex, Verify};
+use bloomslice::persist::{self, Loaded, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::sharded::ShardedResults;
 use bloomslice::{BatchResults, BloomFilter, BloomParams, Error, KeyHash, SetNames, SlicedIndex};
@@ -512,13 +512,13 @@ unsafe fn open_file(
     path: *const c_char,
     out: *mut *mut BloomsliceIndex,
     mapped: bool,
-    open: impl FnOnce(PathBuf) -> Result<LoadedIndex, Error>,
+    open: impl FnOnce(PathBuf) -> Result<Loaded<SlicedIndex>, Error>,
 ) -> BloomsliceStatus {
     entry(|| {
         // SAFETY: forwarded caller contract.
         let path = unsafe { path_arg(path) }?;
         check_ptr(out.cast_const(), "out")?;
-        let LoadedIndex { index, names, .. } = open(path)?;
+        let Loaded { index, names, .. } = open(path)?;
         // SAFETY: `out` checked above.
         unsafe { hand_out(out, index, names, mapped) };
         Ok(())
@@ -602,7 +602,7 @@ pub unsafe extern "C" fn bloomslice_index_load(
     out: *mut *mut BloomsliceIndex,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
-    unsafe { open_file(path, out, false, persist::load) }
+    unsafe { open_file(path, out, false, Loaded::<SlicedIndex>::load) }
 }
 
 /// Maps an index file and queries it in place (zero copy; opening costs only
@@ -636,7 +636,7 @@ pub unsafe extern "C" fn bloomslice_index_open_mapped(
         // in-place write while mapped) is this function's documented
         // contract, which the caller accepts; bloomslice's own writers
         // replace files by rename.
-        unsafe { persist::open_mmap(path, verify) }
+        unsafe { Loaded::<SlicedIndex>::open_mmap(path, verify) }
     };
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe { open_file(path, out, true, open) }

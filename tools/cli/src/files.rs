@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bloomslice::persist::manifest::MANIFEST_FILE;
-use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedSetIndex, MAGIC, SetNames, Verify};
+use bloomslice::persist::{self, IndexFile, IndexFileLock, Loaded, MAGIC, SetNames, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::sharded::{ShardedIndex, ShardedResults};
 use bloomslice::{BatchResults, SetIndex};
@@ -17,13 +17,13 @@ use crate::CliError;
 
 /// Maps a collection file (or an older index file, as a collection of one
 /// part) for reading.
-pub fn map_collection(path: &Path, verify: Verify) -> Result<LoadedSetIndex, CliError> {
+pub fn map_collection(path: &Path, verify: Verify) -> Result<Loaded, CliError> {
     // SAFETY: `bloomslice` never writes into an existing index file: every
     // writer holds the index's lock and replaces the file by rename
-    // (`persist::save_collection`), which leaves this map on the old,
+    // (`persist::save`), which leaves this map on the old,
     // unchanged file. Programs that write index files in place are outside
     // the contract the README states ("Concurrency and files").
-    unsafe { persist::open_collection_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
+    unsafe { persist::open_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
 }
 
 /// Maps the shard files of the manifest at `path` (a manifest file or its
@@ -50,7 +50,7 @@ pub fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError
 /// manifest (answered as one index).
 pub enum Target {
     /// A collection file (or an older index file, as one part).
-    One(LoadedSetIndex),
+    One(Loaded),
     /// The shard files of a manifest.
     Many(ShardedIndex),
 }
@@ -85,7 +85,7 @@ impl Target {
     /// The collection, if this is one file.
     pub fn single(&self) -> Option<&SetIndex> {
         match self {
-            Target::One(l) => Some(&l.collection),
+            Target::One(l) => Some(&l.index),
             Target::Many(_) => None,
         }
     }
@@ -102,7 +102,7 @@ impl Target {
     pub fn query_batch(&self, keys: &[&[u8]], out: &mut Answers) {
         out.many = matches!(self, Target::Many(_));
         match self {
-            Target::One(l) => l.collection.query_batch(keys, &mut out.one),
+            Target::One(l) => l.index.query_batch(keys, &mut out.one),
             Target::Many(s) => s.query_batch(keys, &mut out.sharded),
         }
     }
@@ -117,7 +117,7 @@ impl Target {
         out: &mut Vec<(u64, u32)>,
     ) {
         match self {
-            Target::One(l) => *out = l.collection.query_threshold(keys, threshold),
+            Target::One(l) => *out = l.index.query_threshold(keys, threshold),
             Target::Many(s) => s.query_threshold_into(keys, threshold, scratch, out),
         }
     }

@@ -55,8 +55,8 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
     if shards == 0 {
         return Err(CliError::Usage("--shards must be at least 1".into()));
     }
-    let loaded = persist::load_collection(index_path).map_err(|e| CliError::index_file(index_path, &e))?;
-    let (collection, names) = (&loaded.collection, &loaded.names);
+    let loaded = persist::load(index_path).map_err(|e| CliError::index_file(index_path, &e))?;
+    let (collection, names) = (&loaded.index, &loaded.names);
     if collection.len() < shards {
         return Err(CliError::Runtime(format!(
             "{} holds {} sets: it cannot be split into {shards} shards (a set never straddles files)",
@@ -90,7 +90,7 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
         }
         let file = shard_file_name(i);
         let path = out_dir.join(&file);
-        persist::save_collection(&path, &part, &part_names)
+        persist::save(&path, &part, &part_names)
             .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))?;
         files.push(ShardFile::describe_collection(out_dir, &file, &part, &part_names).map_err(CliError::engine)?);
     }
@@ -115,10 +115,8 @@ pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Res
     let mut merged: Option<SetIndex> = None;
     for (i, shard) in sharded.shards().iter().enumerate() {
         match &mut merged {
-            None => merged = Some(shard.collection.clone()),
-            Some(c) => {
-                c.absorb(&shard.collection).map_err(|e| CliError::Runtime(format!("{}: {e}", m.files[i].file)))?
-            }
+            None => merged = Some(shard.index.clone()),
+            Some(c) => c.absorb(&shard.index).map_err(|e| CliError::Runtime(format!("{}: {e}", m.files[i].file)))?,
         }
     }
     let collection =
@@ -127,7 +125,7 @@ pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Res
     if !force && output.exists() {
         return Err(CliError::Runtime(format!("{} already exists (pass --force to replace it)", output.display())));
     }
-    persist::save_collection(lock.path(), &collection, sharded.names())
+    lock.save(&collection, sharded.names())
         .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))?;
     println!("{}\t{} sets from {} files", output.display(), sharded.len(), sharded.shard_count());
     Ok(())

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomslice::persist::manifest::{self, Manifest};
-use bloomslice::persist::{self, FileInfo, LoadedIndex, LoadedSetIndex, Verify};
+use bloomslice::persist::{self, FileInfo, Loaded, Verify};
 use bloomslice::sharded::{self, AnswerPart, PartIds, ShardedIndex, ShardedResults};
 use bloomslice::storage;
 use bloomslice::{
@@ -590,20 +590,20 @@ fn open_inner(path: PathBuf, mmap: bool, verify: bool) -> Result<Inner, Error> {
             // in-place write while mapped) is the documented contract of
             // `Index.open`, as for `numpy.memmap`; bloomslice's own writers
             // (`save`, the CLI) replace files by rename under a lock.
-            unsafe { persist::open_mmap(&path, verify) }
+            unsafe { Loaded::<SlicedIndex>::open_mmap(&path, verify) }
         } else {
-            persist::load(&path)
+            Loaded::<SlicedIndex>::load(&path)
         };
-        let LoadedIndex { index, names, info } = loaded?;
+        let Loaded { index, names, info } = loaded?;
         return Ok(Inner { engine: Engine::Fixed(index), names, file: Some((path, info)), mapped: mmap });
     }
     let loaded = if mmap {
-        // SAFETY: as above, for `open_collection_mmap`.
-        unsafe { persist::open_collection_mmap(&path, verify) }
+        // SAFETY: as above.
+        unsafe { persist::open_mmap(&path, verify) }
     } else {
-        persist::load_collection(&path)
+        persist::load(&path)
     };
-    let LoadedSetIndex { collection, names, info } = loaded?;
+    let Loaded { index: collection, names, info } = loaded?;
     let seed = seed_of(&collection);
     Ok(Inner { engine: Engine::Sized(collection, seed), names, file: Some((path, info)), mapped: mmap })
 }
@@ -1062,9 +1062,7 @@ impl Index {
             let inner = self.read();
             match &inner.engine {
                 Engine::Fixed(index) => persist::save(&path, index, &inner.names).map_err(py_err),
-                Engine::Sized(collection, _) => {
-                    persist::save_collection(&path, collection, &inner.names).map_err(py_err)
-                }
+                Engine::Sized(collection, _) => persist::save(&path, collection, &inner.names).map_err(py_err),
             }
         })
     }
@@ -1145,7 +1143,7 @@ impl Index {
                             part.remove_set(id)?;
                         }
                         let file = format!("shard-{shard}.bsc");
-                        persist::save_collection(dir.join(&file), &part, &names)?;
+                        persist::save(dir.join(&file), &part, &names)?;
                         files.push(ShardFile::describe_collection(&dir, &file, &part, &names)?);
                         params = collection.parts().next().map(|first| *first.params());
                     }
@@ -1613,8 +1611,8 @@ fn collection_add(
     let file = m.file_path(&manifest::manifest_dir(&manifest_path), shard);
     // SAFETY: the map lives only for this read of the parameters; writers
     // of index and collection files replace them by rename.
-    let opened = py.detach(|| unsafe { persist::open_collection_mmap(&file, Verify::Deferred) }).map_err(py_err)?;
-    let params = match opened.collection.parts().next() {
+    let opened = py.detach(|| unsafe { persist::open_mmap(&file, Verify::Deferred) }).map_err(py_err)?;
+    let params = match opened.index.parts().next() {
         Some(part) => *part.params(),
         None => params_of_manifest(&m.params)?,
     };

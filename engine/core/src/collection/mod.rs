@@ -79,8 +79,8 @@
 //!
 //! # Files and threads
 //!
-//! [`crate::persist::save_collection`], [`crate::persist::load_collection`]
-//! and [`crate::persist::open_collection_mmap`] keep a collection in one
+//! [`crate::persist::save`], [`crate::persist::load`] and
+//! [`crate::persist::open_mmap`] keep a collection in one
 //! file (format 2 of `docs/FORMAT.md`: every part an embedded index, every
 //! section checksummed and 64-byte aligned); an index file of format 1
 //! opens as a one-part collection. [`ConcurrentIndex`] lets readers

@@ -24,7 +24,7 @@
 
 use std::hint::black_box;
 
-use bloomslice_kernels::{Backend, Kernels};
+use bloomslice_kernels::{Backend, Kernels, LookAhead};
 
 /// splitmix64, so the inputs are the same on every run and backend.
 struct SplitMix(u64);
@@ -88,8 +88,17 @@ fn main() {
             let live = [!0u64];
             let mut planes = vec![0u64; 4 * width];
             for _ in 0..reps {
-                let any =
-                    k.count_runs(black_box(&rows), width, black_box(&positions), 3, width, &live, &mut planes, &[]);
+                let any = k.count_runs(
+                    black_box(&rows),
+                    width,
+                    black_box(&positions),
+                    3,
+                    width,
+                    &live,
+                    &mut planes,
+                    &[],
+                    LookAhead::default(),
+                );
                 check = check.wrapping_mul(31).wrapping_add(u64::from(any));
             }
             check ^= planes.iter().fold(0u64, |a, &w| a.wrapping_mul(3) ^ w);

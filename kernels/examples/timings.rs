@@ -9,8 +9,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use bloomslice_kernels::Kernels;
 use bloomslice_kernels::arch::all;
+use bloomslice_kernels::{Kernels, LookAhead};
 
 /// splitmix64, so the inputs are the same on every run.
 fn words(n: usize, seed: u64, density_shift: u32) -> Vec<u64> {
@@ -163,6 +163,7 @@ fn main() {
                     &live,
                     &mut planes,
                     &[],
+                    LookAhead::default(),
                 ));
             })
         }),

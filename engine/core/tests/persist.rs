@@ -419,7 +419,7 @@ proptest! {
         deletes in prop::collection::vec(any::<prop::sample::Index>(), 0..50),
     ) {
         let sets: Vec<(u64, Vec<u64>)> = sets.into_iter().collect();
-        let config = SlicedConfig { max_shard_columns: shard_cols, prefetch_distance: 3 };
+        let config = SlicedConfig { max_shard_columns: shard_cols, prefetch_distance: 3, ..SlicedConfig::default() };
         let (mut index, mut names) = build(params, &sets, config);
         for d in &deletes {
             if !sets.is_empty() {
@@ -456,7 +456,7 @@ fn write_fuzz_seed_corpus() {
     let empty = SlicedIndex::new(BloomParams::new(100, 3).unwrap());
     seeds.push(("empty", persist::to_bytes(&empty, &SetNames::new()).unwrap()));
     let sets: Vec<(u64, Vec<u64>)> = (0..600u64).map(|i| (i, vec![i])).collect();
-    let config = SlicedConfig { max_shard_columns: 512, prefetch_distance: 2 };
+    let config = SlicedConfig { max_shard_columns: 512, prefetch_distance: 2, ..SlicedConfig::default() };
     let (two, names) = build(BloomParams::new(16, 1).unwrap(), &sets, config);
     seeds.push(("two-shards", persist::to_bytes(&two, &names).unwrap()));
     let (mut holes, names) = build(BloomParams::new(7, 3).unwrap(), &sets[..40], SlicedConfig::default());

@@ -995,7 +995,8 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
     let (full, t_full) = timed(|| map_collection(path, Verify::Full));
     full?;
     let (loaded, t_load) = timed(|| persist::load(path));
-    let loaded = loaded.map_err(err)?;
+    let mut loaded = loaded.map_err(err)?;
+    crate::files::tune(&mut loaded.index);
     let c = &loaded.index;
     if c.is_empty() {
         return Err(CliError::Runtime(format!("{} holds no sets: nothing to benchmark", path.display())));

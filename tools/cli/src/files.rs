@@ -7,6 +7,8 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+use bloomslice::collection::PartPrefetch;
+use bloomslice::kernels::LookAhead;
 use bloomslice::persist::manifest::MANIFEST_FILE;
 use bloomslice::persist::{self, IndexFile, IndexFileLock, Loaded, MAGIC, SetNames, Verify};
 use bloomslice::score::{Scores, Threshold};
@@ -16,14 +18,31 @@ use bloomslice::{BatchResults, SetIndex};
 use crate::CliError;
 
 /// Maps a collection file (or an older index file, as a collection of one
-/// part) for reading.
+/// part) for reading, with the speed settings of [`tune`].
 pub fn map_collection(path: &Path, verify: Verify) -> Result<Loaded, CliError> {
     // SAFETY: `bloomslice` never writes into an existing index file: every
     // writer holds the index's lock and replaces the file by rename
     // (`persist::save`), which leaves this map on the old,
     // unchanged file. Programs that write index files in place are outside
     // the contract the README states ("Concurrency and files").
-    unsafe { persist::open_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
+    let mut loaded = unsafe { persist::open_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))?;
+    tune(&mut loaded.index);
+    Ok(loaded)
+}
+
+/// Applies the speed settings the environment names (the library reads no
+/// environment): `BLOOMSLICE_LOOKAHEAD=l1|l2` (scoring's look-ahead cache
+/// level, else the CPU's choice) and `BLOOMSLICE_COLLECTION_PREFETCH=auto|always|never`
+/// (whether queries prefetch the parts' rows). Unknown values are ignored.
+/// Answers never change.
+pub fn tune(index: &mut SetIndex) {
+    let var = |name: &str| std::env::var(name).ok();
+    if let Some(look_ahead) = var("BLOOMSLICE_LOOKAHEAD").and_then(|v| LookAhead::from_name(&v)) {
+        index.set_look_ahead(look_ahead);
+    }
+    if let Some(mode) = var("BLOOMSLICE_COLLECTION_PREFETCH").and_then(|v| PartPrefetch::from_name(&v)) {
+        index.set_part_prefetch(mode);
+    }
 }
 
 /// Maps the shard files of the manifest at `path` (a manifest file or its

@@ -426,6 +426,7 @@ impl SlicedIndex {
                         shard_live,
                         &mut planes[plane_at..plane_at + pw],
                         ahead,
+                        self.config.look_ahead,
                     );
                 }
                 plane_at += pw;

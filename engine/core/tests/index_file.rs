@@ -180,3 +180,14 @@ fn a_directory_is_not_an_index_file() {
         unsafe { Loaded::<SlicedIndex>::open_mmap(dir.path(), bloomslice::persist::Verify::Deferred) }.unwrap_err();
     assert!(err.to_string().contains("is a directory"), "{err}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_saved_file_has_the_permissions_of_a_created_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, path) = one_set_saved();
+    let created = dir.path().join("created");
+    std::fs::File::create(&created).unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), mode(&created));
+}

@@ -782,6 +782,36 @@ mod tests {
     }
 
     #[test]
+    fn earlier_manifests_parse_and_unknown_or_null_fields_do_not() {
+        // As the hand-written writer printed them: keys in sorted order.
+        let earlier = r#"{"files": [{"bytes": 4096, "file": "shard-0000.bsi",
+            "sets": [{"id": 2}, {"id": 0, "name": "site-a"}, {"id": 1, "name_hex": "FF00"}],
+            "xxh3": "00112233445566fF"}],
+            "format": "bloomslice-manifest",
+            "params": {"k": 7, "m": 100992, "scheme": "Xxh3Double", "seed": 0}, "version": 1}"#;
+        let m = Manifest::from_json(earlier.as_bytes()).unwrap();
+        assert_eq!(m.params, ManifestParams { m: 100_992, k: 7, seed: 0, scheme: "Xxh3Double".into() });
+        let f = &m.files[0];
+        assert_eq!((f.file.as_str(), f.bytes, f.xxh3), ("shard-0000.bsi", 4096, 0x0011_2233_4455_66ff));
+        let names: Vec<_> = f.sets.iter().map(|s| (s.id, s.name.clone())).collect();
+        assert_eq!(names, [(0, Some(b"site-a".to_vec())), (1, Some(vec![0xff, 0])), (2, None)]);
+        assert_eq!(Manifest::from_json(m.to_json().as_bytes()).unwrap(), m);
+        for (what, bad) in [
+            ("unknown top field", earlier.replace("\"version\": 1", "\"version\": 1, \"extra\": 0")),
+            ("unknown set field", earlier.replace("{\"id\": 2}", "{\"id\": 2, \"label\": \"x\"}")),
+            ("null name", earlier.replace("{\"id\": 2}", "{\"id\": 2, \"name\": null}")),
+            ("both names", earlier.replace("{\"id\": 2}", "{\"id\": 2, \"name\": \"b\", \"name_hex\": \"62\"}")),
+            ("odd hex", earlier.replace("FF00", "FF0")),
+            ("short checksum", earlier.replace("00112233445566fF", "112233445566fF")),
+            ("k above u32", earlier.replace("\"k\": 7", "\"k\": 4294967296")),
+            ("empty name", earlier.replace("site-a", "")),
+        ] {
+            let err = Manifest::from_json(bad.as_bytes()).expect_err(what);
+            assert!(matches!(err, Error::Manifest(_)), "{what}: {err}");
+        }
+    }
+
+    #[test]
     fn verify_and_check_catch_changed_files() {
         let dir = tempfile::tempdir().unwrap();
         let path = collection(dir.path());

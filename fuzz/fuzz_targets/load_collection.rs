@@ -7,7 +7,7 @@
 //! own sets, each once), score, and save back to a file of the same length
 //! that loads with the same names and answers. A deferred map must answer
 //! without a panic, naming only its own sets, and its `verify` must accept
-//! exactly the files `collection_from_bytes` accepts, after which it
+//! exactly the files `persist::from_bytes` accepts, after which it
 //! answers as the loaded collection. As for `load`, every input is also
 //! tried with its checksums recomputed (every section of the collection
 //! file, and every section of each embedded part), to reach the structural
@@ -162,8 +162,8 @@ fn check_file(bytes: &[u8]) {
             }
             lazy.index.validate().expect("a verified collection is valid");
         }
-        (Ok(()), None) => panic!("verify accepted a file that collection_from_bytes rejects"),
-        (Err(e), Some(_)) => panic!("verify rejected a file that collection_from_bytes accepts: {e}"),
+        (Ok(()), None) => panic!("verify accepted a file that persist::from_bytes rejects"),
+        (Err(e), Some(_)) => panic!("verify rejected a file that persist::from_bytes accepts: {e}"),
         (Err(_), None) => {}
     }
 }

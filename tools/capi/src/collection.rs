@@ -277,7 +277,7 @@ pub unsafe extern "C" fn bloomslice_collection_open_mapped(
 ) -> BloomsliceStatus {
     let verify = if verify { Verify::Full } else { Verify::Deferred };
     let open = |path: PathBuf| {
-        // SAFETY: the mapping contract of `open_collection_mmap` (no
+        // SAFETY: the mapping contract of `persist::open_mmap` (no
         // truncation or in-place write while mapped) is this function's
         // documented contract, which the caller accepts; bloomslice's own
         // writers replace files by rename.

@@ -14,6 +14,7 @@ use bloomslice::kernels::Kernels;
 use bloomslice::{BatchResults, KeyHash, NaiveIndex, SlicedConfig, SlicedIndex};
 use bloomslice_bench::engines::{self, EngineKind, FastbloomIndex};
 use bloomslice_bench::experiment::fastbloom_check;
+use bloomslice_bench::tuning;
 use bloomslice_bench::workload::{WorkloadKind, WorkloadSpec, key_hash, params};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
@@ -150,7 +151,17 @@ fn kernels(c: &mut Criterion) {
     let live = [!0u64];
     let mut want = vec![0u64; 7 * words];
     for key in &keys {
-        bloomslice::kernels::arch::all::count_runs(&rows, words, key, 1, words, &live, &mut want, &[]);
+        bloomslice::kernels::arch::all::count_runs(
+            &rows,
+            words,
+            key,
+            1,
+            words,
+            &live,
+            &mut want,
+            &[],
+            tuning::look_ahead(),
+        );
     }
     group.throughput(Throughput::Bytes((keys.len() * 7 * words * 8) as u64));
     for k in Kernels::available() {
@@ -159,7 +170,17 @@ fn kernels(c: &mut Criterion) {
             planes.fill(0);
             // Eight keys per call, as the engine scores.
             for group in keys.chunks(8) {
-                k.count_runs(black_box(&rows), words, group.as_flattened(), group.len(), words, &live, planes, &[]);
+                k.count_runs(
+                    black_box(&rows),
+                    words,
+                    group.as_flattened(),
+                    group.len(),
+                    words,
+                    &live,
+                    planes,
+                    &[],
+                    tuning::look_ahead(),
+                );
             }
         };
         pass(&mut planes);

@@ -21,6 +21,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bloomslice::kernels::{Backend, Kernels};
+use bloomslice_bench::tuning;
 use bloomslice_bench::workload::splitmix64;
 
 /// Distinct queries the timed loop cycles through.
@@ -69,8 +70,8 @@ fn main() {
     for q in 0..QUERIES {
         planes.fill(0);
         want.fill(0);
-        kernels.count_runs(&rows, wpr, query(q), keys, wpr, &live, &mut planes, ahead(q));
-        scalar.count_runs(&rows, wpr, query(q), keys, wpr, &live, &mut want, &[]);
+        kernels.count_runs(&rows, wpr, query(q), keys, wpr, &live, &mut planes, ahead(q), tuning::look_ahead());
+        scalar.count_runs(&rows, wpr, query(q), keys, wpr, &live, &mut want, &[], tuning::look_ahead());
         assert_eq!(planes, want, "query {q}: counts differ from the scalar kernel's");
     }
 
@@ -81,7 +82,17 @@ fn main() {
         for call in 0..calls {
             let q = call % QUERIES;
             planes.fill(0);
-            black_box(kernels.count_runs(&rows, wpr, query(q), keys, wpr, &live, &mut planes, ahead(q)));
+            black_box(kernels.count_runs(
+                &rows,
+                wpr,
+                query(q),
+                keys,
+                wpr,
+                &live,
+                &mut planes,
+                ahead(q),
+                tuning::look_ahead(),
+            ));
         }
         best = best.min(start.elapsed().as_secs_f64());
     }

@@ -17,7 +17,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bloomslice::persist::{self, SetNames};
-use bloomslice::{BatchResults, SlicedConfig, SlicedIndex, Verify};
+use bloomslice::{BatchResults, Loaded, SlicedConfig, SlicedIndex, Verify};
 use bloomslice_bench::args::positional;
 use bloomslice_bench::workload::random_full_index;
 
@@ -55,14 +55,14 @@ fn main() {
     }
     drop(index);
     // SAFETY: a file this process just wrote and nobody else writes.
-    let mapped = match unsafe { persist::open_mmap(&path, Verify::Full) } {
+    let mapped = match unsafe { Loaded::<SlicedIndex>::open_mmap(&path, Verify::Full) } {
         Ok(m) => m.index,
         Err(e) => {
             eprintln!("mapprobe: cannot map {}: {e}", path.display());
             std::process::exit(1);
         }
     };
-    let loaded = match persist::load(&path) {
+    let loaded = match Loaded::<SlicedIndex>::load(&path) {
         Ok(l) => l.index,
         Err(e) => {
             eprintln!("mapprobe: cannot load {}: {e}", path.display());

@@ -41,13 +41,11 @@ mod x86 {
     const K: usize = 7;
     const KEYS: usize = 200_000;
 
-    struct Rng(u64);
+    /// SplitMix64 (`rand_xoshiro`), the benches' seeded generator.
+    struct Rng(rand_xoshiro::SplitMix64);
     impl Rng {
         fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
+            rand_xoshiro::rand_core::RngCore::next_u64(&mut self.0)
         }
     }
 
@@ -338,7 +336,7 @@ mod x86 {
         pub fn new(w: usize, shards: usize) -> Bench {
             let m = 100_992;
             let mut rows = Words::zeroed(m * w * shards).expect("rows");
-            let mut rng = Rng(0x1234_5678_9abc_def1);
+            let mut rng = Rng(rand_xoshiro::rand_core::SeedableRng::seed_from_u64(0x1234_5678_9abc_def1));
             for x in rows.iter_mut() {
                 *x = rng.next();
             }

@@ -30,6 +30,7 @@
 //! - [`csv_text`]: CSV output through the `csv` crate (quoting, escaping);
 //! - [`sysinfo`]: CPU model, memory and huge-page facts from `/proc`;
 //! - [`threads`]: `paper query --threads`: pool, rayon and latency;
+//! - [`tuning`]: the speed settings taken from the environment;
 //! - [`plot`]: line charts written as SVG and PNG (no system libraries);
 //! - [`bloofi_repro`]: `paper bloofi`, Section 7 of the Bloofi paper;
 //! - [`stable_plots`]: per-importance CSV and plots of `paper stable --out`;
@@ -56,4 +57,5 @@ pub mod stable_plots;
 pub mod stable_speed;
 pub mod sysinfo;
 pub mod threads;
+pub mod tuning;
 pub mod workload;

@@ -572,6 +572,7 @@ fn pow2_collection(sets: &Sets, p: f64) -> Result<SetIndex, BenchError> {
     // Ascending class, the largest set of each class first.
     order.sort_by_key(|(id, keys)| (class(keys.len()), core::cmp::Reverse(keys.len()), *id));
     let mut collection = SetIndex::new(p)?;
+    crate::tuning::set_index(&mut collection);
     for (id, keys) in order {
         collection.insert_set(*id, keys)?;
     }
@@ -624,7 +625,8 @@ pub fn run(run: &SkewedRun, log: &mut dyn FnMut(&str)) -> Result<Vec<SkewedRow>,
         one_m.insert_filters(&refs)?;
     }
     let (collection, build_time) = crate::engines::timed(|| SetIndex::build(&sets.sets, p, LayoutConfig::default()));
-    let collection = collection?;
+    let mut collection = collection?;
+    crate::tuning::set_index(&mut collection);
     log(&format!("default layout (built in {:.1} ms):\n{}", build_time.as_secs_f64() * 1e3, collection.layout()));
     let own_filters =
         |c: &SetIndex| FilterList::build(&sets, |id| c.filters(id).expect("every set is in the collection")[0].params);

@@ -245,13 +245,12 @@ pub fn random_full_index(
     (index, built, queries, keys)
 }
 
-/// SplitMix64's output function: a bijection of `u64` with full avalanche.
+/// SplitMix64's first output from state `x` (`rand_xoshiro`'s generator,
+/// the tests' and benches' one): a bijection of `u64` with full avalanche.
 #[inline]
 pub fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    use rand_xoshiro::rand_core::{RngCore, SeedableRng};
+    rand_xoshiro::SplitMix64::seed_from_u64(x).next_u64()
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arbitrary::Arbitrary;
 use bloomslice::collection::FilterInfo;
-use bloomslice::{BatchResults, BloomFilter, SetIndex, LayoutConfig, Scores, Threshold};
+use bloomslice::{BatchResults, BloomFilter, LayoutConfig, Scores, SetIndex, Threshold};
 use libfuzzer_sys::fuzz_target;
 
 /// Keys are `u64`s below this, so sets share keys.

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use bloomslice::kernels::Kernels;
+use bloomslice::kernels::{Kernels, LookAhead};
 use bloomslice::testing::{Op, ops_from_bytes, run_differential, run_differential_with};
 use bloomslice::{BloomParams, KeyHash, NaiveIndex, Scores, SlicedConfig, SlicedIndex, Threshold};
 use bloomslice_papers::testing::maintain_bloofi;
@@ -28,7 +28,12 @@ fuzz_target!(|data: &[u8]| {
     match which % 4 {
         0 => {
             let columns = if shape & 1 == 0 { 512 } else { 2048 };
-            let config = SlicedConfig { max_shard_columns: columns, prefetch_distance: usize::from(shape >> 1) % 4 };
+            let config = SlicedConfig {
+                max_shard_columns: columns,
+                prefetch_distance: usize::from(shape >> 1) % 4,
+                look_ahead: [LookAhead::L1, LookAhead::L2][usize::from(shape >> 3) % 2],
+                ..SlicedConfig::default()
+            };
             let mut sliced = SlicedIndex::with_config(params, config);
             let backends = Kernels::available();
             sliced.set_kernels(backends[usize::from(which / 4) % backends.len()]);

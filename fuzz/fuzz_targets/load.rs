@@ -11,11 +11,12 @@
 mod checksums;
 
 use bloomslice::persist;
+use bloomslice::{Loaded, SlicedIndex};
 use checksums::check_raw_and_fixed;
 use libfuzzer_sys::fuzz_target;
 
 fn check(bytes: &[u8]) {
-    let Ok(loaded) = persist::from_bytes(bytes) else { return };
+    let Ok(loaded) = Loaded::<SlicedIndex>::from_bytes(bytes) else { return };
     loaded.index.validate().expect("a loaded index is valid");
     for key in 0..64u64 {
         let ids = loaded.index.query(&key.to_le_bytes());
@@ -23,7 +24,7 @@ fn check(bytes: &[u8]) {
     }
     let again = persist::to_bytes(&loaded.index, &loaded.names).expect("save");
     assert_eq!(again.len(), bytes.len());
-    let reloaded = persist::from_bytes(&again).expect("a saved index loads");
+    let reloaded = Loaded::<SlicedIndex>::from_bytes(&again).expect("a saved index loads");
     assert_eq!(reloaded.names, loaded.names);
 }
 

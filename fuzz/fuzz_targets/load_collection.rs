@@ -7,7 +7,7 @@
 //! own sets, each once), score, and save back to a file of the same length
 //! that loads with the same names and answers. A deferred map must answer
 //! without a panic, naming only its own sets, and its `verify` must accept
-//! exactly the files `collection_from_bytes` accepts, after which it
+//! exactly the files `persist::from_bytes` accepts, after which it
 //! answers as the loaded collection. As for `load`, every input is also
 //! tried with its checksums recomputed (every section of the collection
 //! file, and every section of each embedded part), to reach the structural
@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use bloomslice::persist::{self, Verify};
-use bloomslice::{BatchResults, SetIndex, Scores, Threshold};
+use bloomslice::{BatchResults, Scores, SetIndex, Threshold};
 use libfuzzer_sys::fuzz_target;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -123,18 +123,18 @@ fn check(bytes: &[u8]) {
 }
 
 fn check_file(bytes: &[u8]) {
-    let full = persist::collection_from_bytes(bytes);
+    let full = persist::from_bytes(bytes);
     let loaded_answers = full.as_ref().ok().map(|loaded| {
-        loaded.collection.validate().expect("a loaded collection is valid");
-        let got = answers(&loaded.collection);
-        let again = persist::collection_to_bytes(&loaded.collection, &loaded.names).expect("save");
-        let reloaded = persist::collection_from_bytes(&again).expect("a saved collection loads");
+        loaded.index.validate().expect("a loaded collection is valid");
+        let got = answers(&loaded.index);
+        let again = persist::to_bytes(&loaded.index, &loaded.names).expect("save");
+        let reloaded = persist::from_bytes(&again).expect("a saved collection loads");
         assert_eq!(reloaded.names, loaded.names);
         if loaded.info.version.0 == persist::COLLECTION_FORMAT_MAJOR {
             assert_eq!(again.len(), bytes.len(), "a collection file saves back to its length");
         }
         for (key, want) in keys().iter().zip(&got) {
-            let mut a = reloaded.collection.query(key);
+            let mut a = reloaded.index.query(key);
             let mut b = want.clone();
             a.sort_unstable();
             b.sort_unstable();
@@ -148,22 +148,22 @@ fn check_file(bytes: &[u8]) {
     // SAFETY: the scratch file belongs to this process alone, and it is
     // removed and rewritten (by `check` and the next call) only after every
     // map of it made here has been dropped at the end of this call.
-    let opened = unsafe { persist::open_collection_mmap(path, Verify::Deferred) };
+    let opened = unsafe { persist::open_mmap(path, Verify::Deferred) };
     let Ok(mut lazy) = opened else {
         assert!(full.is_err(), "a deferred open refused a file that loads");
         return;
     };
-    let _ = answers(&lazy.collection);
+    let _ = answers(&lazy.index);
     let _ = lazy.names.len();
     match (lazy.verify(), loaded_answers) {
         (Ok(()), Some(want)) => {
             for (key, want) in keys().iter().zip(want) {
-                assert_eq!(lazy.collection.query(key), want, "mapped and loaded answers differ");
+                assert_eq!(lazy.index.query(key), want, "mapped and loaded answers differ");
             }
-            lazy.collection.validate().expect("a verified collection is valid");
+            lazy.index.validate().expect("a verified collection is valid");
         }
-        (Ok(()), None) => panic!("verify accepted a file that collection_from_bytes rejects"),
-        (Err(e), Some(_)) => panic!("verify rejected a file that collection_from_bytes accepts: {e}"),
+        (Ok(()), None) => panic!("verify accepted a file that persist::from_bytes rejects"),
+        (Err(e), Some(_)) => panic!("verify rejected a file that persist::from_bytes accepts: {e}"),
         (Err(_), None) => {}
     }
 }

@@ -1,5 +1,5 @@
 //! Fuzzing of the deferred memory-mapped open: arbitrary bytes are written
-//! to a file and opened with `persist::open_mmap(.., Verify::Deferred)`,
+//! to a file and opened with `Loaded::<SlicedIndex>::open_mmap(.., Verify::Deferred)`,
 //! which checks only the header and tables. Whatever the rows hold, the
 //! opened index must answer queries without a panic or an out-of-bounds
 //! read, naming only ids it holds, each once (its answers may be wrong
@@ -15,9 +15,8 @@ mod checksums;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use bloomslice::BatchResults;
-use bloomslice::persist;
 use bloomslice::persist::Verify;
+use bloomslice::{BatchResults, Loaded, SlicedIndex};
 use checksums::check_raw_and_fixed;
 use libfuzzer_sys::fuzz_target;
 
@@ -43,8 +42,8 @@ fn check_file(bytes: &[u8]) {
     // SAFETY: the scratch file belongs to this process alone, and it is
     // removed and rewritten (by `check` and the next call) only after every
     // map of it made here has been dropped at the end of this call.
-    let opened = unsafe { persist::open_mmap(path, Verify::Deferred) };
-    let full = persist::from_bytes(bytes);
+    let opened = unsafe { Loaded::<SlicedIndex>::open_mmap(path, Verify::Deferred) };
+    let full = Loaded::<SlicedIndex>::from_bytes(bytes);
     let Ok(mut lazy) = opened else {
         assert!(full.is_err(), "a deferred open refused a file that loads");
         return;

@@ -24,25 +24,15 @@
 
 use std::hint::black_box;
 
-use bloomslice_kernels::{Backend, Kernels};
-
-/// splitmix64, so the inputs are the same on every run and backend.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
+use bloomslice_kernels::{Backend, Kernels, LookAhead};
+use rand_xoshiro::SplitMix64;
+use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 
 /// Rows of a shard: `rows` rows of `stride` words, every bit set with
-/// probability 1/2.
-fn shard(rows: usize, stride: usize, rng: &mut SplitMix) -> Vec<u64> {
-    (0..rows * stride).map(|_| rng.next()).collect()
+/// probability 1/2 (SplitMix64, so the inputs are the same on every run
+/// and backend).
+fn shard(rows: usize, stride: usize, rng: &mut SplitMix64) -> Vec<u64> {
+    (0..rows * stride).map(|_| rng.next_u64()).collect()
 }
 
 fn main() {
@@ -55,7 +45,7 @@ fn main() {
     let k = Kernels::for_backend(backend).expect("a backend this CPU runs");
     let reps: usize = reps.parse().expect("a number of calls");
     println!("main {:#x}", main as fn() as usize);
-    let mut rng = SplitMix(7);
+    let mut rng = SplitMix64::seed_from_u64(7);
     let mut check = 0u64;
     match kernel.as_str() {
         "and_runs" => {
@@ -71,7 +61,7 @@ fn main() {
         "append_mapped_bits" => {
             // The AND of seven random words: each bit set with probability
             // 1/128, about one bit in every two words.
-            let words: Vec<u64> = (0..64).map(|_| (0..7).fold(!0, |w, _| w & rng.next())).collect();
+            let words: Vec<u64> = (0..64).map(|_| (0..7).fold(!0, |w, _| w & rng.next_u64())).collect();
             let mask = vec![!0u64; 64];
             let table: Vec<u64> = (0..64 * 64).collect();
             let mut out = Vec::with_capacity(64 * 64);
@@ -88,14 +78,23 @@ fn main() {
             let live = [!0u64];
             let mut planes = vec![0u64; 4 * width];
             for _ in 0..reps {
-                let any =
-                    k.count_runs(black_box(&rows), width, black_box(&positions), 3, width, &live, &mut planes, &[]);
+                let any = k.count_runs(
+                    black_box(&rows),
+                    width,
+                    black_box(&positions),
+                    3,
+                    width,
+                    &live,
+                    &mut planes,
+                    &[],
+                    LookAhead::default(),
+                );
                 check = check.wrapping_mul(31).wrapping_add(u64::from(any));
             }
             check ^= planes.iter().fold(0u64, |a, &w| a.wrapping_mul(3) ^ w);
         }
         "popcount" => {
-            let words: Vec<u64> = (0..512).map(|_| rng.next()).collect();
+            let words: Vec<u64> = (0..512).map(|_| rng.next_u64()).collect();
             for _ in 0..reps {
                 check = check.wrapping_mul(31).wrapping_add(k.popcount(black_box(&words)));
             }

@@ -9,19 +9,15 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use bloomslice_kernels::Kernels;
 use bloomslice_kernels::arch::all;
+use bloomslice_kernels::{Kernels, LookAhead};
+use rand_xoshiro::SplitMix64;
+use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 
-/// splitmix64, so the inputs are the same on every run.
+/// SplitMix64, so the inputs are the same on every run.
 fn words(n: usize, seed: u64, density_shift: u32) -> Vec<u64> {
-    let mut state = seed;
-    let mut next = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut rng = SplitMix64::seed_from_u64(seed);
+    let mut next = move || rng.next_u64();
     (0..n)
         .map(|_| {
             // Each extra AND halves the density; each OR of a fresh word
@@ -163,6 +159,7 @@ fn main() {
                     &live,
                     &mut planes,
                     &[],
+                    LookAhead::default(),
                 ));
             })
         }),

@@ -47,7 +47,7 @@ macro_rules! with_kernel_signatures {
             and_popcount(a: &[u64], b: &[u64]) -> u64;
             or_popcount(a: &[u64], b: &[u64]) -> u64;
             xor_popcount(a: &[u64], b: &[u64]) -> u64;
-            count_runs(rows: &[u64], stride: usize, positions: &[u32], keys: usize, width: usize, live: &[u64], planes: &mut [u64], ahead: &[u32]) -> bool;
+            count_runs(rows: &[u64], stride: usize, positions: &[u32], keys: usize, width: usize, live: &[u64], planes: &mut [u64], ahead: &[u32], into: crate::LookAhead) -> bool;
             count_at_least(planes: &[u64], threshold: u32, out: &mut [u64]) -> bool;
         }
     };
@@ -96,8 +96,10 @@ pub const fn score_group_keys(runs_per_key: usize) -> usize {
 /// runs the next kernel call will read ([`arch::all::count_runs`]'s
 /// `ahead`), a chunk of each per chunk scored.
 ///
-/// Which is faster depends on the CPU, so it is chosen per process
-/// ([`LookAhead::detect`]), by vendor. On the AMD CPU measured, L2 scored
+/// Which is faster depends on the CPU, so the default is chosen by vendor
+/// ([`LookAhead::detect`]); a caller passes its choice to every
+/// [`count_runs`](arch::all::count_runs) call (the engine keeps it in its
+/// index configuration). On the AMD CPU measured, L2 scored
 /// short runs faster than L1 (L1 filled with lines not needed yet). On the
 /// Intel CPU measured, L1 scored them faster with either SIMD backend, and
 /// L2 was no faster on long runs: there an L2 prefetch holds a first-level
@@ -112,7 +114,7 @@ pub enum LookAhead {
 }
 
 impl LookAhead {
-    /// The lowercase name `BLOOMSLICE_LOOKAHEAD` accepts.
+    /// The lowercase name of the choice (what [`LookAhead::from_name`] reads).
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
@@ -134,18 +136,19 @@ impl LookAhead {
         if cpu_vendor_is_intel() { LookAhead::L1 } else { LookAhead::L2 }
     }
 
-    /// The process's choice, decided at the first call: the environment
-    /// variable `BLOOMSLICE_LOOKAHEAD` (`l1` or `l2`) if it names one,
-    /// else [`LookAhead::for_this_cpu`]. It changes only where prefetched
-    /// lines land, never a result.
+    /// [`LookAhead::for_this_cpu`], decided at the first call (one CPUID)
+    /// and cached. The choice changes only where prefetched lines land,
+    /// never a result.
     pub fn detect() -> LookAhead {
         static CHOSEN: std::sync::OnceLock<LookAhead> = std::sync::OnceLock::new();
-        *CHOSEN.get_or_init(|| {
-            std::env::var("BLOOMSLICE_LOOKAHEAD")
-                .ok()
-                .and_then(|v| LookAhead::from_name(&v))
-                .unwrap_or_else(LookAhead::for_this_cpu)
-        })
+        *CHOSEN.get_or_init(LookAhead::for_this_cpu)
+    }
+}
+
+impl Default for LookAhead {
+    /// [`LookAhead::detect`]: the choice measured faster on this CPU.
+    fn default() -> Self {
+        LookAhead::detect()
     }
 }
 
@@ -239,9 +242,8 @@ mod tests {
         assert_eq!(LookAhead::from_name(""), None);
         let first = LookAhead::detect();
         assert_eq!(LookAhead::detect(), first);
-        if std::env::var("BLOOMSLICE_LOOKAHEAD").ok().and_then(|v| LookAhead::from_name(&v)).is_none() {
-            assert_eq!(first, LookAhead::for_this_cpu());
-        }
+        assert_eq!(first, LookAhead::for_this_cpu());
+        assert_eq!(LookAhead::default(), first);
         #[cfg(target_arch = "x86_64")]
         {
             let intel = std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.contains("GenuineIntel"));

@@ -9,8 +9,8 @@
 #[macro_use]
 mod common;
 
-use bloomslice_kernels::Kernels;
 use bloomslice_kernels::arch::all;
+use bloomslice_kernels::{Kernels, LookAhead};
 use common::{Arena, Pattern, Rng};
 
 /// Longest input tried, in words.
@@ -317,8 +317,9 @@ fn check_count_runs(k: &Kernels) {
                     // carry-save path), the reference one key at a time.
                     let group = 1 + (width + n_planes) % 20;
                     let (mut got_any, mut want_any) = (false, false);
-                    for keys in keys.chunks(group) {
+                    for (i, keys) in keys.chunks(group).enumerate() {
                         let flat_keys: Vec<u32> = keys.concat();
+                        let into = [LookAhead::L1, LookAhead::L2][(i + width) % 2];
                         got_any |= k.count_runs(
                             arena.words(),
                             stride,
@@ -330,9 +331,11 @@ fn check_count_runs(k: &Kernels) {
                             // A hint only: in-range, past-the-end and
                             // wrapping positions must leave the result alone.
                             &[0, rows as u32, u32::MAX],
+                            into,
                         );
                         for key in keys {
-                            want_any |= all::count_runs(arena.words(), stride, key, 1, width, &live, &mut want, &[]);
+                            want_any |=
+                                all::count_runs(arena.words(), stride, key, 1, width, &live, &mut want, &[], into);
                         }
                     }
                     assert_eq!(got_any, want_any, "{} count_runs any rows={rows} set={s} width={width}", k.backend());
@@ -498,11 +501,31 @@ fn length_mismatches_panic() {
         assert!(run(&|| _ = k.xor_popcount(&a, &b)), "{}", k.backend());
         assert!(run(&|| _ = k.or_into(&mut a.clone(), &b)), "{}", k.backend());
         assert!(run(&|| _ = k.and_rows(&[&a], &mut [0; 10])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 1, 2, &[!0], &mut [0; 3], &[])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(&a, 8, &[1], 1, 2, &[!0], &mut [0; 4], &[])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 1, 9 * 64, &[!0], &mut [0; 9 * 64], &[])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(&a, 1, &[0], 0, 2, &[!0], &mut [0; 2], &[])), "{}", k.backend());
-        assert!(run(&|| _ = k.count_runs(&a, 1, &[0, 1, 2], 2, 2, &[!0], &mut [0; 2], &[])), "{}", k.backend());
+        assert!(
+            run(&|| _ = k.count_runs(&a, 1, &[0], 1, 2, &[!0], &mut [0; 3], &[], LookAhead::L1)),
+            "{}",
+            k.backend()
+        );
+        assert!(
+            run(&|| _ = k.count_runs(&a, 8, &[1], 1, 2, &[!0], &mut [0; 4], &[], LookAhead::L1)),
+            "{}",
+            k.backend()
+        );
+        assert!(
+            run(&|| _ = k.count_runs(&a, 1, &[0], 1, 9 * 64, &[!0], &mut [0; 9 * 64], &[], LookAhead::L1)),
+            "{}",
+            k.backend()
+        );
+        assert!(
+            run(&|| _ = k.count_runs(&a, 1, &[0], 0, 2, &[!0], &mut [0; 2], &[], LookAhead::L1)),
+            "{}",
+            k.backend()
+        );
+        assert!(
+            run(&|| _ = k.count_runs(&a, 1, &[0, 1, 2], 2, 2, &[!0], &mut [0; 2], &[], LookAhead::L1)),
+            "{}",
+            k.backend()
+        );
         assert!(run(&|| _ = k.count_at_least(&[0; 5], 1, &mut [0; 2])), "{}", k.backend());
     }
 }

@@ -6,8 +6,8 @@
 #[macro_use]
 mod common;
 
-use bloomslice_kernels::Kernels;
 use bloomslice_kernels::arch::all;
+use bloomslice_kernels::{Kernels, LookAhead};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -172,14 +172,16 @@ macro_rules! backend_properties {
                     let mut want = got.clone();
                     // The backend adds `group` keys per call, the reference one.
                     let (mut got_any, mut want_any) = (false, false);
-                    for keys in keys.chunks(group) {
+                    for (i, keys) in keys.chunks(group).enumerate() {
                         // The look-ahead is a hint: any positions (here the
-                        // next keys', and one past every row) leave the
-                        // counts alone.
+                        // next keys', and one past every row) into either
+                        // cache level leave the counts alone.
                         let ahead: Vec<u32> = keys.iter().flatten().map(|&p| p + 1).chain([u32::MAX]).collect();
-                        got_any |= k.count_runs(&flat, stride, &keys.concat(), keys.len(), n, &live, &mut got, &ahead);
+                        let into = [LookAhead::L1, LookAhead::L2][i % 2];
+                        let flat_keys = keys.concat();
+                        got_any |= k.count_runs(&flat, stride, &flat_keys, keys.len(), n, &live, &mut got, &ahead, into);
                         for key in keys {
-                            want_any |= all::count_runs(&flat, stride, key, 1, n, &live, &mut want, &[]);
+                            want_any |= all::count_runs(&flat, stride, key, 1, n, &live, &mut want, &[], into);
                         }
                     }
                     prop_assert_eq!(got_any, want_any);

@@ -160,10 +160,11 @@ fn main() -> ExitCode {
     }
     let opts = QueryOptions {
         spec,
-        config: SlicedConfig {
+        config: bloomslice_bench::tuning::config(SlicedConfig {
             max_shard_columns: args.shard_columns.unwrap_or(defaults.max_shard_columns),
             prefetch_distance: args.prefetch.unwrap_or(defaults.prefetch_distance),
-        },
+            ..defaults
+        }),
         engines: args.engines.clone().unwrap_or_else(|| EngineKind::ALL.to_vec()),
         batch: args.batch[0] as usize,
         repeat: args.repeat as usize,

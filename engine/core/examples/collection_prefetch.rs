@@ -1,12 +1,12 @@
 //! A collection's queries with and without prefetching its parts' rows, on
 //! skewed collections from about 0.2 MB to 50 MB of rows:
-//! `cargo run --release -p bloomslice --example collection_prefetch`.
-//! Runs itself once per [`PartPrefetch`] mode (the mode is read once per
-//! process from `BLOOMSLICE_COLLECTION_PREFETCH`) and prints ns per key of
-//! batched and single-key queries; `auto` reads without prefetching up to
+//! `cargo run --release -p bloomslice --example collection_prefetch [ROUNDS] [COPIES]`.
+//! Queries each collection in every [`PartPrefetch`] mode
+//! ([`SetIndex::set_part_prefetch`]) and prints ns per key of batched and
+//! single-key queries; `auto` reads without prefetching up to
 //! [`RESIDENT_ROWS_BYTES`](bloomslice::collection::RESIDENT_ROWS_BYTES).
+//! `COPIES` measures one size only.
 use std::hint::black_box;
-use std::process::Command;
 use std::time::Instant;
 
 use bloomslice::collection::PartPrefetch;
@@ -28,7 +28,15 @@ fn sets(copies: u64) -> Vec<(u64, Vec<KeyHash>)> {
 
 fn measure(copies: u64, rounds: usize) -> bloomslice::Result<()> {
     let sets = sets(copies);
-    let c = SetIndex::build(&sets, 0.01, LayoutConfig::default())?;
+    let mut c = SetIndex::build(&sets, 0.01, LayoutConfig::default())?;
+    for mode in [PartPrefetch::Always, PartPrefetch::Never, PartPrefetch::Auto] {
+        c.set_part_prefetch(mode);
+        measure_mode(&c, &sets, mode, rounds);
+    }
+    Ok(())
+}
+
+fn measure_mode(c: &SetIndex, sets: &[(u64, Vec<KeyHash>)], mode: PartPrefetch, rounds: usize) {
     let rows: usize = c.parts().map(|part| part.rows_bytes()).sum();
     // Half present (a set chosen in turn, one of its first keys), half absent.
     let hashes: Vec<KeyHash> = (0..20_000u64)
@@ -69,33 +77,24 @@ fn measure(copies: u64, rounds: usize) -> bloomslice::Result<()> {
     }
     println!(
         "{:>6} {:>7} sets {:>9} KB rows {:>3} parts: batched {:>7.1} ns, single {:>7.1} ns",
-        PartPrefetch::detect().name(),
+        mode.name(),
         sets.len(),
         rows / 1024,
         c.parts().filter(|part| !part.is_empty()).count(),
         batched,
         one
     );
-    Ok(())
 }
 
 fn main() -> bloomslice::Result<()> {
-    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(9);
-    let copies = [1u64, 4, 16, 64, 256];
-    if let Some(n) = std::env::var("COPIES").ok().and_then(|v| v.parse().ok()) {
-        return measure(n, rounds);
-    }
-    let exe = std::env::current_exe().expect("this example's path");
-    for &n in &copies {
-        for mode in ["always", "never", "auto"] {
-            let status = Command::new(&exe)
-                .arg(rounds.to_string())
-                .env("BLOOMSLICE_COLLECTION_PREFETCH", mode)
-                .env("COPIES", n.to_string())
-                .status()
-                .expect("run the example again");
-            assert!(status.success(), "the {mode} run failed");
-        }
+    let mut args = std::env::args().skip(1);
+    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(9);
+    let copies = match args.next().and_then(|a| a.parse().ok()) {
+        Some(n) => vec![n],
+        None => vec![1u64, 4, 16, 64, 256],
+    };
+    for n in copies {
+        measure(n, rounds)?;
     }
     Ok(())
 }

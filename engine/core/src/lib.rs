@@ -69,7 +69,7 @@
 //! [`Scores`], [`Threshold`] and [`ThresholdResults`]; [`ConcurrentIndex`]
 //! (writes as [`SetOp`] or [`WriteOp`]) and [`QueryPool`] with its
 //! configuration and results; keys ([`Key`], [`KeyHash`], [`Prehashed`]);
-//! [`Error`] and [`Result`]; files ([`LoadedIndex`], [`LoadedSetIndex`],
+//! [`Error`] and [`Result`]; files ([`Loaded`],
 //! [`SetNames`], [`Manifest`], [`Verify`]). The expert layer beneath the
 //! front door: [`SlicedIndex`] ([`SlicedConfig`]) of filters that share one
 //! [`BloomParams`] ([`HashScheme`], [`BloomFilter`]), the [`FilterIndex`]
@@ -127,7 +127,7 @@ pub use index::FilterIndex;
 pub use naive::NaiveIndex;
 pub use params::{BloomParams, HashScheme};
 pub use persist::manifest::Manifest;
-pub use persist::{LoadedIndex, LoadedSetIndex, SetNames, Verify};
+pub use persist::{Loaded, SetNames, Verify};
 pub use pool::{Failed, PoolConfig, PoolError, PoolResults, PoolStatus, QueryPool, Ticket, Workers};
 pub use read::ReadIndex;
 pub use score::{Scores, Threshold, ThresholdResults};

@@ -92,7 +92,7 @@ use crate::kmer::KmerLength;
 use crate::params::BloomParams;
 use crate::persist::collection::Loads;
 use crate::persist::manifest::{self, Manifest};
-use crate::persist::{self, LoadedSetIndex, SetNames, Verify};
+use crate::persist::{self, Loaded, SetNames, Verify};
 use crate::score::{Scores, Threshold};
 use crate::sliced::BatchResults;
 #[cfg(any(doc, test))]
@@ -138,7 +138,7 @@ pub struct ShardedIndex {
     path: PathBuf,
     manifest: Manifest,
     /// One per manifest entry, in manifest order.
-    shards: Vec<LoadedSetIndex>,
+    shards: Vec<Loaded>,
     /// The names of every file's sets.
     names: SetNames,
     /// The manifest's parameters.
@@ -148,7 +148,7 @@ pub struct ShardedIndex {
 impl ShardedIndex {
     /// Reads the manifest at `path` (a manifest file or its directory, see
     /// [`manifest::manifest_path`]) and every file it lists into memory
-    /// (each fully verified, as [`persist::load_collection`] does; index
+    /// (each fully verified, as [`persist::load`] does; index
     /// files and collection files alike). With
     /// [`Verify::Full`] every file's size and checksum is first compared
     /// with the manifest's record.
@@ -158,14 +158,14 @@ impl ShardedIndex {
     /// [`Error::Io`] if a file cannot be read; [`Error::Manifest`] if the
     /// manifest is invalid, a file differs from its record or entry
     /// (parameters, ids, names), or the files disagree on their k-mer
-    /// length; the errors of [`persist::load_collection`] for a corrupt
+    /// length; the errors of [`persist::load`] for a corrupt
     /// file.
     pub fn load(path: impl AsRef<Path>, verify: Verify) -> Result<Self> {
         Self::open_with(path.as_ref(), verify, |file| persist::collection::load_collection_with(file, Loads::Cheap))
     }
 
     /// [`ShardedIndex::load`] with every file memory-mapped
-    /// ([`persist::open_collection_mmap`]): opening costs the manifest and
+    /// ([`persist::open_mmap`]): opening costs the manifest and
     /// the files' small tables. With [`Verify::Full`] the files are
     /// compared with the manifest's checksums and fully verified; with
     /// [`Verify::Deferred`] neither (their row checksums wait, as
@@ -189,7 +189,7 @@ impl ShardedIndex {
         })
     }
 
-    fn open_with(path: &Path, verify: Verify, open: impl Fn(&Path) -> Result<LoadedSetIndex>) -> Result<Self> {
+    fn open_with(path: &Path, verify: Verify, open: impl Fn(&Path) -> Result<Loaded>) -> Result<Self> {
         let path = manifest::manifest_path(path);
         let manifest = Manifest::read(&path)?;
         let dir = manifest::manifest_dir(&path);
@@ -197,13 +197,13 @@ impl ShardedIndex {
             manifest.verify_files(&dir)?;
         }
         let params = manifest_params(&manifest).map_err(|e| in_manifest(&path, e))?;
-        let mut shards: Vec<LoadedSetIndex> = Vec::with_capacity(manifest.files.len());
+        let mut shards: Vec<Loaded> = Vec::with_capacity(manifest.files.len());
         let mut names = SetNames::new();
         for i in 0..manifest.files.len() {
             let loaded = open(&manifest.file_path(&dir, i))?;
             manifest.check_collection(i, &loaded).map_err(|e| in_manifest(&path, e))?;
             if let Some(first) = shards.first()
-                && first.collection.kmer_length() != loaded.collection.kmer_length()
+                && first.index.kmer_length() != loaded.index.kmer_length()
             {
                 let k = |k: Option<KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
                 return Err(in_manifest(
@@ -211,9 +211,9 @@ impl ShardedIndex {
                     Error::Manifest(format!(
                         "{} has k-mer length {} but {} has {}: the files of one collection share it",
                         manifest.files[i].file,
-                        k(loaded.collection.kmer_length()),
+                        k(loaded.index.kmer_length()),
                         manifest.files[0].file,
-                        k(first.collection.kmer_length())
+                        k(first.index.kmer_length())
                     )),
                 ));
             }
@@ -239,8 +239,8 @@ impl ShardedIndex {
     /// of one part; as the sharded index never changes them, the loads of
     /// such a file's sets are estimated from its shards' bit counts, which
     /// reads no row, rather than from each set's column as
-    /// [`persist::load_collection`] does).
-    pub fn shards(&self) -> &[LoadedSetIndex] {
+    /// [`persist::load`] does).
+    pub fn shards(&self) -> &[Loaded] {
         &self.shards
     }
 
@@ -259,7 +259,7 @@ impl ShardedIndex {
 
     /// The k-mer length every file shares, for a sequence collection.
     pub fn kmer_length(&self) -> Option<KmerLength> {
-        self.shards[0].collection.kmer_length()
+        self.shards[0].index.kmer_length()
     }
 
     /// The names of the sets of every file.
@@ -269,7 +269,7 @@ impl ShardedIndex {
 
     /// Number of sets across all files.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.collection.len()).sum()
+        self.shards.iter().map(|s| s.index.len()).sum()
     }
 
     /// Whether no file holds a set.
@@ -279,18 +279,18 @@ impl ShardedIndex {
 
     /// Every set id, file after file (each file's in no particular order).
     pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.shards.iter().flat_map(|s| s.collection.ids())
+        self.shards.iter().flat_map(|s| s.index.ids())
     }
 
     /// Bytes of memory the files' collections hold (rows, mapped rows
     /// included, and maps; [`SetIndex::memory_bytes`] summed).
     pub fn memory_bytes(&self) -> usize {
-        self.shards.iter().map(|s| s.collection.memory_bytes()).sum()
+        self.shards.iter().map(|s| s.index.memory_bytes()).sum()
     }
 
     /// Whether some file reads (some of) its rows from a memory map.
     pub fn is_mapped(&self) -> bool {
-        self.shards.iter().any(LoadedSetIndex::is_mapped)
+        self.shards.iter().any(Loaded::is_mapped)
     }
 
     /// The ids of the sets that may contain `key` (see the module docs for
@@ -312,7 +312,7 @@ impl ShardedIndex {
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
         for shard in &self.shards {
-            shard.collection.query_hash_append(hash, out);
+            shard.index.query_hash_append(hash, out);
         }
     }
 
@@ -334,13 +334,13 @@ impl ShardedIndex {
     /// go to buffers `results` keeps warm).
     fn merge_files(&self, n: usize, results: &mut BatchResults, mut answer: impl FnMut(&SetIndex, &mut BatchResults)) {
         if let [one] = self.shards.as_slice() {
-            answer(&one.collection, results);
+            answer(&one.index, results);
             return;
         }
         let (mut parts, mut key_ids) = results.take_merge_buffers();
         parts.resize_with(self.shards.len(), BatchResults::new);
         for (shard, part) in self.shards.iter().zip(parts.iter_mut()) {
-            answer(&shard.collection, part);
+            answer(&shard.index, part);
         }
         results.clear();
         for key in 0..n {
@@ -355,7 +355,7 @@ impl ShardedIndex {
 
     /// Whether some file holds set `id`.
     pub fn contains(&self, id: u64) -> bool {
-        self.shards.iter().any(|s| s.collection.contains(id))
+        self.shards.iter().any(|s| s.index.contains(id))
     }
 
     /// Scores the query `keys` against every set of every file: afterwards
@@ -364,7 +364,7 @@ impl ShardedIndex {
     pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
         let mut all = Vec::new();
         for shard in &self.shards {
-            shard.collection.score_into(keys, scores);
+            shard.index.score_into(keys, scores);
             all.extend_from_slice(&scores.entries);
         }
         all.sort_unstable_by_key(|&(id, _)| id);
@@ -396,11 +396,11 @@ impl ShardedIndex {
         // swaps with the scratch's: both stay warm.
         let mut part = std::mem::take(&mut scratch.entries);
         for shard in &self.shards {
-            match shard.collection.only_part() {
+            match shard.index.only_part() {
                 Some(index) => index.query_threshold_into(keys, threshold, scratch, &mut part),
                 None => {
                     part.clear();
-                    part.extend(shard.collection.query_threshold(keys, threshold));
+                    part.extend(shard.index.query_threshold(keys, threshold));
                 }
             }
             out.extend_from_slice(&part);

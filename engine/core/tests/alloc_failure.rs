@@ -9,6 +9,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use bloomslice::persist::Loaded;
 use bloomslice::persist::{self, Verify};
 use bloomslice::testing::{filter_of_u64_keys as filter_of, index_of_u64_runs};
 use bloomslice::{BloomFilter, BloomParams, Error, SetNames, SlicedIndex};
@@ -73,7 +74,7 @@ fn writes_to_a_mapped_index_fail_cleanly_when_the_copy_cannot_be_allocated() {
     ];
     for (what, write) in writes {
         // SAFETY: a private temporary file that nothing writes while mapped.
-        let mut mapped = unsafe { persist::open_mmap(&path, Verify::Full) }.unwrap();
+        let mut mapped = unsafe { Loaded::<SlicedIndex>::open_mmap(&path, Verify::Full) }.unwrap();
         assert!(mapped.is_mapped());
         ARMED.store(true, Ordering::SeqCst);
         let result = write(&mut mapped.index, &extra);

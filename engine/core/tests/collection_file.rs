@@ -8,7 +8,7 @@
 //! parts, duplicate ids) are typed errors, never panics.
 
 use bloomslice::kmer::KmerLength;
-use bloomslice::persist::{self, LoadedSetIndex, Verify};
+use bloomslice::persist::{self, Loaded, Verify};
 use bloomslice::{
     BatchResults, BloomFilter, BloomParams, Error, HashScheme, LayoutConfig, Scores, SetIndex, SetNames, SlicedIndex,
     Threshold,
@@ -106,17 +106,14 @@ fn assert_same(got: &SetIndex, want: &SetIndex) {
 }
 
 /// Every way to read a collection file at `path` holding `bytes`.
-fn every_reader(path: &std::path::Path, bytes: &[u8]) -> Vec<(&'static str, LoadedSetIndex)> {
-    let mut out = vec![
-        ("bytes", persist::collection_from_bytes(bytes).unwrap()),
-        ("file", persist::load_collection(path).unwrap()),
-    ];
+fn every_reader(path: &std::path::Path, bytes: &[u8]) -> Vec<(&'static str, Loaded)> {
+    let mut out = vec![("bytes", persist::from_bytes(bytes).unwrap()), ("file", persist::load(path).unwrap())];
     // SAFETY: a private temporary file that nothing writes while mapped.
-    let full = unsafe { persist::open_collection_mmap(path, Verify::Full) }.unwrap();
+    let full = unsafe { persist::open_mmap(path, Verify::Full) }.unwrap();
     assert!(full.info.rows_verified);
     out.push(("mmap", full));
     // SAFETY: as above.
-    let mut deferred = unsafe { persist::open_collection_mmap(path, Verify::Deferred) }.unwrap();
+    let mut deferred = unsafe { persist::open_mmap(path, Verify::Deferred) }.unwrap();
     assert!(!deferred.info.rows_verified);
     out.push(("deferred, unverified", deferred.clone()));
     deferred.verify().unwrap();
@@ -128,55 +125,55 @@ fn every_reader(path: &std::path::Path, bytes: &[u8]) -> Vec<(&'static str, Load
 #[test]
 fn collections_round_trip_through_bytes_files_and_maps() {
     let (c, names) = sample();
-    let bytes = persist::collection_to_bytes(&c, &names).unwrap();
+    let bytes = persist::to_bytes(&c, &names).unwrap();
     assert_eq!(bytes[8..10], persist::COLLECTION_FORMAT_MAJOR.to_le_bytes());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.bsc");
-    persist::save_collection(&path, &c, &names).unwrap();
+    persist::save(&path, &c, &names).unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     let mut written = Vec::new();
-    assert_eq!(persist::write_collection_to(&mut written, &c, &names).unwrap(), bytes.len() as u64);
+    assert_eq!(persist::write_to(&mut written, &c, &names).unwrap(), bytes.len() as u64);
     assert_eq!(written, bytes);
     for (how, loaded) in every_reader(&path, &bytes) {
-        assert_same(&loaded.collection, &c);
+        assert_same(&loaded.index, &c);
         assert_eq!(loaded.names.id(b"set-4"), Some(4), "{how}");
         assert_eq!(loaded.names.name(12), None, "{how}: names of removed sets are not written");
         assert_eq!(loaded.names.len(), c.ids().filter(|id| id % 3 != 0).count(), "{how}");
         assert_eq!(loaded.info.version, (persist::COLLECTION_FORMAT_MAJOR, persist::COLLECTION_FORMAT_MINOR));
         assert_eq!(loaded.info.file_bytes, bytes.len() as u64);
         assert_eq!(loaded.is_mapped(), how.starts_with("mmap") || how.starts_with("deferred"), "{how}");
-        assert_eq!(persist::collection_to_bytes(&loaded.collection, &loaded.names).unwrap(), bytes, "{how}");
+        assert_eq!(persist::to_bytes(&loaded.index, &loaded.names).unwrap(), bytes, "{how}");
         // A loaded collection keeps working: it grows, changes and saves.
-        let mut changed = loaded.collection.clone();
+        let mut changed = loaded.index.clone();
         changed.add_keys(5, &keys(5_500_000..5_502_000)).unwrap();
         changed.replace_set(31, &keys(0..3)).unwrap();
         changed.validate().unwrap();
-        let again = persist::collection_from_bytes(&persist::collection_to_bytes(&changed, &names).unwrap()).unwrap();
-        assert_same(&again.collection, &changed);
+        let again = persist::from_bytes(&persist::to_bytes(&changed, &names).unwrap()).unwrap();
+        assert_same(&again.index, &changed);
     }
 }
 
 #[test]
 fn empty_and_one_part_collections_round_trip() {
     let empty = SetIndex::new(0.05).unwrap();
-    let bytes = persist::collection_to_bytes(&empty, &SetNames::new()).unwrap();
-    let back = persist::collection_from_bytes(&bytes).unwrap();
-    assert_same(&back.collection, &empty);
-    assert_eq!(back.collection.parts().len(), 0);
-    let mut grown = back.collection;
+    let bytes = persist::to_bytes(&empty, &SetNames::new()).unwrap();
+    let back = persist::from_bytes(&bytes).unwrap();
+    assert_same(&back.index, &empty);
+    assert_eq!(back.index.parts().len(), 0);
+    let mut grown = back.index;
     grown.insert_set(1, &keys(0..10)).unwrap();
     assert_eq!(grown.query(&5u64.to_le_bytes()), [1]);
 
     let sets: Vec<(u64, Vec<[u8; 8]>)> = (0..10).map(|id| (id, keys(id * 100..id * 100 + 50))).collect();
     let one = SetIndex::build(&sets, 0.01, LayoutConfig::default()).unwrap();
     assert_eq!(one.parts().len(), 1);
-    let back = persist::collection_from_bytes(&persist::collection_to_bytes(&one, &SetNames::new()).unwrap()).unwrap();
-    assert_same(&back.collection, &one);
+    let back = persist::from_bytes(&persist::to_bytes(&one, &SetNames::new()).unwrap()).unwrap();
+    assert_same(&back.index, &one);
 }
 
 /// The fixture's index and names, as format 1 reads them.
 fn fixture() -> (SlicedIndex, SetNames) {
-    let loaded = persist::load(FIXTURE).unwrap();
+    let loaded = Loaded::<SlicedIndex>::load(FIXTURE).unwrap();
     (loaded.index, loaded.names)
 }
 
@@ -185,7 +182,7 @@ fn format_1_files_open_as_one_part_collections() {
     let (index, names) = fixture();
     let bytes = std::fs::read(FIXTURE).unwrap();
     for (how, loaded) in every_reader(FIXTURE.as_ref(), &bytes) {
-        let c = &loaded.collection;
+        let c = &loaded.index;
         c.validate().unwrap();
         assert_eq!(loaded.info.version, (1, 0), "{how}");
         assert_eq!(loaded.names, names, "{how}");
@@ -212,9 +209,9 @@ fn format_1_files_open_as_one_part_collections() {
             }
         }
         // Saved as a collection file, it answers the same.
-        let again = persist::collection_to_bytes(c, &loaded.names).unwrap();
-        let back = persist::collection_from_bytes(&again).unwrap();
-        assert_same(&back.collection, c);
+        let again = persist::to_bytes(c, &loaded.names).unwrap();
+        let back = persist::from_bytes(&again).unwrap();
+        assert_same(&back.index, c);
         assert_eq!(back.names, names);
     }
 }
@@ -293,18 +290,18 @@ fn parts(b: &[u8]) -> Vec<(usize, usize)> {
 /// Opens `bytes` every way; all must fail, and each with an error `ok`
 /// accepts (the map only when `verify` finds it, for rows).
 fn assert_rejected(bytes: &[u8], what: &str, ok: impl Fn(&Error) -> bool) {
-    let err = persist::collection_from_bytes(bytes).unwrap_err();
+    let err = persist::from_bytes(bytes).unwrap_err();
     assert!(ok(&err), "{what}: from bytes: {err:?}");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.bsc");
     std::fs::write(&path, bytes).unwrap();
-    let err = persist::load_collection(&path).unwrap_err();
+    let err = persist::load(&path).unwrap_err();
     assert!(ok(&err), "{what}: from the file: {err:?}");
     // SAFETY: a private temporary file that nothing writes while mapped.
-    let err = unsafe { persist::open_collection_mmap(&path, Verify::Full) }.unwrap_err();
+    let err = unsafe { persist::open_mmap(&path, Verify::Full) }.unwrap_err();
     assert!(ok(&err), "{what}: mapped: {err:?}");
     // SAFETY: as above.
-    match unsafe { persist::open_collection_mmap(&path, Verify::Deferred) } {
+    match unsafe { persist::open_mmap(&path, Verify::Deferred) } {
         Ok(mut loaded) => {
             let err = loaded.verify().unwrap_err();
             assert!(ok(&err), "{what}: mapped, verified later: {err:?}");
@@ -316,7 +313,7 @@ fn assert_rejected(bytes: &[u8], what: &str, ok: impl Fn(&Error) -> bool) {
 #[test]
 fn every_section_checksum_is_checked() {
     let (c, names) = sample();
-    let bytes = persist::collection_to_bytes(&c, &names).unwrap();
+    let bytes = persist::to_bytes(&c, &names).unwrap();
     for (name, start, end) in sections(&bytes) {
         // (The header's first bytes are the magic and version, checked first.)
         let start = if name == "header" { 16 } else { start };
@@ -344,9 +341,9 @@ fn every_section_checksum_is_checked() {
 #[test]
 fn every_truncation_is_a_typed_error() {
     let (c, names) = sample();
-    let bytes = persist::collection_to_bytes(&c, &names).unwrap();
+    let bytes = persist::to_bytes(&c, &names).unwrap();
     for cut in 0..bytes.len() {
-        let err = persist::collection_from_bytes(&bytes[..cut]).unwrap_err();
+        let err = persist::from_bytes(&bytes[..cut]).unwrap_err();
         assert!(matches!(err, Error::Truncated { .. } | Error::BadMagic), "cut at {cut}: {err:?}");
     }
     // Section boundaries, every reader.
@@ -365,7 +362,7 @@ fn every_truncation_is_a_typed_error() {
 #[test]
 fn inconsistent_tables_are_corrupt_files() {
     let (c, names) = sample();
-    let bytes = persist::collection_to_bytes(&c, &names).unwrap();
+    let bytes = persist::to_bytes(&c, &names).unwrap();
     let corrupt = |e: &Error| matches!(e, Error::CorruptFile(_));
     let secs = sections(&bytes);
     let (_, sets_at, sets_end) = secs[3];
@@ -486,7 +483,7 @@ fn split(dir: &std::path::Path, whole: &SetIndex, names: &SetNames) {
             }
         }
         let file = format!("c{group}.bsc");
-        persist::save_collection(dir.join(&file), &part, &part_names).unwrap();
+        persist::save(dir.join(&file), &part, &part_names).unwrap();
         files.push(ShardFile::describe_collection(dir, &file, &part, &part_names).unwrap());
     }
     Manifest { params: ManifestParams::of(&params), files }.write(&dir.join(MANIFEST_FILE)).unwrap();
@@ -519,8 +516,8 @@ fn sharded_manifests_of_collection_files_answer_as_the_collection() {
         assert_eq!(sharded.params(), whole.parts().next().unwrap().params());
         assert_eq!(sorted(sharded.ids().collect()), sorted(whole.ids().collect()));
         assert_eq!(sharded.names().id(b"set-4"), names.id(b"set-4"));
-        assert_eq!(sharded.shards()[0].collection.parts().len(), 1);
-        assert!(sharded.shards()[1].collection.parts().len() >= 2);
+        assert_eq!(sharded.shards()[0].index.parts().len(), 1);
+        assert!(sharded.shards()[1].index.parts().len() >= 2);
         let mut got = BatchResults::new();
         sharded.query_batch(&probes, &mut got);
         for (i, key) in probes.iter().enumerate() {
@@ -575,7 +572,7 @@ fn manifest_writers_change_collection_files_in_place_of_index_files() {
     let sharded = ShardedIndex::load(dir.path(), Verify::Full).unwrap();
     assert!(!sharded.ids().any(|id| id == 5));
     assert_eq!(sharded.len(), whole.len() + 1);
-    sharded.shards().iter().for_each(|s| s.collection.validate().unwrap());
+    sharded.shards().iter().for_each(|s| s.index.validate().unwrap());
     // Parameters that differ from the manifest's are refused.
     let other = BloomFilter::new(params.with_seed(99)).unwrap();
     assert!(manifest::add_set(&path, 1, b"other", &other, wait).is_err());

@@ -5,6 +5,7 @@
 //! opens and answers as it did.
 
 use bloomslice::persist;
+use bloomslice::persist::Loaded;
 use bloomslice::{BloomFilter, BloomParams, Error, FilterIndex, HashScheme, NaiveIndex, SetNames, SlicedIndex};
 
 /// The committed file of format 1.0: `persist::save` of
@@ -43,7 +44,7 @@ const FIXTURE_MATCHES: usize = 984;
 fn old_scheme_fixture_still_opens_and_answers_as_before() {
     let bytes = std::fs::read(FIXTURE).unwrap();
     assert_eq!((bytes[10], bytes[11]), (0, 0), "the fixture is a minor 0 file");
-    for loaded in [persist::load(FIXTURE).unwrap(), persist::from_bytes(&bytes).unwrap()] {
+    for loaded in [Loaded::<SlicedIndex>::load(FIXTURE).unwrap(), Loaded::<SlicedIndex>::from_bytes(&bytes).unwrap()] {
         assert_eq!(loaded.info.version, (1, 0));
         assert_eq!(*loaded.index.params(), fixture_params());
         assert_eq!(loaded.index.params().scheme(), HashScheme::Xxh3Double);
@@ -71,7 +72,7 @@ fn index_files_keep_their_scheme() {
         let params = fixture_params().with_scheme(scheme);
         let (index, names) = fixture_index(params);
         let bytes = persist::to_bytes(&index, &names).unwrap();
-        let loaded = persist::from_bytes(&bytes).unwrap();
+        let loaded = Loaded::<SlicedIndex>::from_bytes(&bytes).unwrap();
         assert_eq!(loaded.index.params().scheme(), scheme);
         assert_eq!(loaded.info.version, (persist::FORMAT_MAJOR, persist::FORMAT_MINOR));
         for key in 0..2_000u64 {
@@ -101,10 +102,10 @@ fn unknown_scheme_codes_are_corrupt_files() {
         b
     };
     let minor = persist::FORMAT_MINOR;
-    assert!(persist::from_bytes(&patch(minor, 1)).is_ok());
-    assert!(matches!(persist::from_bytes(&patch(minor, 2)), Err(Error::CorruptFile(_))));
-    assert!(matches!(persist::from_bytes(&patch(minor, u32::MAX)), Err(Error::CorruptFile(_))));
-    assert!(matches!(persist::from_bytes(&patch(0, 1)), Err(Error::CorruptFile(_))));
+    assert!(Loaded::<SlicedIndex>::from_bytes(&patch(minor, 1)).is_ok());
+    assert!(matches!(Loaded::<SlicedIndex>::from_bytes(&patch(minor, 2)), Err(Error::CorruptFile(_))));
+    assert!(matches!(Loaded::<SlicedIndex>::from_bytes(&patch(minor, u32::MAX)), Err(Error::CorruptFile(_))));
+    assert!(matches!(Loaded::<SlicedIndex>::from_bytes(&patch(0, 1)), Err(Error::CorruptFile(_))));
 }
 
 /// Every index type refuses a filter of the other scheme with

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use bloomslice::persist::Loaded;
 use bloomslice::persist::{self, IndexFile};
 use bloomslice::{BloomFilter, BloomParams, Error, SetNames, SlicedConfig, SlicedIndex};
 
@@ -33,11 +34,9 @@ fn one_set_saved() -> (tempfile::TempDir, std::path::PathBuf) {
 }
 
 /// Adds set `name` with key `name` (the id after the largest).
-fn add_set(loaded: &mut persist::LoadedIndex, name: &str) -> bloomslice::Result<()> {
+fn add_set(loaded: &mut Loaded, name: &str) -> bloomslice::Result<()> {
     let id = loaded.index.ids().max().map_or(0, |m| m + 1);
-    let mut f = BloomFilter::new(params())?;
-    f.insert(name);
-    loaded.index.insert_filter(id, &f)?;
+    loaded.index.insert_set(id, &[name])?;
     loaded.names.insert(id, name)
 }
 
@@ -106,47 +105,38 @@ fn a_busy_lock_is_a_typed_error_after_the_wait_and_free_once_dropped() {
 }
 
 #[test]
-fn the_lock_holder_removes_temporaries_of_dead_writers_only() {
+fn the_lock_holder_removes_every_temporary_of_its_index() {
     let (dir, path) = one_set_saved();
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let dead = child.id();
-    child.wait().unwrap();
-    let live = std::process::id();
-    let stale = dir.path().join(format!(".i.bsi.tmp-{dead}-0"));
-    let busy = dir.path().join(format!(".i.bsi.tmp-{live}-99"));
-    let other = dir.path().join(format!(".j.bsi.tmp-{dead}-0"));
-    for p in [&stale, &busy, &other] {
+    // Every save holds the lock, so under the lock these are orphans of
+    // killed writers, whatever process wrote them.
+    let stale = dir.path().join(".i.bsi.tmp-a1B2c3");
+    let also_stale = dir.path().join(".i.bsi.tmp-ZZZZZZ");
+    let other = dir.path().join(".j.bsi.tmp-a1B2c3");
+    // Not temporaries of `i.bsi`: those of an index called `i.bsi.tmp-x`,
+    // and a name with too few random characters.
+    let lookalikes = [dir.path().join(".i.bsi.tmp-x.tmp-a1B2c3"), dir.path().join(".i.bsi.tmp-a1B2c")];
+    for p in [&stale, &also_stale, &other].into_iter().chain(&lookalikes) {
         std::fs::write(p, vec![7u8; 1000]).unwrap();
     }
     let file = IndexFile::new(&path);
     let temps = file.leftover_temporaries().unwrap();
     assert_eq!(temps.len(), 2, "{temps:?}");
-    assert!(temps.iter().any(|t| t.path == stale && t.pid == dead && !t.writer_alive && t.bytes == 1000));
-    assert!(temps.iter().any(|t| t.path == busy && t.writer_alive));
+    assert!(temps.iter().any(|t| t.path == stale && !t.writer_active && t.bytes == 1000));
+    assert!(temps.iter().any(|t| t.path == also_stale && !t.writer_active));
     let lock = file.lock(Duration::ZERO).unwrap();
-    assert_eq!(lock.removed_temporaries().len(), 1);
-    assert_eq!(lock.removed_temporaries()[0].path, stale);
-    assert!(!stale.exists() && busy.exists() && other.exists());
+    // Listed while a writer holds the lock, a temporary may be its save.
+    std::fs::write(&stale, b"x").unwrap();
+    assert!(file.leftover_temporaries().unwrap().iter().all(|t| t.writer_active));
+    std::fs::remove_file(&stale).unwrap();
+    assert_eq!(lock.removed_temporaries().len(), 2);
+    assert_eq!(lock.removed_temporaries()[0].path, also_stale);
+    assert!(!also_stale.exists() && other.exists() && lookalikes.iter().all(|p| p.exists()));
     assert_eq!(lock.load().unwrap().names, one_set().1);
     drop(lock);
-    // The id of a dead writer reused by a process that started after the
-    // temporary was last written: that process is not its writer.
-    if cfg!(target_os = "linux") {
-        let mut sleeper = std::process::Command::new("sleep").arg("30").spawn().unwrap();
-        let pid = sleeper.id();
-        let reused = dir.path().join(format!(".i.bsi.tmp-{pid}-0"));
-        let fresh = dir.path().join(format!(".i.bsi.tmp-{pid}-1"));
-        for p in [&reused, &fresh] {
-            std::fs::write(p, b"x").unwrap();
-        }
-        let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
-        std::fs::File::options().write(true).open(&reused).unwrap().set_modified(hour_ago).unwrap();
-        let lock = file.lock(Duration::ZERO).unwrap();
-        assert_eq!(lock.removed_temporaries().iter().map(|t| &t.path).collect::<Vec<_>>(), [&reused]);
-        assert!(!reused.exists() && fresh.exists());
-        sleeper.kill().unwrap();
-        sleeper.wait().unwrap();
-    }
+    // A save leaves no temporary behind, and keeps the lock file.
+    let (index, names) = one_set();
+    persist::save(&path, &index, &names).unwrap();
+    assert!(file.leftover_temporaries().unwrap().is_empty());
 }
 
 #[test]
@@ -182,10 +172,22 @@ fn estimated_sizes_match_saved_files() {
 #[test]
 fn a_directory_is_not_an_index_file() {
     let dir = tempfile::tempdir().unwrap();
-    let err = persist::load(dir.path()).unwrap_err();
+    let err = Loaded::<SlicedIndex>::load(dir.path()).unwrap_err();
     assert!(matches!(err, Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::IsADirectory), "{err}");
     assert!(err.to_string().contains("is a directory"), "{err}");
     // SAFETY: nothing writes the directory's (absent) index file.
-    let err = unsafe { persist::open_mmap(dir.path(), bloomslice::persist::Verify::Deferred) }.unwrap_err();
+    let err =
+        unsafe { Loaded::<SlicedIndex>::open_mmap(dir.path(), bloomslice::persist::Verify::Deferred) }.unwrap_err();
     assert!(err.to_string().contains("is a directory"), "{err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_saved_file_has_the_permissions_of_a_created_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, path) = one_set_saved();
+    let created = dir.path().join("created");
+    std::fs::File::create(&created).unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), mode(&created));
 }

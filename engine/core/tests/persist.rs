@@ -6,17 +6,18 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use bloomslice::kmer::KmerLength;
+use bloomslice::persist::Loaded;
 use bloomslice::persist::Verify;
 use bloomslice::persist::{self, FORMAT_MAJOR, FORMAT_MINOR, HEADER_BYTES, MAGIC};
 use bloomslice::{BloomFilter, BloomParams, Error, HashScheme, SetNames, SlicedConfig, SlicedIndex};
 use proptest::prelude::*;
 
-/// [`persist::open_mmap`] for these tests.
-fn open_mmap(path: &std::path::Path, verify: Verify) -> bloomslice::Result<bloomslice::LoadedIndex> {
+/// [`Loaded::open_mmap`] for these tests.
+fn open_mmap(path: &std::path::Path, verify: Verify) -> bloomslice::Result<Loaded<SlicedIndex>> {
     // SAFETY: each test maps files in its own temporary directory, and only
     // ever replaces a mapped file by rename (`persist::save`); a file is
     // rewritten in place only after every map of it has been dropped.
-    unsafe { persist::open_mmap(path, verify) }
+    unsafe { Loaded::<SlicedIndex>::open_mmap(path, verify) }
 }
 
 /// The system allocator, recording the largest single allocation made by
@@ -124,7 +125,7 @@ fn save_load_mmap_round_trip() {
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(bytes, persist::to_bytes(&index, &names).unwrap());
     assert!(bytes.len() < 8192, "{}", bytes.len());
-    let loaded = persist::load(&path).unwrap();
+    let loaded = Loaded::<SlicedIndex>::load(&path).unwrap();
     assert!(!loaded.is_mapped() && loaded.info.rows_verified);
     for verify in [Verify::Full, Verify::Deferred] {
         let mut mapped = open_mmap(&path, verify).unwrap();
@@ -167,12 +168,12 @@ fn narrow_shards_round_trip_through_bytes_files_and_maps() {
                     "{case}"
                 );
             }
-            let back = persist::from_bytes(&bytes).unwrap();
+            let back = Loaded::<SlicedIndex>::from_bytes(&bytes).unwrap();
             same(&index, &back.index, 0..300);
             assert_eq!(back.index.rows_bytes(), index.rows_bytes(), "{case}");
             assert_eq!(persist::to_bytes(&back.index, &back.names).unwrap(), bytes, "{case}");
             let (_dir, path) = saved("narrow.bsi", &index, &names);
-            same(&index, &persist::load(&path).unwrap().index, 0..300);
+            same(&index, &Loaded::<SlicedIndex>::load(&path).unwrap().index, 0..300);
             for verify in [Verify::Full, Verify::Deferred] {
                 let mut mapped = open_mmap(&path, verify).unwrap();
                 assert!(mapped.is_mapped(), "{case}");
@@ -198,7 +199,7 @@ fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(u32::from_le_bytes(bytes[104..108].try_into().unwrap()), 21);
     assert_eq!(u16::from_le_bytes([bytes[10], bytes[11]]), FORMAT_MINOR);
-    let loaded = persist::load(&path).unwrap();
+    let loaded = Loaded::<SlicedIndex>::load(&path).unwrap();
     assert_eq!(loaded.index.kmer_length().map(KmerLength::get), Some(21));
     for verify in [Verify::Full, Verify::Deferred] {
         assert_eq!(open_mmap(&path, verify).unwrap().index.kmer_length().map(KmerLength::get), Some(21));
@@ -216,20 +217,20 @@ fn the_kmer_length_is_saved_and_minor_0_files_still_open() {
     assert_eq!(old_index.columns(), 512);
     let narrow_bytes = persist::to_bytes(&narrow, &old_names).unwrap();
     for minor in [0u16, 1] {
-        let err = persist::from_bytes(&forge(&narrow_bytes, 10, &minor.to_le_bytes())).unwrap_err();
+        let err = Loaded::<SlicedIndex>::from_bytes(&forge(&narrow_bytes, 10, &minor.to_le_bytes())).unwrap_err();
         assert!(matches!(err, Error::CorruptFile(_)), "a narrow shard in a 1.{minor} file: {err:?}");
     }
     let old = forge(&persist::to_bytes(&old_index, &old_names).unwrap(), 10, &0u16.to_le_bytes());
-    let loaded = persist::from_bytes(&old).unwrap();
+    let loaded = Loaded::<SlicedIndex>::from_bytes(&old).unwrap();
     assert_eq!(loaded.info.version, (1, 0));
     assert_eq!(loaded.index.kmer_length(), None);
     same(&old_index, &loaded.index, 0..200);
     // Minor 0 reserves the bytes that minor 1 uses.
-    let err = persist::from_bytes(&forge(&bytes, 10, &0u16.to_le_bytes())).unwrap_err();
+    let err = Loaded::<SlicedIndex>::from_bytes(&forge(&bytes, 10, &0u16.to_le_bytes())).unwrap_err();
     assert!(matches!(err, Error::CorruptFile(_)), "{err:?}");
     // A later minor may use the reserved bytes after the k-mer length.
     let later = forge(&forge(&bytes, 10, &(FORMAT_MINOR + 1).to_le_bytes()), 108, &[7; 12]);
-    assert_eq!(persist::from_bytes(&later).unwrap().index.kmer_length().map(KmerLength::get), Some(21));
+    assert_eq!(Loaded::<SlicedIndex>::from_bytes(&later).unwrap().index.kmer_length().map(KmerLength::get), Some(21));
 }
 
 #[test]
@@ -250,7 +251,7 @@ fn a_mapped_index_is_writable_by_copy_and_the_file_is_untouched() {
     let old = open_mmap(&path, Verify::Full).unwrap();
     persist::save(&path, &mapped.index, &mapped.names).unwrap();
     same(&index, &old.index, 0..100);
-    let new = persist::load(&path).unwrap();
+    let new = Loaded::<SlicedIndex>::load(&path).unwrap();
     same(&mapped.index, &new.index, 0..100);
 }
 
@@ -266,8 +267,10 @@ fn save_is_atomic_and_leaves_no_temporary_file() {
     std::fs::write(target_dir.join("x"), b"x").unwrap();
     assert!(matches!(persist::save(&target_dir, &index, &names), Err(Error::Io { .. })));
     assert!(matches!(persist::save(dir.path().join("missing/a.bsi"), &index, &names), Err(Error::Io { .. })));
-    let listing: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(listing.len(), 2, "{listing:?}");
+    // Every save takes the target's writer lock: the lock files stay.
+    let mut listing: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    listing.sort();
+    assert_eq!(listing, [".a.bsi.lock", ".sub.lock", "a.bsi", "sub"], "{listing:?}");
     assert_eq!(std::fs::read(&path).unwrap(), first);
 }
 
@@ -279,7 +282,8 @@ fn every_flipped_byte_and_every_truncation_is_a_typed_error() {
     for i in 0..bytes.len() {
         for flip in [0xffu8, 1 << (i % 8)] {
             copy[i] ^= flip;
-            let err = persist::from_bytes(&copy).expect_err(&format!("byte {i} ^ {flip:#x} was accepted"));
+            let err =
+                Loaded::<SlicedIndex>::from_bytes(&copy).expect_err(&format!("byte {i} ^ {flip:#x} was accepted"));
             assert!(
                 matches!(
                     err,
@@ -295,12 +299,13 @@ fn every_flipped_byte_and_every_truncation_is_a_typed_error() {
         }
     }
     for len in 0..bytes.len() {
-        let err = persist::from_bytes(&bytes[..len]).expect_err(&format!("truncated at {len} was accepted"));
+        let err =
+            Loaded::<SlicedIndex>::from_bytes(&bytes[..len]).expect_err(&format!("truncated at {len} was accepted"));
         assert!(matches!(err, Error::BadMagic | Error::Truncated { .. }), "len {len}: {err:?}");
     }
     let mut longer = bytes.clone();
     longer.push(0);
-    assert!(matches!(persist::from_bytes(&longer), Err(Error::CorruptFile(_))));
+    assert!(matches!(Loaded::<SlicedIndex>::from_bytes(&longer), Err(Error::CorruptFile(_))));
 }
 
 #[test]
@@ -321,7 +326,7 @@ fn flipped_bytes_through_mmap_are_caught_by_verify() {
     }
     std::fs::write(&path, b"").unwrap();
     assert_eq!(open_mmap(&path, Verify::Full).unwrap_err(), Error::BadMagic);
-    assert!(matches!(persist::load(dir.path().join("nope")), Err(Error::Io { op: "open", .. })));
+    assert!(matches!(Loaded::<SlicedIndex>::load(dir.path().join("nope")), Err(Error::Io { op: "open", .. })));
 }
 
 /// Rewrites the header fields at `at` and fixes the header checksum, the way
@@ -351,14 +356,15 @@ fn no_allocation_beyond_what_the_file_implies() {
         (24, (1 << 32) - 512),
     ] {
         let hostile = forge(&bytes, at, &value.to_le_bytes());
-        let largest = largest_allocation(|| assert!(persist::from_bytes(&hostile).is_err(), "field at {at}"));
+        let largest =
+            largest_allocation(|| assert!(Loaded::<SlicedIndex>::from_bytes(&hostile).is_err(), "field at {at}"));
         assert!(largest <= bound, "field at {at}: allocated {largest} bytes for a {}-byte file", bytes.len());
     }
     let mut copy = bytes.clone();
     let largest = largest_allocation(|| {
         for i in 0..copy.len() {
             copy[i] ^= 0x80;
-            let _ = persist::from_bytes(&copy);
+            let _ = Loaded::<SlicedIndex>::from_bytes(&copy);
             copy[i] ^= 0x80;
         }
     });
@@ -372,13 +378,13 @@ fn hostile_headers_are_typed_errors() {
     assert_eq!(&bytes[..8], &MAGIC);
     let mut wrong_magic = bytes.clone();
     wrong_magic[0] = b'X';
-    assert_eq!(persist::from_bytes(&wrong_magic).unwrap_err(), Error::BadMagic);
+    assert_eq!(Loaded::<SlicedIndex>::from_bytes(&wrong_magic).unwrap_err(), Error::BadMagic);
     let v2 = forge(&bytes, 8, &2u16.to_le_bytes());
-    let err = persist::from_bytes(&v2).unwrap_err();
+    let err = Loaded::<SlicedIndex>::from_bytes(&v2).unwrap_err();
     assert!(matches!(err, Error::UnsupportedVersion { major: 2, supported: 1, .. }), "{err:?}");
     assert!(err.to_string().contains(&format!("version 2.{FORMAT_MINOR} is not supported")), "{err}");
     let minor = forge(&bytes, 10, &7u16.to_le_bytes());
-    assert_eq!(persist::from_bytes(&minor).unwrap().info.version, (1, 7), "newer minors are read");
+    assert_eq!(Loaded::<SlicedIndex>::from_bytes(&minor).unwrap().info.version, (1, 7), "newer minors are read");
     for (at, value) in [
         (16usize, u64::MAX.to_le_bytes().to_vec()), // file length
         (24, 0u64.to_le_bytes().to_vec()),          // m = 0
@@ -396,7 +402,7 @@ fn hostile_headers_are_typed_errors() {
         (104, 33u32.to_le_bytes().to_vec()),        // k-mer length above 32
         (108, 1u64.to_le_bytes().to_vec()),         // reserved
     ] {
-        let err = persist::from_bytes(&forge(&bytes, at, &value)).unwrap_err();
+        let err = Loaded::<SlicedIndex>::from_bytes(&forge(&bytes, at, &value)).unwrap_err();
         assert!(matches!(err, Error::CorruptFile(_) | Error::Truncated { .. }), "field at {at}: {err:?}");
     }
 }
@@ -413,7 +419,7 @@ proptest! {
         deletes in prop::collection::vec(any::<prop::sample::Index>(), 0..50),
     ) {
         let sets: Vec<(u64, Vec<u64>)> = sets.into_iter().collect();
-        let config = SlicedConfig { max_shard_columns: shard_cols, prefetch_distance: 3 };
+        let config = SlicedConfig { max_shard_columns: shard_cols, prefetch_distance: 3, ..SlicedConfig::default() };
         let (mut index, mut names) = build(params, &sets, config);
         for d in &deletes {
             if !sets.is_empty() {
@@ -424,7 +430,7 @@ proptest! {
             }
         }
         let bytes = persist::to_bytes(&index, &names).unwrap();
-        let loaded = persist::from_bytes(&bytes).unwrap();
+        let loaded = Loaded::<SlicedIndex>::from_bytes(&bytes).unwrap();
         same(&index, &loaded.index, 0..600);
         prop_assert_eq!(&loaded.names, &names);
         prop_assert_eq!(loaded.index.config(), index.config());
@@ -450,7 +456,7 @@ fn write_fuzz_seed_corpus() {
     let empty = SlicedIndex::new(BloomParams::new(100, 3).unwrap());
     seeds.push(("empty", persist::to_bytes(&empty, &SetNames::new()).unwrap()));
     let sets: Vec<(u64, Vec<u64>)> = (0..600u64).map(|i| (i, vec![i])).collect();
-    let config = SlicedConfig { max_shard_columns: 512, prefetch_distance: 2 };
+    let config = SlicedConfig { max_shard_columns: 512, prefetch_distance: 2, ..SlicedConfig::default() };
     let (two, names) = build(BloomParams::new(16, 1).unwrap(), &sets, config);
     seeds.push(("two-shards", persist::to_bytes(&two, &names).unwrap()));
     let (mut holes, names) = build(BloomParams::new(7, 3).unwrap(), &sets[..40], SlicedConfig::default());

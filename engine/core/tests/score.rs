@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bloomslice::ReadIndex;
-use bloomslice::kernels::Kernels;
+use bloomslice::kernels::{Kernels, LookAhead};
 use bloomslice::{
     BloomFilter, BloomParams, ConcurrentIndex, Error, Key, KeyHash, PoolConfig, PoolError, PoolResults, QueryPool,
     Scores, SlicedConfig, SlicedIndex, Threshold, ThresholdResults, Workers,
@@ -80,11 +80,15 @@ fn build_with(
     (index, filters)
 }
 
-/// [`check_all`] with every kernel backend.
+/// [`check_all`] with every kernel backend and both look-ahead cache
+/// levels ([`SlicedConfig::look_ahead`]).
 fn check_every_backend(index: &mut SlicedIndex, filters: &[(u64, BloomFilter)], keys: &[u64]) {
     for kernels in Kernels::available() {
         index.set_kernels(kernels);
-        check_all(index, filters, keys);
+        for look_ahead in [LookAhead::L1, LookAhead::L2] {
+            index.set_look_ahead(look_ahead);
+            check_all(index, filters, keys);
+        }
     }
 }
 

@@ -7,8 +7,8 @@
 //! of record, `arch::all`, on arbitrary words, lengths, start offsets
 //! (alignments) and row counts. Any difference panics.
 
-use bloomslice_kernels::Kernels;
 use bloomslice_kernels::arch::all;
+use bloomslice_kernels::{Kernels, LookAhead};
 
 /// Longest output, in words (64 lines, plus a partial one).
 pub const MAX_LEN: usize = 515;
@@ -184,11 +184,14 @@ pub fn check(k: &Kernels, input: &Input, pool: &[u64]) {
         let flat_keys = keys[first..end].concat();
         // The look-ahead (the next keys' runs, any positions) is only a
         // prefetch hint: it must not change the counts.
+        // Either cache level, alternating by group.
         let ahead = keys[end..].concat();
-        got_any |=
-            k.count_runs(&flat, stride, &flat_keys, end - first, len, &live, &mut got[lo..lo + n_planes * len], &ahead);
+        let into = [LookAhead::L1, LookAhead::L2][first % 2];
+        let planes = &mut got[lo..lo + n_planes * len];
+        got_any |= k.count_runs(&flat, stride, &flat_keys, end - first, len, &live, planes, &ahead, into);
         for key in &keys[first..end] {
-            want_any |= all::count_runs(&flat, stride, key, 1, len, &live, &mut want[lo..lo + n_planes * len], &[]);
+            want_any |=
+                all::count_runs(&flat, stride, key, 1, len, &live, &mut want[lo..lo + n_planes * len], &[], into);
         }
         first = end;
     }

@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 
 use bloomslice::persist;
-use bloomslice::{BatchResults, BloomFilter, Prehashed, SetNames, SlicedIndex};
+use bloomslice::{BatchResults, BloomFilter, Loaded, Prehashed, SetNames, SlicedIndex};
 use bloomslice_bench::engines;
 use bloomslice_bench::workload::{self, WorkloadKind, WorkloadSpec, key_hash};
 
@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bytes: Vec<u8> = hashes.iter().flat_map(|h| h.to_le_bytes()).collect();
     std::fs::write(dir.join("queries.u64"), bytes)?;
 
-    let loaded = persist::load(&index_path)?;
+    let loaded = Loaded::<SlicedIndex>::load(&index_path)?;
     let keys: Vec<Prehashed> = hashes.iter().map(|&h| Prehashed(h)).collect();
     let mut results = BatchResults::new();
     let (best, matches) = engines::best_of(repeat, || {

@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use bloomslice::persist::{self, LoadedIndex, LoadedSetIndex, Verify};
+use bloomslice::SlicedIndex;
+use bloomslice::persist::{self, Loaded, Verify};
 use bloomslice::sharded::ShardedIndex;
 use bloomslice::{Error, SetNames};
 
@@ -28,11 +29,11 @@ fn is_format_1(path: &Path) -> bool {
 /// collection file as `Sets`.
 pub(crate) fn load(path: &Path) -> Result<(Engine, SetNames), Error> {
     if is_format_1(path) {
-        let LoadedIndex { index, names, .. } = persist::load(path)?;
+        let Loaded { index, names, .. } = Loaded::<SlicedIndex>::load(path)?;
         return Ok((Engine::Sliced(index), names));
     }
-    let LoadedSetIndex { collection, names, .. } = persist::load_collection(path)?;
-    Ok((Engine::Sets(collection), names))
+    let Loaded { index, names, .. } = persist::load(path)?;
+    Ok((Engine::Sets(index), names))
 }
 
 /// [`load`] with the file mapped and queried in place.
@@ -44,19 +45,19 @@ pub(crate) fn load(path: &Path) -> Result<(Engine, SetNames), Error> {
 pub(crate) unsafe fn map(path: &Path, verify: Verify) -> Result<(Engine, SetNames), Error> {
     if is_format_1(path) {
         // SAFETY: the mapping contract is this function's, forwarded.
-        let LoadedIndex { index, names, .. } = unsafe { persist::open_mmap(path, verify) }?;
+        let Loaded { index, names, .. } = unsafe { Loaded::<SlicedIndex>::open_mmap(path, verify) }?;
         return Ok((Engine::Sliced(index), names));
     }
     // SAFETY: the mapping contract is this function's, forwarded.
-    let LoadedSetIndex { collection, names, .. } = unsafe { persist::open_collection_mmap(path, verify) }?;
-    Ok((Engine::Sets(collection), names))
+    let Loaded { index, names, .. } = unsafe { persist::open_mmap(path, verify) }?;
+    Ok((Engine::Sets(index), names))
 }
 
 /// Saves `engine` with `names` to `path` atomically, in the format of its
 /// layout (a collection file for `Sets`, an index file for `Sliced`).
 pub(crate) fn save(path: &Path, engine: &Engine, names: &SetNames) -> Result<(), Failure> {
     match engine {
-        Engine::Sets(sets) => Ok(persist::save_collection(path, sets, names)?),
+        Engine::Sets(sets) => Ok(persist::save(path, sets, names)?),
         Engine::Sliced(index) => Ok(persist::save(path, index, names)?),
         Engine::Sharded(_) => Err(crate::write::read_only("save")),
     }

@@ -87,7 +87,7 @@ pub unsafe extern "C" fn bloomslice_index_info(
             Engine::Sharded(sharded) => {
                 info.m = sharded.params().m();
                 info.shards = sharded.shard_count() as u64;
-                info.parts = sharded.shards().iter().map(|shard| parts_of(&shard.collection)).sum();
+                info.parts = sharded.shards().iter().map(|shard| parts_of(&shard.index)).sum();
             }
         }
         // SAFETY: forwarded caller contract.

@@ -70,7 +70,8 @@ fn generate(dir: &Path, args: &[String]) -> std::io::Result<()> {
 }
 
 fn score_reads(index_path: &Path, reads_path: &Path, threshold: f64) -> Result<(), String> {
-    let loaded = bloomslice::persist::load(index_path).map_err(|e| format!("{}: {e}", index_path.display()))?;
+    let loaded = bloomslice::Loaded::<bloomslice::SlicedIndex>::load(index_path)
+        .map_err(|e| format!("{}: {e}", index_path.display()))?;
     let index = &loaded.index;
     let k = index.kmer_length().ok_or("not a sequence index")?;
     let mut reader = needletail::parse_fastx_file(reads_path).map_err(|e| e.to_string())?;

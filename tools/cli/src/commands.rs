@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedSetIndex, Temporary, Verify};
+use bloomslice::persist::{self, IndexFile, IndexFileLock, Loaded, Temporary, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::{
     BatchResults, BloomFilter, BloomParams, HashScheme, KeyHash, LayoutConfig, Prehashed, SetIndex, SetNames,
@@ -19,13 +19,12 @@ use crate::files::{Target, lock_index, map_collection};
 use crate::input::{self, Source};
 use crate::{CliError, demo, seqs};
 
-fn load_locked(lock: &IndexFileLock) -> Result<LoadedSetIndex, CliError> {
-    persist::load_collection(lock.path()).map_err(|e| CliError::index_file(lock.path(), &e))
+fn load_locked(lock: &IndexFileLock) -> Result<Loaded, CliError> {
+    lock.load().map_err(|e| CliError::index_file(lock.path(), &e))
 }
 
 fn save_collection_locked(lock: &IndexFileLock, collection: &SetIndex, names: &SetNames) -> Result<(), CliError> {
-    persist::save_collection(lock.path(), collection, names)
-        .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
+    lock.save(collection, names).map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
 }
 
 fn mib(bytes: u64) -> String {
@@ -493,7 +492,7 @@ fn grown_note(collection: &SetIndex, names: &SetNames, id: u64, before: usize) -
 /// capacity that holds it (a new part if none does).
 pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
-    let LoadedSetIndex { mut collection, mut names, .. } = load_locked(&lock)?;
+    let Loaded { index: mut collection, mut names, .. } = load_locked(&lock)?;
     let parts_before = collection.parts().len();
     let added = match from {
         AddFrom::Sets(source) => {
@@ -515,7 +514,7 @@ pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliErro
             added
         }
         AddFrom::Index(other) => {
-            let o = persist::load_collection(other).map_err(|e| CliError::index_file(other, &e))?;
+            let o = persist::load(other).map_err(|e| CliError::index_file(other, &e))?;
             add_index(path, &mut collection, &mut names, other, o)?
         }
     };
@@ -544,19 +543,19 @@ fn add_index(
     collection: &mut SetIndex,
     names: &mut SetNames,
     other: &Path,
-    o: LoadedSetIndex,
+    o: Loaded,
 ) -> Result<usize, CliError> {
-    if o.collection.kmer_length() != collection.kmer_length() {
+    if o.index.kmer_length() != collection.kmer_length() {
         let k = |k: Option<bloomslice::kmer::KmerLength>| k.map_or_else(|| "none".to_owned(), |k| k.to_string());
         return Err(CliError::Runtime(format!(
             "{} has k-mer length {} but {} has {}: sets of other keys cannot be mixed",
             other.display(),
-            k(o.collection.kmer_length()),
+            k(o.index.kmer_length()),
             path.display(),
             k(collection.kmer_length())
         )));
     }
-    let mut ids: Vec<u64> = o.collection.ids().collect();
+    let mut ids: Vec<u64> = o.index.ids().collect();
     ids.sort_unstable();
     let first = next_id(collection);
     let new_ids: hashbrown::HashMap<u64, (u64, Vec<u8>)> = ids
@@ -567,7 +566,7 @@ fn add_index(
         })
         .collect();
     // Parameters first, then names: nothing is saved after an error.
-    collection.absorb_with(&o.collection, |id| new_ids.get(&id).map_or(id, |n| n.0)).map_err(|e| match e {
+    collection.absorb_with(&o.index, |id| new_ids.get(&id).map_or(id, |n| n.0)).map_err(|e| match e {
         bloomslice::Error::ParamsMismatch { .. } | bloomslice::Error::Invalid(_) => CliError::Runtime(format!(
             "{} was built with other parameters than {} ({e}): build it again with --fp {} --seed {}",
             other.display(),
@@ -597,7 +596,7 @@ pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration
         })
         .collect::<Result<_, _>>()?;
     let lock = lock_index(path, wait)?;
-    let LoadedSetIndex { mut collection, mut names, .. } = load_locked(&lock)?;
+    let Loaded { index: mut collection, mut names, .. } = load_locked(&lock)?;
     for name in &sets {
         let Some(id) = names.id(name) else {
             return Err(CliError::Runtime(format!(
@@ -620,7 +619,7 @@ pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration
 /// set that outgrows its filter gains one in a larger part, and says so).
 pub fn update(path: &Path, source: &Source<'_>, create: bool, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
-    let LoadedSetIndex { mut collection, mut names, .. } = load_locked(&lock)?;
+    let Loaded { index: mut collection, mut names, .. } = load_locked(&lock)?;
     let read = input::read_hashed(source, seed_of(&collection))?;
     if read.sets.is_empty() {
         println!("no sets on stdin: {} unchanged", path.display());
@@ -807,7 +806,7 @@ fn temporaries_json(temps: &[Temporary]) -> serde_json::Value {
     temps
         .iter()
         .map(|t| {
-            serde_json::json!({"path": t.path.display().to_string(), "pid": t.pid, "bytes": t.bytes, "writer_alive": t.writer_alive})
+            serde_json::json!({"path": t.path.display().to_string(), "bytes": t.bytes, "writer_active": t.writer_active})
         })
         .collect()
 }
@@ -850,7 +849,7 @@ fn set_rows(collection: &SetIndex) -> Vec<SetRow> {
 pub fn inspect(path: &Path, limit: Option<usize>, json: bool) -> Result<(), CliError> {
     let loaded = map_collection(path, Verify::Full)?;
     let temps = IndexFile::new(path).leftover_temporaries().unwrap_or_default();
-    let (c, names, info) = (&loaded.collection, &loaded.names, &loaded.info);
+    let (c, names, info) = (&loaded.index, &loaded.names, &loaded.info);
     let sets = set_rows(c);
     let (ones, bits): (u64, u64) =
         c.parts().fold((0, 0), |(o, b), index| (o + index.count_ones(), b + index.params().m() * index.len() as u64));
@@ -974,10 +973,10 @@ pub fn inspect(path: &Path, limit: Option<usize>, json: bool) -> Result<(), CliE
         let bytes: u64 = temps.iter().map(|t| t.bytes).sum();
         println!("leftover temporary files: {} ({})", temps.len(), size(bytes));
         for t in &temps {
-            let state = if t.writer_alive { "writer still running" } else { "writer gone" };
-            println!("  {} ({}, pid {}, {state})", t.path.display(), size(t.bytes), t.pid);
+            let state = if t.writer_active { "a writer holds the lock: may be its save" } else { "writer gone" };
+            println!("  {} ({}, {state})", t.path.display(), size(t.bytes));
         }
-        println!("hint: the next `add`, `update`, `remove` or `build --force` removes those whose writer is gone");
+        println!("hint: the next `add`, `update`, `remove` or `build --force` removes them once it holds the lock");
     }
     Ok(())
 }
@@ -995,9 +994,10 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
     let lazy = lazy?;
     let (full, t_full) = timed(|| map_collection(path, Verify::Full));
     full?;
-    let (loaded, t_load) = timed(|| persist::load_collection(path));
-    let loaded = loaded.map_err(err)?;
-    let c = &loaded.collection;
+    let (loaded, t_load) = timed(|| persist::load(path));
+    let mut loaded = loaded.map_err(err)?;
+    crate::files::tune(&mut loaded.index);
+    let c = &loaded.index;
     if c.is_empty() {
         return Err(CliError::Runtime(format!("{} holds no sets: nothing to benchmark", path.display())));
     }
@@ -1008,7 +1008,7 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
     let mut a = BatchResults::new();
     let mut b = BatchResults::new();
     c.query_batch_hashes(&hashes, &mut a);
-    lazy.collection.query_batch_hashes(&hashes, &mut b);
+    lazy.index.query_batch_hashes(&hashes, &mut b);
     if a.iter().ne(b.iter()) {
         return Err(CliError::Runtime("the mapped index answered differently from the loaded one".into()));
     }
@@ -1035,12 +1035,12 @@ pub fn bench(path: &Path, queries: usize, batch: usize, seed: u64) -> Result<(),
     println!(
         "huge pages: memory {}, mmap {} of rows",
         mib(c.huge_page_bytes() as u64),
-        mib(lazy.collection.huge_page_bytes() as u64)
+        mib(lazy.index.huge_page_bytes() as u64)
     );
     println!("{:<10} {:<8} {:>12} {:>14}", "index", "mode", "ns/query", "queries/s");
     // Memory and mmap side by side per mode, so both see the same machine.
     for (mode, batch) in [("single", None), ("batch", Some(batch))] {
-        for (what, collection) in [("memory", c), ("mmap", &lazy.collection)] {
+        for (what, collection) in [("memory", c), ("mmap", &lazy.index)] {
             let t = demo::time_queries(collection, &hashes, batch, 3)?;
             let ns = t.as_secs_f64() * 1e9 / queries as f64;
             println!("{what:<10} {mode:<8} {ns:>12.1} {:>14.0}", 1e9 / ns);

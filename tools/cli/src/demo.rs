@@ -30,12 +30,12 @@ pub fn params() -> BloomParams {
     BloomParams::for_capacity(10_000, FP).expect("valid parameters")
 }
 
-/// SplitMix64: the query generator's deterministic stream.
+/// SplitMix64's first output from state `x` (`rand_xoshiro`, the
+/// generator of the tests and benches): the query generator's
+/// deterministic stream.
 fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    use rand_xoshiro::rand_core::{RngCore, SeedableRng};
+    rand_xoshiro::SplitMix64::seed_from_u64(x).next_u64()
 }
 
 /// The filters: `(id, filter)` for `id` in `0..filters`.

@@ -7,8 +7,10 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+use bloomslice::collection::PartPrefetch;
+use bloomslice::kernels::LookAhead;
 use bloomslice::persist::manifest::MANIFEST_FILE;
-use bloomslice::persist::{self, IndexFile, IndexFileLock, LoadedSetIndex, MAGIC, SetNames, Verify};
+use bloomslice::persist::{self, IndexFile, IndexFileLock, Loaded, MAGIC, SetNames, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::sharded::ShardedIndex;
 use bloomslice::{BatchResults, SetIndex};
@@ -16,14 +18,31 @@ use bloomslice::{BatchResults, SetIndex};
 use crate::CliError;
 
 /// Maps a collection file (or an older index file, as a collection of one
-/// part) for reading.
-pub fn map_collection(path: &Path, verify: Verify) -> Result<LoadedSetIndex, CliError> {
+/// part) for reading, with the speed settings of [`tune`].
+pub fn map_collection(path: &Path, verify: Verify) -> Result<Loaded, CliError> {
     // SAFETY: `bloomslice` never writes into an existing index file: every
     // writer holds the index's lock and replaces the file by rename
-    // (`persist::save_collection`), which leaves this map on the old,
+    // (`persist::save`), which leaves this map on the old,
     // unchanged file. Programs that write index files in place are outside
     // the contract the README states ("Concurrency and files").
-    unsafe { persist::open_collection_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))
+    let mut loaded = unsafe { persist::open_mmap(path, verify) }.map_err(|e| CliError::index_file(path, &e))?;
+    tune(&mut loaded.index);
+    Ok(loaded)
+}
+
+/// Applies the speed settings the environment names (the library reads no
+/// environment): `BLOOMSLICE_LOOKAHEAD=l1|l2` (scoring's look-ahead cache
+/// level, else the CPU's choice) and `BLOOMSLICE_COLLECTION_PREFETCH=auto|always|never`
+/// (whether queries prefetch the parts' rows). Unknown values are ignored.
+/// Answers never change.
+pub fn tune(index: &mut SetIndex) {
+    let var = |name: &str| std::env::var(name).ok();
+    if let Some(look_ahead) = var("BLOOMSLICE_LOOKAHEAD").and_then(|v| LookAhead::from_name(&v)) {
+        index.set_look_ahead(look_ahead);
+    }
+    if let Some(mode) = var("BLOOMSLICE_COLLECTION_PREFETCH").and_then(|v| PartPrefetch::from_name(&v)) {
+        index.set_part_prefetch(mode);
+    }
 }
 
 /// Maps the shard files of the manifest at `path` (a manifest file or its
@@ -50,7 +69,7 @@ pub fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError
 /// manifest (answered as one index).
 pub enum Target {
     /// A collection file (or an older index file, as one part).
-    One(LoadedSetIndex),
+    One(Loaded),
     /// The shard files of a manifest.
     Many(ShardedIndex),
 }
@@ -85,7 +104,7 @@ impl Target {
     /// The collection, if this is one file.
     pub fn single(&self) -> Option<&SetIndex> {
         match self {
-            Target::One(l) => Some(&l.collection),
+            Target::One(l) => Some(&l.index),
             Target::Many(_) => None,
         }
     }
@@ -101,7 +120,7 @@ impl Target {
     /// Answers `keys` into `out`.
     pub fn query_batch(&self, keys: &[&[u8]], out: &mut BatchResults) {
         match self {
-            Target::One(l) => l.collection.query_batch(keys, out),
+            Target::One(l) => l.index.query_batch(keys, out),
             Target::Many(s) => s.query_batch(keys, out),
         }
     }
@@ -116,7 +135,7 @@ impl Target {
         out: &mut Vec<(u64, u32)>,
     ) {
         match self {
-            Target::One(l) => l.collection.query_threshold_into(keys, threshold, scratch, out),
+            Target::One(l) => l.index.query_threshold_into(keys, threshold, scratch, out),
             Target::Many(s) => s.query_threshold_into(keys, threshold, scratch, out),
         }
     }

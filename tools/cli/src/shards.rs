@@ -23,16 +23,16 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
     if shards == 0 {
         return Err(CliError::Usage("--shards must be at least 1".into()));
     }
-    let loaded = persist::load_collection(index_path).map_err(|e| CliError::index_file(index_path, &e))?;
-    if loaded.collection.len() < shards {
+    let loaded = persist::load(index_path).map_err(|e| CliError::index_file(index_path, &e))?;
+    if loaded.index.len() < shards {
         return Err(CliError::Runtime(format!(
             "{} holds {} sets: it cannot be split into {shards} shards (a set never straddles files)",
             index_path.display(),
-            loaded.collection.len()
+            loaded.index.len()
         )));
     }
     let manifest =
-        sharded::write_split(&loaded.collection, &loaded.names, shards, out_dir).map_err(|e| match e.io_kind() {
+        sharded::write_split(&loaded.index, &loaded.names, shards, out_dir).map_err(|e| match e.io_kind() {
             Some(kind) if kind != std::io::ErrorKind::AlreadyExists => {
                 CliError::Runtime(format!("{e} (check the directory is writable)"))
             }
@@ -55,10 +55,8 @@ pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Res
     let mut merged: Option<SetIndex> = None;
     for (i, shard) in sharded.shards().iter().enumerate() {
         match &mut merged {
-            None => merged = Some(shard.collection.clone()),
-            Some(c) => {
-                c.absorb(&shard.collection).map_err(|e| CliError::Runtime(format!("{}: {e}", m.files[i].file)))?
-            }
+            None => merged = Some(shard.index.clone()),
+            Some(c) => c.absorb(&shard.index).map_err(|e| CliError::Runtime(format!("{}: {e}", m.files[i].file)))?,
         }
     }
     let collection =
@@ -67,7 +65,7 @@ pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Res
     if !force && output.exists() {
         return Err(CliError::Runtime(format!("{} already exists (pass --force to replace it)", output.display())));
     }
-    persist::save_collection(lock.path(), &collection, sharded.names())
+    persist::save(lock.path(), &collection, sharded.names())
         .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))?;
     println!("{}\t{} sets from {} files", output.display(), sharded.len(), sharded.shard_count());
     Ok(())

@@ -172,7 +172,7 @@ fn temporaries_of_writers_killed_with_sigkill_are_reported_and_removed() {
     let v: serde_json::Value = serde_json::from_str(&ok(&run(&["inspect", "i.bsi", "--json"], d))).unwrap();
     let temps = v["leftover_temporaries"].as_array().unwrap();
     assert_eq!(temps.len(), left.len());
-    assert!(temps.iter().all(|t| t["writer_alive"] == false && t["bytes"].as_u64().is_some()));
+    assert!(temps.iter().all(|t| t["writer_active"] == false && t["bytes"].as_u64().is_some()));
     // The next writer removes them (adding a set neither index holds: an
     // attempt that finished before its kill left b in the index).
     std::fs::write(d.join("c.tsv"), "c\tz\n").unwrap();

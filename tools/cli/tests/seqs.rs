@@ -158,8 +158,8 @@ fn parse_plain(out: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
 /// Every set of a collection file: its name and its filters (one per
 /// part it has grown into).
 fn set_filters(index: &Path) -> Vec<(String, Vec<bloomslice::BloomFilter>)> {
-    let loaded = persist::load_collection(index).unwrap();
-    let c = &loaded.collection;
+    let loaded = persist::load(index).unwrap();
+    let c = &loaded.index;
     let parts: Vec<&bloomslice::SlicedIndex> = c.parts().collect();
     let mut ids: Vec<u64> = c.ids().collect();
     ids.sort_unstable();
@@ -196,8 +196,8 @@ fn expected(index: &Path, reads: &[(String, Vec<u8>)], k: usize, threshold: f64)
 /// Checks that the index's filter of each genome is exactly the filter of
 /// its naive k-mers (so `build --seqs` indexed the right keys).
 fn check_filters(index: &Path, genomes: &[(String, Vec<u8>)], k: usize) {
-    let loaded = persist::load_collection(index).unwrap();
-    let c = &loaded.collection;
+    let loaded = persist::load(index).unwrap();
+    let c = &loaded.index;
     assert_eq!(c.kmer_length().map(|k| k.get()), Some(k));
     assert_eq!(c.len(), genomes.len());
     let parts: Vec<&bloomslice::SlicedIndex> = c.parts().collect();

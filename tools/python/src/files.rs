@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bloomslice::persist::manifest::{self, Manifest};
-use bloomslice::persist::{self, FileInfo, LoadedIndex, LoadedSetIndex, Verify};
+use bloomslice::persist::{self, FileInfo, Loaded, Verify};
 use bloomslice::sharded::{self, ShardedIndex};
 use bloomslice::{BloomFilter, BloomParams, Error, SetIndex, SetNames, SlicedIndex};
 
@@ -51,21 +51,21 @@ pub fn open(path: &Path, mmap: bool, verify: bool) -> Result<(Engine, SetNames, 
             // in-place write while mapped) is the documented contract of
             // `Index.open`, as for `numpy.memmap`; bloomslice's own writers
             // (`save`, the CLI) replace files by rename under a lock.
-            unsafe { persist::open_mmap(path, verify) }
+            unsafe { Loaded::<SlicedIndex>::open_mmap(path, verify) }
         } else {
-            persist::load(path)
+            Loaded::<SlicedIndex>::load(path)
         };
-        let LoadedIndex { index, names, info } = loaded?;
+        let Loaded { index, names, info } = loaded?;
         return Ok((Engine::Fixed(index), names, info));
     }
     let loaded = if mmap {
-        // SAFETY: as above, for `open_collection_mmap`.
-        unsafe { persist::open_collection_mmap(path, verify) }
+        // SAFETY: as above.
+        unsafe { persist::open_mmap(path, verify) }
     } else {
-        persist::load_collection(path)
+        persist::load(path)
     };
-    let LoadedSetIndex { collection, names, info } = loaded?;
-    Ok((Engine::Sized(collection), names, info))
+    let Loaded { index, names, info } = loaded?;
+    Ok((Engine::Sized(index), names, info))
 }
 
 /// Opens the manifest at `path` (a manifest file or its directory) and
@@ -90,7 +90,7 @@ pub fn save_index(path: &Path, index: &SlicedIndex, names: &SetNames) -> Result<
 
 /// Saves a collection as a collection file (format 2), atomically.
 pub fn save_collection(path: &Path, collection: &SetIndex, names: &SetNames) -> Result<(), Error> {
-    persist::save_collection(path, collection, names)
+    persist::save(path, collection, names)
 }
 
 /// Writes `collection` as `shards` shard files and a manifest in `dir`
@@ -123,8 +123,8 @@ pub fn shard_params(manifest_path: &Path, m: &Manifest, shard: usize) -> Result<
     let file = m.file_path(&manifest::manifest_dir(manifest_path), shard);
     // SAFETY: the map lives only for this read of the parameters; writers
     // of index and collection files replace them by rename.
-    let opened = unsafe { persist::open_collection_mmap(&file, Verify::Deferred) }?;
-    Ok(opened.collection.parts().next().map(|part| *part.params()))
+    let opened = unsafe { persist::open_mmap(&file, Verify::Deferred) }?;
+    Ok(opened.index.parts().next().map(|part| *part.params()))
 }
 
 /// Adds the set `name` (its filter) to shard file `shard` of the manifest,

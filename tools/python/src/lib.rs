@@ -482,7 +482,7 @@ impl Engine {
         match self {
             Engine::Fixed(index) => vec![index],
             Engine::Sized(collection) => collection.parts().collect(),
-            Engine::Sharded(sharded) => sharded.shards().iter().flat_map(|s| s.collection.parts()).collect(),
+            Engine::Sharded(sharded) => sharded.shards().iter().flat_map(|s| s.index.parts()).collect(),
         }
     }
 
@@ -492,7 +492,7 @@ impl Engine {
         match self {
             Engine::Fixed(_) => None,
             Engine::Sized(collection) => Some(collection.p()),
-            Engine::Sharded(sharded) => sharded.shards().first().map(|s| s.collection.p()),
+            Engine::Sharded(sharded) => sharded.shards().first().map(|s| s.index.p()),
         }
     }
 }

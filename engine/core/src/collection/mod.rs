@@ -49,8 +49,8 @@
 //! and a part's prefetch, issued just before its own reads, only costs
 //! instructions.
 //! Larger collections prefetch each part's rows as [`SlicedIndex`] does
-//! ([`PartPrefetch`]: the environment variable
-//! `BLOOMSLICE_COLLECTION_PREFETCH=always|never` forces either). A part of
+//! ([`PartPrefetch`], a setting of each index: [`SetIndex::set_part_prefetch`]
+//! forces either). A part of
 //! one narrow shard read without prefetching computes its probe positions
 //! as its AND reads them, so an absent key stops after the few rows that
 //! clear it. Measured in `bench/RESULTS.md`, section "Collections".
@@ -79,8 +79,8 @@
 //!
 //! # Files and threads
 //!
-//! [`crate::persist::save_collection`], [`crate::persist::load_collection`]
-//! and [`crate::persist::open_collection_mmap`] keep a collection in one
+//! [`crate::persist::save`], [`crate::persist::load`] and
+//! [`crate::persist::open_mmap`] keep a collection in one
 //! file (format 2 of `docs/FORMAT.md`: every part an embedded index, every
 //! section checksummed and 64-byte aligned); an index file of format 1
 //! opens as a one-part collection. [`ConcurrentIndex`](crate::ConcurrentIndex) lets readers
@@ -140,12 +140,14 @@ pub struct FilterInfo {
 /// its parts without prefetching (see the module documentation).
 pub const RESIDENT_ROWS_BYTES: usize = 4 << 20;
 
-/// Whether a collection's queries prefetch its parts' rows. Never changes
-/// a result, only speed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Whether a collection's queries prefetch its parts' rows (a setting of
+/// each index: [`SlicedConfig::part_prefetch`](crate::SlicedConfig::part_prefetch),
+/// [`SetIndex::set_part_prefetch`]). Never changes a result, only speed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PartPrefetch {
     /// Prefetch when the parts' rows total more than
     /// [`RESIDENT_ROWS_BYTES`] (the default).
+    #[default]
     Auto,
     /// Always prefetch each part's rows before reading them.
     Always,
@@ -154,7 +156,7 @@ pub enum PartPrefetch {
 }
 
 impl PartPrefetch {
-    /// The lowercase name `BLOOMSLICE_COLLECTION_PREFETCH` accepts.
+    /// The lowercase name of the mode (what [`PartPrefetch::from_name`] reads).
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
@@ -173,28 +175,15 @@ impl PartPrefetch {
             .find(|mode| mode.name().eq_ignore_ascii_case(name.trim()))
     }
 
-    /// Whether rows of `bytes` in total are read without prefetching under
-    /// the process's choice ([`PartPrefetch::detect`]).
+    /// Whether rows of `bytes` in total are read without prefetching in
+    /// this mode.
     #[inline]
-    pub(crate) fn resident(bytes: usize) -> bool {
-        match PartPrefetch::detect() {
+    pub(crate) fn resident(self, bytes: usize) -> bool {
+        match self {
             PartPrefetch::Always => false,
             PartPrefetch::Never => true,
             PartPrefetch::Auto => bytes <= RESIDENT_ROWS_BYTES,
         }
-    }
-
-    /// The process's choice, decided at the first call: the environment
-    /// variable `BLOOMSLICE_COLLECTION_PREFETCH` if it names one, else
-    /// [`PartPrefetch::Auto`] (benchmarks force either mode with it).
-    pub fn detect() -> PartPrefetch {
-        static CHOSEN: std::sync::OnceLock<PartPrefetch> = std::sync::OnceLock::new();
-        *CHOSEN.get_or_init(|| {
-            std::env::var("BLOOMSLICE_COLLECTION_PREFETCH")
-                .ok()
-                .and_then(|v| PartPrefetch::from_name(&v))
-                .unwrap_or(PartPrefetch::Auto)
-        })
     }
 }
 
@@ -236,6 +225,24 @@ pub struct SetIndex {
     /// The k-mer length of a sequence collection (see
     /// [`SetIndex::kmer_length`]).
     kmer_length: Option<KmerLength>,
+    /// Speed settings of the collection and its parts.
+    tuning: Tuning,
+}
+
+/// Settings that change only speed, kept by a [`SetIndex`] for its parts,
+/// new ones included ([`SetIndex::set_look_ahead`],
+/// [`SetIndex::set_part_prefetch`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Tuning {
+    look_ahead: crate::kernels::LookAhead,
+    part_prefetch: PartPrefetch,
+}
+
+impl Tuning {
+    /// The settings of `config`.
+    pub(crate) fn of(config: &crate::SlicedConfig) -> Self {
+        Tuning { look_ahead: config.look_ahead, part_prefetch: config.part_prefetch }
+    }
 }
 
 impl SetIndex {
@@ -268,6 +275,7 @@ impl SetIndex {
             grown: 0,
             layout,
             kmer_length: None,
+            tuning: Tuning::default(),
         })
     }
 
@@ -380,6 +388,26 @@ impl SetIndex {
         }
     }
 
+    /// Sets the look-ahead cache level of scoring in every part, and in
+    /// parts added later ([`SlicedConfig::look_ahead`](crate::SlicedConfig::look_ahead)).
+    /// Answers do not change.
+    pub fn set_look_ahead(&mut self, look_ahead: crate::kernels::LookAhead) {
+        self.tuning.look_ahead = look_ahead;
+        for part in &mut self.parts {
+            part.index.set_look_ahead(look_ahead);
+        }
+    }
+
+    /// Sets whether queries prefetch the parts' rows ([`PartPrefetch`]),
+    /// for the collection and each part, and for parts added later.
+    /// Answers do not change.
+    pub fn set_part_prefetch(&mut self, mode: PartPrefetch) {
+        self.tuning.part_prefetch = mode;
+        for part in &mut self.parts {
+            part.index.set_part_prefetch(mode);
+        }
+    }
+
     /// Number of sets.
     pub fn len(&self) -> usize {
         self.sets.len()
@@ -476,7 +504,10 @@ impl SetIndex {
     fn push_part(&mut self, m: u64, capacity: u64) -> Result<usize> {
         let params = self.params_with(m)?;
         self.parts.try_reserve(1).map_err(|_| Error::CapacityOverflow("part list"))?;
-        self.parts.push(Part { capacity, index: SlicedIndex::new(params) });
+        let mut index = SlicedIndex::new(params);
+        index.set_look_ahead(self.tuning.look_ahead);
+        index.set_part_prefetch(self.tuning.part_prefetch);
+        self.parts.push(Part { capacity, index });
         Ok(self.parts.len() - 1)
     }
 

@@ -10,7 +10,7 @@
 //! allocates nothing. A set index with one part holding sets answers
 //! through that part's [`SlicedIndex`] directly.
 
-use super::{PartPrefetch, SetIndex};
+use super::SetIndex;
 use crate::hash::{Key, KeyHash};
 use crate::pool::{Served, ServedSealed};
 use crate::score::{Scores, Threshold, reserve_total};
@@ -21,7 +21,7 @@ impl SetIndex {
     /// [`RESIDENT_ROWS_BYTES`]) to stay cached between queries, so that a
     /// query reads them without prefetching (see the module documentation).
     pub(crate) fn rows_resident(&self) -> bool {
-        PartPrefetch::resident(self.parts.iter().map(|part| part.index.rows_bytes()).sum())
+        self.tuning.part_prefetch.resident(self.parts.iter().map(|part| part.index.rows_bytes()).sum())
     }
 
     /// Part `index`'s ids for `hash` appended to `out`, prefetching unless

@@ -7,7 +7,7 @@
 use hashbrown::HashMap;
 
 use super::layout::{self, Layout, PartPlan};
-use super::{Part, SetIndex, Slot};
+use super::{Part, SetIndex, Slot, Tuning};
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hash::Key;
@@ -122,6 +122,7 @@ impl SetIndex {
         let plan = PartPlan { min_size: 0, capacity, m, sets: ones.len(), bits: m.saturating_mul(ones.len() as u64) };
         let layout = Layout::of_plans(p, k, vec![plan], &loads)?;
         let kmer_length = index.kmer_length();
+        let tuning = Tuning::of(index.config());
         Ok(SetIndex {
             p,
             k,
@@ -132,6 +133,7 @@ impl SetIndex {
             grown: 0,
             layout,
             kmer_length,
+            tuning,
         })
     }
 
@@ -425,6 +427,7 @@ impl SetIndex {
             grown,
             layout,
             kmer_length,
+            tuning: Tuning::default(),
         })
     }
 }

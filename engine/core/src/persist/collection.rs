@@ -10,13 +10,13 @@
 //! in its xxh3-64; offsets are a pure function of the counts and part
 //! sizes, so overlapping or misaligned sections are rejected.
 //!
-//! The readers ([`collection_from_bytes`], [`load_collection`],
-//! [`open_collection_mmap`]) also open a format-1 index file, as a
-//! collection of one part ([`SetIndex::from_index`] at `p = 2^-k`).
-//! The checksum policy is that of [`super`]: everything but the rows is
-//! verified before a collection is returned, and the rows are verified too
-//! except by [`open_collection_mmap`] with [`Verify::Deferred`], which
-//! leaves them to [`LoadedSetIndex::verify`].
+//! The readers (`Loaded::<SetIndex>`'s, behind [`super::load`],
+//! [`super::from_bytes`] and [`super::open_mmap`]) also open a format-1
+//! index file, as a collection of one part ([`SetIndex::from_index`] at
+//! `p = 2^-k`). The checksum policy is that of [`super`]: everything but
+//! the rows is verified before a collection is returned, and the rows are
+//! verified too except by a mapping with [`Verify::Deferred`], which leaves
+//! them to [`Loaded::verify`].
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -30,7 +30,7 @@ use super::format::{
     scheme_of_code,
 };
 use super::names::{MAX_NAME_BYTES, Raw};
-use super::{FileInfo, LoadedIndex, SetNames, Verify};
+use super::{FileInfo, Loaded, SetNames, Verify};
 use crate::collection::SetIndex;
 use crate::collection::layout::{Layout, PartPlan};
 use crate::collection::stored::{StoredFilter, StoredHead};
@@ -61,48 +61,38 @@ const PLAN_ENTRY_BYTES: u64 = 40;
 const FILTER_ENTRY_BYTES: u64 = 32;
 const NAME_ENTRY_BYTES: u64 = 16;
 
-/// A collection read or mapped from a file, with its set names.
-#[derive(Clone, Debug)]
-pub struct LoadedSetIndex {
-    /// The collection (parts may be windows of a memory map; writes copy
-    /// the shards they touch).
-    pub collection: SetIndex,
-    /// The set names stored with it.
-    pub names: SetNames,
-    /// Version, size and checksums: for a collection file, `header`, `part
-    /// table`, `layout`, `set table`, `names`, then every part's sections
-    /// prefixed `part I ` (`part 0 header`, ..., `part 0 rows of shard
-    /// 0`, ...); for a format-1 file, its own sections (see
-    /// [`FileInfo::checksums`]).
-    pub info: FileInfo,
-}
-
-impl LoadedSetIndex {
-    /// Verifies the row checksums (if not done yet), the collection's
-    /// invariants ([`SetIndex::validate`]) and the uniqueness of the set
-    /// names. For a format-1 file opened with [`Verify::Deferred`], the
-    /// sets' loads (estimated from their shards' bit counts when it was
-    /// opened) are then estimated from their own columns, as
-    /// [`SetIndex::from_index`] does. Call it before changing the
-    /// collection: a shard changed since opening no longer has its file's
-    /// checksum.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ChecksumMismatch`] or [`Error::CorruptFile`].
-    pub fn verify(&mut self) -> Result<()> {
-        self.verify_with(Loads::Exact)
+impl super::sealed::Sealed for SetIndex {
+    fn write_file(&self, w: &mut dyn Write, names: &SetNames) -> Result<u64> {
+        write_set_index_to(w, self, names)
     }
 
-    /// [`LoadedSetIndex::verify`]; with [`Loads::Cheap`], the loads of a
-    /// format-1 file are left as they were estimated when it was opened.
+    fn read_file(r: &mut dyn Read, len: u64, what: &Path) -> Result<Loaded<Self>> {
+        load_from_reader(&mut &mut *r, len, what, Loads::Exact)
+    }
+
+    fn map_file(map: &Arc<memmap2::Mmap>, verify: Verify) -> Result<Loaded<Self>> {
+        map_with(map, verify, Loads::Exact)
+    }
+
+    fn verify(loaded: &mut Loaded<Self>) -> Result<()> {
+        loaded.verify_with(Loads::Exact)
+    }
+
+    fn is_mapped(&self) -> bool {
+        self.parts().any(SlicedIndex::is_mapped)
+    }
+}
+
+impl Loaded<SetIndex> {
+    /// [`Loaded::verify`]; with [`Loads::Cheap`], the loads of a format-1
+    /// file are left as they were estimated when it was opened.
     pub(crate) fn verify_with(&mut self, loads: Loads) -> Result<()> {
         if self.info.rows_verified {
             return Ok(());
         }
         let v1 = self.info.version.0 == FORMAT_MAJOR;
         let sums: HashMap<&str, u64> = self.info.checksums.iter().map(|(name, sum)| (name.as_str(), *sum)).collect();
-        for (i, (_, index)) in self.collection.stored_parts().enumerate() {
+        for (i, (_, index)) in self.index.stored_parts().enumerate() {
             for (j, (_, _, rows)) in index.shard_views().enumerate() {
                 let name = if v1 { format!("rows of shard {j}") } else { format!("part {i} rows of shard {j}") };
                 let Some(&want) = sums.get(name.as_str()) else {
@@ -115,26 +105,21 @@ impl LoadedSetIndex {
                 }
             }
         }
-        self.collection.validate().map_err(Error::into_corrupt_file)?;
+        self.index.validate().map_err(Error::into_corrupt_file)?;
         self.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
         if v1 && loads == Loads::Exact {
-            self.collection.estimate_loads();
+            self.index.estimate_loads();
         }
         self.info.rows_verified = true;
         Ok(())
     }
 
-    /// Whether the collection reads (some of) its rows from a memory map.
-    pub fn is_mapped(&self) -> bool {
-        self.collection.parts().any(SlicedIndex::is_mapped)
-    }
-
     /// A format-1 file as a one-part collection.
-    fn from_index(loaded: LoadedIndex, loads: Loads) -> Result<Self> {
-        let LoadedIndex { index, names, info } = loaded;
+    fn from_index(loaded: Loaded<SlicedIndex>, loads: Loads) -> Result<Self> {
+        let Loaded { index, names, info } = loaded;
         let p = v1_rate(index.params());
-        let collection = SetIndex::from_index_estimated(index, p, loads == Loads::Exact)?;
-        Ok(LoadedSetIndex { collection, names, info })
+        let index = SetIndex::from_index_estimated(index, p, loads == Loads::Exact)?;
+        Ok(Loaded { index, names, info })
     }
 }
 
@@ -549,7 +534,7 @@ fn read_meta(head: &[u8], r: &mut impl Read, real_len: u64) -> Result<Meta> {
 }
 
 /// Checks a part read from the file against its entry and the header.
-fn check_part(i: usize, part: &LoadedIndex, entry: &PartEntry, header: &Header) -> Result<()> {
+fn check_part(i: usize, part: &Loaded<SlicedIndex>, entry: &PartEntry, header: &Header) -> Result<()> {
     let params = part.index.params();
     if params.m() != entry.m
         || params.k() != header.params.k()
@@ -577,7 +562,7 @@ fn in_part(i: usize, e: Error) -> Error {
 }
 
 /// Builds the collection of checked parts.
-fn assemble(meta: Meta, parts: Vec<LoadedIndex>, rows_verified: bool) -> Result<LoadedSetIndex> {
+fn assemble(meta: Meta, parts: Vec<Loaded<SlicedIndex>>, rows_verified: bool) -> Result<Loaded<SetIndex>> {
     let infos: Vec<FileInfo> = parts.iter().map(|p| p.info.clone()).collect();
     let info = meta.info(&infos, rows_verified);
     let kmer = meta.header.kmer_length;
@@ -591,19 +576,19 @@ fn assemble(meta: Meta, parts: Vec<LoadedIndex>, rows_verified: bool) -> Result<
         })
         .collect();
     let collection = SetIndex::from_stored(meta.head(), stored, &meta.filters)?;
-    Ok(LoadedSetIndex { collection, names: meta.names, info })
+    Ok(Loaded { index: collection, names: meta.names, info })
 }
 
 /// Reads a whole file from `r` (of `real_len` bytes), either format, fully
 /// verified.
-fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path, loads: Loads) -> Result<LoadedSetIndex> {
+fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path, loads: Loads) -> Result<Loaded<SetIndex>> {
     let mut head = [0u8; COLLECTION_HEADER_BYTES as usize];
     let avail = real_len.min(COLLECTION_HEADER_BYTES) as usize;
     read_exact(r, &mut head[..avail], "header", 0, real_len)?;
     let head = &head[..avail];
     if head.len() >= 10 && head[0..8] == MAGIC && le_u16(head, 8) == FORMAT_MAJOR {
         let loaded = super::load_from_reader(&mut head.chain(r), real_len, what)?;
-        return LoadedSetIndex::from_index(loaded, loads);
+        return Loaded::<SetIndex>::from_index(loaded, loads);
     }
     let meta = read_meta(head, r, real_len)?;
     let mut rd = Reader { r, at: meta_end(&meta), file_len: meta.header.file_len };
@@ -628,69 +613,22 @@ fn meta_end(meta: &Meta) -> u64 {
     Sections::new(h.parts, h.plans, h.filters, h.named, h.name_bytes).map_or(0, |s| s.parts)
 }
 
-/// Loads a collection from collection file bytes (format 2), or from
-/// index file bytes (format 1, as a collection of one part), into memory,
-/// fully verified.
-///
-/// # Errors
-///
-/// A typed error for any malformed input ([`Error::BadMagic`],
-/// [`Error::UnsupportedVersion`], [`Error::Truncated`],
-/// [`Error::ChecksumMismatch`], [`Error::CorruptFile`],
-/// [`Error::DuplicateName`] as [`Error::CorruptFile`]); never a panic.
-pub fn collection_from_bytes(bytes: &[u8]) -> Result<LoadedSetIndex> {
-    let mut r = bytes;
-    load_from_reader(&mut r, bytes.len() as u64, Path::new("collection bytes"), Loads::Exact)
-}
-
-/// Reads a collection file (or a format-1 index file, as a collection of
-/// one part) into memory, fully verified.
-///
-/// # Errors
-///
-/// [`Error::Io`], or the errors of [`collection_from_bytes`].
-pub fn load_collection(path: impl AsRef<Path>) -> Result<LoadedSetIndex> {
-    load_collection_with(path.as_ref(), Loads::Exact)
-}
-
-/// [`load_collection`], estimating a format-1 file's loads as `loads` says.
-pub(crate) fn load_collection_with(path: &Path, loads: Loads) -> Result<LoadedSetIndex> {
+/// Reads the file at `path` (either format), fully verified, estimating a
+/// format-1 file's loads as `loads` says.
+pub(crate) fn load_collection_with(path: &Path, loads: Loads) -> Result<Loaded<SetIndex>> {
     let (file, len) = super::open(path)?;
     let mut r = std::io::BufReader::with_capacity(1 << 16, file);
     load_from_reader(&mut r, len, path, loads)
 }
 
-/// Maps a collection file (or a format-1 index file, as a collection of
-/// one part) and queries it in place: no row is copied (on little-endian
-/// targets). With [`Verify::Full`] every checksum and invariant is checked
-/// before it returns; with [`Verify::Deferred`] only the tables are (every
-/// part's header, shard table and id map included), so opening costs the
-/// same whatever the rows' size, and [`LoadedSetIndex::verify`] checks
-/// the rows later. Answers are those of [`load_collection`].
+/// [`Loaded::open_mmap`] for a [`SetIndex`], estimating a format-1 file's
+/// loads as `loads` says (with [`Verify::Deferred`] they are
+/// [`Loads::Cheap`] until [`Loaded::verify`]).
 ///
 /// # Safety
 ///
-/// The contract of [`super::open_mmap`]: the file must not be truncated
-/// or written into while the returned collection (or a clone of it, or of
-/// its parts) is alive. Replacing it by rename, as [`save_collection`]
-/// does, is fine.
-///
-/// # Errors
-///
-/// [`Error::Io`], or the errors of [`collection_from_bytes`].
-pub unsafe fn open_collection_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<LoadedSetIndex> {
-    // SAFETY: forwarded to the caller (this function's `# Safety`).
-    unsafe { open_collection_mmap_with(path.as_ref(), verify, Loads::Exact) }
-}
-
-/// [`open_collection_mmap`], estimating a format-1 file's loads as
-/// `loads` says (with [`Verify::Deferred`] they are [`Loads::Cheap`] until
-/// [`LoadedSetIndex::verify`]).
-///
-/// # Safety
-///
-/// That of [`open_collection_mmap`].
-pub(crate) unsafe fn open_collection_mmap_with(path: &Path, verify: Verify, loads: Loads) -> Result<LoadedSetIndex> {
+/// That of [`Loaded::open_mmap`].
+pub(crate) unsafe fn open_collection_mmap_with(path: &Path, verify: Verify, loads: Loads) -> Result<Loaded<SetIndex>> {
     let (file, len) = super::open(path)?;
     if len < COLLECTION_HEADER_BYTES {
         // Too short to map usefully (and an empty file cannot be mapped).
@@ -704,10 +642,15 @@ pub(crate) unsafe fn open_collection_mmap_with(path: &Path, verify: Verify, load
     // The map is read-only, and every offset taken from it is checked
     // against its length.
     let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, e))?);
-    let mut loaded = if le_u16(&map, 8) == FORMAT_MAJOR && map[0..8] == MAGIC {
-        LoadedSetIndex::from_index(super::loaded_from_map(&map)?, Loads::Cheap)?
+    map_with(&map, verify, loads)
+}
+
+/// The file (either format) of the whole `map`, verified as `verify` says.
+fn map_with(map: &Arc<memmap2::Mmap>, verify: Verify, loads: Loads) -> Result<Loaded<SetIndex>> {
+    let mut loaded = if le_u16(map, 8) == FORMAT_MAJOR && map[0..8] == MAGIC {
+        Loaded::<SetIndex>::from_index(super::loaded_from_map(map)?, Loads::Cheap)?
     } else {
-        mapped_collection(&map)?
+        mapped_collection(map)?
     };
     if verify == Verify::Full {
         loaded.verify_with(loads)?;
@@ -717,7 +660,7 @@ pub(crate) unsafe fn open_collection_mmap_with(path: &Path, verify: Verify, load
 
 /// The collection file of the whole `map`, its parts' rows used in place
 /// and not verified.
-fn mapped_collection(map: &Arc<memmap2::Mmap>) -> Result<LoadedSetIndex> {
+fn mapped_collection(map: &Arc<memmap2::Mmap>) -> Result<Loaded<SetIndex>> {
     let len = map.len() as u64;
     let head = &map[..map.len().min(COLLECTION_HEADER_BYTES as usize)];
     let mut rest: &[u8] = &map[head.len()..];
@@ -732,7 +675,7 @@ fn mapped_collection(map: &Arc<memmap2::Mmap>) -> Result<LoadedSetIndex> {
         let (index, part_meta) =
             super::index_in_map(map, entry.offset as usize, entry.bytes as usize).map_err(|e| in_part(i, e))?;
         let info = super::info_of(&part_meta, false);
-        let part = LoadedIndex { index, names: part_meta.names, info };
+        let part = Loaded { index, names: part_meta.names, info };
         check_part(i, &part, entry, &meta.header)?;
         at = entry.offset + entry.bytes;
         parts.push(part);
@@ -743,12 +686,7 @@ fn mapped_collection(map: &Arc<memmap2::Mmap>) -> Result<LoadedSetIndex> {
 /// Writes `collection` and `names` as a collection file (format 2) to
 /// `w`; returns the bytes written. Names of ids not in the collection are
 /// not written.
-///
-/// # Errors
-///
-/// [`Error::Io`] from the writer, [`Error::CapacityOverflow`] for sizes
-/// that overflow.
-pub fn write_collection_to<W: Write>(w: &mut W, collection: &SetIndex, names: &SetNames) -> Result<u64> {
+fn write_set_index_to(w: &mut dyn Write, collection: &SetIndex, names: &SetNames) -> Result<u64> {
     let head = collection.stored_head();
     let parts: Vec<(u64, &SlicedIndex)> = collection.stored_parts().collect();
     let filters = collection.stored_filters();
@@ -838,7 +776,7 @@ pub fn write_collection_to<W: Write>(w: &mut W, collection: &SetIndex, names: &S
             };
             &relabelled
         };
-        let written = super::write_to(w, index, &no_names)?;
+        let written = super::write_index_to(w, index, &no_names)?;
         if written != bytes {
             return Err(Error::Invalid(format!("a part wrote {written} bytes, {bytes} were expected")));
         }
@@ -849,7 +787,7 @@ pub fn write_collection_to<W: Write>(w: &mut W, collection: &SetIndex, names: &S
 
 /// Writes zeros from `*at` up to `to` (less than [`ALIGN`] bytes), then
 /// `bytes`.
-fn emit<W: Write>(w: &mut W, at: &mut u64, to: u64, bytes: &[u8]) -> Result<()> {
+fn emit(w: &mut dyn Write, at: &mut u64, to: u64, bytes: &[u8]) -> Result<()> {
     let io = |e: std::io::Error| Error::io("write", Path::new("collection file"), e);
     let pad =
         to.checked_sub(*at).filter(|&p| p < ALIGN).ok_or(Error::Invalid("collection sections out of order".into()))?;
@@ -857,25 +795,4 @@ fn emit<W: Write>(w: &mut W, at: &mut u64, to: u64, bytes: &[u8]) -> Result<()> 
     w.write_all(bytes).map_err(io)?;
     *at = to + bytes.len() as u64;
     Ok(())
-}
-
-/// The collection file bytes of `collection` and `names`.
-///
-/// # Errors
-///
-/// As [`write_collection_to`].
-pub fn collection_to_bytes(collection: &SetIndex, names: &SetNames) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    write_collection_to(&mut out, collection, names)?;
-    Ok(out)
-}
-
-/// Saves a collection file atomically, as [`super::save`] saves an index
-/// file: a temporary file beside `path`, synced, renamed over it.
-///
-/// # Errors
-///
-/// [`Error::Io`] naming the step and the file.
-pub fn save_collection(path: impl AsRef<Path>, collection: &SetIndex, names: &SetNames) -> Result<()> {
-    super::save_atomic(path.as_ref(), |w| write_collection_to(w, collection, names))
 }

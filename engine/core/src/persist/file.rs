@@ -1,5 +1,5 @@
-//! [`IndexFile`]: one writer at a time per index file, and the clean-up of
-//! temporary files that killed writers leave behind.
+//! [`IndexFile`]: one writer at a time per index file, atomic replacement,
+//! and the clean-up of temporary files that killed writers leave behind.
 //!
 //! Every writer of an index file takes an exclusive advisory lock
 //! (`flock(2)` through `fs4`) on a lock file beside it, `.NAME.lock`, and
@@ -9,24 +9,35 @@
 //! let two writers lock two different inodes) and the index itself is never
 //! locked: it is replaced by rename, which a lock on it would not survive.
 //!
-//! Readers take no lock: [`super::save`] writes a temporary file and
-//! renames it over the index, so a reader opens either the old file or the
-//! new one, never a mix.
+//! Every save holds that lock ([`super::save`] takes it for the write
+//! alone): it writes a temporary file `.NAME.tmp-XXXXXX` (a `tempfile`
+//! with six random characters) in the index's directory, syncs it, renames
+//! it over the index and syncs the directory. Readers take no lock: they
+//! open either the old file or the new one, never a mix.
 //!
-//! A writer killed mid-save leaves its temporary file, `.NAME.tmp-PID-N`,
-//! behind. The next writer that gets the lock removes every temporary of
-//! the index whose writer process is gone; [`IndexFile::leftover_temporaries`]
-//! lists them for tools (`bloomslice inspect` reports them).
+//! A writer killed mid-save leaves its temporary file behind. Since no save
+//! runs without the lock, a temporary seen by the holder of the lock is an
+//! orphan: [`IndexFile::lock`] removes them all, without asking which
+//! process wrote them; [`IndexFile::leftover_temporaries`] lists them for
+//! tools (`bloomslice inspect` reports them).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::LoadedIndex;
+use super::{Loaded, Persist, SetNames};
 use crate::error::{Error, Result};
-use crate::persist::SetNames;
-use crate::sliced::SlicedIndex;
+
+/// How long [`super::save`] (and the other writers that take the lock for
+/// one write only) wait for another writer to finish: the default of the
+/// `bloomslice` command's `--wait`.
+pub const SAVE_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Random characters after a temporary's prefix (`tempfile`'s default,
+/// fixed so the names can be recognised exactly).
+const TEMP_RANDOM_CHARS: usize = 6;
 
 /// An index file path and the lock protocol of its writers.
 ///
@@ -46,18 +57,16 @@ pub struct IndexFile {
 
 /// A temporary file left beside an index by a writer.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Temporary {
     /// The temporary file.
     pub path: PathBuf,
-    /// The process id of the writer that created it.
-    pub pid: u32,
     /// Its size in bytes.
     pub bytes: u64,
-    /// Whether that writer process still runs (then the file may be a save
-    /// in progress and is left alone). A process with that id that started
-    /// after the file was last written is another process (the id was
-    /// reused), so the writer counts as gone.
-    pub writer_alive: bool,
+    /// Whether a writer held the index's lock when it was listed: then the
+    /// file may be that writer's save in progress. Otherwise it is an orphan
+    /// (its writer was killed), which the next lock holder removes.
+    pub writer_active: bool,
 }
 
 /// The exclusive write lock of an index file; released when dropped.
@@ -71,13 +80,18 @@ pub struct IndexFileLock {
 
 /// `.NAME` + `suffix` beside `path`.
 fn sibling(path: &Path, suffix: &str) -> Result<PathBuf> {
+    Ok(path.with_file_name(hidden_name(path, suffix)?))
+}
+
+/// `.NAME` + `suffix` for the file name `NAME` of `path`.
+fn hidden_name(path: &Path, suffix: &str) -> Result<OsString> {
     let name = path.file_name().ok_or_else(|| {
         Error::io("use", path, std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))
     })?;
     let mut s = OsString::from(".");
     s.push(name);
     s.push(suffix);
-    Ok(path.with_file_name(s))
+    Ok(s)
 }
 
 /// The directory `path` lives in (`.` for a bare file name).
@@ -88,108 +102,64 @@ fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// The temporary file name of the `n`-th save of this process: `.NAME.tmp-PID-N`.
-pub(crate) fn temp_path(path: &Path) -> Result<PathBuf> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    sibling(path, &format!(".tmp-{}-{n}", std::process::id()))
+/// The prefix of the temporaries of the index at `path`: `.NAME.tmp-`.
+fn temp_prefix(path: &Path) -> Result<OsString> {
+    hidden_name(path, ".tmp-")
 }
 
-/// The writer pid of a temporary name of `index_name`, or `None` if `name`
-/// is not one.
-fn temp_pid(name: &[u8], index_name: &[u8]) -> Option<u32> {
-    let rest = name.strip_prefix(b".")?.strip_prefix(index_name)?.strip_prefix(b".tmp-")?;
-    let dash = rest.iter().position(|&b| b == b'-')?;
-    let (pid, n) = (&rest[..dash], &rest[dash + 1..]);
-    if pid.is_empty() || n.is_empty() || !pid.iter().chain(n).all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(pid).ok()?.parse().ok()
+/// Whether `name` is the name of a temporary with `prefix`: the prefix then
+/// exactly [`TEMP_RANDOM_CHARS`] ASCII letters and digits (so the
+/// temporaries and lock of an index called `NAME.tmp-x` do not match).
+fn is_temp_name(name: &OsStr, prefix: &OsStr) -> bool {
+    let (name, prefix) = (name.as_encoded_bytes(), prefix.as_encoded_bytes());
+    name.strip_prefix(prefix)
+        .is_some_and(|rest| rest.len() == TEMP_RANDOM_CHARS && rest.iter().all(u8::is_ascii_alphanumeric))
 }
 
-/// Whether process `pid` still runs. A zombie (killed, not yet reaped) is
-/// gone. Where this cannot be known, every process counts as alive, so
-/// nothing is removed.
-pub(crate) fn process_alive(pid: u32) -> bool {
-    if pid == std::process::id() {
-        return true;
-    }
-    #[cfg(target_os = "linux")]
+/// Writes the locked file anew: `write` fills a temporary file in its
+/// directory, which is synced and renamed over the file, then the directory
+/// is synced. On any error the temporary is removed and the file untouched.
+/// Taking the lock is what makes a temporary that outlives its writer
+/// recognisable as an orphan.
+pub(crate) fn replace(lock: &IndexFileLock, write: impl FnOnce(&mut dyn Write) -> Result<u64>) -> Result<()> {
+    let path = lock.path();
+    let dir = parent_dir(path);
+    let prefix = temp_prefix(path)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).rand_bytes(TEMP_RANDOM_CHARS);
+    #[cfg(unix)]
     {
-        match std::fs::read(format!("/proc/{pid}/stat")) {
-            // `pid (comm) S ...`: the state follows the last `)`.
-            Ok(stat) => {
-                let state = stat.iter().rposition(|&b| b == b')').and_then(|i| stat.get(i + 2));
-                !matches!(state, Some(b'Z' | b'X'))
-            }
-            Err(e) => e.kind() != std::io::ErrorKind::NotFound,
-        }
+        // What `File::create` gives (less the umask); `tempfile` defaults
+        // to owner-only, which would change the index's permissions.
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    #[cfg(not(target_os = "linux"))]
+    let mut tmp = builder.tempfile_in(dir).map_err(|e| Error::io("create a temporary file in", dir, e))?;
+    let tmp_path = tmp.path().to_owned();
     {
-        true
+        let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        write(&mut w).map_err(|e| match e {
+            Error::Io { op, source, .. } => Error::Io { op, path: tmp_path.display().to_string(), source },
+            e => e,
+        })?;
+        w.flush().map_err(|e| Error::io("write", &tmp_path, e))?;
     }
+    tmp.as_file().sync_all().map_err(|e| Error::io("sync", &tmp_path, e))?;
+    // On failure the returned temporary is dropped, which removes it.
+    tmp.persist(path).map_err(|e| Error::io("rename the temporary file over", path, e.error))?;
+    sync_dir(dir);
+    Ok(())
 }
 
-/// When process `pid` started, if that can be known (Linux: field 22 of
-/// `/proc/PID/stat`, in clock ticks after the boot time of `/proc/stat`).
-fn process_start(pid: u32) -> Option<std::time::SystemTime> {
-    #[cfg(target_os = "linux")]
-    {
-        let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-        let close = stat.iter().rposition(|&b| b == b')')?;
-        // Fields from the state (field 3) on; the start time is field 22.
-        let ticks: u64 = stat
-            .get(close + 2..)?
-            .split(|&b| b == b' ')
-            .nth(19)
-            .and_then(|f| std::str::from_utf8(f).ok())?
-            .parse()
-            .ok()?;
-        let boot: u64 = std::fs::read_to_string("/proc/stat")
-            .ok()?
-            .lines()
-            .find_map(|l| l.strip_prefix("btime "))?
-            .trim()
-            .parse()
-            .ok()?;
-        // SAFETY: `sysconf` only reads a configuration value.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        if hz <= 0 {
-            return None;
-        }
-        let since_boot = Duration::from_secs(ticks / hz as u64) + Duration::from_secs(ticks % hz as u64) / hz as u32;
-        Some(std::time::UNIX_EPOCH + Duration::from_secs(boot) + since_boot)
+/// Makes the rename durable. Best effort: some file systems refuse to
+/// open or sync a directory, and the data itself is already synced.
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = pid;
-        None
-    }
-}
-
-/// Whether the writer of a temporary last modified at `modified` still
-/// runs: process `pid` is alive and did not start after that (with two
-/// seconds of slack for the boot time's one-second resolution).
-fn writer_alive(pid: u32, modified: Option<std::time::SystemTime>) -> bool {
-    if !process_alive(pid) {
-        return false;
-    }
-    match (process_start(pid), modified) {
-        (Some(start), Some(modified)) if pid != std::process::id() => start <= modified + Duration::from_secs(2),
-        _ => true,
-    }
-}
-
-#[cfg(unix)]
-fn name_bytes(name: &std::ffi::OsStr) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    name.as_bytes().to_vec()
-}
-
-#[cfg(not(unix))]
-fn name_bytes(name: &std::ffi::OsStr) -> Vec<u8> {
-    name.to_string_lossy().into_owned().into_bytes()
+    #[cfg(not(unix))]
+    let _ = dir;
 }
 
 impl IndexFile {
@@ -213,8 +183,8 @@ impl IndexFile {
     }
 
     /// Takes the exclusive write lock, polling for up to `wait` while
-    /// another writer (thread or process) holds it, then removes the
-    /// temporaries of writers that are gone (see
+    /// another writer (thread or process) holds it, then removes every
+    /// temporary file of the index (see
     /// [`IndexFileLock::removed_temporaries`]).
     ///
     /// # Errors
@@ -249,9 +219,11 @@ impl IndexFile {
             std::thread::sleep(pause.min(wait - waited));
             pause = (pause * 2).min(Duration::from_millis(50));
         }
+        // Every save holds this lock, so no temporary is in progress: each
+        // one left is an orphan of a writer that was killed.
         let mut removed = Vec::new();
-        if let Ok(temps) = self.leftover_temporaries() {
-            for t in temps.into_iter().filter(|t| !t.writer_alive) {
+        if let Ok(temps) = self.temporaries(false) {
+            for t in temps {
                 if std::fs::remove_file(&t.path).is_ok() {
                     removed.push(t);
                 }
@@ -260,17 +232,41 @@ impl IndexFile {
         Ok(IndexFileLock { _file: file, path: self.path.clone(), removed })
     }
 
-    /// Loads the index, lets `f` change it and saves it, all under the
-    /// lock (taken as [`IndexFile::lock`] does). Nothing is saved when `f`
-    /// fails.
+    /// Reads the index into memory, fully verified (as [`super::load`]; no
+    /// lock is needed to read).
     ///
     /// # Errors
     ///
-    /// Those of [`IndexFile::lock`], [`super::load`], `f` and [`super::save`].
+    /// Those of [`super::load`].
+    pub fn load(&self) -> Result<Loaded> {
+        super::load(&self.path)
+    }
+
+    /// Saves `index` (either layout, each in its own format) over the file
+    /// under the write lock, waited for up to `wait`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`IndexFile::lock`] and [`IndexFileLock::save`].
+    pub fn save<I: Persist>(&self, wait: Duration, index: &I, names: &SetNames) -> Result<()> {
+        self.lock(wait)?.save(index, names)
+    }
+
+    /// Loads the index (a [`SetIndex`](crate::SetIndex), from either file
+    /// version), lets `f` change it and saves it (as a set index file), all
+    /// under the lock (taken as [`IndexFile::lock`] does). Nothing is saved
+    /// when `f` fails. To change a [`SlicedIndex`](crate::SlicedIndex) file
+    /// in its own format, load it with [`Loaded::load`] under
+    /// [`IndexFile::lock`] and save it with [`IndexFileLock::save`].
+    ///
+    /// # Errors
+    ///
+    /// Those of [`IndexFile::lock`], [`super::load`], `f` and
+    /// [`IndexFileLock::save`].
     pub fn edit<T, E: From<Error>>(
         &self,
         wait: Duration,
-        f: impl FnOnce(&mut LoadedIndex) -> std::result::Result<T, E>,
+        f: impl FnOnce(&mut Loaded) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
         let lock = self.lock(wait)?;
         let mut loaded = lock.load()?;
@@ -280,26 +276,47 @@ impl IndexFile {
     }
 
     /// The temporary files writers of this index left in its directory,
-    /// in name order, whether their writer still runs or not.
+    /// in name order. Each says whether a writer held the lock when it was
+    /// listed (then it may be a save in progress); listing takes no lock.
     ///
     /// # Errors
     ///
     /// [`Error::Io`] if the directory cannot be read.
     pub fn leftover_temporaries(&self) -> Result<Vec<Temporary>> {
-        let Some(index_name) = self.path.file_name() else { return Ok(Vec::new()) };
-        let index_name = name_bytes(index_name);
+        let active = self.writer_active();
+        self.temporaries(active)
+    }
+
+    /// Whether a writer holds the lock now (it is free if the lock file is
+    /// missing or cannot be opened).
+    fn writer_active(&self) -> bool {
+        let Ok(lock_path) = self.lock_path() else { return false };
+        let Ok(file) = File::open(&lock_path) else { return false };
+        match fs4::FileExt::try_lock(&file) {
+            // Closing `file` releases the lock at once.
+            Ok(()) => false,
+            Err(fs4::TryLockError::WouldBlock) => true,
+            Err(fs4::TryLockError::Error(_)) => false,
+        }
+    }
+
+    fn temporaries(&self, writer_active: bool) -> Result<Vec<Temporary>> {
+        if self.path.file_name().is_none() {
+            return Ok(Vec::new());
+        }
+        let prefix = temp_prefix(&self.path)?;
         let dir = parent_dir(&self.path);
         let io = |e: std::io::Error| Error::io("read the directory", dir, e);
         let mut out = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(io)? {
             let entry = entry.map_err(io)?;
-            let Some(pid) = temp_pid(&name_bytes(&entry.file_name()), &index_name) else { continue };
-            let Ok(meta) = entry.metadata() else { continue };
-            if !meta.is_file() {
+            if !is_temp_name(&entry.file_name(), &prefix) {
                 continue;
             }
-            let writer_alive = writer_alive(pid, meta.modified().ok());
-            out.push(Temporary { path: entry.path(), pid, bytes: meta.len(), writer_alive });
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_file() {
+                out.push(Temporary { path: entry.path(), bytes: meta.len(), writer_active });
+            }
         }
         out.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(out)
@@ -312,27 +329,30 @@ impl IndexFileLock {
         &self.path
     }
 
-    /// Temporaries of dead writers this lock removed when it was taken.
+    /// Temporaries of killed writers this lock removed when it was taken.
     pub fn removed_temporaries(&self) -> &[Temporary] {
         &self.removed
     }
 
-    /// Loads the locked index (as [`super::load`]).
+    /// Loads the locked index as a [`SetIndex`](crate::SetIndex), from
+    /// either file version (as [`super::load`]); [`Loaded::load`] reads it
+    /// in another layout.
     ///
     /// # Errors
     ///
     /// Those of [`super::load`].
-    pub fn load(&self) -> Result<LoadedIndex> {
+    pub fn load(&self) -> Result<Loaded> {
         super::load(&self.path)
     }
 
-    /// Saves over the locked index (as [`super::save`]: atomic replace).
+    /// Saves `index` (either layout, each in its own format) over the
+    /// locked file: a temporary file beside it, synced and renamed over it.
     ///
     /// # Errors
     ///
-    /// Those of [`super::save`].
-    pub fn save(&self, index: &SlicedIndex, names: &SetNames) -> Result<()> {
-        super::save(&self.path, index, names)
+    /// [`Error::Io`] naming the step and the file.
+    pub fn save<I: Persist>(&self, index: &I, names: &SetNames) -> Result<()> {
+        replace(self, |w| super::write_to(w, index, names))
     }
 }
 
@@ -341,46 +361,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn temporary_names_round_trip() {
-        let t = temp_path(Path::new("dir/a.bsi")).unwrap();
-        let name = t.file_name().unwrap().to_str().unwrap().to_owned();
-        assert!(name.starts_with(".a.bsi.tmp-"), "{name}");
-        assert_eq!(temp_pid(name.as_bytes(), b"a.bsi"), Some(std::process::id()));
-        assert_eq!(temp_pid(name.as_bytes(), b"b.bsi"), None);
-        assert_eq!(temp_pid(b".a.bsi.tmp-12-3", b"a.bsi"), Some(12));
-        for bad in [&b".a.bsi.tmp-12"[..], b".a.bsi.tmp--3", b".a.bsi.tmp-1x-3", b"a.bsi.tmp-1-2", b".a.bsi.lock"] {
-            assert_eq!(temp_pid(bad, b"a.bsi"), None, "{}", String::from_utf8_lossy(bad));
+    fn temporary_names_are_recognised_exactly() {
+        let prefix = temp_prefix(Path::new("dir/a.bsi")).unwrap();
+        assert_eq!(prefix, ".a.bsi.tmp-");
+        assert!(is_temp_name(OsStr::new(".a.bsi.tmp-Ab12xZ"), &prefix));
+        for other in
+            [".a.bsi.tmp-Ab12x", ".a.bsi.tmp-Ab12xZ9", ".a.bsi.tmp-x.tmp-Ab12xZ", ".a.bsi.lock", ".b.bsi.tmp-Ab12xZ"]
+        {
+            assert!(!is_temp_name(OsStr::new(other), &prefix), "{other}");
         }
-        assert!(temp_path(Path::new("/")).is_err());
-        assert_ne!(temp_path(Path::new("a")).unwrap(), temp_path(Path::new("a")).unwrap());
-    }
-
-    #[test]
-    fn a_live_process_that_started_after_the_file_is_not_its_writer() {
-        if !cfg!(target_os = "linux") {
-            return;
-        }
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
-        let pid = child.id();
-        let start = process_start(pid).unwrap();
-        let now = std::time::SystemTime::now();
-        assert!(start <= now + Duration::from_secs(1) && start + Duration::from_secs(60) > now, "{start:?}");
-        assert!(writer_alive(pid, Some(now)));
-        assert!(writer_alive(pid, None));
-        assert!(!writer_alive(pid, Some(now - Duration::from_secs(3600))), "the pid was reused");
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert!(!writer_alive(pid, Some(now)));
-    }
-
-    #[test]
-    fn this_process_is_alive_and_a_reaped_child_is_not() {
-        assert!(process_alive(std::process::id()));
-        if cfg!(target_os = "linux") {
-            let mut child = std::process::Command::new("true").spawn().unwrap();
-            let pid = child.id();
-            child.wait().unwrap();
-            assert!(!process_alive(pid));
-        }
+        assert!(temp_prefix(Path::new("/")).is_err());
     }
 }

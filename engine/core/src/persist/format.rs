@@ -253,7 +253,11 @@ pub(crate) fn decode_header(b: &[u8], real_len: u64) -> Result<(Header, Layout)>
     if !(512..=MAX_SHARD_COLUMNS).contains(&max_cols) || !max_cols.is_multiple_of(512) {
         return corrupt(format!("max shard columns {max_cols} is not a multiple of 512 in 512..={MAX_SHARD_COLUMNS}"));
     }
-    let config = SlicedConfig { max_shard_columns: max_cols, prefetch_distance: le_u32(b, 52) as usize };
+    let config = SlicedConfig {
+        max_shard_columns: max_cols,
+        prefetch_distance: le_u32(b, 52) as usize,
+        ..SlicedConfig::default()
+    };
     if config.prefetch_distance > 64 {
         return corrupt(format!("prefetch distance {} is above 64", config.prefetch_distance));
     }

@@ -2,7 +2,7 @@
 //! several self-describing files that share one [`BloomParams`].
 //!
 //! A shard file is an index file (format 1) or a collection file (format
-//! 2, several parts: see [`super::save_collection`]). The manifest's
+//! 2, several parts: see [`super::save`]). The manifest's
 //! parameters are those of every index file, and those of every collection
 //! file's first part (its other parts share `k`, scheme and seed, the
 //! parameters a key's hash depends on); a collection file of no parts has
@@ -39,19 +39,20 @@
 //! Writers of a sharded collection ([`add_set`], [`remove_set`]) hold the
 //! manifest's lock (an [`IndexFile`] lock on the manifest path) and then the
 //! shard file's own writer lock, change the file, and rewrite the manifest
-//! atomically (temporary file, sync, rename), so readers see either the old
+//! atomically under its lock ([`Manifest::write_locked`]: temporary file,
+//! sync, rename), so readers see either the old
 //! or the new manifest, and a manifest always matches the files it names
 //! once its writer finished.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Deserializer, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
-use super::file::temp_path;
-use super::{IndexFile, LoadedIndex, LoadedSetIndex, SetNames};
+use super::file::replace;
+use super::{IndexFile, IndexFileLock, Loaded, SAVE_LOCK_WAIT, SetNames};
 use crate::error::{Error, Result};
 use crate::{BloomFilter, BloomParams, SetIndex, SlicedIndex};
 
@@ -72,7 +73,8 @@ pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
 
 /// The parameters every file of a collection shares, as the manifest
 /// records them (the hash scheme by name).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ManifestParams {
     /// Bits per filter.
     pub m: u64,
@@ -103,7 +105,11 @@ impl std::fmt::Display for ManifestParams {
 }
 
 /// One set of a shard file: its id and name (`None` for an unnamed set).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+///
+/// In JSON, `{"id": 1, "name": "site-a"}` for a UTF-8 name,
+/// `{"id": 2, "name_hex": "ff00"}` for any other, `{"id": 3}` for none.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "SetEntry", into = "SetEntry")]
 pub struct ShardSet {
     /// The set id (unique across the collection).
     pub id: u64,
@@ -111,14 +117,111 @@ pub struct ShardSet {
     pub name: Option<Vec<u8>>,
 }
 
+/// The JSON form of a [`ShardSet`].
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetEntry {
+    id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    name: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "hex::serialize_some",
+        deserialize_with = "present_hex"
+    )]
+    name_hex: Option<Vec<u8>>,
+}
+
+impl TryFrom<SetEntry> for ShardSet {
+    type Error = String;
+
+    fn try_from(e: SetEntry) -> std::result::Result<Self, String> {
+        let name = match (e.name, e.name_hex) {
+            (Some(_), Some(_)) => return Err(format!("set {} has both \"name\" and \"name_hex\"", e.id)),
+            (Some(n), None) => Some(n.into_bytes()),
+            (None, hex) => hex,
+        };
+        Ok(ShardSet { id: e.id, name })
+    }
+}
+
+impl From<ShardSet> for SetEntry {
+    fn from(s: ShardSet) -> Self {
+        match s.name.map(String::from_utf8) {
+            None => SetEntry { id: s.id, name: None, name_hex: None },
+            Some(Ok(name)) => SetEntry { id: s.id, name: Some(name), name_hex: None },
+            Some(Err(e)) => SetEntry { id: s.id, name: None, name_hex: Some(e.into_bytes()) },
+        }
+    }
+}
+
+/// A field that may be absent but, when present, is a string (not `null`).
+fn present<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<String>, D::Error> {
+    String::deserialize(d).map(Some)
+}
+
+/// [`present`] for a hex-encoded byte string.
+fn present_hex<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Vec<u8>>, D::Error> {
+    hex::bytes(d).map(Some)
+}
+
+/// Hex strings in manifests: lower-case on output, either case on input.
+mod hex {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// `bytes` as two hex digits each.
+    pub(super) fn encode(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The bytes of a string of hex digit pairs, or `None`.
+    pub(super) fn decode(s: &str) -> Option<Vec<u8>> {
+        if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
+    }
+
+    /// Serializes present bytes as hex digits (absent ones are skipped).
+    pub(super) fn serialize_some<S: Serializer>(bytes: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&encode(bytes.as_deref().unwrap_or_default()))
+    }
+
+    /// Deserializes a byte string written as hex digits.
+    pub(super) fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s = String::deserialize(d)?;
+        decode(&s).ok_or_else(|| D::Error::custom(format!("{s:?} is not an even number of hex digits")))
+    }
+
+    /// A `u64` as exactly 16 hex digits (the `xxh3` field).
+    pub(super) mod u64_16 {
+        use super::*;
+
+        pub(in super::super) fn serialize<S: Serializer>(x: &u64, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_str(&format!("{x:016x}"))
+        }
+
+        pub(in super::super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+            let s = String::deserialize(d)?;
+            let bytes = Some(&s).filter(|s| s.len() == 16).and_then(|s| decode(s));
+            let bytes = bytes.ok_or_else(|| D::Error::custom(format!("{s:?} is not 16 hex digits")))?;
+            Ok(bytes.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
+        }
+    }
+}
+
 /// One shard file of a manifest.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ShardFile {
     /// The file name, relative to the manifest's directory.
     pub file: String,
     /// The file size in bytes.
     pub bytes: u64,
-    /// xxh3-64 of the whole file.
+    /// xxh3-64 of the whole file (16 hex digits in JSON).
+    #[serde(with = "hex::u64_16")]
     pub xxh3: u64,
     /// The sets the file holds, in id order.
     pub sets: Vec<ShardSet>,
@@ -133,10 +236,7 @@ impl ShardFile {
     /// [`Error::Io`] if the file cannot be read.
     pub fn describe(dir: &Path, file: &str, index: &SlicedIndex, names: &SetNames) -> Result<Self> {
         let (bytes, xxh3) = file_checksum(&dir.join(file))?;
-        let mut sets: Vec<ShardSet> =
-            index.ids().map(|id| ShardSet { id, name: names.name(id).map(<[u8]>::to_vec) }).collect();
-        sets.sort();
-        Ok(ShardFile { file: file.to_owned(), bytes, xxh3, sets })
+        Ok(ShardFile { file: file.to_owned(), bytes, xxh3, sets: shard_sets(index.ids(), names) })
     }
 
     /// The entry of `file` (a plain file name in `dir`) holding
@@ -167,33 +267,20 @@ pub struct Manifest {
     pub files: Vec<ShardFile>,
 }
 
+/// The JSON document of a [`Manifest`]: its fields with the format's name
+/// and version. Parsing it checks the shape (fields, types, hex digits);
+/// [`Document::into_manifest`] checks the rest.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Document<P, F> {
+    format: String,
+    version: u64,
+    params: P,
+    files: Vec<F>,
+}
+
 fn bad(reason: impl Into<String>) -> Error {
     Error::Manifest(reason.into())
-}
-
-fn field<'a>(obj: &'a Map<String, Value>, key: &str, what: &str) -> Result<&'a Value> {
-    obj.get(key).ok_or_else(|| bad(format!("{what} has no \"{key}\"")))
-}
-
-fn uint(obj: &Map<String, Value>, key: &str, what: &str) -> Result<u64> {
-    field(obj, key, what)?
-        .as_u64()
-        .ok_or_else(|| bad(format!("\"{key}\" of {what} must be a non-negative integer below 2^64")))
-}
-
-fn object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>> {
-    v.as_object().ok_or_else(|| bad(format!("{what} must be a JSON object")))
-}
-
-fn hex_bytes(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Whether `name` is a plain file name: no directory part, not `.`/`..`.
@@ -206,133 +293,84 @@ fn plain_file_name(name: &str) -> bool {
         && name.len() <= 255
 }
 
+impl Document<ManifestParams, ShardFile> {
+    /// The checks beyond the JSON's shape: format and version, valid
+    /// parameters, plain and unique file names, ids and names unique across
+    /// files, names neither empty nor too long. Sorts each file's sets.
+    fn into_manifest(self) -> Result<Manifest> {
+        if self.format != MANIFEST_FORMAT {
+            return Err(bad(format!("\"format\" must be \"{MANIFEST_FORMAT}\"")));
+        }
+        if self.version != MANIFEST_VERSION {
+            return Err(bad(format!(
+                "manifest version {} is not supported (this build reads version {MANIFEST_VERSION})",
+                self.version
+            )));
+        }
+        let params = self.params;
+        BloomParams::new(params.m, params.k).map_err(|e| bad(format!("invalid params: {e}")))?;
+        if self.files.is_empty() {
+            return Err(bad("\"files\" is empty: a manifest lists at least one shard file"));
+        }
+        let mut files = self.files;
+        let mut seen_files = std::collections::HashSet::new();
+        let mut seen_ids = std::collections::HashSet::new();
+        let mut seen_names = std::collections::HashSet::new();
+        for f in &mut files {
+            if !plain_file_name(&f.file) {
+                return Err(bad(format!(
+                    "file name {:?} must be a plain name in the manifest's directory (no '/', not hidden)",
+                    f.file
+                )));
+            }
+            if !seen_files.insert(f.file.as_str()) {
+                return Err(bad(format!("file {:?} is listed twice", f.file)));
+            }
+            for s in &f.sets {
+                if !seen_ids.insert(s.id) {
+                    return Err(bad(format!("set id {} appears twice (a set never straddles files)", s.id)));
+                }
+                if let Some(n) = &s.name {
+                    if n.is_empty() || n.len() > super::MAX_NAME_BYTES {
+                        return Err(bad(format!("set {} has an empty or too long name", s.id)));
+                    }
+                    if !seen_names.insert(n.as_slice()) {
+                        return Err(bad(format!("set name {:?} appears twice", String::from_utf8_lossy(n))));
+                    }
+                }
+            }
+        }
+        for f in &mut files {
+            f.sets.sort();
+        }
+        Ok(Manifest { params, files })
+    }
+}
+
 impl Manifest {
     /// Parses and checks a manifest.
     ///
     /// # Errors
     ///
-    /// [`Error::Manifest`] saying what is wrong: not JSON, another format
-    /// or version, invalid parameters, a file name with a directory part,
-    /// a duplicate file, id or name, a malformed checksum or name.
+    /// [`Error::Manifest`] saying what is wrong: not JSON, a missing,
+    /// unknown or mistyped field, another format or version, invalid
+    /// parameters, a file name with a directory part, a duplicate file, id
+    /// or name, a malformed checksum or name.
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
-        let doc: Value = serde_json::from_slice(bytes).map_err(|e| bad(format!("not valid JSON: {e}")))?;
-        let top = object(&doc, "the manifest")?;
-        if field(top, "format", "the manifest")?.as_str() != Some(MANIFEST_FORMAT) {
-            return Err(bad(format!("\"format\" must be \"{MANIFEST_FORMAT}\"")));
-        }
-        let version = uint(top, "version", "the manifest")?;
-        if version != MANIFEST_VERSION {
-            return Err(bad(format!(
-                "manifest version {version} is not supported (this build reads version {MANIFEST_VERSION})"
-            )));
-        }
-        let p = object(field(top, "params", "the manifest")?, "\"params\"")?;
-        let (m, k, seed) = (uint(p, "m", "params")?, uint(p, "k", "params")?, uint(p, "seed", "params")?);
-        let k = u32::try_from(k).map_err(|_| bad(format!("k = {k} is out of range")))?;
-        let checked = BloomParams::new(m, k).map_err(|e| bad(format!("invalid params: {e}")))?.with_seed(seed);
-        let scheme = field(p, "scheme", "params")?
-            .as_str()
-            .ok_or_else(|| bad("\"scheme\" of params must be a string"))?
-            .to_owned();
-        let params = ManifestParams { m: checked.m(), k: checked.k(), seed, scheme };
-        let files_v =
-            field(top, "files", "the manifest")?.as_array().ok_or_else(|| bad("\"files\" must be an array"))?;
-        if files_v.is_empty() {
-            return Err(bad("\"files\" is empty: a manifest lists at least one shard file"));
-        }
-        let mut files = Vec::with_capacity(files_v.len());
-        let mut seen_files = std::collections::HashSet::new();
-        let mut seen_ids = std::collections::HashSet::new();
-        let mut seen_names = std::collections::HashSet::new();
-        for (i, f) in files_v.iter().enumerate() {
-            let what = format!("file {i}");
-            let f = object(f, &what)?;
-            let file =
-                field(f, "file", &what)?.as_str().ok_or_else(|| bad(format!("\"file\" of {what} must be a string")))?;
-            if !plain_file_name(file) {
-                return Err(bad(format!(
-                    "file name {file:?} must be a plain name in the manifest's directory (no '/', not hidden)"
-                )));
-            }
-            if !seen_files.insert(file.to_owned()) {
-                return Err(bad(format!("file {file:?} is listed twice")));
-            }
-            let what = format!("file {file:?}");
-            let bytes = uint(f, "bytes", &what)?;
-            let sum = field(f, "xxh3", &what)?
-                .as_str()
-                .filter(|s| s.len() == 16)
-                .and_then(hex_bytes)
-                .ok_or_else(|| bad(format!("\"xxh3\" of {what} must be 16 hex digits")))?;
-            let xxh3 = sum.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
-            let sets_v = field(f, "sets", &what)?
-                .as_array()
-                .ok_or_else(|| bad(format!("\"sets\" of {what} must be an array")))?;
-            let mut sets = Vec::with_capacity(sets_v.len());
-            for s in sets_v {
-                let s = object(s, &format!("a set of {what}"))?;
-                let id = uint(s, "id", &format!("a set of {what}"))?;
-                let name = match (s.get("name"), s.get("name_hex")) {
-                    (Some(_), Some(_)) => return Err(bad(format!("set {id} has both \"name\" and \"name_hex\""))),
-                    (Some(n), None) => Some(
-                        n.as_str()
-                            .ok_or_else(|| bad(format!("\"name\" of set {id} must be a string")))?
-                            .as_bytes()
-                            .to_vec(),
-                    ),
-                    (None, Some(h)) => Some(
-                        h.as_str()
-                            .and_then(hex_bytes)
-                            .ok_or_else(|| bad(format!("\"name_hex\" of set {id} must be hex digits")))?,
-                    ),
-                    (None, None) => None,
-                };
-                if !seen_ids.insert(id) {
-                    return Err(bad(format!("set id {id} appears twice (a set never straddles files)")));
-                }
-                if let Some(n) = &name {
-                    if n.is_empty() || n.len() > super::MAX_NAME_BYTES {
-                        return Err(bad(format!("set {id} has an empty or too long name")));
-                    }
-                    if !seen_names.insert(n.clone()) {
-                        return Err(bad(format!("set name {:?} appears twice", String::from_utf8_lossy(n))));
-                    }
-                }
-                sets.push(ShardSet { id, name });
-            }
-            sets.sort();
-            files.push(ShardFile { file: file.to_owned(), bytes, xxh3, sets });
-        }
-        Ok(Manifest { params, files })
+        let doc: Document<ManifestParams, ShardFile> =
+            serde_json::from_slice(bytes).map_err(|e| bad(format!("not a valid manifest: {e}")))?;
+        doc.into_manifest()
     }
 
     /// The manifest as pretty-printed JSON (one set per line), ending in a
     /// newline. [`Manifest::from_json`] reads it back unchanged.
     pub fn to_json(&self) -> String {
-        let files: Vec<Value> = self
-            .files
-            .iter()
-            .map(|f| {
-                let sets: Vec<Value> = f
-                    .sets
-                    .iter()
-                    .map(|s| match &s.name {
-                        None => json!({"id": s.id}),
-                        Some(n) => match std::str::from_utf8(n) {
-                            Ok(n) => json!({"id": s.id, "name": n}),
-                            Err(_) => json!({"id": s.id, "name_hex": to_hex(n)}),
-                        },
-                    })
-                    .collect();
-                json!({"file": f.file, "bytes": f.bytes, "xxh3": format!("{:016x}", f.xxh3), "sets": sets})
-            })
-            .collect();
-        let doc = json!({
-            "format": MANIFEST_FORMAT,
-            "version": MANIFEST_VERSION,
-            "params": {"m": self.params.m, "k": self.params.k, "seed": self.params.seed, "scheme": self.params.scheme},
-            "files": files,
-        });
+        let doc = Document {
+            format: MANIFEST_FORMAT.to_owned(),
+            version: MANIFEST_VERSION,
+            params: &self.params,
+            files: self.files.iter().collect(),
+        };
         let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();
         out.push('\n');
         out
@@ -359,29 +397,31 @@ impl Manifest {
         })
     }
 
-    /// Writes the manifest to `path` atomically (temporary file in the same
-    /// directory, sync, rename, sync of the directory).
+    /// Writes the manifest to `path` atomically under its lock (an
+    /// [`IndexFile`] lock on `path`, waited for up to [`SAVE_LOCK_WAIT`]);
+    /// see [`Manifest::write_locked`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockBusy`] if another writer holds the lock for longer;
+    /// [`Error::Io`] naming the step and the file.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        self.write_locked(&IndexFile::new(path).lock(SAVE_LOCK_WAIT)?)
+    }
+
+    /// Writes the manifest over the file `lock` holds, atomically: a
+    /// temporary file in the same directory, synced, renamed over it, and a
+    /// sync of the directory.
     ///
     /// # Errors
     ///
     /// [`Error::Io`] naming the step and the file.
-    pub fn write(&self, path: &Path) -> Result<()> {
-        let tmp = temp_path(path)?;
-        let result = (|| {
-            let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io("create", &tmp, e))?;
-            f.write_all(self.to_json().as_bytes()).map_err(|e| Error::io("write", &tmp, e))?;
-            f.sync_all().map_err(|e| Error::io("sync", &tmp, e))?;
-            std::fs::rename(&tmp, path).map_err(|e| Error::io("rename the temporary file over", path, e))
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result?;
-        if let Ok(dir) = std::fs::File::open(dir_of(path)) {
-            // Best effort: some file systems refuse to sync a directory.
-            let _ = dir.sync_all();
-        }
-        Ok(())
+    pub fn write_locked(&self, lock: &IndexFileLock) -> Result<()> {
+        let json = self.to_json();
+        replace(lock, |w| {
+            w.write_all(json.as_bytes()).map_err(|e| Error::io("write", lock.path(), e))?;
+            Ok(json.len() as u64)
+        })
     }
 
     /// The path of file `i`, relative to `dir` (the manifest's directory).
@@ -433,7 +473,7 @@ impl Manifest {
     /// # Errors
     ///
     /// [`Error::Manifest`] saying what differs.
-    pub fn check_shard(&self, i: usize, loaded: &LoadedIndex) -> Result<()> {
+    pub fn check_shard(&self, i: usize, loaded: &Loaded<SlicedIndex>) -> Result<()> {
         let entry = &self.files[i];
         if !self.params.matches(loaded.index.params()) {
             return Err(bad(format!(
@@ -453,9 +493,9 @@ impl Manifest {
     /// # Errors
     ///
     /// [`Error::Manifest`] saying what differs.
-    pub fn check_collection(&self, i: usize, loaded: &LoadedSetIndex) -> Result<()> {
+    pub fn check_collection(&self, i: usize, loaded: &Loaded) -> Result<()> {
         let entry = &self.files[i];
-        let collection = &loaded.collection;
+        let collection = &loaded.index;
         let found = match collection.parts().next() {
             Some(first) => ManifestParams::of(first.params()),
             None => {
@@ -492,9 +532,8 @@ fn is_collection_file(path: &Path) -> Result<bool> {
     Ok(n == 10 && head[..8] == super::MAGIC && u16::from_le_bytes([head[8], head[9]]) == super::COLLECTION_FORMAT_MAJOR)
 }
 
-/// Changes shard file `shard` (at `path`) with `f`, under its writer lock:
-/// a collection file is loaded, changed and saved as one; an index file
-/// through [`IndexFile::edit`], keeping its format.
+/// Changes shard file `shard` (at `path`) with `f` (a collection file) or
+/// `g` (an index file), under its writer lock, keeping its format.
 fn edit_shard(
     m: &Manifest,
     shard: usize,
@@ -503,17 +542,17 @@ fn edit_shard(
     f: impl FnOnce(&mut SetIndex, &mut SetNames) -> Result<()>,
     g: impl FnOnce(&mut SlicedIndex, &mut SetNames) -> Result<()>,
 ) -> Result<()> {
+    let lock = IndexFile::new(path).lock(wait)?;
     if is_collection_file(path)? {
-        let lock = IndexFile::new(path).lock(wait)?;
-        let mut loaded = super::load_collection(lock.path())?;
+        let mut loaded = Loaded::<SetIndex>::load(lock.path())?;
         m.check_collection(shard, &loaded)?;
-        f(&mut loaded.collection, &mut loaded.names)?;
-        super::save_collection(lock.path(), &loaded.collection, &loaded.names)
+        f(&mut loaded.index, &mut loaded.names)?;
+        lock.save(&loaded.index, &loaded.names)
     } else {
-        IndexFile::new(path).edit(wait, |loaded| -> Result<()> {
-            m.check_shard(shard, loaded)?;
-            g(&mut loaded.index, &mut loaded.names)
-        })
+        let mut loaded = Loaded::<SlicedIndex>::load(lock.path())?;
+        m.check_shard(shard, &loaded)?;
+        g(&mut loaded.index, &mut loaded.names)?;
+        lock.save(&loaded.index, &loaded.names)
     }
 }
 
@@ -572,7 +611,7 @@ pub fn file_checksum(path: &Path) -> Result<(u64, u64)> {
 /// [`Error::ParamsMismatch`] for a filter of other parameters;
 /// [`Error::LockBusy`] and [`Error::Io`] from the locks and files.
 pub fn add_set(manifest: &Path, shard: usize, name: &[u8], filter: &BloomFilter, wait: Duration) -> Result<u64> {
-    let _lock = IndexFile::new(manifest).lock(wait)?;
+    let lock = IndexFile::new(manifest).lock(wait)?;
     let mut m = Manifest::read(manifest)?;
     if shard >= m.files.len() {
         return Err(bad(format!("shard {shard} does not exist (the manifest lists {})", m.files.len())));
@@ -598,7 +637,7 @@ pub fn add_set(manifest: &Path, shard: usize, name: &[u8], filter: &BloomFilter,
         },
     )?;
     refresh_entry(&mut m, &dir, shard)?;
-    m.write(manifest)?;
+    m.write_locked(&lock)?;
     Ok(id)
 }
 
@@ -611,7 +650,7 @@ pub fn add_set(manifest: &Path, shard: usize, name: &[u8], filter: &BloomFilter,
 /// [`Error::Manifest`] if no set has this name or the file does not match
 /// its entry; [`Error::LockBusy`] and [`Error::Io`] from the locks and files.
 pub fn remove_set(manifest: &Path, name: &[u8], wait: Duration) -> Result<usize> {
-    let _lock = IndexFile::new(manifest).lock(wait)?;
+    let lock = IndexFile::new(manifest).lock(wait)?;
     let mut m = Manifest::read(manifest)?;
     let Some(shard) = m.owner_of(name) else {
         return Err(bad(format!("no set named {:?} in the collection", String::from_utf8_lossy(name))));
@@ -638,16 +677,16 @@ pub fn remove_set(manifest: &Path, name: &[u8], wait: Duration) -> Result<usize>
         },
     )?;
     refresh_entry(&mut m, &dir, shard)?;
-    m.write(manifest)?;
+    m.write_locked(&lock)?;
     Ok(shard)
 }
 
 /// Re-reads file `shard` (either format, fully verified) and updates its
 /// entry.
 fn refresh_entry(m: &mut Manifest, dir: &Path, shard: usize) -> Result<()> {
-    let loaded = super::load_collection(m.file_path(dir, shard))?;
+    let loaded = super::load(m.file_path(dir, shard))?;
     let file = m.files[shard].file.clone();
-    m.files[shard] = ShardFile::describe_collection(dir, &file, &loaded.collection, &loaded.names)?;
+    m.files[shard] = ShardFile::describe_collection(dir, &file, &loaded.index, &loaded.names)?;
     Ok(())
 }
 
@@ -743,16 +782,46 @@ mod tests {
     }
 
     #[test]
+    fn earlier_manifests_parse_and_unknown_or_null_fields_do_not() {
+        // As the hand-written writer printed them: keys in sorted order.
+        let earlier = r#"{"files": [{"bytes": 4096, "file": "shard-0000.bsi",
+            "sets": [{"id": 2}, {"id": 0, "name": "site-a"}, {"id": 1, "name_hex": "FF00"}],
+            "xxh3": "00112233445566fF"}],
+            "format": "bloomslice-manifest",
+            "params": {"k": 7, "m": 100992, "scheme": "Xxh3Double", "seed": 0}, "version": 1}"#;
+        let m = Manifest::from_json(earlier.as_bytes()).unwrap();
+        assert_eq!(m.params, ManifestParams { m: 100_992, k: 7, seed: 0, scheme: "Xxh3Double".into() });
+        let f = &m.files[0];
+        assert_eq!((f.file.as_str(), f.bytes, f.xxh3), ("shard-0000.bsi", 4096, 0x0011_2233_4455_66ff));
+        let names: Vec<_> = f.sets.iter().map(|s| (s.id, s.name.clone())).collect();
+        assert_eq!(names, [(0, Some(b"site-a".to_vec())), (1, Some(vec![0xff, 0])), (2, None)]);
+        assert_eq!(Manifest::from_json(m.to_json().as_bytes()).unwrap(), m);
+        for (what, bad) in [
+            ("unknown top field", earlier.replace("\"version\": 1", "\"version\": 1, \"extra\": 0")),
+            ("unknown set field", earlier.replace("{\"id\": 2}", "{\"id\": 2, \"label\": \"x\"}")),
+            ("null name", earlier.replace("{\"id\": 2}", "{\"id\": 2, \"name\": null}")),
+            ("both names", earlier.replace("{\"id\": 2}", "{\"id\": 2, \"name\": \"b\", \"name_hex\": \"62\"}")),
+            ("odd hex", earlier.replace("FF00", "FF0")),
+            ("short checksum", earlier.replace("00112233445566fF", "112233445566fF")),
+            ("k above u32", earlier.replace("\"k\": 7", "\"k\": 4294967296")),
+            ("empty name", earlier.replace("site-a", "")),
+        ] {
+            let err = Manifest::from_json(bad.as_bytes()).expect_err(what);
+            assert!(matches!(err, Error::Manifest(_)), "{what}: {err}");
+        }
+    }
+
+    #[test]
     fn verify_and_check_catch_changed_files() {
         let dir = tempfile::tempdir().unwrap();
         let path = collection(dir.path());
         let m = Manifest::read(&path).unwrap();
         m.verify_files(dir.path()).unwrap();
         for i in 0..2 {
-            m.check_shard(i, &super::super::load(m.file_path(dir.path(), i)).unwrap()).unwrap();
+            m.check_shard(i, &Loaded::<SlicedIndex>::load(m.file_path(dir.path(), i)).unwrap()).unwrap();
         }
         // The second file's sets under the first file's entry.
-        let other = super::super::load(m.file_path(dir.path(), 1)).unwrap();
+        let other = Loaded::<SlicedIndex>::load(m.file_path(dir.path(), 1)).unwrap();
         assert!(m.check_shard(0, &other).is_err());
         std::fs::copy(m.file_path(dir.path(), 1), m.file_path(dir.path(), 0)).unwrap();
         assert!(m.verify_files(dir.path()).unwrap_err().to_string().contains("does not match the manifest"));
@@ -768,7 +837,7 @@ mod tests {
         let m = Manifest::read(&path).unwrap();
         m.verify_files(dir.path()).unwrap();
         assert_eq!(m.owner_of(b"new"), Some(1));
-        let loaded = super::super::load(m.file_path(dir.path(), 1)).unwrap();
+        let loaded = Loaded::<SlicedIndex>::load(m.file_path(dir.path(), 1)).unwrap();
         m.check_shard(1, &loaded).unwrap();
         assert!(loaded.index.query(&505u64.to_le_bytes()).contains(&5));
         assert!(matches!(add_set(&path, 0, b"set-1", &filter(0..1), wait), Err(Error::DuplicateName(_))));

@@ -1,47 +1,50 @@
-//! Saving and loading a [`SlicedIndex`] with its [`SetNames`]: the index
-//! file format of `docs/FORMAT.md`.
+//! Saving and loading an index with its [`SetNames`]: one API for both
+//! layouts and both file formats of `docs/FORMAT.md`.
 //!
-//! - [`save`] writes a temporary file in the target's directory, syncs it and
-//!   renames it over the target, so a crash or an error mid-save never leaves
-//!   a partial file at the destination and never loses the previous one.
-//! - [`IndexFile`] serializes writers: [`IndexFile::edit`] (or
-//!   [`IndexFile::lock`]) holds an exclusive lock across load, change and
-//!   save, so two writers never lose each other's update, and removes the
-//!   temporary files of writers that were killed mid-save.
+//! - [`save`], [`to_bytes`] and [`write_to`] take any index that has a file
+//!   format (the sealed trait [`Persist`]): a [`SetIndex`] writes a set
+//!   index file (format 2, each part embedded as an index file), a
+//!   [`SlicedIndex`] an index file (format 1).
+//! - [`load`], [`from_bytes`] and [`open_mmap`] read either format into a
+//!   [`Loaded`]: a [`SetIndex`] (a format-1 file opens as a set index of one
+//!   part), its names and what the file said about itself ([`FileInfo`]).
+//!   [`Loaded::load`], [`Loaded::from_bytes`] and [`Loaded::open_mmap`] do
+//!   the same for another layout: `Loaded::<SlicedIndex>::load(path)` reads
+//!   a format-1 file as the [`SlicedIndex`] it holds.
 //! - [`load`] reads a file into memory: a mutable index. This is the safe
 //!   way to open a file that something else may change.
 //! - [`open_mmap`] (`unsafe`: see its contract) maps a file with `memmap2`
 //!   and queries it in place (zero copy). The index is usable as soon as the
-//!   header and the small tables (shard table, id map, names) are checked. A
-//!   write to a mapped index copies the shard it touches into memory first;
-//!   the file is never written through.
-//! - [`from_bytes`] and [`to_bytes`] do the same in memory (the fuzz target
-//!   uses them).
-//! - [`save_collection`], [`load_collection`], [`open_collection_mmap`],
-//!   [`collection_from_bytes`] and [`collection_to_bytes`] do the same for a
-//!   [`SetIndex`](crate::SetIndex) with its names: collection files
-//!   (format 2), which embed each part as an index file. Their readers open
-//!   index files too, as collections of one part.
+//!   headers and the small tables (shard tables, id maps, set table, names)
+//!   are checked. A write to a mapped index copies the shard it touches
+//!   into memory first; the file is never written through.
+//! - [`IndexFile`] serializes writers: every save holds an exclusive lock
+//!   ([`save`] takes it for the write alone; [`IndexFile::edit`] or
+//!   [`IndexFile::lock`] hold it across load, change and save, so two
+//!   writers never lose each other's update). A save writes a temporary
+//!   file in the target's directory, syncs it and renames it over the
+//!   target, so a crash or an error mid-save never leaves a partial file at
+//!   the destination and never loses the previous one; the next lock holder
+//!   removes the temporaries of writers that were killed.
 //!
 //! # Checksum policy
 //!
-//! Every section carries an xxh3-64 checksum. The header, shard table, id
-//! map and names are always verified before an index is returned. Row data
-//! (almost all of the file) is verified, together with
-//! [`SlicedIndex::validate`]'s invariants, by [`load`], [`from_bytes`] and by
-//! [`open_mmap`] with [`Verify::Full`]. With [`Verify::Deferred`],
-//! [`open_mmap`] returns without reading the rows (opening costs only the
-//! tables, whatever the file size); call [`LoadedIndex::verify`] later
-//! (for example in the background) to check them. Until then a flipped bit
-//! in the rows can change answers (a false positive or negative), but can
-//! never cause a panic or undefined behaviour: every offset and size was
-//! checked against the file.
+//! Every section carries an xxh3-64 checksum. Headers and tables are
+//! always verified before an index is returned. Row data (almost all of the
+//! file) is verified, together with the index's invariants, by [`load`],
+//! [`from_bytes`] and by [`open_mmap`] with [`Verify::Full`]. With
+//! [`Verify::Deferred`], [`open_mmap`] returns without reading the rows
+//! (opening costs only the tables, whatever the file size); call
+//! [`Loaded::verify`] later (for example in the background) to check them.
+//! Until then a flipped bit in the rows can change answers (a false
+//! positive or negative), but can never cause a panic or undefined
+//! behaviour: every offset and size was checked against the file.
 //!
 //! # Files modified underneath a map
 //!
 //! Mapping is only sound if the file does not change while it is mapped,
 //! which no Rust type can guarantee (the convention of `memmap2` and
-//! ripgrep): that is why [`open_mmap`] is an `unsafe fn`. [`save`] never
+//! ripgrep): that is why [`open_mmap`] is an `unsafe fn`. A save never
 //! writes into an existing file (it renames a new one over it), so processes
 //! that only use this module to update index files keep seeing their old,
 //! intact mapping. Truncating or writing into a mapped index file by other
@@ -54,21 +57,18 @@ pub mod manifest;
 mod names;
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
-pub use self::collection::{
-    COLLECTION_FORMAT_MAJOR, COLLECTION_FORMAT_MINOR, COLLECTION_HEADER_BYTES, LoadedSetIndex, collection_from_bytes,
-    collection_to_bytes, load_collection, open_collection_mmap, save_collection, write_collection_to,
-};
-use self::file::temp_path;
-pub use self::file::{IndexFile, IndexFileLock, Temporary};
+pub use self::collection::{COLLECTION_FORMAT_MAJOR, COLLECTION_FORMAT_MINOR, COLLECTION_HEADER_BYTES};
+pub use self::file::{IndexFile, IndexFileLock, SAVE_LOCK_WAIT, Temporary};
 pub use self::format::{FORMAT_MAJOR, FORMAT_MINOR, HEADER_BYTES, MAGIC, ROWS_ALIGN};
 use self::format::{Header, Layout, Meta, encode_header, read_meta};
 pub use self::names::{MAX_NAME_BYTES, SetNames};
+use crate::collection::SetIndex;
 use crate::error::{Error, Result};
 use crate::sliced::{ShardParts, SlicedIndex};
 use crate::storage::Words;
@@ -81,8 +81,8 @@ pub enum Verify {
     Full,
     /// Header, shard table, id map and names only; row checksums (and the
     /// uniqueness of set names, checked when the name maps are built on
-    /// first use) wait for [`LoadedIndex::verify`]. Opening then costs the same for a 1 MB and
-    /// a 100 GB index.
+    /// first use) wait for [`Loaded::verify`]. Opening then costs the same
+    /// for a 1 MB and a 100 GB index.
     Deferred,
 }
 
@@ -100,35 +100,172 @@ pub struct FileInfo {
     pub rows_verified: bool,
 }
 
-/// An index read or mapped from a file, with its set names.
+/// An index read or mapped from a file, with its set names: a [`SetIndex`]
+/// (from either file version) unless another layout was asked for
+/// (`Loaded::<SlicedIndex>`, format-1 files only).
 #[derive(Clone, Debug)]
-pub struct LoadedIndex {
-    /// The index (shards may be windows of a memory map; writes copy them).
-    pub index: SlicedIndex,
+pub struct Loaded<I = SetIndex> {
+    /// The index (shards may be windows of a memory map; writes copy the
+    /// shards they touch).
+    pub index: I,
     /// The set names stored with it.
     pub names: SetNames,
-    /// Version, size and checksums.
+    /// Version, size and checksums (see [`FileInfo::checksums`] for the
+    /// sections of each format).
     pub info: FileInfo,
 }
 
-impl LoadedIndex {
-    /// Verifies the row checksums (if not done yet) and the index invariants.
+mod sealed {
+    use std::io::{Read, Write};
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::{Loaded, SetNames, Verify};
+    use crate::error::Result;
+
+    /// What [`super::Persist`] requires, private to the crate so the trait
+    /// stays sealed.
+    pub trait Sealed: Sized {
+        /// Writes the index and `names` in its format; returns the bytes written.
+        fn write_file(&self, w: &mut dyn Write, names: &SetNames) -> Result<u64>;
+        /// Reads a whole file of `len` bytes from `r`, fully verified.
+        fn read_file(r: &mut dyn Read, len: u64, what: &Path) -> Result<Loaded<Self>>;
+        /// The file of the whole `map`, verified as `verify` says.
+        fn map_file(map: &Arc<memmap2::Mmap>, verify: Verify) -> Result<Loaded<Self>>;
+        /// Verifies what a deferred opening left unchecked.
+        fn verify(loaded: &mut Loaded<Self>) -> Result<()>;
+        /// Whether the index reads (some of) its rows from a memory map.
+        fn is_mapped(&self) -> bool;
+    }
+}
+
+/// An index that has a file format: [`SlicedIndex`] writes index files
+/// (format 1), [`SetIndex`] set index files (format 2; it also reads
+/// format-1 files, as one part). Sealed: the formats are this crate's.
+pub trait Persist: sealed::Sealed {}
+
+impl Persist for SlicedIndex {}
+impl Persist for SetIndex {}
+
+impl sealed::Sealed for SlicedIndex {
+    fn write_file(&self, w: &mut dyn Write, names: &SetNames) -> Result<u64> {
+        write_index_to(w, self, names)
+    }
+
+    fn read_file(r: &mut dyn Read, len: u64, what: &Path) -> Result<Loaded<Self>> {
+        load_from_reader(&mut &mut *r, len, what)
+    }
+
+    fn map_file(map: &Arc<memmap2::Mmap>, verify: Verify) -> Result<Loaded<Self>> {
+        let mut loaded = loaded_from_map(map)?;
+        if verify == Verify::Full {
+            loaded.verify()?;
+        }
+        Ok(loaded)
+    }
+
+    fn verify(loaded: &mut Loaded<Self>) -> Result<()> {
+        if loaded.info.rows_verified {
+            return Ok(());
+        }
+        let sums: Vec<u64> = loaded.info.checksums.iter().skip(4).map(|(_, s)| *s).collect();
+        for (i, ((_, _, rows), want)) in loaded.index.shard_views().zip(sums).enumerate() {
+            check_rows(rows, want, i)?;
+        }
+        loaded.index.validate().map_err(Error::into_corrupt_file)?;
+        loaded.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
+        loaded.info.rows_verified = true;
+        Ok(())
+    }
+
+    fn is_mapped(&self) -> bool {
+        SlicedIndex::is_mapped(self)
+    }
+}
+
+impl<I: Persist> Loaded<I> {
+    /// Reads a file into memory (a mutable index), fully verified: for a
+    /// [`SetIndex`] either format, for a [`SlicedIndex`] format 1.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`], or the errors of [`Loaded::from_bytes`].
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let (file, len) = open(path)?;
+        let mut r = std::io::BufReader::with_capacity(1 << 16, file);
+        I::read_file(&mut r, len, path)
+    }
+
+    /// Loads an index from file bytes (into memory, fully verified).
+    ///
+    /// # Errors
+    ///
+    /// A typed error for any malformed input ([`Error::BadMagic`],
+    /// [`Error::UnsupportedVersion`] (also for a set index file read as a
+    /// [`SlicedIndex`]), [`Error::Truncated`], [`Error::ChecksumMismatch`],
+    /// [`Error::CorruptFile`], duplicate names as [`Error::CorruptFile`]);
+    /// never a panic.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut r = bytes;
+        I::read_file(&mut r, bytes.len() as u64, Path::new("index bytes"))
+    }
+
+    /// Maps a file and queries it in place (see the module docs for the
+    /// checksum policy): no row is copied on little-endian targets (on
+    /// big-endian ones the rows are copied and converted). With
+    /// [`Verify::Full`] every checksum and invariant is checked before it
+    /// returns; with [`Verify::Deferred`] only the headers and tables are,
+    /// and [`Loaded::verify`] checks the rest later. Answers are those of
+    /// [`Loaded::load`].
+    ///
+    /// # Safety
+    ///
+    /// The file must not be truncated or written into while the returned
+    /// index (or any clone of it, or of its shards) is alive: the index
+    /// reads the file's pages directly, so a change underneath is undefined
+    /// behaviour in Rust terms and in practice changes answers or kills the
+    /// process with `SIGBUS`. Replacing the file by rename is fine (the map
+    /// keeps the old file): that is how [`save`] and [`IndexFile`] write,
+    /// so a file changed only by them (or by `bloomslice`) satisfies this.
+    /// Use [`Loaded::load`] when other programs may write the file in place.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`], or the errors of [`Loaded::from_bytes`].
+    pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<Self> {
+        let path = path.as_ref();
+        let (file, len) = open(path)?;
+        if len < COLLECTION_HEADER_BYTES {
+            // Too short to map usefully (and an empty file cannot be mapped):
+            // read what there is (at most a header) and let the reader say
+            // what is wrong.
+            let mut bytes = Vec::new();
+            (&file).take(COLLECTION_HEADER_BYTES).read_to_end(&mut bytes).map_err(|e| Error::io("read", path, e))?;
+            let mut r = bytes.as_slice();
+            return I::read_file(&mut r, bytes.len() as u64, path);
+        }
+        // SAFETY: mapping a file is sound only while no one truncates or
+        // writes it; the caller promises that (this function's `# Safety`
+        // contract). The map is read-only, and every offset taken from it is
+        // checked against its length.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, e))?;
+        I::map_file(&Arc::new(map), verify)
+    }
+
+    /// Verifies the row checksums (if not done yet), the index's
+    /// invariants and the uniqueness of the set names. For a [`SetIndex`]
+    /// of a format-1 file opened with [`Verify::Deferred`], the sets' loads
+    /// (estimated from their shards' bit counts when it was opened) are
+    /// then estimated from their own columns, as
+    /// [`SetIndex::from_index`] does. Call it before changing the index: a
+    /// shard changed since opening no longer has its file's checksum.
     ///
     /// # Errors
     ///
     /// [`Error::ChecksumMismatch`] or [`Error::CorruptFile`].
     pub fn verify(&mut self) -> Result<()> {
-        if self.info.rows_verified {
-            return Ok(());
-        }
-        let sums: Vec<u64> = self.info.checksums.iter().skip(4).map(|(_, s)| *s).collect();
-        for (i, ((_, _, rows), want)) in self.index.shard_views().zip(sums).enumerate() {
-            check_rows(rows, want, i)?;
-        }
-        self.index.validate().map_err(Error::into_corrupt_file)?;
-        self.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
-        self.info.rows_verified = true;
-        Ok(())
+        I::verify(self)
     }
 
     /// Whether the index reads (some of) its rows from a memory map.
@@ -157,13 +294,20 @@ pub(crate) fn rows_checksum(rows: &Words) -> u64 {
     }
 }
 
-/// Writes `index` and `names` in the index file format to `w`; returns
+/// Writes `index` and `names` in its file format to `w` (an index file
+/// for a [`SlicedIndex`], a set index file for a [`SetIndex`]); returns
 /// the bytes written. Names of ids not in the index are not written.
 ///
 /// # Errors
 ///
-/// [`Error::Io`] from the writer.
-pub fn write_to<W: Write>(w: &mut W, index: &SlicedIndex, names: &SetNames) -> Result<u64> {
+/// [`Error::Io`] from the writer, [`Error::CapacityOverflow`] for sizes
+/// that overflow.
+pub fn write_to<W: Write + ?Sized, I: Persist>(w: &mut W, index: &I, names: &SetNames) -> Result<u64> {
+    index.write_file(&mut &mut *w, names)
+}
+
+/// Writes `index` and `names` in the index file format (format 1).
+fn write_index_to(w: &mut dyn Write, index: &SlicedIndex, names: &SetNames) -> Result<u64> {
     let io = |e: std::io::Error| Error::io("write", Path::new("index file"), e);
     let entries = index.column_entries();
     let mut id_map = Vec::with_capacity(entries.len() * 24 + 8);
@@ -222,72 +366,34 @@ pub fn write_to<W: Write>(w: &mut W, index: &SlicedIndex, names: &SetNames) -> R
     Ok(offset)
 }
 
-/// The index file bytes of `index` and `names`.
+/// The file bytes of `index` and `names` (see [`write_to`]).
 ///
 /// # Errors
 ///
-/// [`Error::CapacityOverflow`] if the buffer cannot be allocated.
-pub fn to_bytes(index: &SlicedIndex, names: &SetNames) -> Result<Vec<u8>> {
+/// As [`write_to`].
+pub fn to_bytes<I: Persist>(index: &I, names: &SetNames) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     write_to(&mut out, index, names)?;
     Ok(out)
 }
 
-/// Saves atomically: writes a temporary file (`.NAME.tmp-PID-N`) in
-/// `path`'s directory, syncs it, renames it over `path` and syncs the
-/// directory. On any error the temporary file is removed and `path` is
-/// untouched; a process killed mid-save leaves the temporary behind (the
-/// next [`IndexFile::lock`] removes it). Saving takes no lock: writers
-/// that load, change and save concurrently must use [`IndexFile`].
+/// Saves `index` and `names` in its file format (see [`write_to`])
+/// atomically, under the file's write lock ([`IndexFile::lock`], waited
+/// for up to [`SAVE_LOCK_WAIT`]): writes a temporary file
+/// (`.NAME.tmp-XXXXXX`) in `path`'s directory, syncs it, renames it over
+/// `path` and syncs the directory. On any error the temporary file is
+/// removed and `path` is untouched; a process killed mid-save leaves the
+/// temporary behind (the next [`IndexFile::lock`] removes it). Writers that
+/// load, change and save must hold the lock across all three:
+/// [`IndexFile::edit`], or [`IndexFileLock::save`] (a thread that holds
+/// the lock and calls `save` on the same file waits for itself).
 ///
 /// # Errors
 ///
+/// [`Error::LockBusy`] if another writer holds the lock for longer;
 /// [`Error::Io`] naming the step and the file.
-pub fn save(path: impl AsRef<Path>, index: &SlicedIndex, names: &SetNames) -> Result<()> {
-    save_atomic(path.as_ref(), |w| write_to(w, index, names))
-}
-
-/// Writes a temporary file beside `path` with `write`, syncs it and
-/// renames it over `path` (see [`save`]).
-pub(crate) fn save_atomic(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> Result<u64>) -> Result<()> {
-    let tmp = temp_path(path)?;
-    let result = write_temp(&tmp, write)
-        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io("rename the temporary file over", path, e)));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-        return result;
-    }
-    sync_dir(path);
-    Ok(())
-}
-
-fn write_temp(tmp: &Path, write: impl FnOnce(&mut BufWriter<File>) -> Result<u64>) -> Result<()> {
-    let file =
-        std::fs::OpenOptions::new().write(true).create_new(true).open(tmp).map_err(|e| Error::io("create", tmp, e))?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
-    write(&mut w).map_err(|e| match e {
-        Error::Io { op, source, .. } => Error::Io { op, path: tmp.display().to_string(), source },
-        e => e,
-    })?;
-    let file = w.into_inner().map_err(|e| Error::io("write", tmp, e.into_error()))?;
-    file.sync_all().map_err(|e| Error::io("sync", tmp, e))
-}
-
-/// Makes the rename durable. Best effort: some file systems refuse to
-/// open or sync a directory, and the data itself is already synced.
-fn sync_dir(path: &Path) {
-    #[cfg(unix)]
-    {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = path;
+pub fn save<I: Persist>(path: impl AsRef<Path>, index: &I, names: &SetNames) -> Result<()> {
+    IndexFile::new(path.as_ref()).save(SAVE_LOCK_WAIT, index, names)
 }
 
 pub(crate) fn info_of(meta: &Meta, rows_verified: bool) -> FileInfo {
@@ -303,7 +409,7 @@ pub(crate) fn info_of(meta: &Meta, rows_verified: bool) -> FileInfo {
 
 /// Reads every shard's rows from `r` (positioned at the first row byte),
 /// checks them and builds the index.
-pub(crate) fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<LoadedIndex> {
+pub(crate) fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) -> Result<Loaded<SlicedIndex>> {
     let meta = read_meta(r, real_len)?;
     let mut parts = Vec::with_capacity(meta.shards.len());
     for (i, s) in meta.shards.iter().enumerate() {
@@ -327,19 +433,18 @@ pub(crate) fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path) ->
     index.validate().map_err(Error::into_corrupt_file)?;
     meta.names.check().map_err(|e| Error::CorruptFile(e.to_string()))?;
     let info = info_of(&meta, true);
-    Ok(LoadedIndex { index, names: meta.names, info })
+    Ok(Loaded { index, names: meta.names, info })
 }
 
-/// Loads an index from index file bytes (into memory, fully verified).
+/// Loads a [`SetIndex`] from file bytes of either format (a format-1
+/// index file as a set index of one part) into memory, fully verified
+/// ([`Loaded::from_bytes`]).
 ///
 /// # Errors
 ///
-/// A typed error for any malformed input ([`Error::BadMagic`],
-/// [`Error::UnsupportedVersion`], [`Error::Truncated`],
-/// [`Error::ChecksumMismatch`], [`Error::CorruptFile`]); never a panic.
-pub fn from_bytes(bytes: &[u8]) -> Result<LoadedIndex> {
-    let mut r = bytes;
-    load_from_reader(&mut r, bytes.len() as u64, Path::new("index bytes"))
+/// Those of [`Loaded::from_bytes`].
+pub fn from_bytes(bytes: &[u8]) -> Result<Loaded> {
+    Loaded::from_bytes(bytes)
 }
 
 pub(crate) fn open(path: &Path) -> Result<(File, u64)> {
@@ -353,68 +458,40 @@ pub(crate) fn open(path: &Path) -> Result<(File, u64)> {
     Ok((file, meta.len()))
 }
 
-/// Reads an index file into memory (a mutable index), fully verified.
+/// Reads a file of either format into memory as a [`SetIndex`] (a mutable
+/// index; a format-1 index file as a set index of one part), fully
+/// verified ([`Loaded::load`]).
 ///
 /// # Errors
 ///
-/// [`Error::Io`], or the errors of [`from_bytes`].
-pub fn load(path: impl AsRef<Path>) -> Result<LoadedIndex> {
-    let path = path.as_ref();
-    let (file, len) = open(path)?;
-    let mut r = std::io::BufReader::with_capacity(1 << 16, file);
-    load_from_reader(&mut r, len, path)
+/// Those of [`Loaded::load`].
+pub fn load(path: impl AsRef<Path>) -> Result<Loaded> {
+    Loaded::load(path)
 }
 
-/// Maps an index file and queries it in place (see the module docs for the
-/// checksum policy). Answers are those of [`load`]. On big-endian targets
-/// the rows are copied and converted.
+/// Maps a file of either format as a [`SetIndex`] and queries it in place
+/// ([`Loaded::open_mmap`]).
 ///
 /// # Safety
 ///
-/// The file must not be truncated or written into while the returned index
-/// (or any clone of it, or of its shards) is alive: the index reads the
-/// file's pages directly, so a change underneath is undefined behaviour in
-/// Rust terms and in practice changes answers or kills the process with
-/// `SIGBUS`. Replacing the file by rename is fine (the map keeps the old
-/// file): that is how [`save`] and [`IndexFile`] write, so a file changed
-/// only by them (or by `bloomslice`) satisfies this. Use [`load`] when
-/// other programs may write the file in place.
+/// That of [`Loaded::open_mmap`]: the file must not be truncated or written
+/// into while the returned index (or a clone of it, or of its parts) is
+/// alive. Replacing it by rename, as [`save`] does, is fine.
 ///
 /// # Errors
 ///
-/// [`Error::Io`], or the errors of [`from_bytes`].
-pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<LoadedIndex> {
-    let path = path.as_ref();
-    let (file, len) = open(path)?;
-    if len < HEADER_BYTES {
-        // Too short to map usefully (and an empty file cannot be mapped).
-        let mut bytes = Vec::new();
-        (&file).take(HEADER_BYTES).read_to_end(&mut bytes).map_err(|e| Error::io("read", path, e))?;
-        return from_bytes(&bytes);
-    }
-    // SAFETY: mapping a file is sound only while no one truncates or writes
-    // it; the caller promises that (this function's `# Safety` contract).
-    // The map is read-only, and every offset taken from it below is checked
-    // against its length.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, e))?;
-    let loaded = loaded_from_map(&Arc::new(map))?;
-    finish_mapped(loaded, verify)
-}
-
-/// Verifies a mapped index if `verify` asks for it.
-pub(crate) fn finish_mapped(mut loaded: LoadedIndex, verify: Verify) -> Result<LoadedIndex> {
-    if verify == Verify::Full {
-        loaded.verify()?;
-    }
-    Ok(loaded)
+/// Those of [`Loaded::open_mmap`].
+pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<Loaded> {
+    // SAFETY: forwarded to the caller (this function's `# Safety`).
+    unsafe { Loaded::open_mmap(path, verify) }
 }
 
 /// The index file of the whole `map`, its rows used in place and not
 /// verified yet.
-pub(crate) fn loaded_from_map(map: &Arc<memmap2::Mmap>) -> Result<LoadedIndex> {
+pub(crate) fn loaded_from_map(map: &Arc<memmap2::Mmap>) -> Result<Loaded<SlicedIndex>> {
     let (index, meta) = index_in_map(map, 0, map.len())?;
     let info = info_of(&meta, false);
-    Ok(LoadedIndex { index, names: meta.names, info })
+    Ok(Loaded { index, names: meta.names, info })
 }
 
 /// The index file at bytes `start..start + len` of `map` (`start` a

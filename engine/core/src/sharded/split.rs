@@ -161,7 +161,7 @@ fn restricted(index: &SetIndex, names: &SetNames, keep: &[u64]) -> Result<(SetIn
 
 /// Writes one shard file (atomically, as every collection file is saved).
 fn save_shard(dir: &Path, file: &str, part: &SetIndex, names: &SetNames) -> Result<()> {
-    persist::save_collection(dir.join(file), part, names)
+    persist::save(dir.join(file), part, names)
 }
 
 #[cfg(test)]
@@ -239,7 +239,7 @@ mod tests {
             let sharded = ShardedIndex::load(dir.path(), Verify::Full).unwrap();
             assert_eq!(sharded.len(), index.len());
             for shard in sharded.shards() {
-                assert_eq!(shard.collection.parts().len(), index.parts().len(), "{k} shards: every part kept");
+                assert_eq!(shard.index.parts().len(), index.parts().len(), "{k} shards: every part kept");
             }
             let mut got = BatchResults::new();
             sharded.query_batch(&probe, &mut got);

@@ -121,11 +121,27 @@ pub struct SlicedConfig {
     /// first lines are prefetched into the first-level cache as well.
     /// Default 4.
     pub prefetch_distance: usize,
+    /// The cache level that scoring's look-ahead prefetches fill (see
+    /// [`LookAhead`](crate::kernels::LookAhead)). Default: the choice
+    /// measured faster on this CPU ([`LookAhead::detect`](crate::kernels::LookAhead::detect)).
+    /// Only speed depends on it; index files do not record it.
+    pub look_ahead: crate::kernels::LookAhead,
+    /// Whether queries of an index of one narrow shard read it without
+    /// prefetching when its rows are few (see
+    /// [`PartPrefetch`](crate::collection::PartPrefetch)). Default
+    /// [`PartPrefetch::Auto`](crate::collection::PartPrefetch::Auto). Only
+    /// speed depends on it; index files do not record it.
+    pub part_prefetch: crate::collection::PartPrefetch,
 }
 
 impl Default for SlicedConfig {
     fn default() -> Self {
-        SlicedConfig { max_shard_columns: 16_384, prefetch_distance: 4 }
+        SlicedConfig {
+            max_shard_columns: 16_384,
+            prefetch_distance: 4,
+            look_ahead: crate::kernels::LookAhead::default(),
+            part_prefetch: crate::collection::PartPrefetch::default(),
+        }
     }
 }
 
@@ -135,6 +151,7 @@ impl SlicedConfig {
         SlicedConfig {
             max_shard_columns: cols.next_multiple_of(SHARD_COLUMN_STEP),
             prefetch_distance: self.prefetch_distance.min(64),
+            ..self
         }
     }
 }
@@ -663,6 +680,16 @@ impl SlicedIndex {
         self.kernels = kernels;
     }
 
+    /// Sets [`SlicedConfig::look_ahead`]. Answers do not change.
+    pub fn set_look_ahead(&mut self, look_ahead: crate::kernels::LookAhead) {
+        self.config.look_ahead = look_ahead;
+    }
+
+    /// Sets [`SlicedConfig::part_prefetch`]. Answers do not change.
+    pub fn set_part_prefetch(&mut self, mode: crate::collection::PartPrefetch) {
+        self.config.part_prefetch = mode;
+    }
+
     /// Columns allocated over all shards (used or free).
     pub fn columns(&self) -> usize {
         self.shards.iter().map(|s| s.columns()).sum()
@@ -999,7 +1026,7 @@ impl SlicedIndex {
     pub(crate) fn query_hash_append(&self, hash: KeyHash, out: &mut Vec<u64>) {
         if let [shard] = &self.shards[..]
             && shard.wpr < WORDS_PER_LINE
-            && crate::collection::PartPrefetch::resident(shard.rows.len() * 8)
+            && self.config.part_prefetch.resident(shard.rows.len() * 8)
         {
             narrow::query_narrow_probing(shard, &self.params, hash, out);
             return;
@@ -1163,7 +1190,7 @@ impl SlicedIndex {
         // computed as its AND reads them (see `query_hash_append`).
         if let [shard] = &self.shards[..]
             && shard.wpr < WORDS_PER_LINE
-            && crate::collection::PartPrefetch::resident(shard.rows.len() * 8)
+            && self.config.part_prefetch.resident(shard.rows.len() * 8)
         {
             results.clear();
             results.ends.reserve(keys.len());

@@ -425,6 +425,7 @@ impl SlicedIndex {
                         shard_live,
                         &mut planes[plane_at..plane_at + pw],
                         ahead,
+                        self.config.look_ahead,
                     );
                 }
                 plane_at += pw;

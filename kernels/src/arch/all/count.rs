@@ -27,8 +27,9 @@ use crate::{LookAhead, WORDS_PER_LINE};
 ///
 /// `ahead` names runs a later call will read (positions into the same
 /// `rows` and `stride`, any number of keys): their live chunks are
-/// prefetched into the cache [`LookAhead::detect`] chooses (L1 on Intel,
-/// L2 elsewhere), a hint with no visible effect.
+/// prefetched into the cache `into` names (by default
+/// [`LookAhead::detect`]: L1 on Intel, L2 elsewhere), a hint with no
+/// visible effect.
 /// The SIMD backends spread these prefetches over the chunk walk, a chunk
 /// of every `ahead` run per live chunk scored, so that the next call's runs
 /// stream in while this call computes instead of in a burst before it
@@ -56,9 +57,9 @@ pub fn count_runs(
     live: &[u64],
     planes: &mut [u64],
     ahead: &[u32],
+    into: LookAhead,
 ) -> bool {
     check_count_args(rows.len(), stride, (positions.len(), max_position(positions)), keys, width, live, planes.len());
-    let into = LookAhead::detect();
     let mut start = 0;
     while start < width {
         let chunk = start / WORDS_PER_LINE;

@@ -41,13 +41,13 @@ pub(crate) unsafe fn count_runs<L: Line>(
     live: &[u64],
     planes: &mut [u64],
     ahead: &[u32],
+    into: LookAhead,
 ) -> bool {
     let last = all::max_position(positions);
     all::check_count_args(rows.len(), stride, (positions.len(), last), keys, width, live, planes.len());
     if width == 0 {
         return false;
     }
-    let into = LookAhead::detect();
     if keys == 1 {
         // SAFETY: forwarded from this function's contract; the arguments
         // are checked.

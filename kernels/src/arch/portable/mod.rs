@@ -33,7 +33,7 @@ macro_rules! portable_kernels {
 
         $(
             #[doc = concat!("See [`crate::arch::all::", stringify!($name), "`].")]
-            #[allow(clippy::too_many_arguments, reason = "the kernel's own signature (`count_runs` has eight)")]
+            #[allow(clippy::too_many_arguments, reason = "the kernel's own signature (`count_runs` has nine)")]
             pub fn $name($($arg: $ty),*) $(-> $ret)? {
                 // SAFETY: `WideLine` needs no CPU feature beyond the
                 // compile-time target, so the generic function's only

@@ -117,7 +117,7 @@ macro_rules! x86_kernels {
 
             $(
                 #[target_feature(enable = $features)]
-                #[allow(clippy::too_many_arguments, reason = "the kernel's own signature (`count_runs` has eight)")]
+                #[allow(clippy::too_many_arguments, reason = "the kernel's own signature (`count_runs` has nine)")]
                 pub(super) fn $name($($arg: $ty),*) $(-> $ret)? {
                     // SAFETY: compiled with, and only run with, the features.
                     unsafe { generic::$name::<$line>($($arg),*) }

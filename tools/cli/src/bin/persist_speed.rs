@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use bloomslice::persist::{self, Verify};
-use bloomslice::{BatchResults, BloomFilter, BloomParams, SetNames, SlicedIndex};
+use bloomslice::{BatchResults, BloomFilter, BloomParams, Loaded, SetNames, SlicedIndex};
 use clap::Parser;
 
 /// Persistence speed figures.
@@ -42,11 +42,11 @@ struct Args {
 }
 
 /// [`persist::open_mmap`] on this program's own scratch file.
-fn open_mmap(path: &std::path::Path, verify: Verify) -> bloomslice::Result<bloomslice::LoadedIndex> {
+fn open_mmap(path: &std::path::Path, verify: Verify) -> bloomslice::Result<Loaded<SlicedIndex>> {
     // SAFETY: the file is this program's own scratch index in `--dir`: it
     // is written once, by this program, before it is mapped, and never
     // changed while a map of it is alive.
-    unsafe { persist::open_mmap(path, verify) }
+    unsafe { Loaded::<SlicedIndex>::open_mmap(path, verify) }
 }
 
 fn secs(t: Instant) -> f64 {
@@ -115,7 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // `save`, so they are clean), as after a reboot or on another machine.
     evict(&path)?;
     let t = Instant::now();
-    let cold = persist::load(&path)?;
+    let cold = Loaded::<SlicedIndex>::load(&path)?;
     let cold_s = secs(t);
     println!(
         "load cold (read from disk into memory, all checksums + validate): {cold_s:.3} s = {:.0} MB/s",
@@ -123,7 +123,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     drop(cold);
     let t = Instant::now();
-    let loaded = persist::load(&path)?;
+    let loaded = Loaded::<SlicedIndex>::load(&path)?;
     let load_s = secs(t);
     println!("load warm (from the page cache, all checksums + validate): {load_s:.3} s = {:.0} MB/s", mb / load_s);
     evict(&path)?;

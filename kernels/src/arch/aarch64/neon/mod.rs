@@ -96,7 +96,7 @@ macro_rules! neon_kernels {
             use super::*;
 
             $(
-                #[allow(clippy::too_many_arguments, reason = "the kernel's own signature (`count_runs` has eight)")]
+                #[allow(clippy::too_many_arguments, reason = "the kernel's own signature (`count_runs` has nine)")]
                 pub(super) fn $name($($arg: $ty),*) $(-> $ret)? {
                     // SAFETY: `NeonLine` needs NEON, which the target
                     // enables (this module is compiled only then).

@@ -377,3 +377,46 @@ impl<I: Replica + ReadIndex> ReadIndex for ConcurrentIndex<I> {
         self.read(|ix| ix.query_threshold_into(keys, threshold, scratch, out));
     }
 }
+
+/// A loaded or mapped file answers as the index it holds.
+impl<I: ReadIndex> ReadIndex for crate::persist::Loaded<I> {
+    fn k(&self) -> u32 {
+        self.index.k()
+    }
+    fn seed(&self) -> u64 {
+        self.index.seed()
+    }
+    fn scheme(&self) -> HashScheme {
+        self.index.scheme()
+    }
+    fn len(&self) -> usize {
+        self.index.len()
+    }
+    fn contains(&self, id: u64) -> bool {
+        self.index.contains(id)
+    }
+    fn ids(&self) -> Vec<u64> {
+        self.index.ids()
+    }
+    fn memory_bytes(&self) -> usize {
+        self.index.memory_bytes()
+    }
+    fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        self.index.query_hash_into(hash, out);
+    }
+    fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
+        self.index.query_batch_hashes(hashes, results);
+    }
+    fn score_hashes_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
+        self.index.score_hashes_into(hashes, scores);
+    }
+    fn query_threshold_hashes_into(
+        &self,
+        hashes: &[KeyHash],
+        threshold: Threshold,
+        scratch: &mut Scores,
+        out: &mut Vec<(u64, u32)>,
+    ) {
+        self.index.query_threshold_hashes_into(hashes, threshold, scratch, out);
+    }
+}

@@ -6,9 +6,10 @@
 //! `replace_set`, `remove_set`) leave the concurrent and plain indexes
 //! equal.
 
+use bloomslice::persist;
 use bloomslice::{
     BatchResults, BloomParams, ConcurrentIndex, KeyHash, LayoutConfig, NaiveIndex, ReadIndex, Scores, SetIndex,
-    SlicedIndex, Threshold,
+    SetNames, SlicedIndex, Threshold,
 };
 use proptest::prelude::*;
 
@@ -90,6 +91,9 @@ fn every_one_length_index_answers_alike() {
     assert_same_reads(&sliced, &naive, &keys);
     let shared = ConcurrentIndex::new(sliced.clone());
     assert_same_reads(&sliced, &shared, &keys);
+    let bytes = persist::to_bytes(&sliced, &SetNames::new()).unwrap();
+    assert_same_reads(&sliced, &persist::Loaded::<SlicedIndex>::from_bytes(&bytes).unwrap(), &keys);
+    assert_same_reads(&sliced, &persist::from_bytes(&bytes).unwrap(), &keys);
     assert_generic_matches_hashed(&sliced, &keys);
     assert_generic_matches_hashed(&naive, &keys);
     assert_generic_matches_hashed(&shared, &keys);
@@ -102,6 +106,12 @@ fn a_set_index_answers_alike_shared_or_not() {
     let keys = probe(300);
     let shared = ConcurrentIndex::new(index.clone());
     assert_same_reads(&index, &shared, &keys);
+    // A file read back (either layout) answers as the index it holds.
+    let mut names = SetNames::new();
+    names.insert(1, "one").unwrap();
+    let loaded = persist::from_bytes(&persist::to_bytes(&index, &names).unwrap()).unwrap();
+    assert_same_reads(&index, &loaded, &keys);
+    assert_generic_matches_hashed(&loaded, &keys);
     assert_generic_matches_hashed(&index, &keys);
     assert_generic_matches_hashed(&shared, &keys);
 }

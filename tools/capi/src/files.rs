@@ -59,7 +59,7 @@ pub(crate) fn save(path: &Path, engine: &Engine, names: &SetNames) -> Result<(),
     match engine {
         Engine::Sets(sets) => Ok(persist::save(path, sets, names)?),
         Engine::Sliced(index) => Ok(persist::save(path, index, names)?),
-        Engine::Sharded(_) => Err(crate::write::read_only("save")),
+        Engine::Sharded(_) => Err(Failure::read_only("save")),
     }
 }
 

@@ -258,6 +258,14 @@ impl Failure {
     fn unsupported(message: impl Into<String>) -> Self {
         Failure { status: BloomsliceStatus::Unsupported, message: message.into() }
     }
+
+    /// The failure of a change to a manifest's shard files.
+    fn read_only(verb: &str) -> Self {
+        Failure::unsupported(format!(
+            "cannot {verb}: a manifest's shard files are read-only here; change them with the CLI \
+             (`bloomslice add`, `remove`) and open the manifest again"
+        ))
+    }
 }
 
 impl From<Error> for Failure {

@@ -14,14 +14,6 @@ use crate::{
 #[cfg(doc)]
 use crate::{bloomslice_query_batch_hashes, bloomslice_query_hash};
 
-/// The failure of a change to a manifest's shard files.
-pub(crate) fn read_only(verb: &str) -> Failure {
-    Failure::unsupported(format!(
-        "cannot {verb}: a manifest's shard files are read-only here; change them with the CLI \
-         (`bloomslice add`, `remove`) and open the manifest again"
-    ))
-}
-
 /// The index behind a handle, of a layout that can change.
 enum Writable<'a> {
     Sets(&'a mut SetIndex),
@@ -35,7 +27,7 @@ impl Engine {
         match self {
             Engine::Sets(sets) => Ok(Writable::Sets(sets)),
             Engine::Sliced(index) => Ok(Writable::Sliced(index)),
-            Engine::Sharded(_) => Err(read_only(verb)),
+            Engine::Sharded(_) => Err(Failure::read_only(verb)),
         }
     }
 }

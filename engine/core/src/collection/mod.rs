@@ -101,6 +101,7 @@ use crate::hash::{Key, KeyHash};
 use crate::kmer::KmerLength;
 use crate::params::{BloomParams, HashScheme};
 use crate::sliced::SlicedIndex;
+pub use crate::sliced::{PartPrefetch, RESIDENT_ROWS_BYTES};
 pub use concurrent::SetOp;
 pub use layout::{Layout, LayoutConfig, PartPlan};
 pub use query::CollectionScratch;
@@ -134,57 +135,6 @@ pub struct FilterInfo {
     pub capacity: u64,
     /// Keys given to the filter (duplicates included).
     pub load: u64,
-}
-
-/// Rows (bytes, over every part) up to which a collection's queries read
-/// its parts without prefetching (see the module documentation).
-pub const RESIDENT_ROWS_BYTES: usize = 4 << 20;
-
-/// Whether a collection's queries prefetch its parts' rows (a setting of
-/// each index: [`SlicedConfig::part_prefetch`](crate::SlicedConfig::part_prefetch),
-/// [`SetIndex::set_part_prefetch`]). Never changes a result, only speed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PartPrefetch {
-    /// Prefetch when the parts' rows total more than
-    /// [`RESIDENT_ROWS_BYTES`] (the default).
-    #[default]
-    Auto,
-    /// Always prefetch each part's rows before reading them.
-    Always,
-    /// Never prefetch; read every part's rows as in cache.
-    Never,
-}
-
-impl PartPrefetch {
-    /// The lowercase name of the mode (what [`PartPrefetch::from_name`] reads).
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            PartPrefetch::Auto => "auto",
-            PartPrefetch::Always => "always",
-            PartPrefetch::Never => "never",
-        }
-    }
-
-    /// Parses `auto`, `always` or `never` (any case, surrounding spaces
-    /// ignored).
-    #[must_use]
-    pub fn from_name(name: &str) -> Option<PartPrefetch> {
-        [PartPrefetch::Auto, PartPrefetch::Always, PartPrefetch::Never]
-            .into_iter()
-            .find(|mode| mode.name().eq_ignore_ascii_case(name.trim()))
-    }
-
-    /// Whether rows of `bytes` in total are read without prefetching in
-    /// this mode.
-    #[inline]
-    pub(crate) fn resident(self, bytes: usize) -> bool {
-        match self {
-            PartPrefetch::Always => false,
-            PartPrefetch::Never => true,
-            PartPrefetch::Auto => bytes <= RESIDENT_ROWS_BYTES,
-        }
-    }
 }
 
 /// A collection of sets of any sizes, each answered as one filter, in

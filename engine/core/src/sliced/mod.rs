@@ -40,8 +40,8 @@
 //! (`Kernels::and_runs_mapped`), with no buffer in between.
 //!
 //! An index that is one narrow shard (up to 256 filters) whose rows stay
-//! cached (at most [`RESIDENT_ROWS_BYTES`](crate::collection::RESIDENT_ROWS_BYTES),
-//! as [`PartPrefetch`](crate::collection::PartPrefetch) decides) is read
+//! cached (at most [`RESIDENT_ROWS_BYTES`],
+//! as [`PartPrefetch`] decides) is read
 //! key by key without prefetching, single keys and batches alike: each
 //! key's probe positions are computed as its AND reads the rows, so an
 //! absent key stops after the few rows that clear it. Its threshold
@@ -104,6 +104,57 @@ pub const MAX_SHARD_COLUMNS: usize = 32_768;
 
 const MAX_SHARD_WORDS: usize = MAX_SHARD_COLUMNS / 64;
 
+/// Rows (bytes, over every part) up to which a collection's queries read
+/// its parts without prefetching (see the [`collection`](crate::collection) module documentation).
+pub const RESIDENT_ROWS_BYTES: usize = 4 << 20;
+
+/// Whether a collection's queries prefetch its parts' rows (a setting of
+/// each index: [`SlicedConfig::part_prefetch`],
+/// [`SetIndex::set_part_prefetch`](crate::SetIndex::set_part_prefetch)). Never changes a result, only speed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PartPrefetch {
+    /// Prefetch when the parts' rows total more than
+    /// [`RESIDENT_ROWS_BYTES`] (the default).
+    #[default]
+    Auto,
+    /// Always prefetch each part's rows before reading them.
+    Always,
+    /// Never prefetch; read every part's rows as in cache.
+    Never,
+}
+
+impl PartPrefetch {
+    /// The lowercase name of the mode (what [`PartPrefetch::from_name`] reads).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            PartPrefetch::Auto => "auto",
+            PartPrefetch::Always => "always",
+            PartPrefetch::Never => "never",
+        }
+    }
+
+    /// Parses `auto`, `always` or `never` (any case, surrounding spaces
+    /// ignored).
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<PartPrefetch> {
+        [PartPrefetch::Auto, PartPrefetch::Always, PartPrefetch::Never]
+            .into_iter()
+            .find(|mode| mode.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// Whether rows of `bytes` in total are read without prefetching in
+    /// this mode.
+    #[inline]
+    pub(crate) fn resident(self, bytes: usize) -> bool {
+        match self {
+            PartPrefetch::Always => false,
+            PartPrefetch::Never => true,
+            PartPrefetch::Auto => bytes <= RESIDENT_ROWS_BYTES,
+        }
+    }
+}
+
 /// Tuning knobs of a [`SlicedIndex`]. The defaults were chosen by
 /// measurement with the `paper` benchmark (see `bench/RESULTS.md`, section "Query").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,10 +179,10 @@ pub struct SlicedConfig {
     pub look_ahead: crate::kernels::LookAhead,
     /// Whether queries of an index of one narrow shard read it without
     /// prefetching when its rows are few (see
-    /// [`PartPrefetch`](crate::collection::PartPrefetch)). Default
-    /// [`PartPrefetch::Auto`](crate::collection::PartPrefetch::Auto). Only
+    /// [`PartPrefetch`]). Default
+    /// [`PartPrefetch::Auto`]. Only
     /// speed depends on it; index files do not record it.
-    pub part_prefetch: crate::collection::PartPrefetch,
+    pub part_prefetch: PartPrefetch,
 }
 
 impl Default for SlicedConfig {
@@ -140,7 +191,7 @@ impl Default for SlicedConfig {
             max_shard_columns: 16_384,
             prefetch_distance: 4,
             look_ahead: crate::kernels::LookAhead::default(),
-            part_prefetch: crate::collection::PartPrefetch::default(),
+            part_prefetch: PartPrefetch::default(),
         }
     }
 }
@@ -686,7 +737,7 @@ impl SlicedIndex {
     }
 
     /// Sets [`SlicedConfig::part_prefetch`]. Answers do not change.
-    pub fn set_part_prefetch(&mut self, mode: crate::collection::PartPrefetch) {
+    pub fn set_part_prefetch(&mut self, mode: PartPrefetch) {
         self.config.part_prefetch = mode;
     }
 
@@ -1019,8 +1070,8 @@ impl SlicedIndex {
 
     /// [`SlicedIndex::query_hash_into`] without clearing `out`: the
     /// matching ids are appended. An index of one narrow shard whose rows
-    /// stay cached (at most [`RESIDENT_ROWS_BYTES`](crate::collection::RESIDENT_ROWS_BYTES),
-    /// as [`PartPrefetch`](crate::collection::PartPrefetch) decides) is read
+    /// stay cached (at most [`RESIDENT_ROWS_BYTES`],
+    /// as [`PartPrefetch`] decides) is read
     /// as a resident collection's parts are
     /// ([`Self::query_hash_append_resident`]); any other is prefetched.
     pub(crate) fn query_hash_append(&self, hash: KeyHash, out: &mut Vec<u64>) {

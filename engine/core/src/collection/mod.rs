@@ -83,7 +83,7 @@
 //! and [`crate::persist::open_collection_mmap`] keep a collection in one
 //! file (format 2 of `docs/FORMAT.md`: every part an embedded index, every
 //! section checksummed and 64-byte aligned); an index file of format 1
-//! opens as a one-part collection. [`ConcurrentIndex`] lets readers
+//! opens as a one-part collection. [`ConcurrentIndex`](crate::ConcurrentIndex) lets readers
 //! query while a writer publishes, and [`crate::QueryPool`] answers its
 //! batches on pinned workers.
 

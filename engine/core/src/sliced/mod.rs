@@ -513,65 +513,7 @@ fn transpose64(a: &mut [u64; 64]) {
     }
 }
 
-/// The per-key results of [`SlicedIndex::query_batch`], in a reusable buffer.
-///
-/// Keep one per thread and pass it to every batch: once its buffers have
-/// grown to the batch size, a batch allocates nothing.
-#[derive(Clone, Debug, Default)]
-pub struct BatchResults {
-    ids: Vec<u64>,
-    ends: Vec<usize>,
-    positions: Vec<u32>,
-    prefetch_rows: Vec<usize>,
-    prefetch_first: Vec<usize>,
-}
-
-batch_answers!(BatchResults, ids: [u64], "key",
-    /// The ids matching key `i` of the last batch (in index order, each once).
-);
-
-impl BatchResults {
-    /// The whole last batch at once: every key's ids, key after key, and
-    /// where each key's ids end (key `i` has `ids[ends[i - 1]..ends[i]]`,
-    /// from 0 for key 0). For callers that copy a batch out in one go, such
-    /// as the C ABI.
-    ///
-    /// ```
-    /// use bloomslice::{BatchResults, BloomFilter, BloomParams, SlicedIndex};
-    ///
-    /// let params = BloomParams::for_capacity(100, 0.01)?;
-    /// let mut index = SlicedIndex::new(params);
-    /// let mut filter = BloomFilter::new(params)?;
-    /// filter.insert("a");
-    /// index.insert_filters(&[(3, &filter), (5, &filter)])?;
-    /// let mut results = BatchResults::new();
-    /// index.query_batch(&["a", "zzz-absent"], &mut results);
-    /// let (ids, ends) = results.flat();
-    /// assert_eq!(&ids[..ends[0]], results.get(0).unwrap());
-    /// assert_eq!(&ids[ends[0]..ends[1]], results.get(1).unwrap());
-    /// assert_eq!(ends.len(), 2);
-    /// # Ok::<(), bloomslice::Error>(())
-    /// ```
-    pub fn flat(&self) -> (&[u64], &[usize]) {
-        (&self.ids, &self.ends)
-    }
-
-    /// Total matches over all keys of the last batch.
-    pub fn total_matches(&self) -> usize {
-        self.ids.len()
-    }
-
-    pub(crate) fn clear(&mut self) {
-        self.ids.clear();
-        self.ends.clear();
-    }
-
-    /// Appends the answer of the next key.
-    pub(crate) fn push_answer(&mut self, ids: &[u64]) {
-        self.ids.extend_from_slice(ids);
-        self.ends.push(self.ids.len());
-    }
-}
+pub use crate::batch::BatchResults;
 
 /// Bit-sliced index of Bloom filters that share one [`BloomParams`].
 ///

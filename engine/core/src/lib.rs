@@ -95,6 +95,7 @@
 // scope in every module below.
 #[macro_use]
 mod macros;
+mod batch;
 #[macro_use]
 pub mod error;
 #[macro_use]

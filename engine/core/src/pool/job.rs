@@ -81,10 +81,10 @@ use crossbeam_utils::CachePadded;
 
 use super::served::{self, Erased, Scratch, Served};
 use super::{MAX_TASKS_PER_BATCH, PoolError, Shared};
+use crate::batch::BatchResults;
 use crate::error::Result;
 use crate::hash::{Key, KeyHash};
 use crate::score::{Threshold, ThresholdResults};
-use crate::sliced::BatchResults;
 use crate::sync::{Arc, AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, UnsafeCell};
 
 /// [`Job::state`]: a batch is running and the owner is not parked.

@@ -23,9 +23,9 @@
 
 use core::any::Any;
 
+use crate::batch::BatchResults;
 use crate::hash::{Key, KeyHash};
 use crate::score::Threshold;
-use crate::sliced::BatchResults;
 use crate::sync::Arc;
 
 /// An index type the [`QueryPool`](super::QueryPool) can query: a

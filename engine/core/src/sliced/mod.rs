@@ -74,7 +74,7 @@ mod sets;
 mod shard;
 mod write;
 
-pub use query::BatchResults;
+pub use crate::batch::BatchResults;
 
 use shard::{Reach, Shard, TRANSPOSE_MIN_GROUP};
 

@@ -317,106 +317,82 @@ impl ReadIndex for crate::NaiveIndex {
     }
 }
 
-/// A shared index answers from its current state (one state per call).
-impl<I: Replica + ReadIndex> ReadIndex for ConcurrentIndex<I> {
-    fn k(&self) -> u32 {
-        self.read(ReadIndex::k)
-    }
-    fn seed(&self) -> u64 {
-        self.read(ReadIndex::seed)
-    }
-    fn scheme(&self) -> HashScheme {
-        self.read(ReadIndex::scheme)
-    }
-    fn len(&self) -> usize {
-        self.read(ReadIndex::len)
-    }
-    fn contains(&self, id: u64) -> bool {
-        self.read(|ix| ix.contains(id))
-    }
-    fn ids(&self) -> Vec<u64> {
-        self.read(ReadIndex::ids)
-    }
-    fn memory_bytes(&self) -> usize {
-        self.read(ReadIndex::memory_bytes)
-    }
-    fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
-        self.read(|ix| ix.query_hash_into(hash, out));
-    }
-    fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
-        self.read(|ix| ix.query_batch_hashes(hashes, results));
-    }
-    fn score_hashes_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
-        self.read(|ix| ix.score_hashes_into(hashes, scores));
-    }
-    fn query_threshold_hashes_into(
-        &self,
-        hashes: &[KeyHash],
-        threshold: Threshold,
-        scratch: &mut Scores,
-        out: &mut Vec<(u64, u32)>,
-    ) {
-        self.read(|ix| ix.query_threshold_hashes_into(hashes, threshold, scratch, out));
-    }
-    fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
-        self.read(|ix| ix.query_into(key, out));
-    }
-    fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
-        self.read(|ix| ix.query_batch(keys, results));
-    }
-    fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
-        self.read(|ix| ix.score_into(keys, scores));
-    }
-    fn query_threshold_into<K: Key>(
-        &self,
-        keys: &[K],
-        threshold: Threshold,
-        scratch: &mut Scores,
-        out: &mut Vec<(u64, u32)>,
-    ) {
-        self.read(|ix| ix.query_threshold_into(keys, threshold, scratch, out));
-    }
+/// Implements [`ReadIndex`] for a wrapper whose method `$with` runs a
+/// closure on the index it wraps, every method through it (one state per
+/// call for a [`ConcurrentIndex`]).
+macro_rules! read_index_through {
+    ([$($generics:tt)*] $ty:ty, $with:ident) => {
+        impl<$($generics)*> ReadIndex for $ty {
+            fn k(&self) -> u32 {
+                self.$with(ReadIndex::k)
+            }
+            fn seed(&self) -> u64 {
+                self.$with(ReadIndex::seed)
+            }
+            fn scheme(&self) -> HashScheme {
+                self.$with(ReadIndex::scheme)
+            }
+            fn len(&self) -> usize {
+                self.$with(ReadIndex::len)
+            }
+            fn contains(&self, id: u64) -> bool {
+                self.$with(|ix| ix.contains(id))
+            }
+            fn ids(&self) -> Vec<u64> {
+                self.$with(ReadIndex::ids)
+            }
+            fn memory_bytes(&self) -> usize {
+                self.$with(ReadIndex::memory_bytes)
+            }
+            fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
+                self.$with(|ix| ix.query_hash_into(hash, out));
+            }
+            fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
+                self.$with(|ix| ix.query_batch_hashes(hashes, results));
+            }
+            fn score_hashes_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
+                self.$with(|ix| ix.score_hashes_into(hashes, scores));
+            }
+            fn query_threshold_hashes_into(
+                &self,
+                hashes: &[KeyHash],
+                threshold: Threshold,
+                scratch: &mut Scores,
+                out: &mut Vec<(u64, u32)>,
+            ) {
+                self.$with(|ix| ix.query_threshold_hashes_into(hashes, threshold, scratch, out));
+            }
+            fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
+                self.$with(|ix| ix.query_into(key, out));
+            }
+            fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
+                self.$with(|ix| ix.query_batch(keys, results));
+            }
+            fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
+                self.$with(|ix| ix.score_into(keys, scores));
+            }
+            fn query_threshold_into<K: Key>(
+                &self,
+                keys: &[K],
+                threshold: Threshold,
+                scratch: &mut Scores,
+                out: &mut Vec<(u64, u32)>,
+            ) {
+                self.$with(|ix| ix.query_threshold_into(keys, threshold, scratch, out));
+            }
+        }
+    };
 }
 
-/// A loaded or mapped file answers as the index it holds.
-impl<I: ReadIndex> ReadIndex for crate::persist::Loaded<I> {
-    fn k(&self) -> u32 {
-        self.index.k()
-    }
-    fn seed(&self) -> u64 {
-        self.index.seed()
-    }
-    fn scheme(&self) -> HashScheme {
-        self.index.scheme()
-    }
-    fn len(&self) -> usize {
-        self.index.len()
-    }
-    fn contains(&self, id: u64) -> bool {
-        self.index.contains(id)
-    }
-    fn ids(&self) -> Vec<u64> {
-        self.index.ids()
-    }
-    fn memory_bytes(&self) -> usize {
-        self.index.memory_bytes()
-    }
-    fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
-        self.index.query_hash_into(hash, out);
-    }
-    fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
-        self.index.query_batch_hashes(hashes, results);
-    }
-    fn score_hashes_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
-        self.index.score_hashes_into(hashes, scores);
-    }
-    fn query_threshold_hashes_into(
-        &self,
-        hashes: &[KeyHash],
-        threshold: Threshold,
-        scratch: &mut Scores,
-        out: &mut Vec<(u64, u32)>,
-    ) {
-        self.index.query_threshold_hashes_into(hashes, threshold, scratch, out);
+// A shared index answers from its current state, one state per call.
+read_index_through!([I: Replica + ReadIndex] ConcurrentIndex<I>, read);
+// A loaded or mapped file answers as the index it holds.
+read_index_through!([I: ReadIndex] crate::persist::Loaded<I>, with_index);
+
+impl<I> crate::persist::Loaded<I> {
+    /// Runs `f` on the index (what [`ReadIndex`] of a loaded file does).
+    #[inline]
+    fn with_index<R>(&self, f: impl FnOnce(&I) -> R) -> R {
+        f(&self.index)
     }
 }

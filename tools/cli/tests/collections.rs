@@ -234,7 +234,7 @@ fn bench_and_demo_work_on_collection_files() {
     assert!(out.contains("parts") && out.contains("mmap") && out.contains("batch"), "{out}");
     let out =
         ok(&run(&["demo", "--filters", "20", "--queries", "2000", "--naive-queries", "100", "--save", "p.bsi"], d));
-    assert!(out.contains("collection"), "{out}");
+    assert!(out.contains("set index m=fix") && out.contains("set index: each set sized from its own keys"), "{out}");
     let v = json(&ok(&run(&["inspect", "p.bsi", "--json"], d)));
     assert_eq!((v["parts"].as_array().unwrap().len(), v["m"].as_u64()), (1, Some(100_992)));
 }

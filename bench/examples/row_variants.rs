@@ -37,19 +37,10 @@ mod x86 {
 
     use bloomslice::storage::Words;
     use bloomslice_bench::args::positional;
+    use bloomslice_bench::workload::xorshift64;
 
     const K: usize = 7;
     const KEYS: usize = 200_000;
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
 
     #[derive(Clone, Copy, PartialEq)]
     pub enum Prefetch {
@@ -338,15 +329,15 @@ mod x86 {
         pub fn new(w: usize, shards: usize) -> Bench {
             let m = 100_992;
             let mut rows = Words::zeroed(m * w * shards).expect("rows");
-            let mut rng = Rng(0x1234_5678_9abc_def1);
+            let mut rng = 0x1234_5678_9abc_def1u64;
             for x in rows.iter_mut() {
-                *x = rng.next();
+                *x = xorshift64(&mut rng);
             }
             let mut key = [0u32; K];
             let mut pos = Vec::with_capacity(KEYS * K);
             for t in 0..KEYS {
                 if t % shards == 0 {
-                    key = core::array::from_fn(|_| (rng.next() % m as u64) as u32);
+                    key = core::array::from_fn(|_| (xorshift64(&mut rng) % m as u64) as u32);
                 }
                 pos.extend(key.iter().map(|&p| p + ((t % shards) * m) as u32));
             }

@@ -5,10 +5,10 @@
 //! finishes them.
 //!
 //! The tests share one counting allocator, so they run one at a time
-//! (`SERIAL`); each is bounded in time.
+//! (`counting_alloc::serial`); each is bounded in time.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use bloomslice::{
@@ -21,16 +21,7 @@ use rand::{Rng, SeedableRng};
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
 
-use counting_alloc::{Counting, allocations};
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use counting_alloc::{allocations, serial};
 
 fn params() -> BloomParams {
     BloomParams::new(2048, 3).unwrap()

@@ -11,7 +11,7 @@
 //! (`counting_alloc::serial`); each is bounded in time.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bloomslice::ReadIndex;
@@ -27,6 +27,11 @@ use rand::{Rng, SeedableRng};
 mod counting_alloc;
 
 use counting_alloc::{allocations, serial};
+
+#[path = "common/publisher.rs"]
+mod publisher;
+
+use publisher::Progress;
 
 const P: f64 = 0.01;
 
@@ -338,9 +343,8 @@ fn stress_readers_and_a_writer_see_only_whole_writes() {
         states.push(answers(&model));
     }
     assert!(model.grown_sets() > 0 && model.parts().len() > 3, "the writes grow sets and add parts");
-    let started = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
+    let progress = Progress::default();
+    let Progress { started, done, stop } = &progress;
     let checked = AtomicUsize::new(0);
     let [workers_only, helping] = pools();
     let check_keys = |got: Vec<Vec<u64>>, lo: usize, hi: usize| {
@@ -353,16 +357,11 @@ fn stress_readers_and_a_writer_see_only_whole_writes() {
     };
     std::thread::scope(|s| {
         s.spawn(|| {
-            for (j, op) in ops.iter().enumerate() {
-                if Instant::now() > deadline {
-                    break;
-                }
-                started.store(j + 1, Ordering::SeqCst);
+            let publish = |j, op: &SetOp| {
                 let result = shared.apply(vec![op.clone()]);
                 assert!(result.iter().all(Result::is_ok), "write {j} failed");
-                done.store(j + 1, Ordering::SeqCst);
-            }
-            stop.store(true, Ordering::SeqCst);
+            };
+            progress.publish_each(&ops, deadline, publish, || {});
         });
         for reader in 0..2 {
             let pool = if reader == 0 { &workers_only } else { &helping };

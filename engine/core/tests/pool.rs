@@ -23,6 +23,11 @@ mod counting_alloc;
 
 use counting_alloc::{allocations, serial};
 
+#[path = "common/publisher.rs"]
+mod publisher;
+
+use publisher::Progress;
+
 fn params() -> BloomParams {
     BloomParams::new(2048, 3).unwrap()
 }
@@ -434,9 +439,8 @@ fn stress_readers_and_writers_see_only_whole_writes() {
         states.push(reference(&model, &probe));
     }
     let states: Vec<Vec<Vec<u64>>> = states.into_iter().map(|s| s.iter().map(|ids| sorted(ids)).collect()).collect();
-    let started = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
+    let progress = Progress::default();
+    let Progress { started, done, stop } = &progress;
     let pool = pool(2);
     let checked = AtomicUsize::new(0);
     let check = |batch: &mut dyn Iterator<Item = &[u64]>, lo: usize, hi: usize| {
@@ -447,20 +451,17 @@ fn stress_readers_and_writers_see_only_whole_writes() {
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut rng = SmallRng::seed_from_u64(20);
-            for (j, op) in ops.iter().enumerate() {
-                if Instant::now() > deadline {
-                    break;
-                }
-                started.store(j + 1, Ordering::SeqCst);
-                // One op per publish, so every model state is a valid one.
+            // One op per publish, so every model state is a valid one.
+            let publish = |j, op: &WriteOp| {
                 let result = shared.apply(vec![op.clone()]);
                 assert!(result.iter().all(Result::is_ok), "write {j} failed");
-                done.store(j + 1, Ordering::SeqCst);
+            };
+            let maybe_yield = || {
                 if rng.random_range(0..4) == 0 {
                     std::thread::yield_now();
                 }
-            }
-            stop.store(true, Ordering::SeqCst);
+            };
+            progress.publish_each(&ops, deadline, publish, maybe_yield);
         });
         for reader in 0..2 {
             let (pool, shared, probe, check, stop, started, done) =

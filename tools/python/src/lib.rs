@@ -584,6 +584,32 @@ impl Index {
         self.inner.write().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// `change(engine, id, hashes)` on the set called `name` with `keys`
+    /// hashed under the index's seed, under the write lock and without the
+    /// GIL; an `UnsupportedOperation` for a read-only index (`what` says
+    /// which change).
+    fn change_keys(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        keys: &Bound<'_, PyAny>,
+        what: &str,
+        change: impl FnOnce(&mut Engine, u64, &[KeyHash]) -> PyResult<()> + Send,
+    ) -> PyResult<()> {
+        let name = name_bytes(name)?;
+        let seed = {
+            let inner = self.read();
+            inner.engine.check_writable(what)?;
+            inner.engine.reader().seed()
+        };
+        let hashes = key_hashes(keys, seed)?;
+        py.detach(|| {
+            let mut inner = self.write();
+            let id = inner.id_of(&name)?;
+            change(&mut inner.engine, id, &hashes)
+        })
+    }
+
     /// The hash of a `bytes`/`str` key under the index's seed.
     fn key_hash(&self, key: &Bound<'_, PyAny>) -> PyResult<KeyHash> {
         let inner = self.read();
@@ -993,36 +1019,14 @@ impl Index {
     /// in a fixed-size index the keys go into its one filter. Waits for
     /// running queries.
     fn add_keys(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
-        let name = name_bytes(name)?;
-        let seed = {
-            let inner = self.read();
-            inner.engine.check_writable("add keys")?;
-            inner.engine.reader().seed()
-        };
-        let hashes = key_hashes(keys, seed)?;
-        py.detach(|| {
-            let mut inner = self.write();
-            let id = inner.id_of(&name)?;
-            inner.engine.add_keys(id, &hashes)
-        })
+        self.change_keys(py, name, keys, "add keys", Engine::add_keys)
     }
 
     /// Replaces the keys of the set called ``name`` by ``keys`` (its id and
     /// name stay; in an index built without a size the set is placed again
     /// by its new number of keys). Waits for running queries.
     fn update(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
-        let name = name_bytes(name)?;
-        let seed = {
-            let inner = self.read();
-            inner.engine.check_writable("update a set")?;
-            inner.engine.reader().seed()
-        };
-        let hashes = key_hashes(keys, seed)?;
-        py.detach(|| {
-            let mut inner = self.write();
-            let id = inner.id_of(&name)?;
-            inner.engine.replace_set(id, &hashes)
-        })
+        self.change_keys(py, name, keys, "update a set", Engine::replace_set)
     }
 
     /// Removes the set called ``name``. Waits for running queries.

@@ -40,11 +40,10 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bloomslice::storage::Words;
 use bloomslice::{BatchResults, SlicedConfig, SlicedIndex};
 use bloomslice_bench::args::positional;
-use bloomslice_bench::roofline::read_key_runs;
-use bloomslice_bench::workload::random_full_index;
+use bloomslice_bench::roofline::{chase_buffer, read_key_runs};
+use bloomslice_bench::workload::{assert_query_into_matches_batch, random_full_index, xorshift64};
 
 /// Keys of the timed loops (and of a `measured` pass).
 const KEYS: usize = 100_000;
@@ -52,14 +51,6 @@ const KEYS: usize = 100_000;
 /// Keys of the `l2` loop: their rows (14 lines a key at N = 1 000) stay in
 /// a 1 MB second-level cache.
 const WARM_KEYS: usize = 256;
-
-/// xorshift64: the order of the chase, fixed so runs compare.
-fn next(s: &mut u64) -> u64 {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    *s
-}
 
 /// `passes` passes of [`KEYS`] queries of one of four keys (rows in L1):
 /// the loop whose instructions callgrind counts.
@@ -79,13 +70,9 @@ fn main() {
     let filters = positional("keyprobe", 1, 1000, |n| n > 0, "a filter count (a positive integer)");
     let count_passes = positional("keyprobe", 2, 0, |_| true, "a pass count (an integer)");
     let (index, _, _, keys) = random_full_index(filters, KEYS, 11, SlicedConfig::default());
+    assert_query_into_matches_batch(&index, &keys);
     let mut out = Vec::new();
     let mut batch = BatchResults::new();
-    index.query_batch(&keys, &mut batch);
-    for (i, key) in keys.iter().enumerate() {
-        index.query_into(key, &mut out);
-        assert_eq!(Some(&out[..]), batch.get(i), "key {i}: query_into and query_batch disagree");
-    }
     if count_passes > 0 {
         let found = measured(&index, &keys, &mut out, count_passes);
         println!("{count_passes} passes of {KEYS} repeated keys ({found} ids)");
@@ -94,15 +81,8 @@ fn main() {
 
     // The chase buffer: as many lines as the index holds bytes.
     let lines = (index.memory_bytes() / 64).max(2);
-    let mut buf = Words::zeroed(lines * 8).expect("memory for the chase buffer");
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut order: Vec<usize> = (0..lines).collect();
-    for i in (1..lines).rev() {
-        order.swap(i, next(&mut seed) as usize % (i + 1));
-    }
-    for (i, &line) in order.iter().enumerate() {
-        buf[line * 8] = order[(i + 1) % lines] as u64;
-    }
+    // The chase's order is fixed, so runs compare.
+    let (buf, start) = chase_buffer(lines, &mut 0x9e37_79b9_7f4a_7c15u64);
     let words: &[u64] = &buf;
 
     // A key's runs: k runs of the index's run length (one shard).
@@ -119,8 +99,8 @@ fn main() {
     let per_key = |start: Instant, n: usize| start.elapsed().as_nanos() as f64 / n as f64;
     // The order of the `l2` loop: one of `WARM_KEYS` keys at random.
     let mut s = 0x2545_f491_4f6c_dd1du64;
-    let warm_order: Vec<usize> = (0..KEYS).map(|_| next(&mut s) as usize % WARM_KEYS).collect();
-    let mut at = order[0];
+    let warm_order: Vec<usize> = (0..KEYS).map(|_| xorshift64(&mut s) as usize % WARM_KEYS).collect();
+    let mut at = start;
     for round in 0..positional("keyprobe", 3, 5, |n| n > 0, "a round count (a positive integer)") {
         // Each buffer is timed warm, after an untimed pass over all of it:
         // the chase buffer and the index together may not fit the
@@ -142,7 +122,7 @@ fn main() {
         let mut x = at as u64 | 1;
         for _ in 0..steps {
             let acc = read_key_runs(words, k, run_lines, x);
-            x = next(&mut (x ^ acc)) | 1;
+            x = xorshift64(&mut (x ^ acc)) | 1;
         }
         let chase_runs = per_key(start, steps);
         black_box(x);

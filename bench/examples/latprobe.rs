@@ -14,20 +14,15 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bloomslice::{BatchResults, SlicedConfig};
+use bloomslice::SlicedConfig;
 use bloomslice_bench::args::positional;
-use bloomslice_bench::workload::random_full_index;
+use bloomslice_bench::workload::{assert_query_into_matches_batch, random_full_index};
 
 fn main() {
     let filters = positional("latprobe", 1, 1000, |n| n > 0, "a filter count (a positive integer)");
     let (index, _, _, keys) = random_full_index(filters, 100_000, 11, SlicedConfig::default());
+    assert_query_into_matches_batch(&index, &keys);
     let mut out = Vec::new();
-    let mut batch = BatchResults::new();
-    index.query_batch(&keys, &mut batch);
-    for (i, key) in keys.iter().enumerate() {
-        index.query_into(key, &mut out);
-        assert_eq!(Some(&out[..]), batch.get(i), "key {i}: query_into and query_batch disagree");
-    }
     let per_key = |start: Instant| start.elapsed().as_nanos() as f64 / keys.len() as f64;
     println!("{filters} filters, {} kernels, ns per key:", index.kernels().backend());
     for round in 0..3 {

@@ -25,41 +25,26 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bloomslice::storage::Words;
 use bloomslice_bench::args::positional;
+use bloomslice_bench::roofline::chase_buffer;
+use bloomslice_bench::workload::xorshift64;
 
 /// Random line indexes per timed pass.
 const LOADS: usize = 1 << 22;
 
-/// xorshift64: the order of the lines, fixed so runs compare.
-fn next(s: &mut u64) -> u64 {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    *s
-}
-
 fn main() {
     let mib = positional("line_floor", 1, 12, |n| n > 0, "a buffer size in MiB (a positive integer)");
     let lines = (mib << 20) / 64;
-    let mut buf = Words::zeroed(lines * 8).expect("memory for the buffer");
-    // A random cyclic order of all lines; each line's first word names the
-    // next line of the chase.
+    // A random cyclic order of all lines, fixed so runs compare; each
+    // line's first word names the next line of the chase.
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut order: Vec<usize> = (0..lines).collect();
-    for i in (1..lines).rev() {
-        order.swap(i, next(&mut seed) as usize % (i + 1));
-    }
-    for (i, &line) in order.iter().enumerate() {
-        buf[line * 8] = order[(i + 1) % lines] as u64;
-        buf[line * 8 + 1] = line as u64;
-    }
-    let picks: Vec<usize> = (0..LOADS).map(|_| next(&mut seed) as usize % (lines - 1)).collect();
+    let (buf, chase_start) = chase_buffer(lines, &mut seed);
+    let picks: Vec<usize> = (0..LOADS).map(|_| xorshift64(&mut seed) as usize % (lines - 1)).collect();
     let words: &[u64] = &buf;
     for round in 0..3 {
         let chase_steps = 1_000_000.min(lines);
         let start = Instant::now();
-        let mut at = order[0];
+        let mut at = chase_start;
         for _ in 0..chase_steps {
             at = words[at * 8] as usize;
         }

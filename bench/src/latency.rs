@@ -59,7 +59,7 @@ use serde::Serialize;
 
 use crate::experiment::BenchError;
 use crate::roofline::read_key_runs;
-use crate::workload::{params, random_full_index};
+use crate::workload::{params, random_full_index, xorshift64};
 
 /// Sets the writer adds, updates and removes (ids `N..N + VOLATILE`).
 pub const VOLATILE: usize = 64;
@@ -287,14 +287,6 @@ pub fn spin(iters: u64) -> u64 {
     std::hint::black_box(x)
 }
 
-/// xorshift64.
-fn next(s: &mut u64) -> u64 {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    *s
-}
-
 /// Key `i` of writer set `j`'s universe.
 fn universe_key(j: usize, i: u64) -> [u8; 8] {
     ((1u64 << 56) + j as u64 * UNIVERSE_KEYS + i).to_le_bytes()
@@ -320,7 +312,7 @@ fn build(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<World, BenchEr
     let mut s = args.seed | 1;
     for (i, key) in keys.iter_mut().enumerate() {
         if i % 16 == 15 {
-            *key = universe_key(next(&mut s) as usize % VOLATILE, next(&mut s) % UNIVERSE_KEYS);
+            *key = universe_key(xorshift64(&mut s) as usize % VOLATILE, xorshift64(&mut s) % UNIVERSE_KEYS);
         }
     }
     let hashes: Vec<KeyHash> = keys.iter().map(|k| p.hash(k)).collect();
@@ -359,7 +351,7 @@ fn build(args: &LatencyArgs, log: &mut dyn FnMut(&str)) -> Result<World, BenchEr
     let lines = if args.memory_control {
         let mut lines = Words::zeroed(line_count * 8).map_err(|e| BenchError(format!("lines control: {e}")))?;
         let mut s = args.seed | 1;
-        lines.iter_mut().for_each(|w| *w = next(&mut s));
+        lines.iter_mut().for_each(|w| *w = xorshift64(&mut s));
         Some(lines)
     } else {
         None
@@ -431,7 +423,7 @@ fn writer(world: &World, rate: u32, seed: u64, stop: &AtomicBool) -> Result<(Pub
         let j = op % VOLATILE;
         op += 1;
         let id = world.base + j as u64;
-        let v = version(j, next(&mut s) % UNIVERSE_KEYS);
+        let v = version(j, xorshift64(&mut s) % UNIVERSE_KEYS);
         world.publishing.fetch_add(1, Ordering::SeqCst);
         let t = Instant::now();
         let (result, kind) = match (present[j], updated[j]) {
@@ -548,7 +540,7 @@ fn reader(
     started.fetch_add(1, Ordering::SeqCst);
     while !stop.load(Ordering::Relaxed) {
         for _ in 0..64 {
-            let i = next(&mut s) as usize % n;
+            let i = xorshift64(&mut s) as usize % n;
             let key = &world.keys[i];
             let t = Instant::now();
             std::hint::black_box(key);
@@ -558,7 +550,7 @@ fn reader(
             let sp = t.elapsed().as_nanos() as u64;
             let t = Instant::now();
             if let Some(lines) = &world.lines {
-                std::hint::black_box(read_key_runs(lines, world.runs, world.run_lines, next(&mut s)));
+                std::hint::black_box(read_key_runs(lines, world.runs, world.run_lines, xorshift64(&mut s)));
             }
             let rd = t.elapsed().as_nanos() as u64;
             let before = world.publishing.load(Ordering::SeqCst);
@@ -826,32 +818,7 @@ pub fn main(args: &LatencyArgs) -> std::process::ExitCode {
         return ExitCode::from(2);
     }
     let mut log = |line: &str| eprintln!("[latency] {line}");
-    let rows = match run(args, &mut log) {
-        Ok(rows) => rows,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let json = match serde_json::to_string_pretty(&rows) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: cannot serialise the rows: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if let Some(path) = &args.json_out
-        && let Err(e) = std::fs::write(path, json.clone() + "\n")
-    {
-        eprintln!("error: cannot write {}: {e}", path.display());
-        return ExitCode::FAILURE;
-    }
-    if args.json {
-        println!("{json}");
-    } else {
-        print!("{}", table(&rows));
-    }
-    ExitCode::SUCCESS
+    crate::report::finish_rows(run(args, &mut log), args.json_out.as_deref(), args.json, table)
 }
 
 #[cfg(test)]

@@ -3,8 +3,49 @@
 
 use core::fmt::Write as _;
 
-use crate::experiment::{FP_SIGMAS, Report, Row};
+use crate::experiment::{BenchError, FP_SIGMAS, Report, Row};
 use crate::workload::WorkloadSpec;
+
+/// Ends a command that produces rows (`paper latency`, `paper query
+/// --workload multi|skewed`): reports the run's error, or writes the rows as
+/// JSON to `json_out` if given and prints them as JSON or as `table`.
+///
+/// Returns the process's exit code: failure on a run, serialisation or
+/// write error.
+pub fn finish_rows<T: serde::Serialize>(
+    rows: Result<Vec<T>, BenchError>,
+    json_out: Option<&std::path::Path>,
+    print_json: bool,
+    table: fn(&[T]) -> String,
+) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let rows = match rows {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let json = match serde_json::to_string_pretty(&rows) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot serialise the rows: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(path) = json_out
+        && let Err(e) = std::fs::write(path, json.clone() + "\n")
+    {
+        eprintln!("error: cannot write {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    if print_json {
+        println!("{json}");
+    } else {
+        print!("{}", table(&rows));
+    }
+    ExitCode::SUCCESS
+}
 
 /// The report as one JSON array of row objects.
 ///

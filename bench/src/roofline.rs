@@ -32,6 +32,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::engines::{fastest_pass, timed};
+use crate::workload::xorshift64;
 
 /// Smallest buffer measured: far larger than the 32 MiB L3 of the
 /// development machine, so the figures are DRAM figures.
@@ -190,6 +191,27 @@ fn huge_buffer(bytes: usize) -> Words {
         *w = i as u64;
     }
     words
+}
+
+/// A pointer-chase buffer of `lines` cache lines (at least 2) in a random
+/// cyclic order drawn from `seed` ([`xorshift64`]): each line's first word
+/// names the next line of the chase, its second word its own number.
+/// Returns the buffer and the line the chase starts at.
+///
+/// # Panics
+///
+/// When the buffer cannot be allocated.
+pub fn chase_buffer(lines: usize, seed: &mut u64) -> (Words, usize) {
+    let mut buf = Words::zeroed(lines * 8).expect("memory for the chase buffer");
+    let mut order: Vec<usize> = (0..lines).collect();
+    for i in (1..lines).rev() {
+        order.swap(i, xorshift64(seed) as usize % (i + 1));
+    }
+    for (i, &line) in order.iter().enumerate() {
+        buf[line * 8] = order[(i + 1) % lines] as u64;
+        buf[line * 8 + 1] = line as u64;
+    }
+    (buf, order[0])
 }
 
 /// One key's row reads with no engine: `k` runs of `run_lines` lines at

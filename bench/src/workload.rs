@@ -245,6 +245,32 @@ pub fn random_full_index(
     (index, built, queries, keys)
 }
 
+/// Checks every key's `query_into` answer against `query_batch` on `index`
+/// (the single-key probes do this before they time anything).
+///
+/// # Panics
+///
+/// On the first key whose two answers disagree.
+pub fn assert_query_into_matches_batch(index: &SlicedIndex, keys: &[[u8; 8]]) {
+    let mut out = Vec::new();
+    let mut batch = bloomslice::BatchResults::new();
+    index.query_batch(keys, &mut batch);
+    for (i, key) in keys.iter().enumerate() {
+        index.query_into(key, &mut out);
+        assert_eq!(Some(&out[..]), batch.get(i), "key {i}: query_into and query_batch disagree");
+    }
+}
+
+/// xorshift64: a small generator for fixed orders and picks, so that runs
+/// compare. `s` must not be zero.
+#[inline]
+pub fn xorshift64(s: &mut u64) -> u64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    *s
+}
+
 /// SplitMix64's first output from state `x` (`rand_xoshiro`'s generator,
 /// the tests' and benches' one): a bijection of `u64` with full avalanche.
 #[inline]

@@ -10,12 +10,13 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-fn le_u64(b: &[u8], at: usize) -> Option<u64> {
+/// The little-endian `u64` at `b[at..at + 8]`, if it is there.
+pub fn le_u64(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
 }
 
 /// Writes the xxh3 of `b[start..end]` at `end`, if it fits.
-fn put_sum(b: &mut [u8], start: u64, end: u64) -> Option<()> {
+pub fn put_sum(b: &mut [u8], start: u64, end: u64) -> Option<()> {
     let (start, end) = (usize::try_from(start).ok()?, usize::try_from(end).ok()?);
     let sum_end = end.checked_add(8)?;
     if start > end || sum_end > b.len() {

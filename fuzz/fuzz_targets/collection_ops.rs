@@ -20,8 +20,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arbitrary::Arbitrary;
 use bloomslice::collection::FilterInfo;
-use bloomslice::{BatchResults, BloomFilter, LayoutConfig, Scores, SetIndex, Threshold};
+use bloomslice::{BatchResults, LayoutConfig, Scores, SetIndex, Threshold};
 use libfuzzer_sys::fuzz_target;
+
+#[path = "../../engine/core/tests/common/set_model.rs"]
+mod set_model;
+use set_model::ModelFilters;
 
 /// Keys are `u64`s below this, so sets share keys.
 const KEY_SPACE: u64 = 20_000;
@@ -54,7 +58,7 @@ struct Input {
 /// capacity and load.
 struct ModelSet {
     keys: BTreeSet<u64>,
-    filters: Vec<(BloomFilter, u64, u64)>,
+    filters: ModelFilters,
 }
 
 type Model = BTreeMap<u64, ModelSet>;
@@ -72,31 +76,8 @@ fn bytes(keys: &[u64]) -> Vec<[u8; 8]> {
 /// and checks the loads and capacities the collection reports.
 fn model_add(model: &mut Model, id: u64, keys: &[u64], infos: &[FilterInfo]) {
     let set = model.entry(id).or_insert_with(|| ModelSet { keys: BTreeSet::new(), filters: Vec::new() });
-    for &key in keys {
-        set.keys.insert(key);
-        if set.filters.last().is_none_or(|&(_, capacity, load)| load >= capacity) {
-            let info = infos.get(set.filters.len()).expect("the collection made the filter");
-            set.filters.push((BloomFilter::new(info.params).unwrap(), info.capacity, 0));
-        }
-        let (filter, _, load) = set.filters.last_mut().unwrap();
-        filter.insert(&key.to_le_bytes());
-        *load += 1;
-    }
-    if set.filters.is_empty() {
-        set.filters.push((BloomFilter::new(infos[0].params).unwrap(), infos[0].capacity, 0));
-    }
-    assert_eq!(infos.len(), set.filters.len(), "set {id}: filters");
-    for (j, (info, (_, capacity, load))) in infos.iter().zip(&set.filters).enumerate() {
-        assert_eq!((info.capacity, info.load), (*capacity, *load), "set {id}: filter {j}");
-        if j > 0 {
-            // Capacities at least double, each added filter in a part of
-            // its own (it may land in an existing part of up to twice the
-            // bits it needs, so its `m` may equal the previous one's).
-            let first = infos[0].capacity.max(1);
-            assert!(info.capacity >= first << j, "set {id}: filter {j} holds {} < {first} * 2^{j}", info.capacity);
-            assert!(infos[..j].iter().all(|earlier| earlier.part != info.part), "set {id}: filter {j} shares a part");
-        }
-    }
+    set.keys.extend(keys);
+    set_model::fill_filters(id, &mut set.filters, keys, infos, None);
 }
 
 fn insert(collection: &mut SetIndex, model: &mut Model, id: u64, keys: &[u64]) {

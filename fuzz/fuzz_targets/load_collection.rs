@@ -15,30 +15,22 @@
 #![no_main]
 
 mod checksums;
+mod scratch;
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::path::Path;
 
 use bloomslice::persist::{self, Verify};
 use bloomslice::{BatchResults, Scores, SetIndex, Threshold};
 use libfuzzer_sys::fuzz_target;
-use xxhash_rust::xxh3::xxh3_64;
 
+/// [`checksums::le_u64`] at an offset read from the input.
 fn le_u64(b: &[u8], at: u64) -> Option<u64> {
-    let at = usize::try_from(at).ok()?;
-    Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
+    checksums::le_u64(b, usize::try_from(at).ok()?)
 }
 
-/// Writes the xxh3 of `b[start..end]` at `end`, if it fits.
+/// [`checksums::put_sum`] up to an end computed with checked arithmetic.
 fn put_sum(b: &mut [u8], start: u64, end: Option<u64>) -> Option<()> {
-    let (start, end) = (usize::try_from(start).ok()?, usize::try_from(end?).ok()?);
-    let sum_end = end.checked_add(8)?;
-    if start > end || sum_end > b.len() {
-        return None;
-    }
-    let sum = xxh3_64(&b[start..end]);
-    b[end..sum_end].copy_from_slice(&sum.to_le_bytes());
-    Some(())
+    checksums::put_sum(b, start, end?)
 }
 
 /// Recomputes every checksum a collection file's header and part table
@@ -71,16 +63,6 @@ fn fix_collection_checksums(b: &mut [u8]) -> Option<()> {
     put_sum(b, names, named.checked_mul(16).and_then(|x| x.checked_add(name_bytes)).and_then(|x| x.checked_add(names)));
     put_sum(b, 0, Some(184));
     Some(())
-}
-
-/// This process's scratch file (in memory, on `/dev/shm`, where there is one).
-fn scratch() -> &'static PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let shm = std::path::Path::new("/dev/shm");
-        let dir = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
-        dir.join(format!("bloomslice-fuzz-collection-{}.bsc", std::process::id()))
-    })
 }
 
 fn keys() -> Vec<[u8; 8]> {
@@ -117,12 +99,10 @@ fn answers(c: &SetIndex) -> Vec<Vec<u64>> {
 }
 
 fn check(bytes: &[u8]) {
-    check_file(bytes);
-    // Every map of it is gone: leave nothing behind when the fuzzer stops.
-    let _ = std::fs::remove_file(scratch());
+    scratch::check_with_scratch("collection", "bsc", bytes, check_file);
 }
 
-fn check_file(bytes: &[u8]) {
+fn check_file(bytes: &[u8], path: &Path) {
     let full = persist::from_bytes(bytes);
     let loaded_answers = full.as_ref().ok().map(|loaded| {
         loaded.index.validate().expect("a loaded collection is valid");
@@ -143,10 +123,9 @@ fn check_file(bytes: &[u8]) {
         got
     });
 
-    let path = scratch();
     std::fs::write(path, bytes).expect("write the scratch file");
     // SAFETY: the scratch file belongs to this process alone, and it is
-    // removed and rewritten (by `check` and the next call) only after every
+    // removed and rewritten (by `scratch::check_with_scratch`) only after every
     // map of it made here has been dropped at the end of this call.
     let opened = unsafe { persist::open_mmap(path, Verify::Deferred) };
     let Ok(mut lazy) = opened else {

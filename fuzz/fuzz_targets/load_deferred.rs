@@ -11,36 +11,23 @@
 #![no_main]
 
 mod checksums;
+mod scratch;
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::path::Path;
 
 use bloomslice::persist::Verify;
 use bloomslice::{BatchResults, Loaded, SlicedIndex};
 use checksums::check_raw_and_fixed;
 use libfuzzer_sys::fuzz_target;
 
-/// This process's scratch file (in memory, on `/dev/shm`, where there is one).
-fn scratch() -> &'static PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let shm = std::path::Path::new("/dev/shm");
-        let dir = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
-        dir.join(format!("bloomslice-fuzz-deferred-{}.bsi", std::process::id()))
-    })
-}
-
 fn check(bytes: &[u8]) {
-    check_file(bytes);
-    // Every map of it is gone: leave nothing behind when the fuzzer stops.
-    let _ = std::fs::remove_file(scratch());
+    scratch::check_with_scratch("deferred", "bsi", bytes, check_file);
 }
 
-fn check_file(bytes: &[u8]) {
-    let path = scratch();
+fn check_file(bytes: &[u8], path: &Path) {
     std::fs::write(path, bytes).expect("write the scratch file");
     // SAFETY: the scratch file belongs to this process alone, and it is
-    // removed and rewritten (by `check` and the next call) only after every
+    // removed and rewritten (by `scratch::check_with_scratch`) only after every
     // map of it made here has been dropped at the end of this call.
     let opened = unsafe { Loaded::<SlicedIndex>::open_mmap(path, Verify::Deferred) };
     let full = Loaded::<SlicedIndex>::from_bytes(bytes);

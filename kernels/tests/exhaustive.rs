@@ -90,30 +90,40 @@ fn assert_same_output(k: &Kernels, got: (bool, &Arena), want: (bool, &[u64]), ca
 /// same runs as slices, for every row count, length (the stride is the
 /// length plus a little), offset and row set.
 fn check_and_runs(k: &Kernels) {
-    let mut rng = Rng::new(3);
+    for_each_run_set(&mut Rng::new(3), |rows, positions, offset, arena| {
+        let stride = RUN_STRIDE;
+        let garbage = vec![0x5a5a_5a5a_5a5a_5a5a; MAX_WORDS];
+        let mut out = Arena::new(&garbage, (offset + 5) % OFFSETS);
+        let mut expected = garbage.clone();
+        let mut via_rows = garbage.clone();
+        for len in 0..=MAX_WORDS {
+            let got_any = k.and_runs(arena.words(), stride, positions, &mut out.words_mut()[..len]);
+            let want_any = all::and_runs(arena.words(), stride, positions, &mut expected[..len]);
+            let slices: Vec<&[u64]> = positions.iter().map(|&p| &arena.words()[p as usize * stride..][..len]).collect();
+            let rows_any = all::and_rows(&slices, &mut via_rows[..len]);
+            let case = format_args!("and_runs rows={rows} len={len} offset={offset}");
+            assert_same_output(k, (got_any, &out), (want_any, &expected[..len]), case);
+            assert_eq!((want_any, &expected[..len]), (rows_any, &via_rows[..len]), "reference disagrees");
+        }
+    });
+}
+
+/// Words between the starts of two runs of [`for_each_run_set`]: a row of
+/// [`row_sets`].
+const RUN_STRIDE: usize = MAX_WORDS + 2;
+
+/// Calls `check(rows, positions, offset, arena)` for every row count up to
+/// `MAX_ROWS`, every row set [`row_sets`] draws from `rng` for it and every
+/// offset: `arena` holds every row of the set back to back, twice
+/// (positions may repeat a row), placed at `offset`, and `positions` picks
+/// `rows` of them.
+fn for_each_run_set(rng: &mut Rng, mut check: impl FnMut(usize, &[u32], usize, &Arena)) {
     for rows in 0..=MAX_ROWS {
-        for set in row_sets(rows.max(1), &mut rng) {
-            let stride = MAX_WORDS + 2;
-            // One buffer holding every row of the set back to back, twice
-            // (positions may repeat a row), placed at every offset.
+        for set in row_sets(rows.max(1), rng) {
             let flat: Vec<u64> = set.iter().chain(set.iter()).flatten().copied().collect();
             let positions: Vec<u32> = (0..rows).map(|r| ((r * 7 + 3) % (2 * set.len())) as u32).collect();
             for offset in 0..OFFSETS {
-                let arena = Arena::new(&flat, offset);
-                let garbage = vec![0x5a5a_5a5a_5a5a_5a5a; MAX_WORDS];
-                let mut out = Arena::new(&garbage, (offset + 5) % OFFSETS);
-                let mut expected = garbage.clone();
-                let mut via_rows = garbage.clone();
-                for len in 0..=MAX_WORDS {
-                    let got_any = k.and_runs(arena.words(), stride, &positions, &mut out.words_mut()[..len]);
-                    let want_any = all::and_runs(arena.words(), stride, &positions, &mut expected[..len]);
-                    let slices: Vec<&[u64]> =
-                        positions.iter().map(|&p| &arena.words()[p as usize * stride..][..len]).collect();
-                    let rows_any = all::and_rows(&slices, &mut via_rows[..len]);
-                    let case = format_args!("and_runs rows={rows} len={len} offset={offset}");
-                    assert_same_output(k, (got_any, &out), (want_any, &expected[..len]), case);
-                    assert_eq!((want_any, &expected[..len]), (rows_any, &via_rows[..len]), "reference disagrees");
-                }
+                check(rows, &positions, offset, &Arena::new(&flat, offset));
             }
         }
     }
@@ -151,35 +161,27 @@ fn check_and_runs_word_packed(k: &Kernels) {
 /// `check_and_runs`, masked by all ones and by a pattern, through a table
 /// that is not the identity, appending after earlier ids.
 fn check_and_runs_mapped(k: &Kernels) {
-    let mut rng = Rng::new(5);
     let table: Vec<u64> = (0..64 * MAX_WORDS as u64).map(|c| c.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 3).collect();
     let ones = vec![u64::MAX; MAX_WORDS];
     let pattern: Vec<u64> = (0..MAX_WORDS as u64).map(|i| i.wrapping_mul(0xd6e8_feb8_6659_fd93) | 1).collect();
-    for rows in 0..=MAX_ROWS {
-        for set in row_sets(rows.max(1), &mut rng) {
-            let stride = MAX_WORDS + 2;
-            let flat: Vec<u64> = set.iter().chain(set.iter()).flatten().copied().collect();
-            let positions: Vec<u32> = (0..rows).map(|r| ((r * 7 + 3) % (2 * set.len())) as u32).collect();
-            for offset in 0..OFFSETS {
-                let arena = Arena::new(&flat, offset);
-                for len in 0..=MAX_WORDS {
-                    for mask in [&ones[..len], &pattern[..len]] {
-                        let mut got = vec![7, 1, 3];
-                        let mut want = got.clone();
-                        let mut via_two = got.clone();
-                        k.and_runs_mapped(arena.words(), stride, &positions, mask, &table, &mut got);
-                        all::and_runs_mapped(arena.words(), stride, &positions, mask, &table, &mut want);
-                        let mut and = vec![0; len];
-                        all::and_runs(arena.words(), stride, &positions, &mut and);
-                        all::append_mapped_bits(&and, mask, &table, &mut via_two);
-                        let case = format!("and_runs_mapped rows={rows} len={len} offset={offset}");
-                        assert_eq!(got, want, "{} {case}", k.backend());
-                        assert_eq!(want, via_two, "reference disagrees with and_runs + append_mapped_bits: {case}");
-                    }
-                }
+    for_each_run_set(&mut Rng::new(5), |rows, positions, offset, arena| {
+        let stride = RUN_STRIDE;
+        for len in 0..=MAX_WORDS {
+            for mask in [&ones[..len], &pattern[..len]] {
+                let mut got = vec![7, 1, 3];
+                let mut want = got.clone();
+                let mut via_two = got.clone();
+                k.and_runs_mapped(arena.words(), stride, positions, mask, &table, &mut got);
+                all::and_runs_mapped(arena.words(), stride, positions, mask, &table, &mut want);
+                let mut and = vec![0; len];
+                all::and_runs(arena.words(), stride, positions, &mut and);
+                all::append_mapped_bits(&and, mask, &table, &mut via_two);
+                let case = format!("and_runs_mapped rows={rows} len={len} offset={offset}");
+                assert_eq!(got, want, "{} {case}", k.backend());
+                assert_eq!(want, via_two, "reference disagrees with and_runs + append_mapped_bits: {case}");
             }
         }
-    }
+    });
 }
 
 /// `and_runs_mapped` on answers of a few bits a word, as a single key's

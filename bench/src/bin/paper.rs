@@ -224,31 +224,12 @@ fn run_multi(opts: &QueryOptions, args: &QueryArgs, log: &mut dyn FnMut(&str)) -
         threads: opts.threads,
         shapes: multi::MultiOptions::SHAPES.to_vec(),
     };
-    let rows = match multi::run_multi(&multi_opts, log) {
-        Ok(rows) => rows,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let json = match serde_json::to_string_pretty(&rows) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: cannot serialise the rows: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if let Some(path) = &args.json_out
-        && let Err(e) = std::fs::write(path, json.clone() + "\n")
-    {
-        eprintln!("error: cannot write {}: {e}", path.display());
-        return ExitCode::FAILURE;
-    }
-    match args.format {
-        Format::Table => print!("{}", multi::table(&rows)),
-        Format::Json => println!("{json}"),
-    }
-    ExitCode::SUCCESS
+    report::finish_rows(
+        multi::run_multi(&multi_opts, log),
+        args.json_out.as_deref(),
+        args.format == Format::Json,
+        multi::table,
+    )
 }
 
 /// `paper query --workload skewed` (see `bloomslice_bench::skewed`).
@@ -261,31 +242,7 @@ fn run_skewed(args: &QueryArgs, log: &mut dyn FnMut(&str)) -> ExitCode {
         batch: args.batch[0] as usize,
         seed: args.seed,
     };
-    let rows = match skewed::run(&run, log) {
-        Ok(rows) => rows,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let json = match serde_json::to_string_pretty(&rows) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: cannot serialise the rows: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if let Some(path) = &args.json_out
-        && let Err(e) = std::fs::write(path, json.clone() + "\n")
-    {
-        eprintln!("error: cannot write {}: {e}", path.display());
-        return ExitCode::FAILURE;
-    }
-    match args.format {
-        Format::Table => print!("{}", skewed::table(&rows)),
-        Format::Json => println!("{json}"),
-    }
-    ExitCode::SUCCESS
+    report::finish_rows(skewed::run(&run, log), args.json_out.as_deref(), args.format == Format::Json, skewed::table)
 }
 
 /// `paper stable`: the stable-state theory per policy, then the measured

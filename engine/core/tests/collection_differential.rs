@@ -2,7 +2,7 @@
 //! under every kernel backend.
 //!
 //! The model keeps, for every set, its keys and its own list of plain
-//! [`BloomFilter`]s, filled as the collection's documentation says a set's
+//! [`BloomFilter`](bloomslice::BloomFilter)s, filled as the collection's documentation says a set's
 //! filters fill: keys go to the last filter until it holds its capacity,
 //! then to a new one. The model takes only each filter's parameters and
 //! capacity from [`SetIndex::filters`] (the part a filter lands in is the
@@ -31,15 +31,19 @@ use std::process::Command;
 
 use bloomslice::collection::FilterInfo;
 use bloomslice::kernels::Kernels;
-use bloomslice::{BatchResults, BloomFilter, LayoutConfig, Scores, SetIndex, Threshold};
+use bloomslice::{BatchResults, LayoutConfig, Scores, SetIndex, Threshold};
 use proptest::prelude::*;
+
+#[path = "common/set_model.rs"]
+mod set_model;
+use set_model::ModelFilters;
 
 /// One set of the model: its keys, in order given, and its filters with
 /// the capacity of each and the keys each holds.
 #[derive(Debug)]
 struct ModelSet {
     keys: Vec<u64>,
-    filters: Vec<(BloomFilter, u64, u64)>,
+    filters: ModelFilters,
 }
 
 impl ModelSet {
@@ -59,35 +63,7 @@ fn bytes(keys: &[u64]) -> Vec<[u8; 8]> {
 fn model_add(model: &mut Model, id: u64, keys: &[u64], infos: &[FilterInfo], p: f64) {
     let set = model.get_mut(&id).expect("set in the model");
     set.keys.extend_from_slice(keys);
-    for key in keys {
-        let full = set.filters.last().is_none_or(|&(_, capacity, load)| load >= capacity);
-        if full {
-            let j = set.filters.len();
-            let info = infos.get(j).unwrap_or_else(|| panic!("set {id}: no filter {j} in {infos:?}"));
-            set.filters.push((BloomFilter::new(info.params).unwrap(), info.capacity, 0));
-        }
-        let (filter, _, load) = set.filters.last_mut().unwrap();
-        filter.insert(&key.to_le_bytes());
-        *load += 1;
-    }
-    // A set of no keys still has its first filter.
-    if set.filters.is_empty() {
-        set.filters.push((BloomFilter::new(infos[0].params).unwrap(), infos[0].capacity, 0));
-    }
-    assert_eq!(infos.len(), set.filters.len(), "set {id}: filters");
-    for (j, (info, (_, capacity, load))) in infos.iter().zip(&set.filters).enumerate() {
-        assert_eq!((info.capacity, info.load), (*capacity, *load), "set {id}: filter {j}");
-        if j > 0 {
-            // Capacities at least double (an added filter may land in an
-            // existing part up to twice the bits it needs, so the next one's
-            // `m` may equal it, but never its place).
-            let first = infos[0].capacity.max(1);
-            assert!(info.capacity >= first << j, "set {id}: filter {j} holds {} < {first} * 2^{j}", info.capacity);
-            assert!(infos[..j].iter().all(|earlier| earlier.part != info.part), "set {id}: filter {j} shares a part");
-            let rate = p / f64::powi(2.0, j as i32);
-            assert!(info.params.expected_fpr(info.capacity) <= rate * 1.000_001, "set {id}: filter {j} over {rate}");
-        }
-    }
+    set_model::fill_filters(id, &mut set.filters, keys, infos, Some(p));
 }
 
 /// Which model sets may hold `key`, ascending.

@@ -8,11 +8,10 @@
 //! writes.
 //!
 //! The tests share one counting allocator, so they run one at a time
-//! (`SERIAL`); each is bounded in time.
+//! (`counting_alloc::serial`); each is bounded in time.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bloomslice::ReadIndex;
@@ -27,16 +26,12 @@ use rand::{Rng, SeedableRng};
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
 
-use counting_alloc::{Counting, allocations};
+use counting_alloc::{allocations, serial};
 
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "common/publisher.rs"]
+mod publisher;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use publisher::Progress;
 
 const P: f64 = 0.01;
 
@@ -304,6 +299,18 @@ fn random_write(rng: &mut SmallRng, model: &mut SetIndex, next_id: &mut u64) -> 
     op
 }
 
+/// A model after `writes` random writes drawn from `seed`, with the
+/// generator and the next id that continue it.
+fn random_model(seed: u64, writes: usize) -> (SmallRng, SetIndex, u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut model = SetIndex::new(P).unwrap();
+    let mut next_id = 0;
+    for _ in 0..writes {
+        random_write(&mut rng, &mut model, &mut next_id);
+    }
+    (rng, model, next_id)
+}
+
 /// Probe keys of sets `0..200` (whatever sets exist when queried).
 fn stress_probes() -> Vec<[u8; 8]> {
     let mut rng = SmallRng::seed_from_u64(17);
@@ -322,12 +329,7 @@ fn stress_readers_and_a_writer_see_only_whole_writes() {
     let probe = stress_probes();
     let query: Vec<Vec<[u8; 8]>> = probe.chunks(16).map(<[[u8; 8]]>::to_vec).collect();
     let threshold = Threshold::fraction(0.25).unwrap();
-    let mut rng = SmallRng::seed_from_u64(19);
-    let mut model = SetIndex::new(P).unwrap();
-    let mut next_id = 0;
-    for _ in 0..30 {
-        random_write(&mut rng, &mut model, &mut next_id);
-    }
+    let (mut rng, mut model, mut next_id) = random_model(19, 30);
     let shared = ConcurrentIndex::new(model.clone());
     let mut ops = Vec::new();
     let answers = |model: &SetIndex| {
@@ -341,9 +343,8 @@ fn stress_readers_and_a_writer_see_only_whole_writes() {
         states.push(answers(&model));
     }
     assert!(model.grown_sets() > 0 && model.parts().len() > 3, "the writes grow sets and add parts");
-    let started = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
+    let progress = Progress::default();
+    let Progress { started, done, stop } = &progress;
     let checked = AtomicUsize::new(0);
     let [workers_only, helping] = pools();
     let check_keys = |got: Vec<Vec<u64>>, lo: usize, hi: usize| {
@@ -356,16 +357,11 @@ fn stress_readers_and_a_writer_see_only_whole_writes() {
     };
     std::thread::scope(|s| {
         s.spawn(|| {
-            for (j, op) in ops.iter().enumerate() {
-                if Instant::now() > deadline {
-                    break;
-                }
-                started.store(j + 1, Ordering::SeqCst);
+            let publish = |j, op: &SetOp| {
                 let result = shared.apply(vec![op.clone()]);
                 assert!(result.iter().all(Result::is_ok), "write {j} failed");
-                done.store(j + 1, Ordering::SeqCst);
-            }
-            stop.store(true, Ordering::SeqCst);
+            };
+            progress.publish_each(&ops, deadline, publish, || {});
         });
         for reader in 0..2 {
             let pool = if reader == 0 { &workers_only } else { &helping };
@@ -426,12 +422,7 @@ fn assert_both_copies_equal(shared: &ConcurrentIndex<SetIndex>, model: &SetIndex
 fn copies_stay_equal_after_failed_panicking_and_replayed_writes() {
     let _serial = serial();
     let probe = stress_probes();
-    let mut rng = SmallRng::seed_from_u64(23);
-    let mut model = SetIndex::new(P).unwrap();
-    let mut next_id = 0;
-    for _ in 0..20 {
-        random_write(&mut rng, &mut model, &mut next_id);
-    }
+    let (mut rng, mut model, mut next_id) = random_model(23, 20);
     let shared = ConcurrentIndex::new(model.clone());
     assert_both_copies_equal(&shared, &model, &probe);
     for round in 0..60 {

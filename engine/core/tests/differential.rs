@@ -102,6 +102,15 @@ fn assert_same(index: &mut SlicedIndex, naive: &NaiveIndex, keys: &[[u8; 8]], ca
     }
 }
 
+/// Asserts that a write succeeds on both indexes or fails on both: `$a` and
+/// `$b` each called with `$method($arg, ...)` (the arguments are evaluated
+/// once per index).
+macro_rules! assert_same_outcome {
+    ($a:ident, $b:ident, $method:ident($($arg:expr),*), $($message:tt)+) => {
+        assert_eq!($a.$method($($arg),*).is_ok(), $b.$method($($arg),*).is_ok(), $($message)+)
+    };
+}
+
 /// Indexes of every shard width (1 to 256 columns, and past 512), grown
 /// one filter at a time or in a batch, then changed by random deletes,
 /// updates, key inserts and reinserts: every query answers as
@@ -144,34 +153,20 @@ fn every_width_answers_as_naive() {
                 for step in 0..(target * 2).min(200) {
                     let id = rng.below(target as u64 + 4) * 3 + 1;
                     match rng.below(4) {
-                        0 => {
-                            assert_eq!(index.remove_set(id).is_ok(), naive.remove_set(id).is_ok(), "{case} {step}");
-                        }
+                        0 => assert_same_outcome!(index, naive, remove_set(id), "{case} {step}"),
                         1 => {
                             let start = rng.below(400);
                             let f = filter_of(p, start..start + 1 + rng.below(6));
-                            assert_eq!(
-                                index.update_filter(id, &f).is_ok(),
-                                naive.update_filter(id, &f).is_ok(),
-                                "{case} {step}"
-                            );
+                            assert_same_outcome!(index, naive, update_filter(id, &f), "{case} {step}");
                         }
                         2 => {
                             let h = p.hash(&rng.below(420).to_le_bytes());
-                            assert_eq!(
-                                index.insert_key_hash(id, h).is_ok(),
-                                naive.insert_key_hash(id, h).is_ok(),
-                                "{case} {step}"
-                            );
+                            assert_same_outcome!(index, naive, insert_key_hash(id, h), "{case} {step}");
                         }
                         _ => {
                             let start = rng.below(400);
                             let f = filter_of(p, start..start + 1 + rng.below(12));
-                            assert_eq!(
-                                index.insert_filter(id, &f).is_ok(),
-                                naive.insert_filter(id, &f).is_ok(),
-                                "{case} {step}"
-                            );
+                            assert_same_outcome!(index, naive, insert_filter(id, &f), "{case} {step}");
                         }
                     }
                 }

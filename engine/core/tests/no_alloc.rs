@@ -11,10 +11,7 @@ use bloomslice::{BatchResults, BloomParams, ConcurrentIndex, Prehashed, Scores, 
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
 
-use counting_alloc::{Counting, allocations};
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+use counting_alloc::allocations;
 
 #[test]
 fn warm_queries_do_not_allocate() {

@@ -5,10 +5,10 @@
 //! finishes them.
 //!
 //! The tests share one counting allocator, so they run one at a time
-//! (`SERIAL`); each is bounded in time.
+//! (`counting_alloc::serial`); each is bounded in time.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use bloomslice::{
@@ -21,16 +21,12 @@ use rand::{Rng, SeedableRng};
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
 
-use counting_alloc::{Counting, allocations};
+use counting_alloc::{allocations, serial};
 
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "common/publisher.rs"]
+mod publisher;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use publisher::Progress;
 
 fn params() -> BloomParams {
     BloomParams::new(2048, 3).unwrap()
@@ -443,9 +439,8 @@ fn stress_readers_and_writers_see_only_whole_writes() {
         states.push(reference(&model, &probe));
     }
     let states: Vec<Vec<Vec<u64>>> = states.into_iter().map(|s| s.iter().map(|ids| sorted(ids)).collect()).collect();
-    let started = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
+    let progress = Progress::default();
+    let Progress { started, done, stop } = &progress;
     let pool = pool(2);
     let checked = AtomicUsize::new(0);
     let check = |batch: &mut dyn Iterator<Item = &[u64]>, lo: usize, hi: usize| {
@@ -456,20 +451,17 @@ fn stress_readers_and_writers_see_only_whole_writes() {
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut rng = SmallRng::seed_from_u64(20);
-            for (j, op) in ops.iter().enumerate() {
-                if Instant::now() > deadline {
-                    break;
-                }
-                started.store(j + 1, Ordering::SeqCst);
-                // One op per publish, so every model state is a valid one.
+            // One op per publish, so every model state is a valid one.
+            let publish = |j, op: &WriteOp| {
                 let result = shared.apply(vec![op.clone()]);
                 assert!(result.iter().all(Result::is_ok), "write {j} failed");
-                done.store(j + 1, Ordering::SeqCst);
+            };
+            let maybe_yield = || {
                 if rng.random_range(0..4) == 0 {
                     std::thread::yield_now();
                 }
-            }
-            stop.store(true, Ordering::SeqCst);
+            };
+            progress.publish_each(&ops, deadline, publish, maybe_yield);
         });
         for reader in 0..2 {
             let (pool, shared, probe, check, stop, started, done) =

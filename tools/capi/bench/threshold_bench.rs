@@ -47,6 +47,37 @@ fn best(repeat: usize, reads: usize, mut f: impl FnMut() -> usize) -> (f64, usiz
     (best, hits)
 }
 
+/// One read through `bloomslice_query_threshold` at [`FRACTION`] on
+/// `handle` (a live index), its answers into `ids` and `counts` (of one
+/// length, the capacity): the status and the number of sets returned.
+#[inline]
+fn capi_threshold(
+    handle: *const BloomsliceIndex,
+    key_ptrs: &[*const u8],
+    key_lens: &[usize],
+    ids: &mut [u64],
+    counts: &mut [u32],
+) -> (BloomsliceStatus, usize) {
+    debug_assert_eq!(ids.len(), counts.len(), "one capacity");
+    let mut n = 0;
+    // SAFETY: `handle` is live (the caller's word), the key pointers and
+    // lengths are those of live keys, and the outputs hold `ids.len()` each.
+    let st = unsafe {
+        bloomslice_query_threshold(
+            handle,
+            key_ptrs.as_ptr(),
+            key_lens.as_ptr(),
+            key_ptrs.len(),
+            FRACTION,
+            ids.as_mut_ptr(),
+            counts.as_mut_ptr(),
+            ids.len(),
+            &mut n,
+        )
+    };
+    (st, n)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (sets, reads, repeat) = (arg(1, 2000), arg(2, 400), arg(3, 7));
     let keys: Vec<Vec<Vec<u8>>> = (0..sets)
@@ -132,21 +163,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut scratch, mut out) = (Scores::new(), Vec::new());
     // The answers agree before anything is timed.
     for (r, keys) in read_keys.iter().enumerate() {
-        let mut n = 0;
-        // SAFETY: live buffers of the stated lengths.
-        let st = unsafe {
-            bloomslice_query_threshold(
-                handle,
-                read_ptrs[r].as_ptr(),
-                read_lens[r].as_ptr(),
-                READ,
-                FRACTION,
-                ids.as_mut_ptr(),
-                counts.as_mut_ptr(),
-                sets,
-                &mut n,
-            )
-        };
+        let (st, n) = capi_threshold(handle, &read_ptrs[r], &read_lens[r], &mut ids, &mut counts);
         let got: Vec<(u64, u32)> = ids[..n].iter().copied().zip(counts[..n].iter().copied()).collect();
         if st != BloomsliceStatus::Ok || got != library.query_threshold(keys, threshold) {
             return Err(format!("read {r}: the C ABI and the library disagree").into());
@@ -185,26 +202,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .sum()
             });
             let (capi_ns, capi_hits) = best(repeat, reads, || {
-                (0..reads)
-                    .map(|r| {
-                        let mut n = 0;
-                        // SAFETY: live buffers of the stated lengths.
-                        unsafe {
-                            bloomslice_query_threshold(
-                                capi,
-                                read_ptrs[r].as_ptr(),
-                                read_lens[r].as_ptr(),
-                                READ,
-                                FRACTION,
-                                ids.as_mut_ptr(),
-                                counts.as_mut_ptr(),
-                                sets,
-                                &mut n,
-                            );
-                        }
-                        n
-                    })
-                    .sum()
+                (0..reads).map(|r| capi_threshold(capi, &read_ptrs[r], &read_lens[r], &mut ids, &mut counts).1).sum()
             });
             if lib_hits != capi_hits || kept_hits != lib_hits {
                 return Err(format!("{name}: {lib_hits} hits by the library, {capi_hits} by the C ABI").into());

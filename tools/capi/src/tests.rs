@@ -105,6 +105,23 @@ fn batch_hashes(h: *const BloomsliceIndex, hashes: &[u64], cap: usize) -> (Bloom
     })
 }
 
+/// `keys` as one batch of byte keys and, hashed, as one batch of hashes,
+/// each with room for `cap` ids: both succeed with the same answers, and
+/// key `i`'s ids are those of a single query. Returns the batch and the
+/// hashes.
+fn batches_agree(h: *const BloomsliceIndex, keys: &[Vec<u8>], cap: usize) -> (Batch, Vec<u64>) {
+    let (st, (ids, offsets, total)) = batch(h, keys, cap);
+    assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+    let hashes: Vec<u64> = keys.iter().map(|k| hash_key(h, k)).collect();
+    let (st, by_hash) = batch_hashes(h, &hashes, cap);
+    assert_eq!(st, BloomsliceStatus::Ok);
+    assert_eq!((&ids, &offsets, total), (&by_hash.0, &by_hash.1, by_hash.2));
+    for (i, key) in keys.iter().enumerate() {
+        assert_eq!(&ids[offsets[i]..offsets[i + 1]], query(h, key).as_slice(), "key {i}");
+    }
+    ((ids, offsets, total), hashes)
+}
+
 /// Scores (`fraction` `None`) or thresholds `keys` with room for `cap`
 /// sets: the status, the pairs written and the number reported.
 fn try_score<K: AsRef<[u8]>>(
@@ -199,15 +216,7 @@ fn build_query_remove_and_batch_agree_with_the_library() {
 
     // The batch of byte keys and of hashes answer as single queries do.
     let keys: Vec<Vec<u8>> = (0..5000u32).map(|i| format!("k{i}").into_bytes()).chain([b"pear".to_vec()]).collect();
-    let (st, (ids, offsets, total)) = batch(h, &keys, 2 * keys.len());
-    assert_eq!(st, BloomsliceStatus::Ok);
-    let hashes: Vec<u64> = keys.iter().map(|k| hash_key(h, k)).collect();
-    let (st, by_hash) = batch_hashes(h, &hashes, 2 * keys.len());
-    assert_eq!(st, BloomsliceStatus::Ok);
-    assert_eq!((&ids, &offsets, total), (&by_hash.0, &by_hash.1, by_hash.2));
-    for (i, key) in keys.iter().enumerate() {
-        assert_eq!(&ids[offsets[i]..offsets[i + 1]], query(h, key).as_slice(), "key {i}");
-    }
+    let ((_, offsets, total), hashes) = batches_agree(h, &keys, 2 * keys.len());
     assert_eq!(offsets[keys.len()], total);
 
     // A short buffer: complete offsets and total, BUFFER_TOO_SMALL.
@@ -438,14 +447,8 @@ fn a_skewed_index_answers_as_the_library_with_no_false_negatives() {
         .flat_map(|s| s.iter().take(7).cloned())
         .chain((0..500).map(|j| format!("absent-{j}").into_bytes()))
         .collect();
-    let (st, (ids, offsets, total)) = batch(h, &probe, 4 * probe.len());
-    assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
-    let hashes: Vec<u64> = probe.iter().map(|k| hash_key(h, k)).collect();
-    let (st, by_hash) = batch_hashes(h, &hashes, 4 * probe.len());
-    assert_eq!(st, BloomsliceStatus::Ok);
-    assert_eq!((&ids, &offsets, total), (&by_hash.0, &by_hash.1, by_hash.2));
+    batches_agree(h, &probe, 4 * probe.len());
     for (i, key) in probe.iter().enumerate() {
-        assert_eq!(&ids[offsets[i]..offsets[i + 1]], query(h, key).as_slice(), "key {i}");
         assert_eq!(query(h, key), lib.query(key.as_slice()), "key {i}");
     }
     // Scores and thresholds are the library's.

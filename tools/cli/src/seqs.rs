@@ -58,6 +58,20 @@ fn parse_error(path: &Path, e: &ParseError) -> CliError {
 
 /// Calls `f` on every record of `path` (`-` is stdin), gzip or not. An
 /// empty file has no records.
+/// Checks record `r` of `file` as a set name under `--seqs-by-record`: not
+/// among the names `seen` so far (added to them), and not too long.
+fn check_record_name(seen: &mut HashSet<Vec<u8>>, file: &Path, r: &Record<'_>) -> Result<(), CliError> {
+    if !seen.insert(r.name.to_vec()) {
+        return Err(CliError::Runtime(format!(
+            "{}:{}: record {} appears twice (with --seqs-by-record, record ids name the sets and must be unique)",
+            file.display(),
+            r.line,
+            plain(r.name)
+        )));
+    }
+    escape::check_name_length(r.name, || format!("{}:{}", file.display(), r.line))
+}
+
 fn for_each_record(path: &Path, mut f: impl FnMut(Record<'_>) -> Result<(), CliError>) -> Result<(), CliError> {
     let reader: Result<Box<dyn FastxReader>, ParseError> = if path == Path::new("-") {
         needletail::parse_fastx_reader(std::io::stdin())
@@ -133,15 +147,7 @@ pub fn build_index(
         let (mut name_bytes, mut empty) = (0u64, 0u64);
         for (file, _) in &files {
             for_each_record(file, |r| {
-                if !seen.insert(r.name.to_vec()) {
-                    return Err(CliError::Runtime(format!(
-                        "{}:{}: record {} appears twice (with --seqs-by-record, record ids name the sets and must be unique)",
-                        file.display(),
-                        r.line,
-                        plain(r.name)
-                    )));
-                }
-                escape::check_name_length(r.name, || format!("{}:{}", file.display(), r.line))?;
+                check_record_name(&mut seen, file, &r)?;
                 let n = insert_kmers(&mut filter, r.seq, o.k, &mut tally);
                 if n == 0 {
                     empty += 1;
@@ -218,15 +224,7 @@ pub fn read_hashed(path: &Path, o: SeqOptions, seed: u64) -> Result<HashedSets, 
         let mut empty = 0u64;
         for (file, _) in &files {
             for_each_record(file, |r| {
-                if !seen.insert(r.name.to_vec()) {
-                    return Err(CliError::Runtime(format!(
-                        "{}:{}: record {} appears twice (with --seqs-by-record, record ids name the sets and must be unique)",
-                        file.display(),
-                        r.line,
-                        plain(r.name)
-                    )));
-                }
-                escape::check_name_length(r.name, || format!("{}:{}", file.display(), r.line))?;
+                check_record_name(&mut seen, file, &r)?;
                 let mut set = HashedSet::new(r.name.to_vec());
                 if push_kmers(&mut set, r.seq, o.k, seed, &mut tally) == 0 {
                     empty += 1;

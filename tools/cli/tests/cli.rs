@@ -2,21 +2,10 @@
 //! bad input, exit codes (2 usage, 1 runtime) and one-line errors.
 
 use std::path::PathBuf;
-use std::process::Output;
 
 #[expect(dead_code, reason = "not every test binary uses every shared helper")]
 mod common;
-use common::{bin, ok, run, run_stdin};
-
-/// Exit code `code`, one line on stderr starting with `error:`, no panic.
-fn fails(out: &Output, code: i32) -> String {
-    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
-    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
-    assert!(stderr.starts_with("error:"), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
-}
+use common::{bin, fails, ok, run, run_stdin};
 
 /// A directory with `sites/fruit`, `sites/rock` (one non-UTF-8 key) and `sets.tsv`.
 fn fixture() -> (tempfile::TempDir, PathBuf) {

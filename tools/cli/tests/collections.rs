@@ -9,7 +9,7 @@ use std::process::Output;
 
 #[expect(dead_code, reason = "not every test binary uses every shared helper")]
 mod common;
-use common::{bin, ok, run};
+use common::{bin, fails, ok, run};
 
 /// Runs the binary with `args` in `dir`, its stdin read from a file of
 /// `input` (a pipe written before the output is read could fill both ways).
@@ -20,14 +20,13 @@ fn run_stdin(args: &[&str], dir: &Path, input: &[u8]) -> Output {
     bin().args(args).current_dir(dir).stdin(stdin).output().unwrap()
 }
 
-/// Exit code `code`, one line on stderr starting with `error:`, no panic.
-fn fails(out: &Output, code: i32) -> String {
-    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
-    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
-    assert!(stderr.starts_with("error:"), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
+/// A fresh directory with the [`skewed`] sets built into `c.bsi`; returns
+/// it and the sets.
+fn built_skewed() -> (tempfile::TempDir, BTreeMap<String, Vec<String>>) {
+    let dir = tempfile::tempdir().unwrap();
+    let sets = skewed(dir.path());
+    ok(&run(&["build", "c.bsi", "--dir", "sets"], dir.path()));
+    (dir, sets)
 }
 
 /// Sets of skewed sizes as files under `dir/sets`: 30 tiny sets of 3 keys,
@@ -143,10 +142,8 @@ fn build_sizes_each_set_from_its_keys_and_prints_the_layout() {
 
 #[test]
 fn a_set_that_outgrows_its_filter_says_so_and_keeps_every_key() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, mut sets) = built_skewed();
     let d = dir.path();
-    let mut sets = skewed(d);
-    ok(&run(&["build", "c.bsi", "--dir", "sets"], d));
     let parts_before = json(&ok(&run(&["inspect", "c.bsi", "--json"], d)))["parts"].as_array().unwrap().len();
 
     // 2 000 new keys for a set of 3: it gains filters in larger parts.
@@ -226,10 +223,8 @@ fn sequences_are_sized_from_their_kmers() {
 
 #[test]
 fn bench_and_demo_work_on_collection_files() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, _) = built_skewed();
     let d = dir.path();
-    skewed(d);
-    ok(&run(&["build", "c.bsi", "--dir", "sets"], d));
     let out = ok(&run(&["bench", "c.bsi", "--queries", "2000"], d));
     assert!(out.contains("parts") && out.contains("mmap") && out.contains("batch"), "{out}");
     let out =
@@ -257,10 +252,8 @@ fn fixed_sizes_give_one_part() {
 
 #[test]
 fn bad_sizing_and_damaged_collections_are_one_line_errors() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, _) = built_skewed();
     let d = dir.path();
-    skewed(d);
-    ok(&run(&["build", "c.bsi", "--dir", "sets"], d));
     let bytes = std::fs::read(d.join("c.bsi")).unwrap();
     let mut flipped = bytes.clone();
     let n = flipped.len();
@@ -301,10 +294,8 @@ fn bad_sizing_and_damaged_collections_are_one_line_errors() {
 
 #[test]
 fn split_merge_and_add_from_keep_the_parts_and_the_answers() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, mut sets) = built_skewed();
     let d = dir.path();
-    let mut sets = skewed(d);
-    ok(&run(&["build", "c.bsi", "--dir", "sets"], d));
     let grow: String = (0..600).map(|k| format!("tiny-07\tg-{k}\n")).collect();
     ok(&run_stdin(&["update", "c.bsi", "--tsv", "-"], d, grow.as_bytes()));
     sets.get_mut("tiny-07").unwrap().extend((0..600).map(|k| format!("g-{k}")));

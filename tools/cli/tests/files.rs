@@ -5,23 +5,14 @@
 //! the size check of `build`, and its peak memory.
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 #[expect(dead_code, reason = "not every test binary uses every shared helper")]
 mod common;
-use common::{bin, index_of_a_with_b_waiting, ok, run, tsv_index, wait_with_peak};
-
-/// Exit code 1 and one line on stderr starting with `error:`.
-fn fails(out: &Output) -> String {
-    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
-    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
-    assert!(stderr.starts_with("error:") && stderr.lines().count() == 1, "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
-}
+use common::{bin, fails, index_of_a_with_b_waiting, ok, run, tsv_index, wait_with_peak};
 
 /// Which rounds of writer `w` a `query` output shows present.
 fn present(out: &str, w: &str, rounds: usize) -> Vec<bool> {
@@ -111,7 +102,7 @@ fn a_busy_lock_is_one_line_naming_it_and_a_waiting_writer_proceeds() {
         &["update", "i.bsi", "--tsv", "a.tsv", "--wait", "0"],
         &["build", "i.bsi", "--tsv", "b.tsv", "--force", "--wait", "0"],
     ] {
-        let e = fails(&run(args, d));
+        let e = fails(&run(args, d), 1);
         assert!(e.contains(".i.bsi.lock") && e.contains("--wait"), "{args:?}: {e}");
     }
     assert!(t.elapsed() >= Duration::from_millis(300));
@@ -215,10 +206,10 @@ fn directories_and_symlinks_as_input_and_as_index_paths() {
     }
     // A directory where an index file belongs says so.
     for args in [&["query", "sites", "k"][..], &["inspect", "sites"], &["add", "sites", "--dir", "sites"]] {
-        let e = fails(&run(args, d));
+        let e = fails(&run(args, d), 1);
         assert!(e.contains("is a directory") && !e.contains("os error 19"), "{args:?}: {e}");
     }
-    let e = fails(&run(&["build", "sites", "--dir", "sites", "--force"], d));
+    let e = fails(&run(&["build", "sites", "--dir", "sites", "--force"], d), 1);
     assert!(e.contains("is a directory"), "{e}");
 }
 
@@ -245,7 +236,7 @@ fn build_refuses_an_index_larger_than_memory_or_disk_before_allocating() {
     ] {
         let t = Instant::now();
         let out = bin().args(args).current_dir(d).stdin(Stdio::null()).stderr(Stdio::piped()).output().unwrap();
-        let e = fails(&out);
+        let e = fails(&out, 1);
         assert!(t.elapsed() < Duration::from_secs(5), "{args:?}: refused only after {:?}", t.elapsed());
         for needle in ["256.0 GiB on disk", "of memory", "is available", "is free in", "--no-size-check"] {
             assert!(e.contains(needle), "{args:?}: {needle}: {e}");

@@ -14,7 +14,7 @@ use bloomslice::persist;
 
 #[expect(dead_code, reason = "not every test binary uses every shared helper")]
 mod common;
-use common::{bin, ok, run, run_stdin, spawn_piped, wait_with_peak};
+use common::{bin, fails, ok, run, run_stdin, spawn_piped, wait_with_peak};
 
 #[path = "common/splitmix.rs"]
 mod splitmix;
@@ -216,15 +216,6 @@ fn check_filters(index: &Path, genomes: &[(String, Vec<u8>)], k: usize) {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8(out.stderr.clone()).unwrap()
-}
-
-/// Exit code `code` and one line on stderr starting with `error:`.
-fn fails(out: &Output, code: i32) -> String {
-    let e = stderr(out);
-    assert_eq!(out.status.code(), Some(code), "stderr: {e}");
-    assert!(e.starts_with("error:") && e.lines().count() == 1, "{e}");
-    assert!(!e.contains("panicked"), "{e}");
-    e
 }
 
 struct Fixture {

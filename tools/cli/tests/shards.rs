@@ -5,22 +5,12 @@
 //! changed files are one-line errors.
 
 use std::path::Path;
-use std::process::Output;
 
 use bloomslice::persist::manifest::{Manifest, file_checksum};
 
 #[expect(dead_code, reason = "not every test binary uses every shared helper")]
 mod common;
-use common::{ok, run, run_stdin};
-
-/// Exit code `code` and one line on stderr starting with `error:`.
-fn fails(out: &Output, code: i32) -> String {
-    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
-    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
-    assert!(stderr.starts_with("error:") && stderr.lines().count() == 1, "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
-}
+use common::{fails, ok, run, run_stdin};
 
 /// 40 sets of 60 keys in filters of 1024 bits (many false positives), as
 /// `i.bsi` in `dir`; returns the query keys (half present, half absent).

@@ -414,6 +414,21 @@ enum Engine {
     Sharded(ShardedIndex),
 }
 
+/// `$call` on the index of a writable [`Engine`] (the same set verb on a
+/// [`SlicedIndex`] or a [`SetIndex`], so written once and expanded for
+/// each), its error as a Python exception; an `UnsupportedOperation` for the
+/// shard files of a manifest (`$what` says which change).
+macro_rules! write_set {
+    ($engine:expr, $what:expr, |$index:ident| $call:expr) => {
+        match $engine {
+            Engine::Fixed($index) => $call,
+            Engine::Sized($index) => $call,
+            Engine::Sharded(_) => return Err(read_only($what)),
+        }
+        .map_err(py_err)
+    };
+}
+
 impl Engine {
     /// The index, for every read.
     fn reader(&self) -> &dyn ReadIndex {
@@ -436,44 +451,24 @@ impl Engine {
     /// Adds set `id` holding `hashes`: a filter of the index's size, or in
     /// the collection's part that holds its number of keys.
     fn insert_set(&mut self, id: u64, hashes: &[KeyHash]) -> PyResult<()> {
-        match self {
-            Engine::Fixed(index) => index.insert_set(id, hashes),
-            Engine::Sized(collection) => collection.insert_set(id, hashes),
-            Engine::Sharded(_) => return Err(read_only("add a set")),
-        }
-        .map_err(py_err)
+        write_set!(self, "add a set", |index| index.insert_set(id, hashes))
     }
 
     /// Adds `hashes` to set `id`: into its filter, or (a collection)
     /// filling its last filter and growing into a larger part past its
     /// capacity.
     fn add_keys(&mut self, id: u64, hashes: &[KeyHash]) -> PyResult<()> {
-        match self {
-            Engine::Fixed(index) => index.add_keys(id, hashes),
-            Engine::Sized(collection) => collection.add_keys(id, hashes),
-            Engine::Sharded(_) => return Err(read_only("add keys")),
-        }
-        .map_err(py_err)
+        write_set!(self, "add keys", |index| index.add_keys(id, hashes))
     }
 
     fn remove_set(&mut self, id: u64) -> PyResult<()> {
-        match self {
-            Engine::Fixed(index) => index.remove_set(id),
-            Engine::Sized(collection) => collection.remove_set(id),
-            Engine::Sharded(_) => return Err(read_only("remove a set")),
-        }
-        .map_err(py_err)
+        write_set!(self, "remove a set", |index| index.remove_set(id))
     }
 
     /// Replaces the keys of set `id` by `hashes` (a collection sizes the
     /// set again from them).
     fn replace_set(&mut self, id: u64, hashes: &[KeyHash]) -> PyResult<()> {
-        match self {
-            Engine::Fixed(index) => index.replace_set(id, hashes),
-            Engine::Sized(collection) => collection.replace_set(id, hashes),
-            Engine::Sharded(_) => return Err(read_only("update a set")),
-        }
-        .map_err(py_err)
+        write_set!(self, "update a set", |index| index.replace_set(id, hashes))
     }
 
     /// The filter layers: one index, the parts of a collection, or the
@@ -587,6 +582,32 @@ impl Index {
 
     fn write(&self) -> RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `change(engine, id, hashes)` on the set called `name` with `keys`
+    /// hashed under the index's seed, under the write lock and without the
+    /// GIL; an `UnsupportedOperation` for a read-only index (`what` says
+    /// which change).
+    fn change_keys(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        keys: &Bound<'_, PyAny>,
+        what: &str,
+        change: impl FnOnce(&mut Engine, u64, &[KeyHash]) -> PyResult<()> + Send,
+    ) -> PyResult<()> {
+        let name = name_bytes(name)?;
+        let seed = {
+            let inner = self.read();
+            inner.engine.check_writable(what)?;
+            inner.engine.reader().seed()
+        };
+        let hashes = key_hashes(keys, seed)?;
+        py.detach(|| {
+            let mut inner = self.write();
+            let id = inner.id_of(&name)?;
+            change(&mut inner.engine, id, &hashes)
+        })
     }
 
     /// The hash of a `bytes`/`str` key under the index's seed.
@@ -998,36 +1019,14 @@ impl Index {
     /// in a fixed-size index the keys go into its one filter. Waits for
     /// running queries.
     fn add_keys(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
-        let name = name_bytes(name)?;
-        let seed = {
-            let inner = self.read();
-            inner.engine.check_writable("add keys")?;
-            inner.engine.reader().seed()
-        };
-        let hashes = key_hashes(keys, seed)?;
-        py.detach(|| {
-            let mut inner = self.write();
-            let id = inner.id_of(&name)?;
-            inner.engine.add_keys(id, &hashes)
-        })
+        self.change_keys(py, name, keys, "add keys", Engine::add_keys)
     }
 
     /// Replaces the keys of the set called ``name`` by ``keys`` (its id and
     /// name stay; in an index built without a size the set is placed again
     /// by its new number of keys). Waits for running queries.
     fn update(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
-        let name = name_bytes(name)?;
-        let seed = {
-            let inner = self.read();
-            inner.engine.check_writable("update a set")?;
-            inner.engine.reader().seed()
-        };
-        let hashes = key_hashes(keys, seed)?;
-        py.detach(|| {
-            let mut inner = self.write();
-            let id = inner.id_of(&name)?;
-            inner.engine.replace_set(id, &hashes)
-        })
+        self.change_keys(py, name, keys, "update a set", Engine::replace_set)
     }
 
     /// Removes the set called ``name``. Waits for running queries.

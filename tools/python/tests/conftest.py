@@ -31,6 +31,20 @@ PARAMS = {"n_exp": 100, "fp": 0.2}
 CLI_PARAMS = ["--n-exp", "100", "--fp", "0.2"]
 
 
+def assert_reload_sees_save(path: pathlib.Path, name: str, key: str) -> None:
+    """A reader of the file at `path` sees set `name` holding `key`, added by
+    another handle and saved over the file, only after `reload()`."""
+    import bloomslice
+
+    reader = bloomslice.Index.open(path)
+    writer = bloomslice.Index.open(path, mmap=False)
+    writer.add(name, [key])
+    writer.save(path)
+    assert reader.query(key) == []
+    reader.reload()
+    assert reader.query(key) == [name]
+
+
 @pytest.fixture()
 def set_dir(tmp_path: pathlib.Path) -> pathlib.Path:
     """SETS as a directory of text files, one key per line."""

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import bloomslice
-from conftest import CLI_PARAMS, PARAMS, SETS
+from conftest import CLI_PARAMS, PARAMS, SETS, assert_reload_sees_save
 
 QUERY_KEYS = [k for keys in SETS.values() for k in keys[::7]] + [f"absent-{i}" for i in range(300)]
 
@@ -404,13 +404,7 @@ def test_large_merges_split_over_two_threads_equal_a_reference() -> None:
 def test_reload_sees_another_writers_save(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "i.bsi"
     bloomslice.Index.build({"a": ["x"]}).save(path)
-    reader = bloomslice.Index.open(path)
-    writer = bloomslice.Index.open(path, mmap=False)
-    writer.add("b", ["y"])
-    writer.save(path)
-    assert reader.query("y") == []
-    reader.reload()
-    assert reader.query("y") == ["b"]
+    assert_reload_sees_save(path, "b", "y")
     with pytest.raises(ValueError, match="not opened from a file"):
         bloomslice.Index.build({"a": ["x"]}).reload()
 

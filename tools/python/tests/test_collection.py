@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import bloomslice
+from conftest import assert_reload_sees_save
 
 # Skewed sizes: many small sets, a few large ones (a heavy tail).
 SIZES = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584] * 3
@@ -139,13 +140,7 @@ def test_collection_files_save_open_and_map(tmp_path: pathlib.Path) -> None:
         assert len(info["parts"]) == len(index.inspect()["parts"])  # type: ignore[arg-type]
         assert info["file"] == str(path)
     # A changed copy saved over the file is seen after reload.
-    reader = bloomslice.Index.open(path)
-    writer = bloomslice.Index.open(path, mmap=False)
-    writer.add("late", ["late-key"])
-    writer.save(path)
-    assert reader.query("late-key") == []
-    reader.reload()
-    assert reader.query("late-key") == ["late"]
+    assert_reload_sees_save(path, "late", "late-key")
 
 
 def test_index_files_of_one_size_open_and_save_as_they_were(tmp_path: pathlib.Path) -> None:

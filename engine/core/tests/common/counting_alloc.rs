@@ -1,9 +1,25 @@
 //! A global allocator that counts allocation calls, shared by the tests that
-//! prove a warm path allocates nothing. Each test crate installs it with
-//! `#[global_allocator] static GLOBAL: Counting = Counting;`.
+//! prove a warm path allocates nothing. Including this file (`#[path =
+//! "common/counting_alloc.rs"] mod counting_alloc;`) installs it as the test
+//! crate's global allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Held by every test of a crate whose tests count allocations, so they run
+/// one at a time (the counter is global; a test that panicked while holding
+/// it does not stop the others).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Takes [`SERIAL`] for the rest of the calling test.
+#[allow(dead_code, reason = "no_alloc.rs has a single test and needs no lock; an `expect` would fail where it is used")]
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// The system allocator, counting `alloc` and `realloc` calls in
 /// [`ALLOCATIONS`].

@@ -69,6 +69,17 @@ pub fn ok(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
+/// Exit code `code` (2 usage, 1 runtime), one line on stderr starting with
+/// `error:`, no panic; returns the stderr.
+pub fn fails(out: &Output, code: i32) -> String {
+    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
+    assert!(stderr.starts_with("error:"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
 /// Waits for `child` and returns its status and peak resident memory: its
 /// own `VmHWM`, polled until it exits (the high-water mark only grows).
 /// (`wait4`'s `ru_maxrss` is no use here: a spawned child inherits the

@@ -65,7 +65,7 @@ pub fn merge(manifest: &Path, output: &Path, force: bool, wait: Duration) -> Res
     if !force && output.exists() {
         return Err(CliError::Runtime(format!("{} already exists (pass --force to replace it)", output.display())));
     }
-    persist::save(lock.path(), &collection, sharded.names())
+    lock.save(&collection, sharded.names())
         .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))?;
     println!("{}\t{} sets from {} files", output.display(), sharded.len(), sharded.shard_count());
     Ok(())

@@ -87,9 +87,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use bloomslice::collection::levels::PathStep;
 use bloomslice::kernels::Kernels;
 use bloomslice::{
-    BatchResults, BloomFilter, BloomParams, Key, KeyHash, LayoutConfig, SetIndex, SlicedIndex, Threshold,
+    BatchResults, BloomFilter, BloomParams, Key, KeyHash, LayoutConfig, LevelConfig, LevelIndex, ReadIndex, SetIndex,
+    SlicedIndex, Threshold,
 };
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -451,10 +453,42 @@ impl FilterList {
     }
 }
 
+/// An engine's oracle: its own filters, tested one by one.
+enum Oracle {
+    /// One filter a set.
+    List(FilterList),
+    /// A path of filters a set ([`LevelIndex::paths`]).
+    Paths(Vec<(u64, Vec<PathStep>)>),
+}
+
+impl Oracle {
+    fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        match self {
+            Oracle::List(list) => list.query_hash_into(hash, out),
+            Oracle::Paths(paths) => {
+                out.clear();
+                out.extend(paths.iter().filter(|(_, p)| p.iter().all(|s| s.passes(hash))).map(|(id, _)| *id));
+            }
+        }
+    }
+
+    fn threshold(&self, keys: &[KeyHash], min_count: u32) -> Vec<(u64, u32)> {
+        match self {
+            Oracle::List(list) => list.threshold(keys, min_count),
+            Oracle::Paths(paths) => paths
+                .iter()
+                .map(|(id, p)| (*id, keys.iter().filter(|&&h| p.iter().all(|s| s.passes(h))).count() as u32))
+                .filter(|&(_, c)| c >= min_count)
+                .collect(),
+        }
+    }
+}
+
 /// One engine under test.
 enum Engine {
     OneM(SlicedIndex),
     SetIndex(SetIndex),
+    Levels(LevelIndex),
     Naive(FilterList),
 }
 
@@ -463,6 +497,7 @@ impl Engine {
         match self {
             Engine::OneM(index) => index.query_hash_into(hash, out),
             Engine::SetIndex(c) => c.query_hash_into(hash, out),
+            Engine::Levels(l) => l.query_hash_into(hash, out),
             Engine::Naive(list) => list.query_hash_into(hash, out),
         }
     }
@@ -472,6 +507,7 @@ impl Engine {
         match self {
             Engine::OneM(index) => index.query_batch_hashes(hashes, results),
             Engine::SetIndex(c) => c.query_batch_hashes(hashes, results),
+            Engine::Levels(l) => l.query_batch_hashes(hashes, results),
             Engine::Naive(_) => return false,
         }
         true
@@ -481,6 +517,7 @@ impl Engine {
         match self {
             Engine::OneM(index) => Some(index.query_threshold(keys, threshold)),
             Engine::SetIndex(c) => Some(c.query_threshold(keys, threshold)),
+            Engine::Levels(l) => Some(ReadIndex::query_threshold(l, keys, threshold)),
             Engine::Naive(_) => None,
         }
     }
@@ -489,6 +526,7 @@ impl Engine {
         match self {
             Engine::OneM(index) => index.memory_bytes(),
             Engine::SetIndex(c) => c.memory_bytes(),
+            Engine::Levels(l) => l.memory_bytes(),
             Engine::Naive(list) => list.memory_bytes(),
         }
     }
@@ -500,6 +538,7 @@ impl Engine {
             Engine::SetIndex(c) => {
                 c.parts().filter(|part| !part.is_empty()).map(|part| (part.params().m(), part.len())).collect()
             }
+            Engine::Levels(l) => l.top_shape().into_iter().collect(),
             Engine::Naive(_) => Vec::new(),
         }
     }
@@ -633,11 +672,24 @@ pub fn run(run: &SkewedRun, log: &mut dyn FnMut(&str)) -> Result<Vec<SkewedRow>,
     let collection_list = own_filters(&collection)?;
     let pow2 = pow2_collection(&sets, p)?;
     let pow2_list = own_filters(&pow2)?;
+    let (levels, build_time) = crate::engines::timed(|| LevelIndex::build(&sets.sets, p, LevelConfig::default()));
+    let levels = levels?;
+    log(&format!(
+        "levels (built in {:.1} ms): depth {}, top columns {:?}, rows {} bytes",
+        build_time.as_secs_f64() * 1e3,
+        levels.depth(),
+        levels.top_columns(),
+        levels.rows_bytes()
+    ));
+    let levels_paths = Oracle::Paths(levels.paths()?);
     let naive = Engine::Naive(collection_list.clone());
-    let engines: Vec<(&str, Engine, &FilterList)> = vec![
+    let (one_list, collection_list, pow2_list) =
+        (Oracle::List(one_list), Oracle::List(collection_list), Oracle::List(pow2_list));
+    let engines: Vec<(&str, Engine, &Oracle)> = vec![
         ("one-m", Engine::OneM(one_m), &one_list),
         ("collection", Engine::SetIndex(collection), &collection_list),
         ("collection-pow2", Engine::SetIndex(pow2), &pow2_list),
+        ("levels", Engine::Levels(levels), &levels_paths),
         ("naive", naive, &collection_list),
     ];
 
@@ -798,7 +850,11 @@ pub fn run(run: &SkewedRun, log: &mut dyn FnMut(&str)) -> Result<Vec<SkewedRow>,
         .enumerate()
         .map(|(e, (name, engine, _))| {
             let shapes = engine.parts();
-            let row_runs = if matches!(engine, Engine::Naive(_)) { sets.sets.len() } else { shapes.len() * k };
+            let row_runs = match engine {
+                Engine::Naive(_) => sets.sets.len(),
+                Engine::Levels(l) => l.max_row_runs(),
+                _ => shapes.len() * k,
+            };
             SkewedRow {
                 workload: sets.name.clone(),
                 engine: (*name).to_string(),

@@ -119,7 +119,7 @@ pub(crate) mod sync;
 pub mod testing;
 
 pub use bloomslice_kernels as kernels;
-pub use collection::{LayoutConfig, SetIndex, SetOp};
+pub use collection::{LayoutConfig, LevelConfig, LevelIndex, SetIndex, SetOp};
 pub use concurrent::{ConcurrentIndex, WriteOp};
 pub use error::{Error, Result};
 pub use filter::BloomFilter;

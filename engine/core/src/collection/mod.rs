@@ -90,6 +90,7 @@
 mod absorb;
 pub mod concurrent;
 pub mod layout;
+pub mod levels;
 mod query;
 pub(crate) mod stored;
 
@@ -104,6 +105,7 @@ use crate::sliced::SlicedIndex;
 pub use crate::sliced::{PartPrefetch, RESIDENT_ROWS_BYTES};
 pub use concurrent::SetOp;
 pub use layout::{Layout, LayoutConfig, PartPlan};
+pub use levels::{LevelConfig, LevelIndex};
 pub use query::CollectionScratch;
 
 /// One part: a sliced index and the number of keys a set placed in it by

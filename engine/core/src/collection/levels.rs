@@ -1,0 +1,782 @@
+//! [`LevelIndex`]: a collection of sets in levels, for skewed collections
+//! where flat size-classed parts answer too many false sets and read too
+//! many rows.
+//!
+//! # Shape
+//!
+//! A level is one [`SlicedIndex`] of at most
+//! [`LevelConfig::top_columns`] columns, all of one length `m` sized for a
+//! column capacity of `c` keys at the target rate `p`. Its columns are of
+//! two kinds:
+//!
+//! - **pieces** of a large set (more than `c / 2` keys): the set is split
+//!   into `s = ceil(n / c)` pieces by a hash of the key, so that a key of
+//!   the set is in exactly one piece, the one [`piece_of`] names. A query
+//!   reports the set only when the key's own piece answers, so the set's
+//!   false-positive rate is one column's, whatever `s` (seqan's HIBF splits
+//!   a user bin across technical bins without a partition and corrects the
+//!   bins' sizes for the `s` columns a key may pass).
+//! - **groups** of small sets (at most `c / 2` keys each), taken in order
+//!   of descending size and filled up to `c` keys: the column holds the
+//!   union of the members' keys, and the members' own filters sit one
+//!   level below, in a [`SetIndex`] of their own (sized from their sizes,
+//!   so in one or a few parts), or, for a group of more than
+//!   [`LevelConfig::leaf_sets`] members, in levels again.
+//!
+//! A key is hashed once. It reads the top level's `k` rows (one word each
+//! for up to 64 columns); only where a group's column answers does it
+//! descend into that group. An absent key mostly stops at the top, and a
+//! small set answers falsely only when its group's column and its own
+//! filter both do, so at about `p * p`.
+//!
+//! # Choosing `c`, and whether levels pay
+//!
+//! `c` is the least capacity (found by bisection over the sorted sizes,
+//! `O(N log K)`) for which pieces and groups take at most
+//! [`LevelConfig::top_columns`] columns. Levels are built only where they
+//! pay: the estimated memory of the levels (the top level's rows plus
+//! every group's [`Layout`]) must be at most
+//! [`LevelConfig::max_memory_ratio`] times a flat [`SetIndex`]'s, and a
+//! present key's estimated row runs (the top's `k` plus one group's
+//! parts) fewer than the flat layout's. Otherwise (every set of one size,
+//! a handful of sets) the index is one flat [`SetIndex`] and answers
+//! exactly as one.
+//!
+//! Group sizes are the sum of the members' sizes, an upper bound of their
+//! union, so a group's column is never over its capacity.
+
+use crate::collection::{Layout, LayoutConfig, SetIndex};
+use crate::error::{Error, Result};
+use crate::hash::{Key, KeyHash};
+use crate::params::{BloomParams, HashScheme};
+use crate::score::{Scores, Threshold};
+use crate::sliced::{BatchResults, SlicedIndex};
+use crate::{BloomFilter, ReadIndex};
+
+/// The knobs of [`LevelIndex::build`] (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LevelConfig {
+    /// Columns of a level at most (64: one word a row).
+    pub top_columns: usize,
+    /// A group of more members than this is split into levels again.
+    pub leaf_sets: usize,
+    /// Levels are built only if their estimated memory is at most this
+    /// times a flat collection's.
+    pub max_memory_ratio: f64,
+    /// The layout of a collection where levels do not pay.
+    pub layout: LayoutConfig,
+    /// The layout of a group's members one level down.
+    pub group_layout: LayoutConfig,
+}
+
+impl Default for LevelConfig {
+    fn default() -> Self {
+        LevelConfig {
+            top_columns: 64,
+            leaf_sets: 512,
+            max_memory_ratio: 1.5,
+            layout: LayoutConfig::default(),
+            group_layout: LayoutConfig { max_parts: 1, ..LayoutConfig::default() },
+        }
+    }
+}
+
+/// Whose a level's column is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    /// Piece `piece` of the `pieces` of set `id`.
+    Piece { id: u64, piece: u32, pieces: u32 },
+    /// Group `0` of the level's groups.
+    Group(u32),
+}
+
+/// One level: its columns and the groups below it.
+#[derive(Clone, Debug)]
+struct Level {
+    index: SlicedIndex,
+    owners: Vec<Owner>,
+    groups: Vec<Node>,
+}
+
+/// A flat collection or a level.
+#[derive(Clone, Debug)]
+enum Node {
+    Flat(SetIndex),
+    Level(Box<Level>),
+}
+
+/// The piece of `pieces` a key of a split set goes to: a hash of the key
+/// independent of its probe positions, mapped onto `[0, pieces)`.
+#[inline]
+pub fn piece_of(hash: KeyHash, pieces: u32) -> u32 {
+    // murmur3's 64-bit finaliser over both words.
+    let mut x = hash.h1 ^ hash.h2.rotate_left(29);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^= x >> 33;
+    ((u128::from(x) * u128::from(pieces)) >> 64) as u32
+}
+
+/// One test on a set's path through the levels ([`LevelIndex::paths`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PathStep {
+    /// The filter must hold the key.
+    Filter(BloomFilter),
+    /// The set is split into these pieces: the key's piece
+    /// (`pieces[piece_of(hash, pieces.len())]`) must hold it.
+    Pieces(Vec<BloomFilter>),
+}
+
+impl PathStep {
+    /// Whether the key hashed as `hash` passes this step.
+    pub fn passes(&self, hash: KeyHash) -> bool {
+        match self {
+            PathStep::Filter(filter) => filter.contains_hash(hash),
+            PathStep::Pieces(pieces) => pieces[piece_of(hash, pieces.len() as u32) as usize].contains_hash(hash),
+        }
+    }
+}
+
+/// The plan of one level over sets sorted by descending size.
+struct Plan {
+    capacity: u64,
+    /// `(set index, pieces)` of the split sets.
+    split: Vec<(usize, u32)>,
+    /// Ranges of the sorted sets forming each group.
+    groups: Vec<core::ops::Range<usize>>,
+}
+
+impl Plan {
+    fn columns(&self) -> usize {
+        self.split.iter().map(|&(_, s)| s as usize).sum::<usize>() + self.groups.len()
+    }
+
+    /// The split of `sizes` (descending) at column capacity `c`.
+    fn at(sizes: &[u64], c: u64) -> Plan {
+        let big = sizes.partition_point(|&n| n > c / 2);
+        let split = (0..big).map(|i| (i, sizes[i].div_ceil(c) as u32)).collect();
+        let mut groups = Vec::new();
+        let (mut start, mut load) = (big, 0u64);
+        for (i, &n) in sizes.iter().enumerate().skip(big) {
+            if load + n > c && i > start {
+                groups.push(start..i);
+                (start, load) = (i, 0);
+            }
+            load += n;
+        }
+        if start < sizes.len() {
+            groups.push(start..sizes.len());
+        }
+        Plan { capacity: c, split, groups }
+    }
+
+    /// The plan of least capacity whose columns fit in `columns`.
+    fn choose(sizes: &[u64], columns: usize) -> Plan {
+        let total: u64 = sizes.iter().sum::<u64>().max(1);
+        let (mut lo, mut hi) = (1u64, total);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if Plan::at(sizes, mid).columns() > columns {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Plan::at(sizes, lo)
+    }
+}
+
+/// Estimated rows and row runs of a node over `sizes` (descending).
+struct Estimate {
+    bits: u64,
+    /// Row runs a present key reads, on average over the keys.
+    present: f64,
+    /// Row runs an absent key reads, on average.
+    absent: f64,
+}
+
+impl Estimate {
+    /// Row runs of a query mix of half present, half absent keys.
+    fn runs(&self) -> f64 {
+        (self.present + self.absent) / 2.0
+    }
+}
+
+fn estimate_flat(sizes: &[u64], p: f64, config: LayoutConfig) -> Result<Estimate> {
+    let layout = Layout::choose(sizes, p, config)?;
+    let runs = layout.row_runs() as f64;
+    Ok(Estimate { bits: layout.bits(), present: runs, absent: runs })
+}
+
+/// A level reads its `k` rows; a present key then descends into its
+/// group (weighted by the group's share of the keys), an absent one into
+/// each group whose column answers falsely (at the column's expected
+/// rate at its load).
+fn estimate_levels(sizes: &[u64], p: f64, config: &LevelConfig) -> Result<Estimate> {
+    let plan = Plan::choose(sizes, top_columns(config));
+    let params = BloomParams::for_capacity(plan.capacity, p)?;
+    let k = f64::from(params.k());
+    let total = sizes.iter().sum::<u64>().max(1) as f64;
+    let mut e = Estimate { bits: super::layout::part_bits(params.m(), plan.columns() as u64), present: k, absent: k };
+    for group in &plan.groups {
+        let sizes = &sizes[group.clone()];
+        let below = estimate_group(sizes, p, config)?;
+        let load: u64 = sizes.iter().sum();
+        e.bits = e.bits.saturating_add(below.bits);
+        e.present += load as f64 / total * below.present;
+        e.absent += params.expected_fpr(load) * below.absent;
+    }
+    Ok(e)
+}
+
+/// Whether a group of `sizes` is split into a level again: it has more
+/// than [`LevelConfig::leaf_sets`] members and a level over them would
+/// hold more than one column.
+fn splits(sizes: &[u64], config: &LevelConfig) -> bool {
+    sizes.len() > config.leaf_sets && Plan::choose(sizes, top_columns(config)).columns() > 1
+}
+
+/// A level's columns at most (at least 2, so that a level divides).
+fn top_columns(config: &LevelConfig) -> usize {
+    config.top_columns.max(2)
+}
+
+fn estimate_group(sizes: &[u64], p: f64, config: &LevelConfig) -> Result<Estimate> {
+    if splits(sizes, config) { estimate_levels(sizes, p, config) } else { estimate_flat(sizes, p, config.group_layout) }
+}
+
+/// A collection of sets in levels (see the [module documentation](self)).
+///
+/// ```
+/// use bloomslice::{LevelConfig, LevelIndex, ReadIndex};
+///
+/// // One large set and many small ones.
+/// let mut sets: Vec<(u64, Vec<String>)> = vec![(0, (0..20_000).map(|i| format!("big-{i}")).collect())];
+/// for id in 1..400u64 {
+///     sets.push((id, (0..id % 40 + 1).map(|i| format!("s{id}-{i}")).collect()));
+/// }
+/// let index = LevelIndex::build(&sets, 0.01, LevelConfig::default())?;
+/// assert_eq!(index.depth(), 2);
+/// assert!(index.query("big-7").contains(&0));
+/// assert!(index.query("s77-3").contains(&77));
+/// assert_eq!(index.len(), 400);
+/// # Ok::<(), bloomslice::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct LevelIndex {
+    p: f64,
+    k: u32,
+    scheme: HashScheme,
+    seed: u64,
+    root: Node,
+    /// Every set's id, ascending.
+    ids: Vec<u64>,
+}
+
+impl LevelIndex {
+    /// An index of `sets` (`(id, keys)`) at false-positive rate `p` per
+    /// set, with the default hash scheme and seed 0, in levels where they
+    /// pay (see the module documentation).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DuplicateId`] for an id given twice, and the errors of
+    /// [`SetIndex::build`].
+    pub fn build<K: Key, S: AsRef<[K]>>(sets: &[(u64, S)], p: f64, config: LevelConfig) -> Result<Self> {
+        Self::build_with_hashing(sets, p, config, HashScheme::default(), 0)
+    }
+
+    /// [`LevelIndex::build`] with the given hash scheme and seed.
+    ///
+    /// # Errors
+    ///
+    /// As [`LevelIndex::build`].
+    pub fn build_with_hashing<K: Key, S: AsRef<[K]>>(
+        sets: &[(u64, S)],
+        p: f64,
+        config: LevelConfig,
+        scheme: HashScheme,
+        seed: u64,
+    ) -> Result<Self> {
+        let k = BloomParams::for_capacity(1, p)?.k();
+        let mut ids: Vec<u64> = sets.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        if let Some(pair) = ids.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(Error::DuplicateId(pair[0]));
+        }
+        let mut sorted: Vec<(u64, &[K])> = sets.iter().map(|(id, keys)| (*id, keys.as_ref())).collect();
+        sorted.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        let sizes: Vec<u64> = sorted.iter().map(|(_, keys)| (keys.len() as u64).max(1)).collect();
+        let hashing = Hashing { p, scheme, seed };
+        let levels_pay = sets.len() > top_columns(&config) && {
+            let flat = estimate_flat(&sizes, p, config.layout)?;
+            let levels = estimate_levels(&sizes, p, &config)?;
+            levels.bits as f64 <= config.max_memory_ratio * flat.bits as f64 && levels.runs() < flat.runs()
+        };
+        let root = if levels_pay {
+            Node::Level(Box::new(hashing.level(&sorted, &sizes, &config)?))
+        } else {
+            Node::Flat(hashing.flat(&sorted, config.layout)?)
+        };
+        Ok(LevelIndex { p, k, scheme, seed, root, ids })
+    }
+
+    /// The target false-positive rate of every set.
+    pub fn p(&self) -> f64 {
+        self.p
+    }
+
+    /// Levels a key may read: 1 for a flat collection.
+    pub fn depth(&self) -> usize {
+        self.root.depth()
+    }
+
+    /// The top level's columns, or `None` for a flat collection.
+    pub fn top_columns(&self) -> Option<usize> {
+        match &self.root {
+            Node::Flat(_) => None,
+            Node::Level(level) => Some(level.owners.len()),
+        }
+    }
+
+    /// `(m, columns)` of the top level, or `None` for a flat collection.
+    pub fn top_shape(&self) -> Option<(u64, usize)> {
+        match &self.root {
+            Node::Flat(_) => None,
+            Node::Level(level) => Some((level.index.params().m(), level.owners.len())),
+        }
+    }
+
+    /// Row runs a key reads at most: `k` a level on its deepest path, plus
+    /// `k` a part of the flat collection it ends in.
+    pub fn max_row_runs(&self) -> usize {
+        self.root.max_row_runs(self.k as usize)
+    }
+
+    /// Bytes of the filters' rows, every level's.
+    pub fn rows_bytes(&self) -> usize {
+        self.root.rows_bytes()
+    }
+
+    /// Number of sets.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the index holds no set.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Whether a set is stored under `id`.
+    pub fn contains(&self, id: u64) -> bool {
+        self.ids.binary_search(&id).is_ok()
+    }
+
+    /// The ids of the sets, ascending.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
+    /// Bytes of memory the index holds.
+    pub fn memory_bytes(&self) -> usize {
+        self.root.memory_bytes() + self.ids.capacity() * 8
+    }
+
+    /// Every set's path: the tests a key passes, level by level, exactly
+    /// when the index reports the set (a naive model of the index, for
+    /// oracles and tests), by ascending id.
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`SlicedIndex::filter_cloned`].
+    pub fn paths(&self) -> Result<Vec<(u64, Vec<PathStep>)>> {
+        let mut paths = Vec::with_capacity(self.ids.len());
+        self.root.paths(&mut Vec::new(), &mut paths)?;
+        paths.sort_unstable_by_key(|(id, _)| *id);
+        Ok(paths)
+    }
+
+    /// Ids of the sets that may contain `key`, each once, in no particular
+    /// order.
+    pub fn query<K: Key + ?Sized>(&self, key: &K) -> Vec<u64> {
+        let mut out = Vec::new();
+        self.query_hash_into(key.key_hash(self.seed), &mut out);
+        out
+    }
+
+    /// Scores `keys` against every set: afterwards `scores` holds, for
+    /// every set, how many of the keys it may contain (a key repeated
+    /// counts once per occurrence), ascending id, non-zero counts only.
+    pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
+        let hashes: Vec<KeyHash> = keys.iter().map(|key| key.key_hash(self.seed)).collect();
+        scores.entries.clear();
+        self.root.score(&hashes, 1, &mut scores.entries);
+        scores.entries.sort_unstable();
+        scores.keys = keys.len();
+    }
+
+    /// The sets whose count for `keys` reaches `threshold`, as
+    /// `(id, count)` by ascending id, into `out` (cleared first). A level
+    /// descends into a group only with the keys its column passes, and
+    /// only when they are at least the threshold's count; a `min_count` of
+    /// 0 returns every set.
+    pub fn query_threshold_into<K: Key>(&self, keys: &[K], threshold: Threshold, out: &mut Vec<(u64, u32)>) {
+        let hashes: Vec<KeyHash> = keys.iter().map(|key| key.key_hash(self.seed)).collect();
+        let min_count = threshold.min_count(keys.len());
+        out.clear();
+        self.root.score(&hashes, min_count.max(1), out);
+        out.sort_unstable();
+        if min_count == 0 {
+            let counted = core::mem::take(out);
+            out.extend(self.ids.iter().map(|&id| {
+                let at = counted.binary_search_by_key(&id, |&(i, _)| i);
+                (id, at.map_or(0, |at| counted[at].1))
+            }));
+        }
+    }
+
+    /// [`LevelIndex::query`] by the key's hash, into `out` (cleared
+    /// first). Allocates nothing once `out` has grown.
+    pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        out.clear();
+        self.root.append(hash, out);
+    }
+}
+
+/// What every node of one index shares.
+struct Hashing {
+    p: f64,
+    scheme: HashScheme,
+    seed: u64,
+}
+
+impl Hashing {
+    fn flat<K: Key>(&self, sets: &[(u64, &[K])], layout: LayoutConfig) -> Result<SetIndex> {
+        SetIndex::build_with_hashing(sets, self.p, layout, self.scheme, self.seed)
+    }
+
+    fn node<K: Key>(&self, sets: &[(u64, &[K])], sizes: &[u64], config: &LevelConfig) -> Result<Node> {
+        if splits(sizes, config) {
+            Ok(Node::Level(Box::new(self.level(sets, sizes, config)?)))
+        } else {
+            Ok(Node::Flat(self.flat(sets, config.group_layout)?))
+        }
+    }
+
+    /// A level over `sets` sorted by descending size (`sizes`, at least 1).
+    fn level<K: Key>(&self, sets: &[(u64, &[K])], sizes: &[u64], config: &LevelConfig) -> Result<Level> {
+        let plan = Plan::choose(sizes, top_columns(config));
+        let params = BloomParams::for_capacity(plan.capacity, self.p)?.with_scheme(self.scheme).with_seed(self.seed);
+        let mut filters = Vec::with_capacity(plan.columns());
+        let mut owners = Vec::with_capacity(plan.columns());
+        for &(i, pieces) in &plan.split {
+            let (id, keys) = sets[i];
+            let first = filters.len();
+            for piece in 0..pieces {
+                filters.push(BloomFilter::new(params)?);
+                owners.push(Owner::Piece { id, piece, pieces });
+            }
+            for key in keys {
+                let hash = key.key_hash(self.seed);
+                filters[first + piece_of(hash, pieces) as usize].insert_hash(hash);
+            }
+        }
+        let mut groups = Vec::with_capacity(plan.groups.len());
+        for (g, range) in plan.groups.iter().enumerate() {
+            let mut filter = BloomFilter::new(params)?;
+            for (_, keys) in &sets[range.clone()] {
+                for key in *keys {
+                    filter.insert_hash(key.key_hash(self.seed));
+                }
+            }
+            filters.push(filter);
+            owners.push(Owner::Group(g as u32));
+            groups.push(self.node(&sets[range.clone()], &sizes[range.clone()], config)?);
+        }
+        let mut index = SlicedIndex::new(params);
+        let refs: Vec<(u64, &BloomFilter)> = filters.iter().enumerate().map(|(c, f)| (c as u64, f)).collect();
+        index.insert_filters(&refs)?;
+        Ok(Level { index, owners, groups })
+    }
+}
+
+impl Node {
+    /// Appends the ids that may hold the key to `out`.
+    fn append(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        match self {
+            Node::Flat(set_index) => set_index.query_hash_append(hash, out),
+            Node::Level(level) => {
+                // The level's answering columns go to the end of `out`, are
+                // replaced by the sets they stand for, then removed.
+                let start = out.len();
+                level.index.query_hash_append(hash, out);
+                let end = out.len();
+                for at in start..end {
+                    match level.owners[out[at] as usize] {
+                        Owner::Piece { id, piece, pieces } => {
+                            if piece_of(hash, pieces) == piece {
+                                out.push(id);
+                            }
+                        }
+                        Owner::Group(g) => level.groups[g as usize].append(hash, out),
+                    }
+                }
+                out.drain(start..end);
+            }
+        }
+    }
+
+    /// Appends `(id, count)` of every set below this node whose count for
+    /// `hashes` is at least `min_count` (at least 1) to `out`, unordered.
+    fn score(&self, hashes: &[KeyHash], min_count: u32, out: &mut Vec<(u64, u32)>) {
+        if hashes.len() < min_count as usize {
+            return;
+        }
+        match self {
+            Node::Flat(set_index) => {
+                let mut found = Vec::new();
+                set_index.query_threshold_into(hashes, Threshold::count(min_count), &mut Scores::new(), &mut found);
+                out.extend(found);
+            }
+            Node::Level(level) => {
+                // Each key's columns: pieces count where the key's own piece
+                // answers, groups collect the keys their column passes.
+                let mut piece_counts = vec![0u32; level.owners.len()];
+                let mut group_keys: Vec<Vec<KeyHash>> = vec![Vec::new(); level.groups.len()];
+                let mut columns = Vec::new();
+                for &hash in hashes {
+                    level.index.query_hash_into(hash, &mut columns);
+                    for &column in &columns {
+                        match level.owners[column as usize] {
+                            Owner::Piece { piece, pieces, .. } => {
+                                if piece_of(hash, pieces) == piece {
+                                    piece_counts[column as usize] += 1;
+                                }
+                            }
+                            Owner::Group(g) => group_keys[g as usize].push(hash),
+                        }
+                    }
+                }
+                let mut column = 0;
+                while column < level.owners.len() {
+                    match level.owners[column] {
+                        Owner::Piece { id, pieces, .. } => {
+                            let count: u32 = piece_counts[column..column + pieces as usize].iter().sum();
+                            if count >= min_count {
+                                out.push((id, count));
+                            }
+                            column += pieces as usize;
+                        }
+                        Owner::Group(g) => {
+                            level.groups[g as usize].score(&group_keys[g as usize], min_count, out);
+                            column += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Appends every set's path below `above` (the steps of the levels
+    /// above) to `paths`.
+    fn paths(&self, above: &mut Vec<PathStep>, paths: &mut Vec<(u64, Vec<PathStep>)>) -> Result<()> {
+        match self {
+            Node::Flat(set_index) => {
+                let parts: Vec<&SlicedIndex> = set_index.parts().collect();
+                for id in set_index.ids() {
+                    // A built index's sets have one filter each (none grows).
+                    let mut path = above.clone();
+                    if let Some(info) = set_index.filters(id).and_then(|filters| filters.first().copied()) {
+                        path.push(PathStep::Filter(parts[info.part].filter_cloned(id)?));
+                    }
+                    paths.push((id, path));
+                }
+            }
+            Node::Level(level) => {
+                let mut column = 0;
+                while column < level.owners.len() {
+                    match level.owners[column] {
+                        Owner::Piece { id, pieces, .. } => {
+                            let filters = (column..column + pieces as usize)
+                                .map(|c| level.index.filter_cloned(c as u64))
+                                .collect::<Result<Vec<_>>>()?;
+                            let mut path = above.clone();
+                            path.push(PathStep::Pieces(filters));
+                            paths.push((id, path));
+                            column += pieces as usize;
+                        }
+                        Owner::Group(g) => {
+                            above.push(PathStep::Filter(level.index.filter_cloned(column as u64)?));
+                            level.groups[g as usize].paths(above, paths)?;
+                            above.pop();
+                            column += 1;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn max_row_runs(&self, k: usize) -> usize {
+        match self {
+            Node::Flat(set_index) => k * set_index.parts().filter(|part| !part.is_empty()).count(),
+            Node::Level(level) => k + level.groups.iter().map(|g| g.max_row_runs(k)).max().unwrap_or(0),
+        }
+    }
+
+    fn depth(&self) -> usize {
+        match self {
+            Node::Flat(_) => 1,
+            Node::Level(level) => 1 + level.groups.iter().map(Node::depth).max().unwrap_or(0),
+        }
+    }
+
+    fn rows_bytes(&self) -> usize {
+        match self {
+            Node::Flat(set_index) => set_index.parts().map(SlicedIndex::rows_bytes).sum(),
+            Node::Level(level) => level.index.rows_bytes() + level.groups.iter().map(Node::rows_bytes).sum::<usize>(),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        match self {
+            Node::Flat(set_index) => set_index.memory_bytes(),
+            Node::Level(level) => {
+                level.index.memory_bytes()
+                    + level.owners.capacity() * core::mem::size_of::<Owner>()
+                    + level.groups.iter().map(Node::memory_bytes).sum::<usize>()
+            }
+        }
+    }
+}
+
+impl ReadIndex for LevelIndex {
+    fn k(&self) -> u32 {
+        self.k
+    }
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+    fn scheme(&self) -> HashScheme {
+        self.scheme
+    }
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+    fn contains(&self, id: u64) -> bool {
+        LevelIndex::contains(self, id)
+    }
+    fn ids(&self) -> Vec<u64> {
+        self.ids.clone()
+    }
+    fn memory_bytes(&self) -> usize {
+        LevelIndex::memory_bytes(self)
+    }
+    fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
+        LevelIndex::query_hash_into(self, hash, out)
+    }
+    fn score_hashes_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
+        LevelIndex::score_into(self, hashes, scores)
+    }
+    fn query_threshold_hashes_into(
+        &self,
+        hashes: &[KeyHash],
+        threshold: Threshold,
+        _scratch: &mut Scores,
+        out: &mut Vec<(u64, u32)>,
+    ) {
+        LevelIndex::query_threshold_into(self, hashes, threshold, out)
+    }
+    fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
+        results.clear();
+        let mut ids = Vec::new();
+        for &hash in hashes {
+            self.query_hash_into(hash, &mut ids);
+            results.push_answer(&ids);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skewed(n: u64) -> Vec<(u64, Vec<[u8; 8]>)> {
+        let mut state = 7u64;
+        (0..n)
+            .map(|id| {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                let size = if id % 97 == 0 { 5_000 + (state >> 50) } else { 1 + (state >> 58) };
+                (id, (0..size).map(|i| ((id << 32) | i).to_le_bytes()).collect())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pieces_partition_a_set() {
+        let mut seen = [0u32; 5];
+        for x in 0..10_000u64 {
+            seen[piece_of(KeyHash::from_u64(x), 5) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&n| (1_700..2_300).contains(&n)), "{seen:?}");
+    }
+
+    #[test]
+    fn plan_fits_its_columns_and_capacity() {
+        let mut sizes: Vec<u64> = skewed(2_000).iter().map(|(_, k)| k.len() as u64).collect();
+        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        for columns in [1, 8, 64, 300] {
+            let plan = Plan::choose(&sizes, columns);
+            assert!(plan.columns() <= columns.max(plan.split.len()), "{columns}");
+            for group in &plan.groups {
+                let load: u64 = sizes[group.clone()].iter().sum();
+                assert!(load <= plan.capacity || group.len() == 1);
+            }
+            for &(i, pieces) in &plan.split {
+                assert!(sizes[i].div_ceil(u64::from(pieces)) <= plan.capacity);
+            }
+            // One less capacity needs more columns.
+            if plan.capacity > 1 {
+                assert!(Plan::at(&sizes, plan.capacity - 1).columns() > columns);
+            }
+        }
+    }
+
+    #[test]
+    fn no_false_negative_and_each_set_once() {
+        let sets = skewed(3_000);
+        let config = LevelConfig { leaf_sets: 100, ..LevelConfig::default() };
+        let index = LevelIndex::build(&sets, 0.01, config).unwrap();
+        assert!(index.depth() >= 3, "{}", index.depth());
+        let mut out = Vec::new();
+        for (id, keys) in &sets {
+            for key in keys.iter().step_by(7) {
+                index.query_hash_into(key.key_hash(0), &mut out);
+                assert!(out.contains(id));
+                let mut sorted = out.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                assert_eq!(sorted.len(), out.len());
+            }
+        }
+    }
+
+    #[test]
+    fn equal_sets_stay_flat() {
+        let sets: Vec<(u64, Vec<[u8; 8]>)> =
+            (0..200u64).map(|id| (id, (0..500u64).map(|i| (id * 1_000 + i).to_le_bytes()).collect())).collect();
+        let index = LevelIndex::build(&sets, 0.01, LevelConfig::default()).unwrap();
+        assert_eq!(index.depth(), 1);
+        assert_eq!(index.top_columns(), None);
+    }
+
+    #[test]
+    fn duplicate_ids_are_refused() {
+        let sets = vec![(1u64, vec!["a"]), (1, vec!["b"])];
+        assert!(matches!(LevelIndex::build(&sets, 0.01, LevelConfig::default()), Err(Error::DuplicateId(1))));
+    }
+}

@@ -65,8 +65,6 @@ pub struct LevelConfig {
     pub max_memory_ratio: f64,
     /// The layout of a collection where levels do not pay.
     pub layout: LayoutConfig,
-    /// The layout of a group's members one level down.
-    pub group_layout: LayoutConfig,
 }
 
 impl Default for LevelConfig {
@@ -76,7 +74,6 @@ impl Default for LevelConfig {
             leaf_sets: 512,
             max_memory_ratio: 1.5,
             layout: LayoutConfig::default(),
-            group_layout: LayoutConfig { max_parts: 1, ..LayoutConfig::default() },
         }
     }
 }
@@ -98,10 +95,12 @@ struct Level {
     groups: Vec<Node>,
 }
 
-/// A flat collection or a level.
+/// A flat collection (a root where levels do not pay), a group's members
+/// in one [`SlicedIndex`] sized for the largest, or a level.
 #[derive(Clone, Debug)]
 enum Node {
     Flat(SetIndex),
+    Leaf(SlicedIndex),
     Level(Box<Level>),
 }
 
@@ -146,6 +145,8 @@ struct Plan {
     split: Vec<(usize, u32)>,
     /// Ranges of the sorted sets forming each group.
     groups: Vec<core::ops::Range<usize>>,
+    /// Whether groups keep to size classes.
+    classes: bool,
 }
 
 impl Plan {
@@ -153,14 +154,17 @@ impl Plan {
         self.split.iter().map(|&(_, s)| s as usize).sum::<usize>() + self.groups.len()
     }
 
-    /// The split of `sizes` (descending) at column capacity `c`.
-    fn at(sizes: &[u64], c: u64) -> Plan {
+    /// The split of `sizes` (descending) at column capacity `c`; with
+    /// `classes`, a group holds sets within a factor of two of its largest
+    /// (tiny sets of up to 4 keys together), as its members share one
+    /// filter length.
+    fn at(sizes: &[u64], c: u64, classes: bool) -> Plan {
         let big = sizes.partition_point(|&n| n > c / 2);
         let split = (0..big).map(|i| (i, sizes[i].div_ceil(c) as u32)).collect();
         let mut groups = Vec::new();
         let (mut start, mut load) = (big, 0u64);
         for (i, &n) in sizes.iter().enumerate().skip(big) {
-            if load + n > c && i > start {
+            if i > start && (load + n > c || (classes && n.max(4) * 2 < sizes[start])) {
                 groups.push(start..i);
                 (start, load) = (i, 0);
             }
@@ -169,22 +173,24 @@ impl Plan {
         if start < sizes.len() {
             groups.push(start..sizes.len());
         }
-        Plan { capacity: c, split, groups }
+        Plan { capacity: c, split, groups, classes }
     }
 
-    /// The plan of least capacity whose columns fit in `columns`.
+    /// The plan of least capacity whose columns fit in `columns`, in size
+    /// classes when they fit at all (see [`Plan::at`]).
     fn choose(sizes: &[u64], columns: usize) -> Plan {
         let total: u64 = sizes.iter().sum::<u64>().max(1);
+        let classes = Plan::at(sizes, total, true).columns() <= columns;
         let (mut lo, mut hi) = (1u64, total);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if Plan::at(sizes, mid).columns() > columns {
+            if Plan::at(sizes, mid, classes).columns() > columns {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
-        Plan::at(sizes, lo)
+        Plan::at(sizes, lo, classes)
     }
 }
 
@@ -244,7 +250,12 @@ fn top_columns(config: &LevelConfig) -> usize {
 }
 
 fn estimate_group(sizes: &[u64], p: f64, config: &LevelConfig) -> Result<Estimate> {
-    if splits(sizes, config) { estimate_levels(sizes, p, config) } else { estimate_flat(sizes, p, config.group_layout) }
+    if splits(sizes, config) {
+        return estimate_levels(sizes, p, config);
+    }
+    let params = BloomParams::for_capacity(sizes[0], p)?;
+    let runs = f64::from(params.k());
+    Ok(Estimate { bits: super::layout::part_bits(params.m(), sizes.len() as u64), present: runs, absent: runs })
 }
 
 /// A collection of sets in levels (see the [module documentation](self)).
@@ -336,7 +347,7 @@ impl LevelIndex {
     /// The top level's columns, or `None` for a flat collection.
     pub fn top_columns(&self) -> Option<usize> {
         match &self.root {
-            Node::Flat(_) => None,
+            Node::Flat(_) | Node::Leaf(_) => None,
             Node::Level(level) => Some(level.owners.len()),
         }
     }
@@ -344,7 +355,7 @@ impl LevelIndex {
     /// `(m, columns)` of the top level, or `None` for a flat collection.
     pub fn top_shape(&self) -> Option<(u64, usize)> {
         match &self.root {
-            Node::Flat(_) => None,
+            Node::Flat(_) | Node::Leaf(_) => None,
             Node::Level(level) => Some((level.index.params().m(), level.owners.len())),
         }
     }
@@ -458,11 +469,29 @@ impl Hashing {
         SetIndex::build_with_hashing(sets, self.p, layout, self.scheme, self.seed)
     }
 
+    /// The members of a group in one index sized for the largest
+    /// (`largest` keys).
+    fn leaf<K: Key>(&self, sets: &[(u64, &[K])], largest: u64) -> Result<SlicedIndex> {
+        let params = BloomParams::for_capacity(largest, self.p)?.with_scheme(self.scheme).with_seed(self.seed);
+        let mut filters = Vec::with_capacity(sets.len());
+        for (id, keys) in sets {
+            let mut filter = BloomFilter::new(params)?;
+            for key in *keys {
+                filter.insert_hash(key.key_hash(self.seed));
+            }
+            filters.push((*id, filter));
+        }
+        let mut index = SlicedIndex::new(params);
+        let refs: Vec<(u64, &BloomFilter)> = filters.iter().map(|(id, f)| (*id, f)).collect();
+        index.insert_filters(&refs)?;
+        Ok(index)
+    }
+
     fn node<K: Key>(&self, sets: &[(u64, &[K])], sizes: &[u64], config: &LevelConfig) -> Result<Node> {
         if splits(sizes, config) {
             Ok(Node::Level(Box::new(self.level(sets, sizes, config)?)))
         } else {
-            Ok(Node::Flat(self.flat(sets, config.group_layout)?))
+            Ok(Node::Leaf(self.leaf(sets, sizes[0])?))
         }
     }
 
@@ -508,6 +537,7 @@ impl Node {
     fn append(&self, hash: KeyHash, out: &mut Vec<u64>) {
         match self {
             Node::Flat(set_index) => set_index.query_hash_append(hash, out),
+            Node::Leaf(index) => index.query_hash_append(hash, out),
             Node::Level(level) => {
                 // The level's answering columns go to the end of `out`, are
                 // replaced by the sets they stand for, then removed.
@@ -539,6 +569,11 @@ impl Node {
             Node::Flat(set_index) => {
                 let mut found = Vec::new();
                 set_index.query_threshold_into(hashes, Threshold::count(min_count), &mut Scores::new(), &mut found);
+                out.extend(found);
+            }
+            Node::Leaf(index) => {
+                let mut found = Vec::new();
+                index.query_threshold_into(hashes, Threshold::count(min_count), &mut Scores::new(), &mut found);
                 out.extend(found);
             }
             Node::Level(level) => {
@@ -595,6 +630,13 @@ impl Node {
                     paths.push((id, path));
                 }
             }
+            Node::Leaf(index) => {
+                for id in index.ids() {
+                    let mut path = above.clone();
+                    path.push(PathStep::Filter(index.filter_cloned(id)?));
+                    paths.push((id, path));
+                }
+            }
             Node::Level(level) => {
                 let mut column = 0;
                 while column < level.owners.len() {
@@ -624,13 +666,14 @@ impl Node {
     fn max_row_runs(&self, k: usize) -> usize {
         match self {
             Node::Flat(set_index) => k * set_index.parts().filter(|part| !part.is_empty()).count(),
+            Node::Leaf(_) => k,
             Node::Level(level) => k + level.groups.iter().map(|g| g.max_row_runs(k)).max().unwrap_or(0),
         }
     }
 
     fn depth(&self) -> usize {
         match self {
-            Node::Flat(_) => 1,
+            Node::Flat(_) | Node::Leaf(_) => 1,
             Node::Level(level) => 1 + level.groups.iter().map(Node::depth).max().unwrap_or(0),
         }
     }
@@ -638,6 +681,7 @@ impl Node {
     fn rows_bytes(&self) -> usize {
         match self {
             Node::Flat(set_index) => set_index.parts().map(SlicedIndex::rows_bytes).sum(),
+            Node::Leaf(index) => index.rows_bytes(),
             Node::Level(level) => level.index.rows_bytes() + level.groups.iter().map(Node::rows_bytes).sum::<usize>(),
         }
     }
@@ -645,6 +689,7 @@ impl Node {
     fn memory_bytes(&self) -> usize {
         match self {
             Node::Flat(set_index) => set_index.memory_bytes(),
+            Node::Leaf(index) => index.memory_bytes(),
             Node::Level(level) => {
                 level.index.memory_bytes()
                     + level.owners.capacity() * core::mem::size_of::<Owner>()
@@ -731,17 +776,20 @@ mod tests {
         sizes.sort_unstable_by(|a, b| b.cmp(a));
         for columns in [1, 8, 64, 300] {
             let plan = Plan::choose(&sizes, columns);
-            assert!(plan.columns() <= columns.max(plan.split.len()), "{columns}");
+            assert!(plan.columns() <= columns, "{columns}");
             for group in &plan.groups {
                 let load: u64 = sizes[group.clone()].iter().sum();
                 assert!(load <= plan.capacity || group.len() == 1);
+                let (first, last) = (sizes[group.start], sizes[group.end - 1]);
+                assert!(!plan.classes || last.max(4) * 2 >= first, "{first} {last}");
             }
+            assert_eq!(plan.classes, columns >= 8);
             for &(i, pieces) in &plan.split {
                 assert!(sizes[i].div_ceil(u64::from(pieces)) <= plan.capacity);
             }
             // One less capacity needs more columns.
             if plan.capacity > 1 {
-                assert!(Plan::at(&sizes, plan.capacity - 1).columns() > columns);
+                assert!(Plan::at(&sizes, plan.capacity - 1, plan.classes).columns() > columns);
             }
         }
     }

@@ -5,45 +5,59 @@
 //! # Shape
 //!
 //! A level is one [`SlicedIndex`] of at most
-//! [`LevelConfig::top_columns`] columns, all of one length `m` sized for a
-//! column capacity of `c` keys at the target rate `p`. Its columns are of
-//! two kinds:
+//! [`LevelConfig::top_columns`] columns (64: one word a row), all of one
+//! length `m` sized for a column capacity of `c` keys at the target rate
+//! `p`. Its columns are of two kinds:
 //!
 //! - **pieces** of a large set (more than `c / 2` keys): the set is split
 //!   into `s = ceil(n / c)` pieces by a hash of the key, so that a key of
 //!   the set is in exactly one piece, the one [`piece_of`] names. A query
 //!   reports the set only when the key's own piece answers, so the set's
 //!   false-positive rate is one column's, whatever `s` (seqan's HIBF splits
-//!   a user bin across technical bins without a partition and corrects the
-//!   bins' sizes for the `s` columns a key may pass).
+//!   a user bin across technical bins without a partition, so a key may
+//!   pass any of the `s`, and corrects the bins' sizes for it).
 //! - **groups** of small sets (at most `c / 2` keys each), taken in order
-//!   of descending size and filled up to `c` keys: the column holds the
-//!   union of the members' keys, and the members' own filters sit one
-//!   level below, in a [`SetIndex`] of their own (sized from their sizes,
-//!   so in one or a few parts), or, for a group of more than
-//!   [`LevelConfig::leaf_sets`] members, in levels again.
+//!   of descending size, filled up to `c` keys and kept within a size
+//!   class (a factor of two; sets of up to 4 keys together) when the
+//!   columns allow: the column holds the union of the members' keys, and
+//!   the members' own filters sit one level below, in one [`SlicedIndex`]
+//!   sized for the group's largest member, or, for a group of more than
+//!   [`LevelConfig::leaf_sets`] members, in a level again.
 //!
-//! A key is hashed once. It reads the top level's `k` rows (one word each
-//! for up to 64 columns); only where a group's column answers does it
-//! descend into that group. An absent key mostly stops at the top, and a
-//! small set answers falsely only when its group's column and its own
-//! filter both do, so at about `p * p`.
+//! A key is hashed once. It reads a level's `k` rows; only where a
+//! group's column answers does it descend into that group. An absent key
+//! mostly stops at the top, and a small set answers falsely only when its
+//! group's column and its own filter both do, at about `p * p`. Each set
+//! is reported once (by its own piece, or by its one group), so answers
+//! need no deduplication; they come in no particular order.
 //!
 //! # Choosing `c`, and whether levels pay
 //!
 //! `c` is the least capacity (found by bisection over the sorted sizes,
-//! `O(N log K)`) for which pieces and groups take at most
-//! [`LevelConfig::top_columns`] columns. Levels are built only where they
-//! pay: the estimated memory of the levels (the top level's rows plus
-//! every group's [`Layout`]) must be at most
-//! [`LevelConfig::max_memory_ratio`] times a flat [`SetIndex`]'s, and a
-//! present key's estimated row runs (the top's `k` plus one group's
-//! parts) fewer than the flat layout's. Otherwise (every set of one size,
-//! a handful of sets) the index is one flat [`SetIndex`] and answers
-//! exactly as one.
+//! `O(N log K)`, no step quadratic in `N`) for which pieces and groups take
+//! at most [`LevelConfig::top_columns`] columns. Levels are built where
+//! they pay: their estimated rows must be at most
+//! [`LevelConfig::max_memory_ratio`] times a flat [`SetIndex`]'s
+//! ([`Layout::bits`]), and the cache lines a query reads fewer (a mix of
+//! half present keys, which descend into their group, weighted by the
+//! groups' keys, and half absent ones, which descend where a column
+//! answers falsely, at its expected rate; a flat layout reads
+//! [`Layout::query_lines`]). Otherwise (every set of one size, a handful
+//! of sets) the index is one flat [`SetIndex`] and answers as one.
 //!
-//! Group sizes are the sum of the members' sizes, an upper bound of their
+//! Group loads are the sum of the members' sizes, an upper bound of their
 //! union, so a group's column is never over its capacity.
+//!
+//! # Measured
+//!
+//! `bench/RESULTS.md`, section "Levels" (example `levelprobe`): on the
+//! package lists, levels answer about a twentieth of the flat
+//! collection's false sets per absent key in about the same memory, and
+//! an absent key or a key of one set several times faster; a key held by
+//! hundreds of sets (a shared directory) descends into every group and is
+//! slower than flat. Small sets' filters are stored twice (their group's
+//! column and their own), so levels take more memory than the flat
+//! collection where every set is small.
 
 use crate::collection::{Layout, LayoutConfig, SetIndex};
 use crate::error::{Error, Result};
@@ -71,8 +85,8 @@ impl Default for LevelConfig {
     fn default() -> Self {
         LevelConfig {
             top_columns: 64,
-            leaf_sets: 512,
-            max_memory_ratio: 1.5,
+            leaf_sets: 2048,
+            max_memory_ratio: 2.0,
             layout: LayoutConfig::default(),
         }
     }
@@ -212,8 +226,8 @@ impl Estimate {
 
 fn estimate_flat(sizes: &[u64], p: f64, config: LayoutConfig) -> Result<Estimate> {
     let layout = Layout::choose(sizes, p, config)?;
-    let runs = layout.row_runs() as f64;
-    Ok(Estimate { bits: layout.bits(), present: runs, absent: runs })
+    let lines = layout.query_lines() as f64;
+    Ok(Estimate { bits: layout.bits(), present: lines, absent: lines })
 }
 
 /// A level reads its `k` rows; a present key then descends into its
@@ -223,7 +237,7 @@ fn estimate_flat(sizes: &[u64], p: f64, config: LayoutConfig) -> Result<Estimate
 fn estimate_levels(sizes: &[u64], p: f64, config: &LevelConfig) -> Result<Estimate> {
     let plan = Plan::choose(sizes, top_columns(config));
     let params = BloomParams::for_capacity(plan.capacity, p)?;
-    let k = f64::from(params.k());
+    let k = f64::from(params.k()) * plan.columns().div_ceil(512) as f64;
     let total = sizes.iter().sum::<u64>().max(1) as f64;
     let mut e = Estimate { bits: super::layout::part_bits(params.m(), plan.columns() as u64), present: k, absent: k };
     for group in &plan.groups {
@@ -254,8 +268,8 @@ fn estimate_group(sizes: &[u64], p: f64, config: &LevelConfig) -> Result<Estimat
         return estimate_levels(sizes, p, config);
     }
     let params = BloomParams::for_capacity(sizes[0], p)?;
-    let runs = f64::from(params.k());
-    Ok(Estimate { bits: super::layout::part_bits(params.m(), sizes.len() as u64), present: runs, absent: runs })
+    let lines = f64::from(params.k()) * sizes.len().div_ceil(512) as f64;
+    Ok(Estimate { bits: super::layout::part_bits(params.m(), sizes.len() as u64), present: lines, absent: lines })
 }
 
 /// A collection of sets in levels (see the [module documentation](self)).

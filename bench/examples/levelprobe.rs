@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use bloomslice::{KeyHash, LayoutConfig, LevelConfig, LevelIndex, SetIndex};
-use bloomslice_bench::skewed::{SkewedArgs, Sizes, list_sets, make_queries, synthetic_sets};
+use bloomslice_bench::skewed::{Sizes, SkewedArgs, list_sets, make_queries, synthetic_sets};
 
 /// Best of 3 passes, ns per key, and the ids answered per key.
 fn time(hashes: &[KeyHash], mut query: impl FnMut(KeyHash, &mut Vec<u64>)) -> (f64, f64) {
@@ -95,8 +95,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         levels.rows_bytes(),
         flat.parts().filter(|p| !p.is_empty()).count()
     );
-    println!("{:>8} {:>9} {:>12} {:>7} {:>12} {:>12} {:>12} {:>12}", "engine", "build s", "memory B", "x opt",
-        "false/absent", "absent ns", "present ns", "distinct ns");
+    println!(
+        "{:>8} {:>9} {:>12} {:>7} {:>12} {:>12} {:>12} {:>12}",
+        "engine", "build s", "memory B", "x opt", "false/absent", "absent ns", "present ns", "distinct ns"
+    );
     let mut row = |name: &str, build: f64, memory: usize, query: &dyn Fn(KeyHash, &mut Vec<u64>)| {
         let (absent_ns, false_sets) = time(&absent, query);
         let (present_ns, _) = time(&present, query);

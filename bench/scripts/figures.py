@@ -449,6 +449,25 @@ def collections(*names):
     return table(head, out, ["---", "---"] + ["---:"] * 7) + "\n" + sources(*rels)
 
 
+def levelprobe(rel):
+    """`levelprobe`: the flat collection against the levels, one block a collection."""
+    out, name = [], None
+    for l in lines(rel):
+        m = re.match(r"(.*?)(?:, N = ([\d]+))?: (\d+) keys, per-set optimum", l)
+        if m:
+            name = "package lists" if m.group(1).startswith("/") else f"log-normal, N = {num(m.group(2))}"
+            sets = num(m.group(2)) if m.group(2) else None
+            continue
+        m = re.match(r"\s*(flat|levels)\s+([\d.]+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", l)
+        if m:
+            eng, build, memory, xopt, false, absent, present, distinct = m.groups()
+            out.append([name, eng, build, mib(float(memory)), xopt, false, num(absent), num(present),
+                        num(distinct) if name == "package lists" else "-"])
+    head = ["sets", "engine", "build, s", "memory", "x optimum", "false sets per absent key", "absent, ns",
+            "present, ns", "each distinct key, ns"]
+    return table(head, out, ["---", "---"] + ["---:"] * 7) + "\n" + sources(rel)
+
+
 def collection_extremes(*names):
     """Extreme shapes: the collection's cost as a ratio to one `m`, AVX-512 / AVX2."""
     out, rels = [], []
@@ -545,6 +564,7 @@ TABLES = {
     "collections-zen4": lambda: collections("lognormal", "lists", "equal"),
     "collection-extremes-zen4": lambda: collection_extremes("one-huge", "tiny"),
     "collection-prefetch": lambda: collection_prefetch("collection/prefetch.txt"),
+    "levels-zen1": lambda: levelprobe("collection/levels-zen1.txt"),
     "scale-out-zen4": lambda: scale_out("scale-out/ray-zen4.txt"),
     "popularity": lambda: popularity("popularity/section-5.1-N100.txt", "popularity/section-5.1-N1000.txt"),
     "stable": lambda: stable("stable/paper-stable-20000.txt"),

@@ -83,12 +83,7 @@ pub struct LevelConfig {
 
 impl Default for LevelConfig {
     fn default() -> Self {
-        LevelConfig {
-            top_columns: 64,
-            leaf_sets: 2048,
-            max_memory_ratio: 2.0,
-            layout: LayoutConfig::default(),
-        }
+        LevelConfig { top_columns: 64, leaf_sets: 2048, max_memory_ratio: 2.0, layout: LayoutConfig::default() }
     }
 }
 

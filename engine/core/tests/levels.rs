@@ -118,6 +118,47 @@ fn levels_beat_flat_on_false_sets() {
     assert!(level_hits * 3 < flat_hits, "levels {level_hits}, flat {flat_hits} false sets in {absent} keys");
 }
 
+/// Files: a level index saved and loaded (bytes, a file, a map) answers
+/// as before with its names; every truncation and every flipped byte of
+/// the file is an error, never a panic or a different index.
+#[test]
+fn level_files_round_trip_and_reject_damage() {
+    use bloomslice::persist::{self, Loaded, SetNames, Verify};
+    let sets = skewed(600, 30, 40, 2_000, 9);
+    let index = LevelIndex::build(&sets, 0.01, LevelConfig { leaf_sets: 64, ..LevelConfig::default() }).unwrap();
+    assert!(index.depth() >= 2);
+    let mut names = SetNames::new();
+    for (id, _) in sets.iter().step_by(3) {
+        names.insert(*id, format!("set-{id}")).unwrap();
+    }
+    let bytes = persist::to_bytes(&index, &names).unwrap();
+    let loaded = Loaded::<LevelIndex>::from_bytes(&bytes).unwrap();
+    assert_eq!(loaded.names, names);
+    assert_eq!(loaded.info.version, (bloomslice::collection::levels::LEVELS_FORMAT_MAJOR, 0));
+    assert_eq!(loaded.index.ids(), index.ids());
+    check_against_paths(&sets, &loaded.index, 2_000);
+    assert_eq!(persist::to_bytes(&loaded.index, &loaded.names).unwrap(), bytes);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("levels.bsl");
+    persist::save(&path, &index, &names).unwrap();
+    assert_eq!(Loaded::<LevelIndex>::load(&path).unwrap().index.ids(), index.ids());
+    // SAFETY: the file is this test's own and nothing writes it while mapped.
+    let mapped = unsafe { Loaded::<LevelIndex>::open_mmap(&path, Verify::Deferred) }.unwrap();
+    assert_eq!(mapped.index.paths().unwrap(), index.paths().unwrap());
+    // Not a set index file.
+    assert!(matches!(persist::load(&path), Err(bloomslice::Error::UnsupportedVersion { major: 3, .. })));
+
+    for len in (0..bytes.len()).step_by(97) {
+        assert!(Loaded::<LevelIndex>::from_bytes(&bytes[..len]).is_err(), "truncated to {len}");
+    }
+    for at in (0..bytes.len()).step_by(89) {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x10;
+        assert!(Loaded::<LevelIndex>::from_bytes(&bad).is_err(), "byte {at} flipped");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 

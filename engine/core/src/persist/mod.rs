@@ -146,6 +146,36 @@ pub trait Persist: sealed::Sealed {}
 
 impl Persist for SlicedIndex {}
 impl Persist for SetIndex {}
+impl Persist for crate::LevelIndex {}
+
+/// Level index files (format 3, see `collection::levels`): read whole and
+/// fully verified, also when mapped (the levels are copied out of the
+/// map).
+impl sealed::Sealed for crate::LevelIndex {
+    fn write_file(&self, w: &mut dyn Write, names: &SetNames) -> Result<u64> {
+        let bytes = crate::collection::levels::encode_file(self, names)?;
+        w.write_all(&bytes).map_err(|e| Error::io("write", Path::new("level index"), e))?;
+        Ok(bytes.len() as u64)
+    }
+
+    fn read_file(r: &mut dyn Read, len: u64, what: &Path) -> Result<Loaded<Self>> {
+        let mut bytes = Vec::with_capacity(usize::try_from(len.min(1 << 30)).unwrap_or(0));
+        r.take(len).read_to_end(&mut bytes).map_err(|e| Error::io("read", what, e))?;
+        crate::collection::levels::decode_file(&bytes)
+    }
+
+    fn map_file(map: &Arc<memmap2::Mmap>, _verify: Verify) -> Result<Loaded<Self>> {
+        crate::collection::levels::decode_file(map)
+    }
+
+    fn verify(_loaded: &mut Loaded<Self>) -> Result<()> {
+        Ok(())
+    }
+
+    fn is_mapped(&self) -> bool {
+        false
+    }
+}
 
 impl sealed::Sealed for SlicedIndex {
     fn write_file(&self, w: &mut dyn Write, names: &SetNames) -> Result<u64> {

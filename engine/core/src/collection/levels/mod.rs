@@ -59,6 +59,11 @@
 //! column and their own), so levels take more memory than the flat
 //! collection where every set is small.
 
+mod file;
+
+pub use file::{LEVELS_FORMAT_MAJOR, LEVELS_FORMAT_MINOR};
+pub(crate) use file::{decode as decode_file, encode as encode_file};
+
 use crate::collection::{Layout, LayoutConfig, SetIndex};
 use crate::error::{Error, Result};
 use crate::hash::{Key, KeyHash};
@@ -154,7 +159,8 @@ struct Plan {
     split: Vec<(usize, u32)>,
     /// Ranges of the sorted sets forming each group.
     groups: Vec<core::ops::Range<usize>>,
-    /// Whether groups keep to size classes.
+    /// Whether groups keep to size classes (read by the tests).
+    #[cfg_attr(not(test), allow(dead_code))]
     classes: bool,
 }
 

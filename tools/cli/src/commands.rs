@@ -10,16 +10,19 @@ use std::time::{Duration, Instant};
 use bloomslice::persist::{self, IndexFile, IndexFileLock, Loaded, Temporary, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::{
-    BatchResults, BloomFilter, BloomParams, HashScheme, KeyHash, LayoutConfig, Prehashed, SetIndex, SetNames,
-    SlicedIndex,
+    BatchResults, BloomFilter, BloomParams, HashScheme, KeyHash, LayoutConfig, LevelConfig, LevelIndex, Prehashed,
+    ReadIndex, SetIndex, SetNames, SlicedIndex,
 };
 
 use crate::escape::{self, plain, set_name};
-use crate::files::{Target, lock_index, map_collection};
+use crate::files::{Target, is_level_file, level_file_is_read_only, lock_index, map_collection, map_levels};
 use crate::input::{self, Source};
 use crate::{CliError, demo, seqs};
 
 fn load_locked(lock: &IndexFileLock) -> Result<Loaded, CliError> {
+    if is_level_file(lock.path()) {
+        return Err(level_file_is_read_only(lock.path()));
+    }
     lock.load().map_err(|e| CliError::index_file(lock.path(), &e))
 }
 
@@ -137,6 +140,8 @@ pub enum Sizing {
     /// Every set sized for its own distinct keys at rate `p`, in the parts
     /// [`bloomslice::collection::Layout::choose`] picks under `config`.
     FromData {
+        /// In levels where they pay ([`LevelIndex`]), a read-only file.
+        levels: bool,
         /// Target false-positive rate per set.
         p: f64,
         /// The layout's knobs.
@@ -184,7 +189,12 @@ pub fn build(o: &BuildOptions<'_>, sizing: Result<Sizing, CliError>) -> Result<(
                 start.elapsed(),
             );
         }
-        Sizing::FromData { p, config, seed } => {
+        Sizing::FromData { p, config, seed, levels } => {
+            if levels && matches!(o.source, BuildFrom::Seqs(..)) {
+                return Err(CliError::Usage(
+                    "--levels indexes sets of keys (--dir or --tsv), not sequences (--seqs)".into(),
+                ));
+            }
             let read = match &o.source {
                 BuildFrom::Sets(source) => input::read_hashed(source, seed)?,
                 BuildFrom::Seqs(path, seq_options) => seqs::read_hashed(path, *seq_options, seed)?,
@@ -203,6 +213,17 @@ pub fn build(o: &BuildOptions<'_>, sizing: Result<Sizing, CliError>) -> Result<(
                 BuildFrom::Seqs(_, seq_options) => Some(seq_options.k),
                 BuildFrom::Sets(_) => None,
             };
+            if levels {
+                let built = build_levels(read, p, config, seed)?;
+                if o.size_check {
+                    check_disk(output, built.index.memory_bytes() as u64)?;
+                }
+                lock.save(&built.index, &built.names)
+                    .map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))?;
+                levels_summary(output, &built, start.elapsed());
+                removed_note(&lock);
+                return Ok(());
+            }
             let built = build_collection(read, p, config, seed, kmer)?;
             if o.size_check {
                 check_disk(output, built.collection.memory_bytes() as u64)?;
@@ -255,6 +276,108 @@ pub fn build_collection(
         names.insert(i as u64, set.name).map_err(CliError::engine)?;
     }
     Ok(BuiltCollection { collection, names, lines, distinct, skipped, notes })
+}
+
+/// A level index built from hashed sets, with what the summary reports.
+pub struct BuiltLevels {
+    /// The index; set `i` has id `i`.
+    pub index: LevelIndex,
+    /// Names of the sets.
+    pub names: SetNames,
+    /// Distinct keys over all sets.
+    pub keys: u64,
+    /// Directory entries that were not read, escaped, with why.
+    pub skipped: Vec<String>,
+}
+
+/// The level index of `read`'s sets (ids in order) at rate `p`, each set
+/// sized for its distinct keys, flat parts laid out under `config` where
+/// levels do not pay.
+pub fn build_levels(read: input::HashedSets, p: f64, config: LayoutConfig, seed: u64) -> Result<BuiltLevels, CliError> {
+    let input::HashedSets { sets, skipped, .. } = read;
+    let items: Vec<(u64, &[Prehashed])> =
+        sets.iter().enumerate().map(|(i, s)| (i as u64, s.hashes.as_slice())).collect();
+    let level_config = LevelConfig { layout: config, ..LevelConfig::default() };
+    let index = LevelIndex::build_with_hashing(&items, p, level_config, HashScheme::default(), seed)
+        .map_err(|e| CliError::Runtime(format!("cannot lay out the sets: {e}")))?;
+    drop(items);
+    let keys = sets.iter().map(|s| s.hashes.len() as u64).sum();
+    let mut names = SetNames::new();
+    for (i, set) in sets.into_iter().enumerate() {
+        names.insert(i as u64, set.name).map_err(CliError::engine)?;
+    }
+    Ok(BuiltLevels { index, names, keys, skipped })
+}
+
+/// One line on a level index: its levels, or that it stayed flat.
+fn levels_line(index: &LevelIndex) -> String {
+    match index.top_shape() {
+        Some((m, columns)) => format!(
+            "{} levels, the top one {columns} columns of m = {m}; at most {} row runs a key",
+            index.depth(),
+            index.max_row_runs()
+        ),
+        None => "one flat level (levels do not pay for these sizes)".into(),
+    }
+}
+
+fn levels_summary(output: &Path, built: &BuiltLevels, took: Duration) {
+    let index = &built.index;
+    println!(
+        "wrote {}: {} sets, {} distinct keys, p = {}, k = {}: {}",
+        output.display(),
+        index.len(),
+        built.keys,
+        index.p(),
+        ReadIndex::k(index),
+        levels_line(index)
+    );
+    println!(
+        "rows {}, memory {} ({:.2} bytes a key); built in {:.2} s",
+        human(index.rows_bytes() as u64),
+        human(index.memory_bytes() as u64),
+        index.memory_bytes() as f64 / built.keys.max(1) as f64,
+        took.as_secs_f64()
+    );
+    for s in &built.skipped {
+        eprintln!("skipped {s}");
+    }
+}
+
+/// `inspect` of a level index file.
+fn inspect_levels(path: &Path, json: bool) -> Result<(), CliError> {
+    let loaded = map_levels(path)?;
+    let (index, info) = (&loaded.index, &loaded.info);
+    if json {
+        let obj = serde_json::json!({
+            "path": path.display().to_string(),
+            "format": format!("{}.{}", info.version.0, info.version.1),
+            "file_bytes": info.file_bytes,
+            "sets": index.len(),
+            "p": index.p(),
+            "k": ReadIndex::k(index),
+            "seed": ReadIndex::seed(index),
+            "depth": index.depth(),
+            "top_columns": index.top_columns(),
+            "top_m": index.top_shape().map(|(m, _)| m),
+            "max_row_runs": index.max_row_runs(),
+            "rows_bytes": index.rows_bytes(),
+            "memory_bytes": index.memory_bytes(),
+        });
+        println!("{obj}");
+        return Ok(());
+    }
+    println!(
+        "{}: level index file, format {}.{}, {}",
+        path.display(),
+        info.version.0,
+        info.version.1,
+        human(info.file_bytes)
+    );
+    println!("{} sets, p = {}, k = {}, seed {}", index.len(), index.p(), ReadIndex::k(index), ReadIndex::seed(index));
+    println!("{}", levels_line(index));
+    println!("rows {}, memory {}", human(index.rows_bytes() as u64), human(index.memory_bytes() as u64));
+    Ok(())
 }
 
 /// Checks that a file of about `bytes` fits on the disk of `output`.
@@ -847,6 +970,9 @@ fn set_rows(collection: &SetIndex) -> Vec<SetRow> {
 /// list of sets (`None`: all of them in JSON, [`INSPECT_TEXT_LIMIT`] in
 /// text); a cut list says so.
 pub fn inspect(path: &Path, limit: Option<usize>, json: bool) -> Result<(), CliError> {
+    if is_level_file(path) {
+        return inspect_levels(path, json);
+    }
     let loaded = map_collection(path, Verify::Full)?;
     let temps = IndexFile::new(path).leftover_temporaries().unwrap_or_default();
     let (c, names, info) = (&loaded.index, &loaded.names, &loaded.info);

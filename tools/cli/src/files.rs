@@ -8,12 +8,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use bloomslice::collection::PartPrefetch;
+use bloomslice::collection::levels::LEVELS_FORMAT_MAJOR;
 use bloomslice::kernels::LookAhead;
 use bloomslice::persist::manifest::MANIFEST_FILE;
 use bloomslice::persist::{self, IndexFile, IndexFileLock, Loaded, MAGIC, SetNames, Verify};
 use bloomslice::score::{Scores, Threshold};
 use bloomslice::sharded::ShardedIndex;
-use bloomslice::{BatchResults, SetIndex};
+use bloomslice::{BatchResults, LevelIndex, ReadIndex, SetIndex};
 
 use crate::CliError;
 
@@ -55,6 +56,31 @@ pub fn map_shards(path: &Path, verify: Verify) -> Result<ShardedIndex, CliError>
     unsafe { ShardedIndex::open_mmap(path, verify) }.map_err(CliError::engine)
 }
 
+/// Whether `path` is a level index file (format 3): the index magic and
+/// major version 3.
+pub fn is_level_file(path: &Path) -> bool {
+    let mut head = [0u8; 10];
+    let Ok(mut f) = std::fs::File::open(path) else { return false };
+    f.read_exact(&mut head).is_ok()
+        && head[..8] == MAGIC
+        && u16::from_le_bytes([head[8], head[9]]) == LEVELS_FORMAT_MAJOR
+}
+
+/// The error of a write to a level index file.
+pub fn level_file_is_read_only(path: &Path) -> CliError {
+    CliError::Runtime(format!(
+        "{} is a level index file: `query` and `inspect` read it, but its sets cannot be changed in place \
+         (rebuild it with `bloomslice build --levels`)",
+        path.display()
+    ))
+}
+
+/// Maps a level index file (read whole and verified).
+pub fn map_levels(path: &Path) -> Result<Loaded<LevelIndex>, CliError> {
+    // SAFETY: as in `map_collection`: writers replace files by rename.
+    unsafe { Loaded::<LevelIndex>::open_mmap(path, Verify::Full) }.map_err(|e| CliError::index_file(path, &e))
+}
+
 /// Takes the write lock of `path`, waiting up to `wait`.
 pub fn lock_index(path: &Path, wait: Duration) -> Result<IndexFileLock, CliError> {
     IndexFile::new(path).lock(wait).map_err(|e| match e {
@@ -72,6 +98,8 @@ pub enum Target {
     One(Loaded),
     /// The shard files of a manifest.
     Many(ShardedIndex),
+    /// A level index file.
+    Levels(Loaded<LevelIndex>),
 }
 
 /// Whether `path` names a manifest: a directory that holds
@@ -96,6 +124,8 @@ impl Target {
     pub fn open(path: &Path, verify: Verify) -> Result<Self, CliError> {
         if is_manifest(path) {
             map_shards(path, verify).map(Target::Many)
+        } else if is_level_file(path) {
+            map_levels(path).map(Target::Levels)
         } else {
             map_collection(path, verify).map(Target::One)
         }
@@ -105,7 +135,7 @@ impl Target {
     pub fn single(&self) -> Option<&SetIndex> {
         match self {
             Target::One(l) => Some(&l.index),
-            Target::Many(_) => None,
+            Target::Many(_) | Target::Levels(_) => None,
         }
     }
 
@@ -114,6 +144,7 @@ impl Target {
         match self {
             Target::One(l) => &l.names,
             Target::Many(s) => s.names(),
+            Target::Levels(l) => &l.names,
         }
     }
 
@@ -122,6 +153,7 @@ impl Target {
         match self {
             Target::One(l) => l.index.query_batch(keys, out),
             Target::Many(s) => s.query_batch(keys, out),
+            Target::Levels(l) => ReadIndex::query_batch(&l.index, keys, out),
         }
     }
 
@@ -137,6 +169,7 @@ impl Target {
         match self {
             Target::One(l) => l.index.query_threshold_into(keys, threshold, scratch, out),
             Target::Many(s) => s.query_threshold_into(keys, threshold, scratch, out),
+            Target::Levels(l) => ReadIndex::query_threshold_into(&l.index, keys, threshold, scratch, out),
         }
     }
 }

@@ -287,6 +287,13 @@ pub struct SizingArgs {
     /// values give one part. Default 0.05.
     #[arg(long, value_name = "W", conflicts_with_all = ["n_exp", "m"], value_parser = parse_weight)]
     query_cost_weight: Option<f64>,
+    /// Sized from the data, in levels where they pay: large sets split
+    /// into pieces, small ones merged into columns above their own filters
+    /// (fewer false sets, absent keys stop early). Writes a read-only level
+    /// index file: `query` and `inspect` read it; `add`, `remove`, `update`
+    /// and `merge` do not.
+    #[arg(long, conflicts_with_all = ["n_exp", "m"])]
+    levels: bool,
 }
 
 /// The false-positive rate `build` targets without --fp.
@@ -332,7 +339,7 @@ impl SizingArgs {
         if let Some(w) = self.query_cost_weight {
             config.query_cost_weight = w;
         }
-        Ok(commands::Sizing::FromData { p: fp, config, seed: self.seed })
+        Ok(commands::Sizing::FromData { p: fp, config, seed: self.seed, levels: self.levels })
     }
 }
 

@@ -369,3 +369,35 @@ fn format_1_index_files_open_as_one_part_and_are_upgraded_by_writers() {
     assert_eq!(v["format_version"].as_str(), Some("2.0"));
     assert_eq!(ok(&run(&["query", "v1.bsi", "new-key", "old-b-7"], d)), "new-key\told-a\nold-b-7\told-b\n");
 }
+
+/// `build --levels` writes a level index file where levels pay, prints its
+/// levels; `query` answers every key with its set, `inspect` shows the
+/// levels, and a write to it is a one-line error.
+#[test]
+fn build_levels_then_query_inspect_and_refuse_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut sets = BTreeMap::new();
+    for i in 0..290 {
+        sets.insert(format!("small-{i:03}"), (0..3).map(|k| format!("s{i}-{k}")).collect::<Vec<_>>());
+    }
+    for i in 0..10 {
+        sets.insert(format!("large-{i}"), (0..2000).map(|k| format!("l{i}-{k}")).collect());
+    }
+    std::fs::create_dir_all(d.join("sets")).unwrap();
+    for (name, keys) in &sets {
+        std::fs::write(d.join("sets").join(name), keys.join("\n") + "\n").unwrap();
+    }
+    let out = ok(&run(&["build", "l.bsi", "--dir", "sets", "--levels"], d));
+    assert!(out.contains("300 sets") && out.contains("2 levels, the top one"), "{out}");
+    no_false_negatives(d, "l.bsi", &sets);
+    let text = ok(&run(&["inspect", "l.bsi"], d));
+    assert!(text.contains("level index file, format 3.0") && text.contains("300 sets"), "{text}");
+    let j = json(&ok(&run(&["inspect", "l.bsi", "--json"], d)));
+    assert_eq!((j["sets"].as_u64(), j["depth"].as_u64()), (Some(300), Some(2)));
+    std::fs::write(d.join("more.tsv"), "more\tx\n").unwrap();
+    let err = fails(&run(&["add", "l.bsi", "--tsv", "more.tsv"], d), 1);
+    assert!(err.contains("is a level index file"), "{err}");
+    let err = fails(&run(&["build", "s.bsi", "--seqs", "sets", "--kmer", "5", "--levels"], d), 2);
+    assert!(err.contains("--levels"), "{err}");
+}

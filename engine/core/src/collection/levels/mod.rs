@@ -838,6 +838,29 @@ mod tests {
     }
 
     #[test]
+    fn edge_shapes_build_and_answer() {
+        let none: Vec<(u64, Vec<[u8; 8]>)> = Vec::new();
+        let empty = LevelIndex::build(&none, 0.01, LevelConfig::default()).unwrap();
+        assert!(empty.is_empty() && empty.query("x").is_empty());
+        // Sets without keys among many: levels, and no set answers falsely
+        // for its own emptiness.
+        let mut sets: Vec<(u64, Vec<[u8; 8]>)> = (0..300u64).map(|id| (id, Vec::new())).collect();
+        sets.push((1_000, (0..50_000u64).map(u64::to_le_bytes).collect()));
+        let index = LevelIndex::build(&sets, 0.01, LevelConfig::default()).unwrap();
+        assert_eq!(index.len(), 301);
+        assert!(index.query(&7u64.to_le_bytes()).contains(&1_000));
+        let paths = index.paths().unwrap();
+        assert_eq!(paths.len(), 301);
+        // Bad rates are the rates' errors.
+        assert!(LevelIndex::build(&sets, 0.0, LevelConfig::default()).is_err());
+        assert!(LevelIndex::build(&sets, f64::NAN, LevelConfig::default()).is_err());
+        // One column a level at most, and groups of one set: still answers.
+        let config = LevelConfig { top_columns: 0, leaf_sets: 0, ..LevelConfig::default() };
+        let index = LevelIndex::build(&skewed(300), 0.01, config).unwrap();
+        assert_eq!(index.len(), 300);
+    }
+
+    #[test]
     fn duplicate_ids_are_refused() {
         let sets = vec![(1u64, vec!["a"]), (1, vec!["b"])];
         assert!(matches!(LevelIndex::build(&sets, 0.01, LevelConfig::default()), Err(Error::DuplicateId(1))));

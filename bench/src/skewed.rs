@@ -54,6 +54,9 @@
 //!   [`SetIndex::insert_set`] gives each class a part sized for its
 //!   largest set (a class whose largest set fits the previous class's part,
 //!   its `m` being rounded up to whole words, joins that part);
+//! - `levels`: [`LevelIndex::build`] with [`LevelConfig::default`]; its
+//!   oracle is its paths ([`LevelIndex::paths`]: the filters a key must
+//!   pass, level by level, for each set), tested one by one;
 //! - `naive`: the list of per-set filters, each of the `m` the default
 //!   collection gave its set, tested one by one.
 //!
@@ -990,7 +993,7 @@ mod tests {
             let run_args = SkewedArgs { max_size: 3_000, ..args(sizes) };
             let spec = SkewedRun { args: run_args, sets: Some(60), queries: 2_000, batch: 128, seed: 7 };
             let rows = run(&spec, &mut |_| {}).unwrap();
-            assert_eq!(rows.len(), 4);
+            assert_eq!(rows.len(), 5);
             let one = &rows[0];
             assert_eq!((one.engine.as_str(), one.parts), ("one-m", 1));
             for row in &rows {

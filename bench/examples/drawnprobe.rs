@@ -36,30 +36,35 @@ use bloomslice::{BloomFilter, KeyHash, Scores, SlicedConfig, SlicedIndex, Thresh
 use bloomslice_bench::multi::score_queries;
 use bloomslice_bench::workload::{params, random_full_filters};
 
-/// [`score_queries`] unpruned (a symbol of its own, for callgrind's
-/// toggle; the pruned twin below has the same signature).
-#[inline(never)]
-fn measure_unpruned(
-    index: &SlicedIndex,
-    queries: &[Vec<KeyHash>],
-    threshold: Threshold,
-    scores: &mut Scores,
-    out: &mut Vec<(u64, u32)>,
-) -> usize {
-    score_queries(index, queries, threshold.unpruned(), scores, out)
+/// Defines `$name`: [`score_queries`] at the threshold `$threshold`
+/// derives from the given one `$given`, a symbol of its own for
+/// callgrind's toggle (the two below have the same signature).
+macro_rules! measure {
+    ($(#[$doc:meta])* $name:ident, |$given:ident| $threshold:expr) => {
+        $(#[$doc])*
+        #[inline(never)]
+        fn $name(
+            index: &SlicedIndex,
+            queries: &[Vec<KeyHash>],
+            $given: Threshold,
+            scores: &mut Scores,
+            out: &mut Vec<(u64, u32)>,
+        ) -> usize {
+            score_queries(index, queries, $threshold, scores, out)
+        }
+    };
 }
 
-/// [`score_queries`] pruned (a symbol of its own, for callgrind's toggle).
-#[inline(never)]
-fn measure_pruned(
-    index: &SlicedIndex,
-    queries: &[Vec<KeyHash>],
-    threshold: Threshold,
-    scores: &mut Scores,
-    out: &mut Vec<(u64, u32)>,
-) -> usize {
-    score_queries(index, queries, threshold, scores, out)
-}
+measure!(
+    /// [`score_queries`] unpruned.
+    measure_unpruned,
+    |threshold| threshold.unpruned()
+);
+measure!(
+    /// [`score_queries`] pruned.
+    measure_pruned,
+    |threshold| threshold
+);
 
 /// The integer argument `i`, at least `least` (or `default`), or a
 /// one-line error.

@@ -56,6 +56,8 @@ macro_rules! with_kernel_signatures {
 pub mod arch;
 pub mod dispatch;
 mod table;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use dispatch::{Backend, Kernels};
 

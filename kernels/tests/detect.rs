@@ -3,8 +3,7 @@
 //! process, so each setting of the variable is checked in a child process
 //! (this test binary, re-run with a filter).
 
-use std::process::Command;
-
+use bloomslice_kernels::testing::assert_passes_with_kernels;
 use bloomslice_kernels::{Backend, Kernels};
 
 /// What `detect` must return for a given value of `BLOOMSLICE_KERNELS`: the
@@ -36,36 +35,10 @@ fn detect_honours_env() {
     println!("detect_honours_env checked BLOOMSLICE_KERNELS={var:?}");
 }
 
-/// A command that runs this test binary again. Under user-mode emulation
-/// (CI runs the aarch64 build with `qemu-aarch64`) the host cannot execute
-/// the binary by itself: `BLOOMSLICE_TEST_RUNNER` then names the emulator,
-/// which finds the target's libraries through `QEMU_LD_PREFIX`.
-fn this_test_binary() -> Command {
-    let exe = std::env::current_exe().expect("test binary path");
-    match std::env::var("BLOOMSLICE_TEST_RUNNER") {
-        Ok(runner) if !runner.trim().is_empty() => {
-            let mut command = Command::new(runner.trim());
-            command.arg(exe);
-            command
-        }
-        _ => Command::new(exe),
-    }
-}
-
 #[test]
 fn env_override_in_child_processes() {
     for value in ["scalar", "portable", "neon", "avx2", "avx512", "auto", "SCALAR", "nonsense"] {
-        let output = this_test_binary()
-            .args(["detect_honours_env", "--exact", "--nocapture", "--test-threads=1"])
-            .env("BLOOMSLICE_KERNELS", value)
-            .output()
-            .expect("spawn the test binary");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success() && stdout.contains("1 passed"),
-            "BLOOMSLICE_KERNELS={value}: {stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert_passes_with_kernels("detect_honours_env", value, &["--nocapture"]);
     }
     // The case the whole suite relies on to exercise the fallback path.
     assert_eq!(expected(Some("scalar")), Backend::Scalar);

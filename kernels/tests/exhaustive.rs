@@ -463,7 +463,6 @@ fn runs_past_the_end_panic() {
                 let rows = vec![fill; 3 * stride.max(1) + n];
                 let last = (rows.len() - n).checked_div(stride).map_or(7, |l| l as u32);
                 let mask = vec![!0u64; n];
-                let run = |f: &dyn Fn()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err();
                 for at in 0..6 {
                     let mut positions = vec![0u32, 1, 2, 1, 0, 2];
                     positions[at] = last;
@@ -475,21 +474,29 @@ fn runs_past_the_end_panic() {
                         positions[at] = last + 1;
                         let case = format!("{} fill {fill:x} stride {stride} n {n} bad position {at}", k.backend());
                         assert!(
-                            run(&|| k.and_runs_mapped(&rows, stride, &positions, &mask, &table, &mut Vec::new())),
+                            panics(&|| k.and_runs_mapped(&rows, stride, &positions, &mask, &table, &mut Vec::new())),
                             "{case}"
                         );
-                        assert!(run(&|| _ = k.and_runs(&rows, stride, &positions, &mut vec![0; n])), "{case}");
+                        assert!(panics(&|| _ = k.and_runs(&rows, stride, &positions, &mut vec![0; n])), "{case}");
                     }
                 }
                 let short = &rows[..n - 1];
-                assert!(
-                    run(&|| k.and_runs_mapped(short, stride, &[0], &mask, &table, &mut Vec::new())),
-                    "{}",
-                    k.backend()
-                );
+                assert_panics(k, &|| k.and_runs_mapped(short, stride, &[0], &mask, &table, &mut Vec::new()));
             }
         }
     }
+}
+
+/// Whether `f` panics.
+fn panics(f: &dyn Fn()) -> bool {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err()
+}
+
+/// Asserts that `f` panics on backend `k` (a failure names the backend
+/// and, through `#[track_caller]`, the line of the case).
+#[track_caller]
+fn assert_panics(k: &Kernels, f: &dyn Fn()) {
+    assert!(panics(f), "{}", k.backend());
 }
 
 /// Mismatched lengths panic like the reference.
@@ -497,37 +504,16 @@ fn runs_past_the_end_panic() {
 fn length_mismatches_panic() {
     for k in Kernels::available() {
         let (a, b) = (vec![1u64; 9], vec![1u64; 10]);
-        let run = |f: &dyn Fn()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err();
-        assert!(run(&|| _ = k.and_popcount(&a, &b)), "{}", k.backend());
-        assert!(run(&|| _ = k.or_popcount(&a, &b)), "{}", k.backend());
-        assert!(run(&|| _ = k.xor_popcount(&a, &b)), "{}", k.backend());
-        assert!(run(&|| _ = k.or_into(&mut a.clone(), &b)), "{}", k.backend());
-        assert!(run(&|| _ = k.and_rows(&[&a], &mut [0; 10])), "{}", k.backend());
-        assert!(
-            run(&|| _ = k.count_runs(&a, 1, &[0], 1, 2, &[!0], &mut [0; 3], &[], LookAhead::L1)),
-            "{}",
-            k.backend()
-        );
-        assert!(
-            run(&|| _ = k.count_runs(&a, 8, &[1], 1, 2, &[!0], &mut [0; 4], &[], LookAhead::L1)),
-            "{}",
-            k.backend()
-        );
-        assert!(
-            run(&|| _ = k.count_runs(&a, 1, &[0], 1, 9 * 64, &[!0], &mut [0; 9 * 64], &[], LookAhead::L1)),
-            "{}",
-            k.backend()
-        );
-        assert!(
-            run(&|| _ = k.count_runs(&a, 1, &[0], 0, 2, &[!0], &mut [0; 2], &[], LookAhead::L1)),
-            "{}",
-            k.backend()
-        );
-        assert!(
-            run(&|| _ = k.count_runs(&a, 1, &[0, 1, 2], 2, 2, &[!0], &mut [0; 2], &[], LookAhead::L1)),
-            "{}",
-            k.backend()
-        );
-        assert!(run(&|| _ = k.count_at_least(&[0; 5], 1, &mut [0; 2])), "{}", k.backend());
+        assert_panics(k, &|| _ = k.and_popcount(&a, &b));
+        assert_panics(k, &|| _ = k.or_popcount(&a, &b));
+        assert_panics(k, &|| _ = k.xor_popcount(&a, &b));
+        assert_panics(k, &|| _ = k.or_into(&mut a.clone(), &b));
+        assert_panics(k, &|| _ = k.and_rows(&[&a], &mut [0; 10]));
+        assert_panics(k, &|| _ = k.count_runs(&a, 1, &[0], 1, 2, &[!0], &mut [0; 3], &[], LookAhead::L1));
+        assert_panics(k, &|| _ = k.count_runs(&a, 8, &[1], 1, 2, &[!0], &mut [0; 4], &[], LookAhead::L1));
+        assert_panics(k, &|| _ = k.count_runs(&a, 1, &[0], 1, 9 * 64, &[!0], &mut [0; 9 * 64], &[], LookAhead::L1));
+        assert_panics(k, &|| _ = k.count_runs(&a, 1, &[0], 0, 2, &[!0], &mut [0; 2], &[], LookAhead::L1));
+        assert_panics(k, &|| _ = k.count_runs(&a, 1, &[0, 1, 2], 2, 2, &[!0], &mut [0; 2], &[], LookAhead::L1));
+        assert_panics(k, &|| _ = k.count_at_least(&[0; 5], 1, &mut [0; 2]));
     }
 }

@@ -186,9 +186,7 @@ pub trait FilterIndex {
     where
         Self: Sized,
     {
-        let mut out = Vec::new();
-        self.query_into(key, &mut out);
-        out
+        collected(|out| self.query_into(key, out))
     }
 
     /// Answers for every key of `keys`, in order, into `results`.
@@ -199,6 +197,15 @@ pub trait FilterIndex {
         let hashes: Vec<KeyHash> = keys.iter().map(|k| self.params().hash(k)).collect();
         self.query_batch_hashes(&hashes, results);
     }
+}
+
+/// The allocating form of an `_into` method: a new `Vec` that `fill` fills
+/// (as `query` is `query_into` into a new `Vec`).
+#[inline]
+pub(crate) fn collected<T>(fill: impl FnOnce(&mut Vec<T>)) -> Vec<T> {
+    let mut out = Vec::new();
+    fill(&mut out);
+    out
 }
 
 /// The verbs that take a key rather than its hash, written once for every

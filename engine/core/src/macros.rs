@@ -91,3 +91,38 @@ macro_rules! batch_answers {
         }
     };
 }
+
+/// An index's inherent threshold queries, their shared signature written
+/// once: `query_threshold`, which allocates its answer and working memory,
+/// and `query_threshold_into`, whose body is given with the names of its
+/// arguments (`self` among them, as macro hygiene wants). The doc comment
+/// before each name documents that method.
+macro_rules! threshold_queries {
+    (
+        $(#[$doc:meta])*
+        fn query_threshold;
+
+        $(#[$into_doc:meta])*
+        fn query_threshold_into(&$self:ident, $keys:ident, $threshold:ident, $scratch:ident, $out:ident) $body:block
+    ) => {
+        $(#[$doc])*
+        pub fn query_threshold<K: $crate::hash::Key>(
+            &self,
+            keys: &[K],
+            threshold: $crate::score::Threshold,
+        ) -> Vec<(u64, u32)> {
+            $crate::index::collected(|out| {
+                self.query_threshold_into(keys, threshold, &mut $crate::score::Scores::new(), out)
+            })
+        }
+
+        $(#[$into_doc])*
+        pub fn query_threshold_into<K: $crate::hash::Key>(
+            &$self,
+            $keys: &[K],
+            $threshold: $crate::score::Threshold,
+            $scratch: &mut $crate::score::Scores,
+            $out: &mut Vec<(u64, u32)>,
+        ) $body
+    };
+}

@@ -31,6 +31,7 @@
 
 use crate::concurrent::{ConcurrentIndex, Replica};
 use crate::hash::{Key, KeyHash};
+use crate::index::collected;
 use crate::params::HashScheme;
 use crate::score::{Scores, Threshold};
 use crate::sliced::{BatchResults, SlicedIndex};
@@ -140,9 +141,7 @@ pub trait ReadIndex {
     where
         Self: Sized,
     {
-        let mut out = Vec::new();
-        self.query_into(key, &mut out);
-        out
+        collected(|out| self.query_into(key, out))
     }
 
     /// [`ReadIndex::query`] into `out` (cleared first): no allocation once
@@ -180,9 +179,7 @@ pub trait ReadIndex {
     where
         Self: Sized,
     {
-        let mut out = Vec::new();
-        self.query_threshold_into(keys, threshold, &mut Scores::new(), &mut out);
-        out
+        collected(|out| self.query_threshold_into(keys, threshold, &mut Scores::new(), out))
     }
 
     /// [`ReadIndex::query_threshold`] into `out` (cleared first), with
@@ -308,12 +305,7 @@ impl ReadIndex for crate::NaiveIndex {
         crate::NaiveIndex::query_hash_into(self, hash, out);
     }
     fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
-        results.clear();
-        let mut out = Vec::new();
-        for &hash in hashes {
-            self.query_hash_into(hash, &mut out);
-            results.push_answer(&out);
-        }
+        crate::FilterIndex::query_batch_hashes(self, hashes, results);
     }
 }
 

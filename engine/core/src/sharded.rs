@@ -93,7 +93,7 @@ use crate::params::BloomParams;
 use crate::persist::collection::Loads;
 use crate::persist::manifest::{self, Manifest};
 use crate::persist::{self, Loaded, SetNames, Verify};
-use crate::score::{Scores, Threshold};
+use crate::score::Scores;
 use crate::sliced::BatchResults;
 #[cfg(any(doc, test))]
 use crate::sliced::SlicedIndex;
@@ -372,42 +372,34 @@ impl ShardedIndex {
         scores.keys = keys.len();
     }
 
-    /// The sets whose count for the query `keys` reaches `threshold`, as
-    /// `(id, count)` by ascending id ([`SetIndex::query_threshold`];
-    /// each file prunes on its own).
-    pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
-        let mut out = Vec::new();
-        self.query_threshold_into(keys, threshold, &mut Scores::new(), &mut out);
-        out
-    }
+    threshold_queries! {
+        /// The sets whose count for the query `keys` reaches `threshold`, as
+        /// `(id, count)` by ascending id ([`SetIndex::query_threshold`];
+        /// each file prunes on its own).
+        fn query_threshold;
 
-    /// [`ShardedIndex::query_threshold`] into `out` (cleared first), with
-    /// `scratch` as working memory (its scores afterwards are unspecified).
-    /// Once both are warm, allocates nothing.
-    pub fn query_threshold_into<K: Key>(
-        &self,
-        keys: &[K],
-        threshold: Threshold,
-        scratch: &mut Scores,
-        out: &mut Vec<(u64, u32)>,
-    ) {
-        out.clear();
-        // The file's answers arrive in `part`, whose buffer the scoring
-        // swaps with the scratch's: both stay warm.
-        let mut part = std::mem::take(&mut scratch.entries);
-        for shard in &self.shards {
-            match shard.index.only_part() {
-                Some(index) => index.query_threshold_into(keys, threshold, scratch, &mut part),
-                None => {
-                    part.clear();
-                    part.extend(shard.index.query_threshold(keys, threshold));
+        /// [`ShardedIndex::query_threshold`] into `out` (cleared first), with
+        /// `scratch` as working memory (its scores afterwards are unspecified).
+        /// Once both are warm, allocates nothing.
+        fn query_threshold_into(&self, keys, threshold, scratch, out) {
+            out.clear();
+            // The file's answers arrive in `part`, whose buffer the scoring
+            // swaps with the scratch's: both stay warm.
+            let mut part = std::mem::take(&mut scratch.entries);
+            for shard in &self.shards {
+                match shard.index.only_part() {
+                    Some(index) => index.query_threshold_into(keys, threshold, scratch, &mut part),
+                    None => {
+                        part.clear();
+                        part.extend(shard.index.query_threshold(keys, threshold));
+                    }
                 }
+                out.extend_from_slice(&part);
             }
-            out.extend_from_slice(&part);
-        }
-        scratch.entries = part;
-        if self.shards.len() > 1 {
-            out.sort_unstable_by_key(|&(id, _)| id);
+            scratch.entries = part;
+            if self.shards.len() > 1 {
+                out.sort_unstable_by_key(|&(id, _)| id);
+            }
         }
     }
 }
@@ -587,8 +579,8 @@ fn merge_checked(parts: &[AnswerPart<'_>], n: usize) -> (Vec<u64>, Vec<u64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::BloomFilter;
     use crate::persist::manifest::{MANIFEST_FILE, ManifestParams, ShardFile};
+    use crate::{BloomFilter, Threshold};
 
     fn params() -> BloomParams {
         BloomParams::new(4096, 4).unwrap().with_seed(9)

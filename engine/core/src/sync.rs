@@ -74,23 +74,31 @@ impl<T: ?Sized> UnsafeCell<T> {
     }
 }
 
-/// One turn of a busy-wait loop (under loom, a yield to the scheduler,
-/// which a spinning model needs to make progress).
-#[inline(always)]
-pub(crate) fn spin_loop() {
-    #[cfg(not(loom))]
-    core::hint::spin_loop();
-    #[cfg(loom)]
-    loom::hint::spin_loop();
+/// Defines `fn $name()`, which calls `$std` in a normal build and `$loom`
+/// under loom.
+macro_rules! std_or_loom {
+    ($(#[$attr:meta])* fn $name:ident() => $std:path, $loom:path) => {
+        $(#[$attr])*
+        pub(crate) fn $name() {
+            #[cfg(not(loom))]
+            $std();
+            #[cfg(loom)]
+            $loom();
+        }
+    };
 }
 
-/// `std::thread::yield_now` (loom's under loom).
-#[inline]
-pub(crate) fn yield_now() {
-    #[cfg(not(loom))]
-    std::thread::yield_now();
-    #[cfg(loom)]
-    loom::thread::yield_now();
+std_or_loom! {
+    /// One turn of a busy-wait loop (under loom, a yield to the scheduler,
+    /// which a spinning model needs to make progress).
+    #[inline(always)]
+    fn spin_loop() => core::hint::spin_loop, loom::hint::spin_loop
+}
+
+std_or_loom! {
+    /// `std::thread::yield_now` (loom's under loom).
+    #[inline]
+    fn yield_now() => std::thread::yield_now, loom::thread::yield_now
 }
 
 /// `std::thread::sleep` (a yield under loom, which has no clock).

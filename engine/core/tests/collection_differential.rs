@@ -27,11 +27,11 @@
 //! test in a child process per available backend.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
 
 use bloomslice::collection::FilterInfo;
 use bloomslice::kernels::Kernels;
 use bloomslice::{BatchResults, LayoutConfig, Scores, SetIndex, Threshold};
+use bloomslice_kernels::testing::assert_passes_with_kernels;
 use proptest::prelude::*;
 
 #[path = "common/set_model.rs"]
@@ -255,27 +255,7 @@ proptest! {
 /// available backend (`BLOOMSLICE_KERNELS` is read once per process).
 #[test]
 fn every_backend_in_a_child_process() {
-    let exe = std::env::current_exe().expect("test binary path");
     for kernels in Kernels::available() {
-        let name = kernels.backend().name();
-        let mut command = match std::env::var("BLOOMSLICE_TEST_RUNNER") {
-            Ok(runner) if !runner.trim().is_empty() => {
-                let mut command = Command::new(runner.trim());
-                command.arg(&exe);
-                command
-            }
-            _ => Command::new(&exe),
-        };
-        let output = command
-            .args(["model_under_detected_kernels", "--exact", "--test-threads=1"])
-            .env("BLOOMSLICE_KERNELS", name)
-            .output()
-            .expect("spawn the test binary");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success() && stdout.contains("1 passed"),
-            "BLOOMSLICE_KERNELS={name}: {stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert_passes_with_kernels("model_under_detected_kernels", kernels.backend().name(), &[]);
     }
 }

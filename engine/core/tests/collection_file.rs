@@ -68,6 +68,29 @@ fn probes() -> Vec<[u8; 8]> {
     out
 }
 
+/// Asserts that index `$got` scores every window of `$windows` as `$want`
+/// does, and answers each threshold query (at every threshold of
+/// `$thresholds`) as `$want` does, allocating and into warm buffers. A
+/// macro, so that each index's own methods answer (not the generic
+/// [`ReadIndex`](bloomslice::ReadIndex) ones).
+macro_rules! assert_scores_agree {
+    ($got:expr, $want:expr, $windows:expr, $thresholds:expr) => {
+        let (mut a, mut b) = (Scores::new(), Scores::new());
+        let (mut scratch, mut out) = (Scores::new(), Vec::new());
+        for window in $windows {
+            $got.score_into(window, &mut a);
+            $want.score_into(window, &mut b);
+            assert_eq!(a.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>());
+            for t in $thresholds {
+                let expected = $want.query_threshold(window, t);
+                assert_eq!($got.query_threshold(window, t), expected, "{t:?}");
+                $got.query_threshold_into(window, t, &mut scratch, &mut out);
+                assert_eq!(out, expected, "{t:?} (warm)");
+            }
+        }
+    };
+}
+
 /// Everything a reader sees of a collection, for comparison.
 fn assert_same(got: &SetIndex, want: &SetIndex) {
     got.validate().unwrap();
@@ -94,15 +117,8 @@ fn assert_same(got: &SetIndex, want: &SetIndex) {
     got.query_batch(&probes, &mut a);
     want.query_batch(&probes, &mut b);
     assert!(a.iter().eq(b.iter()));
-    let (mut sa, mut sb) = (Scores::new(), Scores::new());
-    for window in probes.chunks(100) {
-        got.score_into(window, &mut sa);
-        want.score_into(window, &mut sb);
-        assert_eq!(sa.iter().collect::<Vec<_>>(), sb.iter().collect::<Vec<_>>());
-        for t in [Threshold::count(1), Threshold::count(30), Threshold::fraction(0.5).unwrap()] {
-            assert_eq!(got.query_threshold(window, t), want.query_threshold(window, t));
-        }
-    }
+    let thresholds = [Threshold::count(1), Threshold::count(30), Threshold::fraction(0.5).unwrap()];
+    assert_scores_agree!(got, want, probes.chunks(100), thresholds);
 }
 
 /// Every way to read a collection file at `path` holding `bytes`.
@@ -525,19 +541,8 @@ fn sharded_manifests_of_collection_files_answer_as_the_collection() {
             assert_eq!(sorted(got.get(i).unwrap().to_vec()), expected, "key {i}");
             assert_eq!(sorted(sharded.query(key)), expected, "key {i}");
         }
-        let (mut a, mut b) = (Scores::new(), Scores::new());
-        let (mut scratch, mut out) = (Scores::new(), Vec::new());
-        for window in probes.chunks(150) {
-            sharded.score_into(window, &mut a);
-            whole.score_into(window, &mut b);
-            assert_eq!(a.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>());
-            for t in [Threshold::count(0), Threshold::count(2), Threshold::fraction(0.25).unwrap()] {
-                let expected = whole.query_threshold(window, t);
-                assert_eq!(sharded.query_threshold(window, t), expected, "{t:?}");
-                sharded.query_threshold_into(window, t, &mut scratch, &mut out);
-                assert_eq!(out, expected, "{t:?} (warm)");
-            }
-        }
+        let thresholds = [Threshold::count(0), Threshold::count(2), Threshold::fraction(0.25).unwrap()];
+        assert_scores_agree!(sharded, whole, probes.chunks(150), thresholds);
     }
 }
 

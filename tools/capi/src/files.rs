@@ -11,24 +11,11 @@ use bloomslice::{Error, SetNames};
 
 use crate::{Engine, Failure};
 
-/// Whether the file at `path` is an index file of one filter length
-/// (format 1). A file that cannot be read, or any other file, is read as a
-/// collection file, whose reader reports what is wrong with it.
-fn is_format_1(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(10);
-    let read = std::fs::File::open(path).and_then(|file| file.take(10).read_to_end(&mut head));
-    read.is_ok()
-        && head.len() == 10
-        && head[..8] == persist::MAGIC
-        && u16::from_le_bytes([head[8], head[9]]) == persist::FORMAT_MAJOR
-}
-
 /// Reads the file at `path` into memory, fully verified, as the layout it
 /// was saved from: an index file of one filter length as `Sliced`, a
 /// collection file as `Sets`.
 pub(crate) fn load(path: &Path) -> Result<(Engine, SetNames), Error> {
-    if is_format_1(path) {
+    if persist::is_format_1(path) {
         let Loaded { index, names, .. } = Loaded::<SlicedIndex>::load(path)?;
         return Ok((Engine::Sliced(index), names));
     }
@@ -43,7 +30,7 @@ pub(crate) fn load(path: &Path) -> Result<(Engine, SetNames), Error> {
 /// The file must not be truncated or written in place while the returned
 /// index is alive (replacing it by rename is fine).
 pub(crate) unsafe fn map(path: &Path, verify: Verify) -> Result<(Engine, SetNames), Error> {
-    if is_format_1(path) {
+    if persist::is_format_1(path) {
         // SAFETY: the mapping contract is this function's, forwarded.
         let Loaded { index, names, .. } = unsafe { Loaded::<SlicedIndex>::open_mmap(path, verify) }?;
         return Ok((Engine::Sliced(index), names));

@@ -60,6 +60,14 @@ fn skipped_note(skipped: &[String]) {
     }
 }
 
+/// A build's notes, then its skipped entries.
+fn remarks_note(remarks: &input::Remarks) {
+    for note in &remarks.notes {
+        println!("{note}");
+    }
+    skipped_note(&remarks.skipped);
+}
+
 /// Memory the system can still give (`MemAvailable`), if known.
 fn available_memory() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -179,15 +187,11 @@ pub fn build(o: &BuildOptions<'_>, sizing: Result<Sizing, CliError>) -> Result<(
                 BuildFrom::Sets(source) => input::build_index(source, params, &check)?,
                 BuildFrom::Seqs(path, seq_options) => seqs::build_index(path, *seq_options, params, &check)?,
             };
-            let input::Built { index, names, keys, skipped, notes } = built;
+            let input::Built { index, names, keys, remarks } = built;
             let collection = SetIndex::from_index(index, p).map_err(CliError::engine)?;
             save_collection_locked(&lock, &collection, &names)?;
             let index = collection.parts().next().ok_or_else(|| CliError::Runtime("the index has no part".into()))?;
-            summary(
-                output,
-                &FixedSummary { index, names: &names, keys: &keys, skipped: &skipped, notes: &notes },
-                start.elapsed(),
-            );
+            summary(output, &FixedSummary { index, names: &names, keys: &keys, remarks: &remarks }, start.elapsed());
         }
         Sizing::FromData { p, config, seed, levels } => {
             if levels && matches!(o.source, BuildFrom::Seqs(..)) {
@@ -246,10 +250,8 @@ pub struct BuiltCollection {
     pub lines: Vec<u64>,
     /// Distinct keys per set, by id (the sizes the layout was chosen for).
     pub distinct: Vec<u64>,
-    /// Directory entries that were not read, escaped, with why.
-    pub skipped: Vec<String>,
-    /// Lines the summary adds.
-    pub notes: Vec<String>,
+    /// What the summary reports besides the sets.
+    pub remarks: input::Remarks,
 }
 
 /// The collection of `read`'s sets (ids in order) at rate `p`, each set
@@ -261,7 +263,7 @@ pub fn build_collection(
     seed: u64,
     kmer: Option<bloomslice::kmer::KmerLength>,
 ) -> Result<BuiltCollection, CliError> {
-    let input::HashedSets { sets, skipped, notes } = read;
+    let input::HashedSets { sets, remarks } = read;
     let items: Vec<(u64, &[Prehashed])> =
         sets.iter().enumerate().map(|(i, s)| (i as u64, s.hashes.as_slice())).collect();
     let mut collection = SetIndex::build_with_hashing(&items, p, config, HashScheme::default(), seed)
@@ -275,7 +277,7 @@ pub fn build_collection(
         distinct.push(set.hashes.len() as u64);
         names.insert(i as u64, set.name).map_err(CliError::engine)?;
     }
-    Ok(BuiltCollection { collection, names, lines, distinct, skipped, notes })
+    Ok(BuiltCollection { collection, names, lines, distinct, remarks })
 }
 
 /// A level index built from hashed sets, with what the summary reports.
@@ -498,10 +500,7 @@ fn collection_summary(output: &Path, built: &BuiltCollection, config: LayoutConf
             set_name(&built.names, id)
         );
     }
-    for note in &built.notes {
-        println!("{note}");
-    }
-    skipped_note(&built.skipped);
+    remarks_note(&built.remarks);
 }
 
 /// The hash seed of a collection (that of its parts).
@@ -514,8 +513,7 @@ struct FixedSummary<'a> {
     index: &'a SlicedIndex,
     names: &'a SetNames,
     keys: &'a [u64],
-    skipped: &'a [String],
-    notes: &'a [String],
+    remarks: &'a input::Remarks,
 }
 
 fn summary(output: &Path, built: &FixedSummary<'_>, took: Duration) {
@@ -549,10 +547,7 @@ fn summary(output: &Path, built: &FixedSummary<'_>, took: Duration) {
             println!("hint: sets more than half full have a high FP rate; rebuild with a larger --n-exp");
         }
     }
-    for note in built.notes {
-        println!("{note}");
-    }
-    skipped_note(built.skipped);
+    remarks_note(built.remarks);
 }
 
 /// Where `add` takes its new sets from.
@@ -633,7 +628,7 @@ pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliErro
                 collection.insert_set(id, &set.hashes).map_err(CliError::engine)?;
                 names.insert(id, set.name).map_err(CliError::engine)?;
             }
-            skipped_note(&read.skipped);
+            skipped_note(&read.remarks.skipped);
             added
         }
         AddFrom::Index(other) => {
@@ -776,7 +771,7 @@ pub fn update(path: &Path, source: &Source<'_>, create: bool, wait: Duration) ->
         println!("{note}");
     }
     new_parts_note(&collection, parts_before);
-    skipped_note(&read.skipped);
+    skipped_note(&read.remarks.skipped);
     removed_note(&lock);
     Ok(())
 }

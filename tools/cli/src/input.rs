@@ -242,6 +242,15 @@ fn for_each_row(
     })
 }
 
+/// What reading a source leaves for the summary besides its sets.
+#[derive(Debug, Default)]
+pub struct Remarks {
+    /// Directory entries that were not read, escaped, with why.
+    pub skipped: Vec<String>,
+    /// Lines the summary adds (for example the k-mer counts).
+    pub notes: Vec<String>,
+}
+
 /// An index built by `build`, with per-set key counts (by id) and what the
 /// directory listing skipped.
 pub struct Built {
@@ -251,10 +260,8 @@ pub struct Built {
     pub names: SetNames,
     /// Key lines per set, by id.
     pub keys: Vec<u64>,
-    /// Directory entries that were not read, escaped, with why.
-    pub skipped: Vec<String>,
-    /// Lines the summary adds (for example the k-mer counts).
-    pub notes: Vec<String>,
+    /// What the summary reports besides the sets.
+    pub remarks: Remarks,
 }
 
 /// Builds the index of `source` with its peak memory about one index size:
@@ -377,7 +384,7 @@ pub fn build_index(
     if keys.is_empty() {
         return Err(nothing_to_index(source));
     }
-    Ok(Built { index, names, keys, skipped, notes: Vec::new() })
+    Ok(Built { index, names, keys, remarks: Remarks { skipped, notes: Vec::new() } })
 }
 
 /// One set read as the hashes of its keys, for a collection sized from
@@ -421,10 +428,8 @@ impl HashedSet {
 pub struct HashedSets {
     /// The sets, each finished ([`HashedSet::finish`]).
     pub sets: Vec<HashedSet>,
-    /// Directory entries that were not read, escaped, with why.
-    pub skipped: Vec<String>,
-    /// Lines the summary adds (for example the k-mer counts).
-    pub notes: Vec<String>,
+    /// What the summary reports besides the sets.
+    pub remarks: Remarks,
 }
 
 /// Reads every set of `source` as key hashes under `seed` (8 bytes a key,
@@ -485,7 +490,7 @@ pub fn read_hashed(source: &Source<'_>, seed: u64) -> Result<HashedSets, CliErro
     if sets.is_empty() && !matches!(source, Source::Tsv(path, _) if *path == Path::new("-")) {
         return Err(nothing_to_index(source));
     }
-    Ok(HashedSets { sets, skipped, notes: Vec::new() })
+    Ok(HashedSets { sets, remarks: Remarks { skipped, notes: Vec::new() } })
 }
 
 /// Keys per chunk `query` answers at a time.

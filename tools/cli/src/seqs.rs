@@ -21,7 +21,7 @@ use needletail::parser::FastxReader;
 
 use crate::CliError;
 use crate::escape::{self, plain, set_name};
-use crate::input::{self, Built, HashedSet, HashedSets};
+use crate::input::{self, Built, HashedSet, HashedSets, Remarks};
 use bloomslice::Threshold;
 
 /// How `build --seqs` reads its input.
@@ -195,7 +195,7 @@ pub fn build_index(
         "k-mers: k = {}, {} indexed (canonical), {} skipped (windows with a base other than ACGT)",
         o.k, tally.kmers, tally.skipped
     );
-    Ok(Built { index, names, keys, skipped, notes: vec![note] })
+    Ok(Built { index, names, keys, remarks: Remarks { skipped, notes: vec![note] } })
 }
 
 /// Pushes the canonical k-mers of `seq` into `set` as hashes under `seed`;
@@ -260,7 +260,7 @@ pub fn read_hashed(path: &Path, o: SeqOptions, seed: u64) -> Result<HashedSets, 
         "k-mers: k = {}, {} indexed (canonical), {} skipped (windows with a base other than ACGT)",
         o.k, tally.kmers, tally.skipped
     );
-    Ok(HashedSets { sets, skipped, notes: vec![note] })
+    Ok(HashedSets { sets, remarks: Remarks { skipped, notes: vec![note] } })
 }
 
 fn no_kmers(path: &Path, k: KmerLength) -> CliError {

@@ -13,19 +13,6 @@ use bloomslice::{BloomFilter, BloomParams, Error, SetIndex, SetNames, SlicedInde
 
 use crate::Engine;
 
-/// Whether the file at `path` starts as an index file of one filter
-/// length (format 1). A file that cannot be read, or any other file, is
-/// read as a collection file, whose reader reports what is wrong with it.
-fn is_format_1(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(10);
-    let read = std::fs::File::open(path).and_then(|file| file.take(10).read_to_end(&mut head));
-    read.is_ok()
-        && head.len() == 10
-        && head[..8] == persist::MAGIC
-        && u16::from_le_bytes([head[8], head[9]]) == persist::FORMAT_MAJOR
-}
-
 /// Whether `path` names a manifest of shard files: a directory holding
 /// one, or a `.json` file.
 pub fn is_manifest(path: &Path) -> bool {
@@ -45,7 +32,7 @@ fn verify_of(verify: bool) -> Verify {
 /// the file said about itself too.
 pub fn open(path: &Path, mmap: bool, verify: bool) -> Result<(Engine, SetNames, FileInfo), Error> {
     let verify = verify_of(verify);
-    if is_format_1(path) {
+    if persist::is_format_1(path) {
         let loaded = if mmap {
             // SAFETY: the mapping contract of `open_mmap` (no truncation or
             // in-place write while mapped) is the documented contract of

@@ -335,16 +335,17 @@ impl Layout {
 /// Layouts that were not chosen by [`Layout::choose`]: read back from a
 /// collection file, or describing an index that already exists.
 impl Layout {
-    /// A layout as a collection file stores it.
-    pub(crate) fn from_stored(
-        p: f64,
-        k: u32,
-        parts: Vec<PartPlan>,
-        optimum_bits: f64,
-        mean_fpr: f64,
-        max_fpr: f64,
-    ) -> Layout {
+    /// A layout as a collection file stores it: its parts and its
+    /// [`Layout::stored_stats`].
+    pub(crate) fn from_stored(p: f64, k: u32, parts: Vec<PartPlan>, stats: [f64; 3]) -> Layout {
+        let [optimum_bits, mean_fpr, max_fpr] = stats;
         Layout { p, k, parts, optimum_bits, mean_fpr, max_fpr }
+    }
+
+    /// The statistics a collection file stores with the parts: optimum
+    /// bits, mean and largest predicted false-positive rate.
+    pub(crate) fn stored_stats(&self) -> [f64; 3] {
+        [self.optimum_bits, self.mean_fpr, self.max_fpr]
     }
 
     /// A layout of the given parts (by ascending capacity) for sets of

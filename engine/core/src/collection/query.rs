@@ -141,31 +141,23 @@ impl SetIndex {
         scores.entries = entries;
     }
 
-    /// The sets whose count for the query `keys` reaches `threshold`, as
-    /// `(id, count)` by ascending id (a `min_count` of 0 returns every
-    /// set), counts as in [`SetIndex::score_into`]. Sets with one filter
-    /// are scored, pruned, by their part
-    /// ([`SlicedIndex::query_threshold_into`]); sets with several filters
-    /// are counted key by key.
-    pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
-        let mut out = Vec::new();
-        self.query_threshold_into(keys, threshold, &mut Scores::new(), &mut out);
-        out
-    }
+    threshold_queries! {
+        /// The sets whose count for the query `keys` reaches `threshold`, as
+        /// `(id, count)` by ascending id (a `min_count` of 0 returns every
+        /// set), counts as in [`SetIndex::score_into`]. Sets with one filter
+        /// are scored, pruned, by their part
+        /// ([`SlicedIndex::query_threshold_into`]); sets with several filters
+        /// are counted key by key.
+        fn query_threshold;
 
-    /// [`SetIndex::query_threshold`] into `out` (cleared first), with
-    /// `scratch` as working memory (its scores afterwards are unspecified).
-    /// With one part, allocates nothing once both are warm; with several,
-    /// the merge across parts takes buffers of its own (the pool keeps
-    /// them warm: [`crate::QueryPool`]).
-    pub fn query_threshold_into<K: Key>(
-        &self,
-        keys: &[K],
-        threshold: Threshold,
-        scratch: &mut Scores,
-        out: &mut Vec<(u64, u32)>,
-    ) {
-        self.query_threshold_with(keys, threshold, scratch, &mut CollectionScratch::default(), out);
+        /// [`SetIndex::query_threshold`] into `out` (cleared first), with
+        /// `scratch` as working memory (its scores afterwards are unspecified).
+        /// With one part, allocates nothing once both are warm; with several,
+        /// the merge across parts takes buffers of its own (the pool keeps
+        /// them warm: [`crate::QueryPool`]).
+        fn query_threshold_into(&self, keys, threshold, scratch, out) {
+            self.query_threshold_with(keys, threshold, scratch, &mut CollectionScratch::default(), out);
+        }
     }
 
     pub(super) fn is_grown(&self, id: u64) -> bool {

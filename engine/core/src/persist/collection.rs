@@ -26,8 +26,8 @@ use hashbrown::HashMap;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::format::{
-    CHECKSUM_BYTES, FORMAT_MAJOR, MAGIC, checked_body, le_u16, le_u32, le_u64, read_exact, read_vec, scheme_code,
-    scheme_of_code,
+    CHECKSUM_BYTES, FORMAT_MAJOR, MAGIC, check_header_start, checked_body, corrupt, declared_file_len, le_u32, le_u64,
+    major_version, read_exact, read_vec, scheme_code, scheme_of_code,
 };
 use super::names::{MAX_NAME_BYTES, Raw};
 use super::{FileInfo, Loaded, SetNames, Verify};
@@ -242,42 +242,17 @@ fn encode_header(h: &Header, s: &Sections) -> [u8; COLLECTION_HEADER_BYTES as us
     b
 }
 
-fn corrupt<T>(msg: impl Into<String>) -> Result<T> {
-    Err(Error::CorruptFile(msg.into()))
-}
-
 /// Decodes and checks a collection file's header against the real file
 /// length; `b` holds the file's first (up to) [`COLLECTION_HEADER_BYTES`].
 fn decode_header(b: &[u8], real_len: u64) -> Result<(Header, Sections)> {
-    if b.len() < 8 || b[0..8] != MAGIC {
-        return Err(Error::BadMagic);
-    }
-    if b.len() < COLLECTION_HEADER_BYTES as usize {
-        return Err(Error::Truncated { section: "header", needed: COLLECTION_HEADER_BYTES, len: real_len });
-    }
-    let (major, minor) = (le_u16(b, 8), le_u16(b, 10));
-    if major != COLLECTION_FORMAT_MAJOR {
-        return Err(Error::UnsupportedVersion { major, minor, supported: COLLECTION_FORMAT_MAJOR });
-    }
-    let checksum = le_u64(b, HEADER_CHECKED);
-    if xxh3_64(&b[..HEADER_CHECKED]) != checksum {
-        return Err(Error::ChecksumMismatch { section: "header".into() });
-    }
-    if u64::from(le_u32(b, 12)) != COLLECTION_HEADER_BYTES {
-        return corrupt("header size is not what version 2 writes");
-    }
+    let (minor, checksum) =
+        check_header_start(b, real_len, COLLECTION_HEADER_BYTES, COLLECTION_FORMAT_MAJOR, HEADER_CHECKED)?;
     let reserved = b[52..56].iter().chain(&b[HEADER_RESERVED..HEADER_CHECKED]);
     // Minor 0 is the only minor yet; later ones may use these bytes.
     if minor == COLLECTION_FORMAT_MINOR && reserved.into_iter().any(|&x| x != 0) {
         return corrupt(format!("reserved header bytes are not zero in a version 2.{minor} file"));
     }
-    let file_len = le_u64(b, 16);
-    if file_len > real_len {
-        return Err(Error::Truncated { section: "file", needed: file_len, len: real_len });
-    }
-    if file_len < real_len {
-        return corrupt(format!("{} trailing bytes after the declared end at {file_len}", real_len - file_len));
-    }
+    let file_len = declared_file_len(b, real_len)?;
     let p = f64::from_bits(le_u64(b, 24));
     if !(p > 0.0 && p < 1.0) {
         return corrupt(format!("false-positive rate {p} is outside (0, 1)"));
@@ -456,8 +431,8 @@ fn read_meta(head: &[u8], r: &mut impl Read, real_len: u64) -> Result<Meta> {
     let layout_bytes = rd.section(sections.layout, layout_end - sections.layout, "layout")?;
     let (body, layout_sum) = checked_body(&layout_bytes, "layout")?;
     let stat = |i: usize| f64::from_bits(le_u64(body, 8 * i));
-    let (optimum_bits, mean_fpr, max_fpr) = (stat(0), stat(1), stat(2));
-    if [optimum_bits, mean_fpr, max_fpr].iter().any(|x| !(x.is_finite() && *x >= 0.0)) || le_u64(body, 24) != 0 {
+    let stats = [stat(0), stat(1), stat(2)];
+    if stats.iter().any(|x| !(x.is_finite() && *x >= 0.0)) || le_u64(body, 24) != 0 {
         return corrupt("layout statistics are not finite non-negative numbers");
     }
     let mut plans = Vec::with_capacity(header.plans as usize);
@@ -476,7 +451,7 @@ fn read_meta(head: &[u8], r: &mut impl Read, real_len: u64) -> Result<Meta> {
         }
         plans.push(plan);
     }
-    let layout = Layout::from_stored(header.p, k, plans, optimum_bits, mean_fpr, max_fpr);
+    let layout = Layout::from_stored(header.p, k, plans, stats);
 
     // Set table.
     let sets_end = section_end(sections.sets, header.filters, FILTER_ENTRY_BYTES, 0).unwrap_or(0);
@@ -586,7 +561,7 @@ fn load_from_reader(r: &mut impl Read, real_len: u64, what: &Path, loads: Loads)
     let avail = real_len.min(COLLECTION_HEADER_BYTES) as usize;
     read_exact(r, &mut head[..avail], "header", 0, real_len)?;
     let head = &head[..avail];
-    if head.len() >= 10 && head[0..8] == MAGIC && le_u16(head, 8) == FORMAT_MAJOR {
+    if major_version(head) == Some(FORMAT_MAJOR) {
         let loaded = super::load_from_reader(&mut head.chain(r), real_len, what)?;
         return Loaded::<SetIndex>::from_index(loaded, loads);
     }
@@ -647,7 +622,7 @@ pub(crate) unsafe fn open_collection_mmap_with(path: &Path, verify: Verify, load
 
 /// The file (either format) of the whole `map`, verified as `verify` says.
 fn map_with(map: &Arc<memmap2::Mmap>, verify: Verify, loads: Loads) -> Result<Loaded<SetIndex>> {
-    let mut loaded = if le_u16(map, 8) == FORMAT_MAJOR && map[0..8] == MAGIC {
+    let mut loaded = if major_version(map) == Some(FORMAT_MAJOR) {
         Loaded::<SetIndex>::from_index(super::loaded_from_map(map)?, Loads::Cheap)?
     } else {
         mapped_collection(map)?
@@ -708,8 +683,7 @@ fn write_set_index_to(w: &mut dyn Write, collection: &SetIndex, names: &SetNames
         }
     }
     let mut layout = Vec::with_capacity(plans.len() * PLAN_ENTRY_BYTES as usize + 40);
-    let layout_ref = &head.layout;
-    for v in [layout_ref.optimum_bits(), layout_ref.mean_fpr(), layout_ref.max_fpr(), 0.0] {
+    for v in head.layout.stored_stats().into_iter().chain([0.0]) {
         layout.extend_from_slice(&v.to_bits().to_le_bytes());
     }
     for plan in plans {

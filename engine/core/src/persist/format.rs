@@ -163,7 +163,7 @@ pub(crate) fn encode_header(h: &Header, layout: &Layout) -> [u8; HEADER_BYTES as
     b
 }
 
-fn corrupt<T>(msg: impl Into<String>) -> Result<T> {
+pub(crate) fn corrupt<T>(msg: impl Into<String>) -> Result<T> {
     Err(Error::CorruptFile(msg.into()))
 }
 
@@ -202,25 +202,60 @@ pub(crate) fn checked_body<'a>(section: &'a [u8], name: &str) -> Result<(&'a [u8
     Ok((body, want))
 }
 
-/// Decodes and checks the header against the real file length.
-pub(crate) fn decode_header(b: &[u8], real_len: u64) -> Result<(Header, Layout)> {
+/// The major version of the file whose first bytes are `b`, or `None` when
+/// they are not [`MAGIC`] and a version.
+pub(crate) fn major_version(b: &[u8]) -> Option<u16> {
+    (b.len() >= 10 && b[..8] == MAGIC).then(|| le_u16(b, 8))
+}
+
+/// The checks every file header (of either format) starts with, in this
+/// order: the magic bytes, `header_bytes` of header in `b` (the file's
+/// first bytes, `real_len` in all), the major version `major`, the header
+/// checksum (stored at byte `checked`, over the bytes before it) and the
+/// header size field. Returns the minor version and the checksum.
+pub(crate) fn check_header_start(
+    b: &[u8],
+    real_len: u64,
+    header_bytes: u64,
+    major: u16,
+    checked: usize,
+) -> Result<(u16, u64)> {
     if b.len() < 8 || b[0..8] != MAGIC {
         return Err(Error::BadMagic);
     }
-    if b.len() < HEADER_BYTES as usize {
-        return Err(Error::Truncated { section: "header", needed: HEADER_BYTES, len: real_len });
+    if b.len() < header_bytes as usize {
+        return Err(Error::Truncated { section: "header", needed: header_bytes, len: real_len });
     }
-    let (major, minor) = (le_u16(b, 8), le_u16(b, 10));
-    if major != FORMAT_MAJOR {
-        return Err(Error::UnsupportedVersion { major, minor, supported: FORMAT_MAJOR });
+    let (found, minor) = (le_u16(b, 8), le_u16(b, 10));
+    if found != major {
+        return Err(Error::UnsupportedVersion { major: found, minor, supported: major });
     }
-    let checksum = le_u64(b, HEADER_CHECKED);
-    if xxh3_64(&b[..HEADER_CHECKED]) != checksum {
+    let checksum = le_u64(b, checked);
+    if xxh3_64(&b[..checked]) != checksum {
         return Err(Error::ChecksumMismatch { section: "header".into() });
     }
-    if le_u32(b, 12) as u64 != HEADER_BYTES {
-        return corrupt("header size is not what version 1 writes");
+    if u64::from(le_u32(b, 12)) != header_bytes {
+        return corrupt(format!("header size is not what version {major} writes"));
     }
+    Ok((minor, checksum))
+}
+
+/// The file length a header declares (at byte 16), which must be the real
+/// length `real_len`.
+pub(crate) fn declared_file_len(b: &[u8], real_len: u64) -> Result<u64> {
+    let file_len = le_u64(b, 16);
+    if file_len > real_len {
+        return Err(Error::Truncated { section: "file", needed: file_len, len: real_len });
+    }
+    if file_len < real_len {
+        return corrupt(format!("{} trailing bytes after the declared end at {file_len}", real_len - file_len));
+    }
+    Ok(file_len)
+}
+
+/// Decodes and checks the header against the real file length.
+pub(crate) fn decode_header(b: &[u8], real_len: u64) -> Result<(Header, Layout)> {
+    let (minor, checksum) = check_header_start(b, real_len, HEADER_BYTES, FORMAT_MAJOR, HEADER_CHECKED)?;
     // Bytes a minor this build knows leaves reserved must be zero; later
     // minors may give meaning to them (and a reader ignores that meaning).
     let reserved_from = if minor == 0 { KMER_AT } else { KMER_AT + 4 };
@@ -232,13 +267,7 @@ pub(crate) fn decode_header(b: &[u8], real_len: u64) -> Result<(Header, Layout)>
         k if k as usize <= MAX_KMER_LENGTH => KmerLength::new(k as usize).ok(),
         k => return corrupt(format!("k-mer length {k} is above {MAX_KMER_LENGTH}")),
     };
-    let file_len = le_u64(b, 16);
-    if file_len > real_len {
-        return Err(Error::Truncated { section: "file", needed: file_len, len: real_len });
-    }
-    if file_len < real_len {
-        return corrupt(format!("{} trailing bytes after the declared end at {file_len}", real_len - file_len));
-    }
+    let file_len = declared_file_len(b, real_len)?;
     let (m, k) = (le_u64(b, 24), le_u32(b, 32));
     let params = BloomParams::new(m, k).map_err(|e| Error::CorruptFile(format!("parameters: {e}")))?;
     let code = le_u32(b, 36);

@@ -526,32 +526,37 @@ impl Manifest {
 /// Whether the file at `path` is a collection file (format 2), by its
 /// version bytes; anything else is left to the index file reader.
 fn is_collection_file(path: &Path) -> Result<bool> {
-    let mut head = [0u8; 10];
-    let file = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
-    let n = file.take(10).read(&mut head).map_err(|e| Error::io("read", path, e))?;
-    Ok(n == 10 && head[..8] == super::MAGIC && u16::from_le_bytes([head[8], head[9]]) == super::COLLECTION_FORMAT_MAJOR)
+    Ok(super::format_major(path)? == Some(super::COLLECTION_FORMAT_MAJOR))
 }
 
-/// Changes shard file `shard` (at `path`) with `f` (a collection file) or
-/// `g` (an index file), under its writer lock, keeping its format.
+/// The index of a shard file being edited ([`edit_shard`]), in the layout
+/// of its format.
+enum ShardIndex<'a> {
+    /// A collection file's.
+    Sets(&'a mut SetIndex),
+    /// An index file's (one filter length).
+    Sliced(&'a mut SlicedIndex),
+}
+
+/// Changes shard file `shard` (at `path`) with `f`, under its writer lock,
+/// keeping its format.
 fn edit_shard(
     m: &Manifest,
     shard: usize,
     path: &Path,
     wait: Duration,
-    f: impl FnOnce(&mut SetIndex, &mut SetNames) -> Result<()>,
-    g: impl FnOnce(&mut SlicedIndex, &mut SetNames) -> Result<()>,
+    f: impl FnOnce(ShardIndex<'_>, &mut SetNames) -> Result<()>,
 ) -> Result<()> {
     let lock = IndexFile::new(path).lock(wait)?;
     if is_collection_file(path)? {
         let mut loaded = Loaded::<SetIndex>::load(lock.path())?;
         m.check_collection(shard, &loaded)?;
-        f(&mut loaded.index, &mut loaded.names)?;
+        f(ShardIndex::Sets(&mut loaded.index), &mut loaded.names)?;
         lock.save(&loaded.index, &loaded.names)
     } else {
         let mut loaded = Loaded::<SlicedIndex>::load(lock.path())?;
         m.check_shard(shard, &loaded)?;
-        g(&mut loaded.index, &mut loaded.names)?;
+        f(ShardIndex::Sliced(&mut loaded.index), &mut loaded.names)?;
         lock.save(&loaded.index, &loaded.names)
     }
 }
@@ -622,20 +627,13 @@ pub fn add_set(manifest: &Path, shard: usize, name: &[u8], filter: &BloomFilter,
     let id = m.next_id();
     let dir = manifest_dir(manifest);
     let path = m.file_path(&dir, shard);
-    edit_shard(
-        &m,
-        shard,
-        &path,
-        wait,
-        |collection, names| {
-            collection.insert_filter_set(id, filter)?;
-            names.insert(id, name.to_vec())
-        },
-        |index, names| {
-            index.insert_filter(id, filter)?;
-            names.insert(id, name.to_vec())
-        },
-    )?;
+    edit_shard(&m, shard, &path, wait, |index, names| {
+        match index {
+            ShardIndex::Sets(collection) => collection.insert_filter_set(id, filter)?,
+            ShardIndex::Sliced(index) => index.insert_filter(id, filter)?,
+        }
+        names.insert(id, name.to_vec())
+    })?;
     refresh_entry(&mut m, &dir, shard)?;
     m.write_locked(&lock)?;
     Ok(id)
@@ -658,24 +656,15 @@ pub fn remove_set(manifest: &Path, name: &[u8], wait: Duration) -> Result<usize>
     let dir = manifest_dir(manifest);
     let path = m.file_path(&dir, shard);
     let id_of = |names: &SetNames| names.id(name).ok_or_else(|| bad("the file lost a set its entry lists"));
-    edit_shard(
-        &m,
-        shard,
-        &path,
-        wait,
-        |collection, names| {
-            let id = id_of(names)?;
-            collection.remove_set(id)?;
-            names.remove(id);
-            Ok(())
-        },
-        |index, names| {
-            let id = id_of(names)?;
-            index.remove_set(id)?;
-            names.remove(id);
-            Ok(())
-        },
-    )?;
+    edit_shard(&m, shard, &path, wait, |index, names| {
+        let id = id_of(names)?;
+        match index {
+            ShardIndex::Sets(collection) => collection.remove_set(id)?,
+            ShardIndex::Sliced(index) => index.remove_set(id)?,
+        }
+        names.remove(id);
+        Ok(())
+    })?;
     refresh_entry(&mut m, &dir, shard)?;
     m.write_locked(&lock)?;
     Ok(shard)

@@ -477,6 +477,42 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Loaded> {
     Loaded::from_bytes(bytes)
 }
 
+/// Whether the file at `path` is an index file of one filter length
+/// (format 1), by its magic and version bytes alone: such a file opens as
+/// the [`SlicedIndex`] it was saved from (`Loaded::<SlicedIndex>::load`).
+/// A file that cannot be read, or any other file, is not; a collection file
+/// reader then reports what is wrong with it. Nothing past the version is
+/// checked.
+///
+/// ```
+/// use bloomslice::persist::{self, SetNames};
+/// use bloomslice::{BloomParams, SlicedIndex};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("one-length.bsi");
+/// persist::save(&path, &SlicedIndex::new(BloomParams::new(1024, 3)?), &SetNames::new())?;
+/// assert!(persist::is_format_1(&path));
+/// assert!(!persist::is_format_1(dir.path().join("missing.bsi")));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn is_format_1(path: impl AsRef<Path>) -> bool {
+    matches!(format_major(path.as_ref()), Ok(Some(FORMAT_MAJOR)))
+}
+
+/// The major version of the file at `path` ([`FORMAT_MAJOR`] or
+/// [`COLLECTION_FORMAT_MAJOR`] for the files this crate writes), or `None`
+/// when it does not start with [`MAGIC`] and a version.
+///
+/// # Errors
+///
+/// [`Error::Io`] when the file cannot be opened or read.
+pub(crate) fn format_major(path: &Path) -> Result<Option<u16>> {
+    let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut head = Vec::with_capacity(10);
+    file.take(10).read_to_end(&mut head).map_err(|e| Error::io("read", path, e))?;
+    Ok(format::major_version(&head))
+}
+
 pub(crate) fn open(path: &Path) -> Result<(File, u64)> {
     let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
     let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;

@@ -8,7 +8,7 @@ use bloomslice_kernels::{SCORE_GROUP_MAX, WORDS_PER_LINE, score_group_keys};
 
 use super::{Reach, Shard, SlicedIndex, narrow};
 use crate::hash::Key;
-use crate::score::{PRUNE_INTERVAL, Scores, Scratch, Threshold, reserve_total};
+use crate::score::{PRUNE_INTERVAL, Scores, Scratch, reserve_total};
 
 /// What a scoring pass reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,36 +112,29 @@ impl SlicedIndex {
         self.score_keys(keys, Report::NonZero, scores);
     }
 
-    /// The filters whose count for the query `keys` reaches `threshold`, as
-    /// `(id, count)` by ascending id (a `min_count` of 0 returns every
-    /// filter). Scoring is pruned (see [`crate::score`]) unless `threshold`
-    /// is [`Threshold::unpruned`], which never changes the answer.
-    pub fn query_threshold<K: Key>(&self, keys: &[K], threshold: Threshold) -> Vec<(u64, u32)> {
-        let mut out = Vec::new();
-        self.query_threshold_into(keys, threshold, &mut Scores::new(), &mut out);
-        out
-    }
+    threshold_queries! {
+        /// The filters whose count for the query `keys` reaches `threshold`, as
+        /// `(id, count)` by ascending id (a `min_count` of 0 returns every
+        /// filter). Scoring is pruned (see [`crate::score`]) unless `threshold`
+        /// is [`Threshold::unpruned`](crate::Threshold::unpruned), which never
+        /// changes the answer.
+        fn query_threshold;
 
-    /// [`SlicedIndex::query_threshold`] into `out` (cleared first), with
-    /// `scratch` as working memory (its scores afterwards are unspecified).
-    /// Once both are warm, allocates nothing.
-    pub fn query_threshold_into<K: Key>(
-        &self,
-        keys: &[K],
-        threshold: Threshold,
-        scratch: &mut Scores,
-        out: &mut Vec<(u64, u32)>,
-    ) {
-        out.clear();
-        let min_count = threshold.min_count(keys.len());
-        if min_count as usize > keys.len() {
-            // No filter can reach it; nothing to read.
-            scratch.keys = keys.len();
-            scratch.entries.clear();
-            return;
+        /// [`SlicedIndex::query_threshold`] into `out` (cleared first), with
+        /// `scratch` as working memory (its scores afterwards are unspecified).
+        /// Once both are warm, allocates nothing.
+        fn query_threshold_into(&self, keys, threshold, scratch, out) {
+            out.clear();
+            let min_count = threshold.min_count(keys.len());
+            if min_count as usize > keys.len() {
+                // No filter can reach it; nothing to read.
+                scratch.keys = keys.len();
+                scratch.entries.clear();
+                return;
+            }
+            self.score_keys(keys, Report::AtLeast { min_count, prune: threshold.prunes() }, scratch);
+            core::mem::swap(out, &mut scratch.entries);
         }
-        self.score_keys(keys, Report::AtLeast { min_count, prune: threshold.prunes() }, scratch);
-        core::mem::swap(out, &mut scratch.entries);
     }
 
     /// Grows `scores` and `out` to what a threshold query of up to `q`
@@ -738,7 +731,7 @@ fn push_counts(s: &Shard, planes: &[u64], n_planes: usize, mask: &[u64], out: &m
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BloomFilter, BloomParams, SlicedConfig};
+    use crate::{BloomFilter, BloomParams, SlicedConfig, Threshold};
     use bloomslice_kernels::Kernels;
 
     #[test]

@@ -14,6 +14,35 @@ use crate::arch::all;
 /// `bench/RESULTS.md`, section "Kernels").
 const UNROLLED_BITS: usize = 2;
 
+/// Writes the table entry `at[b]` of every set bit `b` of `w`, lowest
+/// first, to `dst[0..w.count_ones()]`: the first [`UNROLLED_BITS`] writes
+/// unconditionally (a write past the word's last set bit reads `at[0]`:
+/// `tzcnt` of zero is 64, taken modulo 64), the rest in a loop. The
+/// bit-writing step of [`append_mapped_bits`] and [`and_runs_mapped`].
+///
+/// # Safety
+///
+/// `dst` must be valid for writes of `max(w.count_ones(), UNROLLED_BITS)`
+/// words and `at` for reads of 64.
+#[inline(always)]
+unsafe fn write_mapped_word(dst: *mut u64, at: *const u64, mut w: u64) {
+    // SAFETY: every write is at `dst + (0..max(count, UNROLLED_BITS))` and
+    // every read at `at + (0..64)` (`trailing_zeros` of a non-zero word is
+    // below 64), as this function's contract allows.
+    unsafe {
+        for u in 0..UNROLLED_BITS {
+            dst.add(u).write(*at.add(w.trailing_zeros() as usize % 64));
+            w &= w.wrapping_sub(1);
+        }
+        let mut extra = UNROLLED_BITS;
+        while w != 0 {
+            dst.add(extra).write(*at.add(w.trailing_zeros() as usize));
+            w &= w - 1;
+            extra += 1;
+        }
+    }
+}
+
 /// See [`all::append_mapped_bits`]. Built to branch on counts, not on the
 /// data: a query's answer has about one set bit in every few words, and a
 /// branch per word (or per bit) mispredicts about once per non-zero word,
@@ -76,29 +105,18 @@ pub(crate) unsafe fn append_mapped_bits<L: Line>(words: &[u64], mask: &[u64], ta
             nonzero &= nonzero - 1;
             // SAFETY: `nonzero` only has bits `j < group.len()`, and
             // `group_mask` has the length of `group`.
-            let mut w = unsafe { *group.get_unchecked(j) & *group_mask.get_unchecked(j) };
+            let w = unsafe { *group.get_unchecked(j) & *group_mask.get_unchecked(j) };
             let count = w.count_ones() as usize;
             // SAFETY: `j < group.len()` and `group_table` holds 64
             // entries per word of `group`.
             let at = unsafe { group_table.as_ptr().add(j * 64) };
             // SAFETY: `written + count <= hits` (the counts sum to `hits`)
             // and `hits + UNROLLED_BITS` slots were reserved, so every
-            // write below, unconditional or in the loop, is inside the
-            // spare capacity; slots past `written + count` are overwritten
-            // by the next word or left past the final length. Every table
-            // read is at `at + (0..64)`, inside the word's 64 entries.
-            unsafe {
-                for u in 0..UNROLLED_BITS {
-                    dst.add(written + u).write(*at.add(w.trailing_zeros() as usize % 64));
-                    w &= w.wrapping_sub(1);
-                }
-                let mut extra = written + UNROLLED_BITS;
-                while w != 0 {
-                    dst.add(extra).write(*at.add(w.trailing_zeros() as usize));
-                    w &= w - 1;
-                    extra += 1;
-                }
-            }
+            // write, unconditional or in the loop, is inside the spare
+            // capacity; slots past `written + count` are overwritten by the
+            // next word or left past the final length. Every table read is
+            // at `at + (0..64)`, inside the word's 64 entries.
+            unsafe { write_mapped_word(dst.add(written), at, w) };
             written += count;
         }
         // SAFETY: the first `written` (= `hits`) spare slots were written
@@ -295,7 +313,7 @@ pub(crate) unsafe fn append_lines<L: Line, const G: usize>(lines: [L; G], table:
     while nonzero != 0 {
         let j = nonzero.trailing_zeros() as usize;
         nonzero &= nonzero - 1;
-        let mut w = words[j];
+        let w = words[j];
         let count = w.count_ones() as usize;
         if !L::NATIVE_POPCOUNT {
             out.reserve(count + UNROLLED_BITS);
@@ -306,19 +324,7 @@ pub(crate) unsafe fn append_lines<L: Line, const G: usize>(lines: [L; G], table:
         // at `len + (0..count + UNROLLED_BITS)`, inside the capacity
         // reserved above (for the lines, or for this word), as in
         // `append_mapped_bits`; every table read is at `at + (0..64)`.
-        unsafe {
-            let at = table.add(j * 64);
-            for u in 0..UNROLLED_BITS {
-                dst.add(len + u).write(*at.add(w.trailing_zeros() as usize % 64));
-                w &= w.wrapping_sub(1);
-            }
-            let mut extra = len + UNROLLED_BITS;
-            while w != 0 {
-                dst.add(extra).write(*at.add(w.trailing_zeros() as usize));
-                w &= w - 1;
-                extra += 1;
-            }
-        }
+        unsafe { write_mapped_word(dst.add(len), table.add(j * 64), w) };
         len += count;
         // SAFETY: the slots up to `len` were written above.
         unsafe { out.set_len(len) };

@@ -99,7 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{:>8} {:>9} {:>12} {:>7} {:>12} {:>12} {:>12} {:>12}",
         "engine", "build s", "memory B", "x opt", "false/absent", "absent ns", "present ns", "distinct ns"
     );
-    let mut row = |name: &str, build: f64, memory: usize, query: &dyn Fn(KeyHash, &mut Vec<u64>)| {
+    let row = |name: &str, build: f64, memory: usize, query: &dyn Fn(KeyHash, &mut Vec<u64>)| {
         let (absent_ns, false_sets) = time(&absent, query);
         let (present_ns, _) = time(&present, query);
         let (distinct_ns, _) = time(&distinct, query);

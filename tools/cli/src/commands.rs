@@ -288,15 +288,15 @@ pub struct BuiltLevels {
     pub names: SetNames,
     /// Distinct keys over all sets.
     pub keys: u64,
-    /// Directory entries that were not read, escaped, with why.
-    pub skipped: Vec<String>,
+    /// What the reading skipped or noted.
+    pub remarks: input::Remarks,
 }
 
 /// The level index of `read`'s sets (ids in order) at rate `p`, each set
 /// sized for its distinct keys, flat parts laid out under `config` where
 /// levels do not pay.
 pub fn build_levels(read: input::HashedSets, p: f64, config: LayoutConfig, seed: u64) -> Result<BuiltLevels, CliError> {
-    let input::HashedSets { sets, skipped, .. } = read;
+    let input::HashedSets { sets, remarks } = read;
     let items: Vec<(u64, &[Prehashed])> =
         sets.iter().enumerate().map(|(i, s)| (i as u64, s.hashes.as_slice())).collect();
     let level_config = LevelConfig { layout: config, ..LevelConfig::default() };
@@ -308,7 +308,7 @@ pub fn build_levels(read: input::HashedSets, p: f64, config: LayoutConfig, seed:
     for (i, set) in sets.into_iter().enumerate() {
         names.insert(i as u64, set.name).map_err(CliError::engine)?;
     }
-    Ok(BuiltLevels { index, names, keys, skipped })
+    Ok(BuiltLevels { index, names, keys, remarks })
 }
 
 /// One line on a level index: its levels, or that it stayed flat.
@@ -341,9 +341,7 @@ fn levels_summary(output: &Path, built: &BuiltLevels, took: Duration) {
         index.memory_bytes() as f64 / built.keys.max(1) as f64,
         took.as_secs_f64()
     );
-    for s in &built.skipped {
-        eprintln!("skipped {s}");
-    }
+    remarks_note(&built.remarks);
 }
 
 /// `inspect` of a level index file.

@@ -17,6 +17,8 @@
 
 use std::sync::Arc;
 
+#[cfg(miri)]
+use aligned_vec::ConstAlign;
 use aligned_vec::{AVec, RuntimeAlign};
 
 use crate::error::{Error, Result};
@@ -28,6 +30,63 @@ pub const HUGE_PAGE_BYTES: usize = 2 << 20;
 /// Alignment of every word buffer: one cache line, so a 512-bit chunk never
 /// straddles two lines.
 pub const CACHE_LINE_BYTES: usize = 64;
+
+/// A read-only map of a whole file, as [`map_file`] makes it: a
+/// `memmap2::Mmap`.
+#[cfg(not(miri))]
+pub(crate) type FileMap = memmap2::Mmap;
+
+/// A read-only map of a whole file, as [`map_file`] makes it. Miri cannot
+/// map a file (its `mmap` is anonymous memory only), so under Miri this is
+/// a page-aligned copy of the file read into memory: the code over a map
+/// (windows, deferred verification, copy on write) then runs under Miri
+/// unchanged, and only the `mmap` call itself is left out.
+///
+/// Public (and hidden) only so that the sealed `persist` trait may name it,
+/// as it names `memmap2::Mmap` in other builds.
+#[cfg(miri)]
+#[doc(hidden)]
+pub struct FileMap(AVec<u8, ConstAlign<4096>>);
+
+#[cfg(miri)]
+impl core::ops::Deref for FileMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Maps the whole of `file` read-only (under Miri, reads it into a
+/// page-aligned buffer: see [`FileMap`]).
+///
+/// # Safety
+///
+/// That of `memmap2::Mmap::map`: the file must not be truncated or written
+/// into while the map is alive.
+#[cfg(not(miri))]
+pub(crate) unsafe fn map_file(file: &std::fs::File) -> std::io::Result<FileMap> {
+    // SAFETY: forwarded to the caller (this function's `# Safety`).
+    unsafe { memmap2::Mmap::map(file) }
+}
+
+/// Maps the whole of `file` read-only (under Miri, reads it into a
+/// page-aligned buffer: see [`FileMap`]).
+///
+/// # Safety
+///
+/// None needed for the copy; the function is `unsafe` to keep the
+/// signature of the `mmap` build.
+#[cfg(miri)]
+pub(crate) unsafe fn map_file(file: &std::fs::File) -> std::io::Result<FileMap> {
+    use std::io::{Read, Seek};
+    let mut file = file;
+    let len = usize::try_from(file.metadata()?.len()).map_err(std::io::Error::other)?;
+    let mut buf = AVec::<u8, ConstAlign<4096>>::new(4096);
+    buf.resize(len, 0);
+    file.rewind()?;
+    file.read_exact(&mut buf)?;
+    Ok(FileMap(buf))
+}
 
 /// A cache-line aligned buffer of `u64` words: owned, or (inside the crate)
 /// a window of a memory-mapped file. It derefs to `[u64]`; words made by
@@ -43,7 +102,7 @@ enum Backing {
     /// aligned. Only built on little-endian targets (the file is
     /// little-endian, and the words are used in place).
     Mapped {
-        map: Arc<memmap2::Mmap>,
+        map: Arc<FileMap>,
         offset: usize,
         len: usize,
     },
@@ -76,7 +135,7 @@ impl Words {
     /// [`Error::CorruptFile`] when the window is not 64-byte aligned or does
     /// not lie inside the map.
     #[cfg(target_endian = "little")]
-    pub(crate) fn mapped(map: Arc<memmap2::Mmap>, offset: usize, len: usize) -> Result<Self> {
+    pub(crate) fn mapped(map: Arc<FileMap>, offset: usize, len: usize) -> Result<Self> {
         let end = len.checked_mul(8).and_then(|b| b.checked_add(offset));
         if end.is_none_or(|end| end > map.len()) {
             return Err(Error::CorruptFile(format!("mapped window at {offset} of {len} words is outside the file")));
@@ -299,7 +358,9 @@ fn huge_bytes_from_smaps(smaps: &str, ranges: &[(usize, usize)]) -> usize {
     total
 }
 
-#[cfg(target_os = "linux")]
+// Not under Miri, which has no `madvise` (and whose memory has no pages to
+// advise on): the advice changes nothing a program can observe.
+#[cfg(all(target_os = "linux", not(miri)))]
 fn advise_huge_pages(ptr: *const u8, bytes: usize) {
     let start = ptr as usize;
     let aligned = start.next_multiple_of(4096);
@@ -316,7 +377,7 @@ fn advise_huge_pages(ptr: *const u8, bytes: usize) {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), miri))]
 fn advise_huge_pages(_ptr: *const u8, _bytes: usize) {}
 
 #[cfg(test)]
@@ -325,7 +386,10 @@ mod tests {
 
     #[test]
     fn zeroed_is_aligned_and_zero() {
-        for len in [0usize, 1, 8, 1000, HUGE_PAGE_BYTES / 8 + 3] {
+        // Not the huge-page size under Miri, which would interpret a write
+        // and a read of each of its quarter million words.
+        let huge = if cfg!(miri) { 1001 } else { HUGE_PAGE_BYTES / 8 + 3 };
+        for len in [0usize, 1, 8, 1000, huge] {
             let w = Words::zeroed(len).unwrap();
             assert_eq!(w.len(), len);
             assert!(w.iter().all(|&x| x == 0));
@@ -342,7 +406,7 @@ mod tests {
         file.write_all(&[0u8; 64]).unwrap();
         file.write_all(bytemuck::cast_slice(&words)).unwrap();
         // SAFETY: a private temporary file nobody else writes.
-        let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.unwrap());
+        let map = Arc::new(unsafe { map_file(&file) }.unwrap());
         assert!(Words::mapped(Arc::clone(&map), 8, 8).is_err(), "misaligned");
         assert!(Words::mapped(Arc::clone(&map), 64, 65).is_err(), "past the end");
         let mut w = Words::mapped(Arc::clone(&map), 64, 64).unwrap();
@@ -384,6 +448,7 @@ FilePmdMapped:      2048 kB
 
     #[cfg(target_os = "linux")]
     #[test]
+    #[cfg_attr(miri, ignore = "/proc/self/smaps describes the interpreter's memory, not the program's")]
     fn huge_page_bytes_never_exceed_the_range() {
         let w = Words::zeroed(4 * HUGE_PAGE_BYTES / 8).unwrap();
         let huge = huge_page_bytes_in(w.as_ptr().cast(), w.len() * 8);

@@ -41,6 +41,7 @@ fn add_set(loaded: &mut Loaded, name: &str) -> bloomslice::Result<()> {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "sixty locked load-change-save rounds: too many to interpret")]
 fn concurrent_editors_never_lose_an_update() {
     let (dir, path) = one_set_saved();
     let rounds = 20;
@@ -140,6 +141,7 @@ fn the_lock_holder_removes_every_temporary_of_its_index() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "indexes of up to 1100 filters of 4096 bits: too large to interpret")]
 fn estimated_sizes_match_saved_files() {
     let dir = tempfile::tempdir().unwrap();
     let p = params();

@@ -38,6 +38,7 @@ use crate::error::{Error, Result};
 use crate::kmer::{KmerLength, MAX_KMER_LENGTH};
 use crate::params::{BloomParams, MAX_HASHES};
 use crate::sliced::SlicedIndex;
+use crate::storage::{FileMap, map_file};
 
 /// Major format version of collection files.
 pub const COLLECTION_FORMAT_MAJOR: u16 = 2;
@@ -70,7 +71,7 @@ impl super::sealed::Sealed for SetIndex {
         load_from_reader(&mut &mut *r, len, what, Loads::Exact)
     }
 
-    fn map_file(map: &Arc<memmap2::Mmap>, verify: Verify) -> Result<Loaded<Self>> {
+    fn map_file(map: &Arc<FileMap>, verify: Verify) -> Result<Loaded<Self>> {
         map_with(map, verify, Loads::Exact)
     }
 
@@ -616,12 +617,12 @@ pub(crate) unsafe fn open_collection_mmap_with(path: &Path, verify: Verify, load
     // it; the caller promises that (this function's `# Safety` contract).
     // The map is read-only, and every offset taken from it is checked
     // against its length.
-    let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, e))?);
+    let map = Arc::new(unsafe { map_file(&file) }.map_err(|e| Error::io("map", path, e))?);
     map_with(&map, verify, loads)
 }
 
 /// The file (either format) of the whole `map`, verified as `verify` says.
-fn map_with(map: &Arc<memmap2::Mmap>, verify: Verify, loads: Loads) -> Result<Loaded<SetIndex>> {
+fn map_with(map: &Arc<FileMap>, verify: Verify, loads: Loads) -> Result<Loaded<SetIndex>> {
     let mut loaded = if major_version(map) == Some(FORMAT_MAJOR) {
         Loaded::<SetIndex>::from_index(super::loaded_from_map(map)?, Loads::Cheap)?
     } else {
@@ -635,7 +636,7 @@ fn map_with(map: &Arc<memmap2::Mmap>, verify: Verify, loads: Loads) -> Result<Lo
 
 /// The collection file of the whole `map`, its parts' rows used in place
 /// and not verified.
-fn mapped_collection(map: &Arc<memmap2::Mmap>) -> Result<Loaded<SetIndex>> {
+fn mapped_collection(map: &Arc<FileMap>) -> Result<Loaded<SetIndex>> {
     let len = map.len() as u64;
     let head = &map[..map.len().min(COLLECTION_HEADER_BYTES as usize)];
     let mut rest: &[u8] = &map[head.len()..];

@@ -71,7 +71,7 @@ pub use self::names::{MAX_NAME_BYTES, SetNames};
 use crate::collection::SetIndex;
 use crate::error::{Error, Result};
 use crate::sliced::{ShardParts, SlicedIndex};
-use crate::storage::Words;
+use crate::storage::{FileMap, Words, map_file};
 
 /// How much of a file [`open_mmap`] checks before returning.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -120,7 +120,7 @@ mod sealed {
     use std::path::Path;
     use std::sync::Arc;
 
-    use super::{Loaded, SetNames, Verify};
+    use super::{FileMap, Loaded, SetNames, Verify};
     use crate::error::Result;
 
     /// What [`super::Persist`] requires, private to the crate so the trait
@@ -131,7 +131,7 @@ mod sealed {
         /// Reads a whole file of `len` bytes from `r`, fully verified.
         fn read_file(r: &mut dyn Read, len: u64, what: &Path) -> Result<Loaded<Self>>;
         /// The file of the whole `map`, verified as `verify` says.
-        fn map_file(map: &Arc<memmap2::Mmap>, verify: Verify) -> Result<Loaded<Self>>;
+        fn map_file(map: &Arc<FileMap>, verify: Verify) -> Result<Loaded<Self>>;
         /// Verifies what a deferred opening left unchecked.
         fn verify(loaded: &mut Loaded<Self>) -> Result<()>;
         /// Whether the index reads (some of) its rows from a memory map.
@@ -164,7 +164,7 @@ impl sealed::Sealed for crate::LevelIndex {
         crate::collection::levels::decode_file(&bytes)
     }
 
-    fn map_file(map: &Arc<memmap2::Mmap>, _verify: Verify) -> Result<Loaded<Self>> {
+    fn map_file(map: &Arc<FileMap>, _verify: Verify) -> Result<Loaded<Self>> {
         crate::collection::levels::decode_file(map)
     }
 
@@ -186,7 +186,7 @@ impl sealed::Sealed for SlicedIndex {
         load_from_reader(&mut &mut *r, len, what)
     }
 
-    fn map_file(map: &Arc<memmap2::Mmap>, verify: Verify) -> Result<Loaded<Self>> {
+    fn map_file(map: &Arc<FileMap>, verify: Verify) -> Result<Loaded<Self>> {
         let mut loaded = loaded_from_map(map)?;
         if verify == Verify::Full {
             loaded.verify()?;
@@ -279,7 +279,7 @@ impl<I: Persist> Loaded<I> {
         // writes it; the caller promises that (this function's `# Safety`
         // contract). The map is read-only, and every offset taken from it is
         // checked against its length.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", path, e))?;
+        let map = unsafe { map_file(&file) }.map_err(|e| Error::io("map", path, e))?;
         I::map_file(&Arc::new(map), verify)
     }
 
@@ -554,7 +554,7 @@ pub unsafe fn open_mmap(path: impl AsRef<Path>, verify: Verify) -> Result<Loaded
 
 /// The index file of the whole `map`, its rows used in place and not
 /// verified yet.
-pub(crate) fn loaded_from_map(map: &Arc<memmap2::Mmap>) -> Result<Loaded<SlicedIndex>> {
+pub(crate) fn loaded_from_map(map: &Arc<FileMap>) -> Result<Loaded<SlicedIndex>> {
     let (index, meta) = index_in_map(map, 0, map.len())?;
     let info = info_of(&meta, false);
     Ok(Loaded { index, names: meta.names, info })
@@ -564,7 +564,7 @@ pub(crate) fn loaded_from_map(map: &Arc<memmap2::Mmap>) -> Result<Loaded<SlicedI
 /// multiple of [`ROWS_ALIGN`]), its rows used in place (copied on
 /// big-endian targets) and not verified: every table is checked, no row is
 /// read.
-pub(crate) fn index_in_map(map: &Arc<memmap2::Mmap>, start: usize, len: usize) -> Result<(SlicedIndex, Meta)> {
+pub(crate) fn index_in_map(map: &Arc<FileMap>, start: usize, len: usize) -> Result<(SlicedIndex, Meta)> {
     let bytes = start.checked_add(len).and_then(|end| map.get(start..end));
     let Some(mut r) = bytes else {
         return Err(Error::CorruptFile(format!("embedded index at {start} of {len} bytes is outside the file")));

@@ -235,8 +235,7 @@ fn estimate_flat(sizes: &[u64], p: f64, config: LayoutConfig) -> Result<Estimate
 /// group (weighted by the group's share of the keys), an absent one into
 /// each group whose column answers falsely (at the column's expected
 /// rate at its load).
-fn estimate_levels(sizes: &[u64], p: f64, config: &LevelConfig) -> Result<Estimate> {
-    let plan = Plan::choose(sizes, top_columns(config));
+fn estimate_plan(plan: &Plan, sizes: &[u64], p: f64, config: &LevelConfig) -> Result<Estimate> {
     let params = BloomParams::for_capacity(plan.capacity, p)?;
     let k = f64::from(params.k()) * plan.columns().div_ceil(512) as f64;
     let total = sizes.iter().sum::<u64>().max(1) as f64;
@@ -255,8 +254,11 @@ fn estimate_levels(sizes: &[u64], p: f64, config: &LevelConfig) -> Result<Estima
 /// Whether a group of `sizes` is split into a level again: it has more
 /// than [`LevelConfig::leaf_sets`] members and a level over them would
 /// hold more than one column.
-fn splits(sizes: &[u64], config: &LevelConfig) -> bool {
-    sizes.len() > config.leaf_sets && Plan::choose(sizes, top_columns(config)).columns() > 1
+fn splits(sizes: &[u64], config: &LevelConfig) -> Option<Plan> {
+    if sizes.len() <= config.leaf_sets {
+        return None;
+    }
+    Some(Plan::choose(sizes, top_columns(config))).filter(|plan| plan.columns() > 1)
 }
 
 /// A level's columns at most (at least 2, so that a level divides).
@@ -265,8 +267,8 @@ fn top_columns(config: &LevelConfig) -> usize {
 }
 
 fn estimate_group(sizes: &[u64], p: f64, config: &LevelConfig) -> Result<Estimate> {
-    if splits(sizes, config) {
-        return estimate_levels(sizes, p, config);
+    if let Some(plan) = splits(sizes, config) {
+        return estimate_plan(&plan, sizes, p, config);
     }
     let params = BloomParams::for_capacity(sizes[0], p)?;
     let lines = f64::from(params.k()) * sizes.len().div_ceil(512) as f64;
@@ -336,13 +338,14 @@ impl LevelIndex {
         sorted.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
         let sizes: Vec<u64> = sorted.iter().map(|(_, keys)| (keys.len() as u64).max(1)).collect();
         let hashing = Hashing { p, scheme, seed };
+        let plan = Plan::choose(&sizes, top_columns(&config));
         let levels_pay = sets.len() > top_columns(&config) && {
             let flat = estimate_flat(&sizes, p, config.layout)?;
-            let levels = estimate_levels(&sizes, p, &config)?;
+            let levels = estimate_plan(&plan, &sizes, p, &config)?;
             levels.bits as f64 <= config.max_memory_ratio * flat.bits as f64 && levels.runs() < flat.runs()
         };
         let root = if levels_pay {
-            Node::Level(Box::new(hashing.level(&sorted, &sizes, &config)?))
+            Node::Level(Box::new(hashing.level(&sorted, &sizes, &plan, &config)?))
         } else {
             Node::Flat(hashing.flat(&sorted, config.layout)?)
         };
@@ -503,16 +506,15 @@ impl Hashing {
     }
 
     fn node<K: Key>(&self, sets: &[(u64, &[K])], sizes: &[u64], config: &LevelConfig) -> Result<Node> {
-        if splits(sizes, config) {
-            Ok(Node::Level(Box::new(self.level(sets, sizes, config)?)))
+        if let Some(plan) = splits(sizes, config) {
+            Ok(Node::Level(Box::new(self.level(sets, sizes, &plan, config)?)))
         } else {
             Ok(Node::Leaf(self.leaf(sets, sizes[0])?))
         }
     }
 
     /// A level over `sets` sorted by descending size (`sizes`, at least 1).
-    fn level<K: Key>(&self, sets: &[(u64, &[K])], sizes: &[u64], config: &LevelConfig) -> Result<Level> {
-        let plan = Plan::choose(sizes, top_columns(config));
+    fn level<K: Key>(&self, sets: &[(u64, &[K])], sizes: &[u64], plan: &Plan, config: &LevelConfig) -> Result<Level> {
         let params = BloomParams::for_capacity(plan.capacity, self.p)?.with_scheme(self.scheme).with_seed(self.seed);
         let mut filters = Vec::with_capacity(plan.columns());
         let mut owners = Vec::with_capacity(plan.columns());

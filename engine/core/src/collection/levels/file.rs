@@ -24,8 +24,9 @@ use crate::sliced::SlicedIndex;
 
 /// Major version of level index files.
 pub const LEVELS_FORMAT_MAJOR: u16 = 3;
-/// Minor version this build writes.
-pub const LEVELS_FORMAT_MINOR: u16 = 0;
+/// Minor version this build writes: 1 adds the writes since the build
+/// (hidden ids, ids in both, the delta); a reader takes 0 and 1.
+pub const LEVELS_FORMAT_MINOR: u16 = 1;
 /// Bytes of the fixed header: magic, major, minor, 4 reserved zero bytes,
 /// body length.
 const HEADER_BYTES: usize = 24;
@@ -46,10 +47,7 @@ pub(crate) fn encode(index: &LevelIndex, names: &SetNames) -> Result<Vec<u8>> {
     body.extend_from_slice(&index.k.to_le_bytes());
     body.extend_from_slice(&scheme_code(index.scheme).to_le_bytes());
     body.extend_from_slice(&index.seed.to_le_bytes());
-    body.extend_from_slice(&(index.ids.len() as u64).to_le_bytes());
-    for id in &index.ids {
-        body.extend_from_slice(&id.to_le_bytes());
-    }
+    ids(&index.root_ids, &mut body);
     encode_node(&index.root, &mut body)?;
     let kept: Vec<(u64, &[u8])> = names.iter().filter(|(id, _)| index.contains(*id)).collect();
     body.extend_from_slice(&(kept.len() as u64).to_le_bytes());
@@ -58,6 +56,9 @@ pub(crate) fn encode(index: &LevelIndex, names: &SetNames) -> Result<Vec<u8>> {
         body.extend_from_slice(&(name.len() as u32).to_le_bytes());
         body.extend_from_slice(name);
     }
+    ids(&index.hidden, &mut body);
+    ids(&index.both, &mut body);
+    blob(to_bytes(&index.delta, &SetNames::new())?, &mut body);
     let mut file = Vec::with_capacity(HEADER_BYTES + body.len() + 8);
     file.extend_from_slice(&MAGIC);
     file.extend_from_slice(&LEVELS_FORMAT_MAJOR.to_le_bytes());
@@ -67,6 +68,14 @@ pub(crate) fn encode(index: &LevelIndex, names: &SetNames) -> Result<Vec<u8>> {
     file.extend_from_slice(&body);
     file.extend_from_slice(&xxh3_64(&body).to_le_bytes());
     Ok(file)
+}
+
+/// A count, then the ids.
+fn ids(ids: &[u64], out: &mut Vec<u8>) {
+    out.extend_from_slice(&(ids.len() as u64).to_le_bytes());
+    for id in ids {
+        out.extend_from_slice(&id.to_le_bytes());
+    }
 }
 
 fn blob(bytes: Vec<u8>, out: &mut Vec<u8>) {
@@ -155,6 +164,17 @@ impl<'a> Cursor<'a> {
         Ok(n as usize)
     }
 
+    /// A count, then that many strictly ascending ids.
+    fn ids(&mut self, what: &str) -> Result<Vec<u64>> {
+        let n = self.u64(what)?;
+        let n = self.count(n, 8, what)?;
+        let ids = (0..n).map(|_| self.u64(what)).collect::<Result<Vec<u64>>>()?;
+        if ids.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(corrupt(format!("{what} are not strictly ascending")));
+        }
+        Ok(ids)
+    }
+
     fn blob(&mut self, what: &str) -> Result<&'a [u8]> {
         let len = self.u64(what)?;
         let len = self.count(len, 1, what)?;
@@ -195,7 +215,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Loaded<LevelIndex>> {
     }
     let major = u16::from_le_bytes([bytes[8], bytes[9]]);
     let minor = u16::from_le_bytes([bytes[10], bytes[11]]);
-    if major != LEVELS_FORMAT_MAJOR {
+    if major != LEVELS_FORMAT_MAJOR || minor > LEVELS_FORMAT_MINOR {
         return Err(Error::UnsupportedVersion { major, minor, supported: LEVELS_FORMAT_MAJOR });
     }
     if bytes[12..16] != [0; 4] {
@@ -226,19 +246,30 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Loaded<LevelIndex>> {
     if !(p > 0.0 && p < 1.0) {
         return Err(corrupt(format!("false-positive rate {p} is not in (0, 1)")));
     }
-    let n = c.u64("id count")?;
-    let n = c.count(n, 8, "ids")?;
-    let ids = (0..n).map(|_| c.u64("ids")).collect::<Result<Vec<u64>>>()?;
-    if ids.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(corrupt("ids are not strictly ascending".into()));
-    }
+    let root_ids = c.ids("ids")?;
     let expect = Expect { k, scheme, seed };
-    let mut placed = Vec::with_capacity(n);
+    let mut placed = Vec::with_capacity(root_ids.len());
     let root = decode_node(&mut c, &expect, 0, &mut placed)?;
     placed.sort_unstable();
-    if placed != ids {
+    if placed != root_ids {
         return Err(corrupt("the sets in the levels are not the file's ids, each once".into()));
     }
+    let names_at = c.at;
+    skip_names(&mut c)?;
+    let (hidden, both, delta) = if minor == 0 {
+        (Vec::new(), Vec::new(), SetIndex::with_hashing(p, scheme, seed).map_err(Error::into_corrupt_file)?)
+    } else {
+        let hidden = c.ids("hidden ids")?;
+        let both = c.ids("ids in both")?;
+        let delta = Loaded::<SetIndex>::from_bytes(c.blob("delta")?)?.index;
+        expect.check(delta.k(), delta.scheme(), delta.seed())?;
+        (hidden, both, delta)
+    };
+    if c.at != body.len() {
+        return Err(corrupt(format!("{} bytes after the delta", body.len() - c.at)));
+    }
+    let ids = live_ids(&root_ids, &hidden, &both, &delta)?;
+    c.at = names_at;
     let n_names = c.u64("name count")?;
     let n_names = c.count(n_names, 12, "names")?;
     let mut names = SetNames::new();
@@ -252,10 +283,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Loaded<LevelIndex>> {
         }
         names.insert(id, name.to_vec()).map_err(Error::into_corrupt_file)?;
     }
-    if c.at != body.len() {
-        return Err(corrupt(format!("{} bytes after the names", body.len() - c.at)));
-    }
-    let index = LevelIndex { p, k, scheme, seed, root, ids };
+    let index = LevelIndex { p, k, scheme, seed, root, root_ids, hidden, both, delta, ids };
     let info = crate::persist::FileInfo {
         version: (major, minor),
         file_bytes: bytes.len() as u64,
@@ -263,6 +291,37 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Loaded<LevelIndex>> {
         rows_verified: true,
     };
     Ok(Loaded { index, names, info })
+}
+
+/// Skips the names section (read once the live ids are known).
+fn skip_names(c: &mut Cursor<'_>) -> Result<()> {
+    let n = c.u64("name count")?;
+    let n = c.count(n, 12, "names")?;
+    for _ in 0..n {
+        c.u64("name id")?;
+        let len = c.u32("name length")?;
+        let len = c.count(u64::from(len), 1, "name bytes")?;
+        c.take(len, "name")?;
+    }
+    Ok(())
+}
+
+/// The live ids: the levels' not hidden, and the delta's. Checks that the
+/// hidden ids are the levels', that `both` is exactly the levels' live ids
+/// that the delta holds too, and that every list is strictly ascending.
+fn live_ids(root_ids: &[u64], hidden: &[u64], both: &[u64], delta: &SetIndex) -> Result<Vec<u64>> {
+    if hidden.iter().any(|id| root_ids.binary_search(id).is_err()) {
+        return Err(corrupt("a hidden id holds no set in the levels".into()));
+    }
+    let mut ids: Vec<u64> = root_ids.iter().copied().filter(|id| hidden.binary_search(id).is_err()).collect();
+    let mut shared: Vec<u64> = delta.ids().filter(|id| ids.binary_search(id).is_ok()).collect();
+    shared.sort_unstable();
+    if shared != both {
+        return Err(corrupt("the ids in both the levels and the delta are not as listed".into()));
+    }
+    ids.extend(delta.ids().filter(|id| both.binary_search(id).is_err()));
+    ids.sort_unstable();
+    Ok(ids)
 }
 
 fn decode_node(c: &mut Cursor<'_>, expect: &Expect, depth: usize, placed: &mut Vec<u64>) -> Result<Node> {

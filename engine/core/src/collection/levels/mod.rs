@@ -140,6 +140,10 @@ pub enum PathStep {
     /// The set is split into these pieces: the key's piece
     /// (`pieces[piece_of(hash, pieces.len())]`) must hold it.
     Pieces(Vec<BloomFilter>),
+    /// A set written since the build: the key must pass every step of at
+    /// least one of these paths (its filters in the levels, its filters
+    /// in the delta).
+    AnyOf(Vec<Vec<PathStep>>),
 }
 
 impl PathStep {
@@ -148,6 +152,7 @@ impl PathStep {
         match self {
             PathStep::Filter(filter) => filter.contains_hash(hash),
             PathStep::Pieces(pieces) => pieces[piece_of(hash, pieces.len() as u32) as usize].contains_hash(hash),
+            PathStep::AnyOf(paths) => paths.iter().any(|path| path.iter().all(|step| step.passes(hash))),
         }
     }
 }
@@ -299,7 +304,18 @@ pub struct LevelIndex {
     scheme: HashScheme,
     seed: u64,
     root: Node,
-    /// Every set's id, ascending.
+    /// The ids of the sets the levels hold, ascending (some may be hidden).
+    root_ids: Vec<u64>,
+    /// Ids of the levels whose filters no longer count (removed or
+    /// replaced since the build), ascending.
+    hidden: Vec<u64>,
+    /// The sets written since the build: new sets, replaced sets, and keys
+    /// added to sets of the levels.
+    delta: SetIndex,
+    /// Ids of the levels (not hidden) that have keys in `delta` too,
+    /// ascending: their answers are the union of both.
+    both: Vec<u64>,
+    /// Every live set's id, ascending.
     ids: Vec<u64>,
 }
 
@@ -349,7 +365,19 @@ impl LevelIndex {
         } else {
             Node::Flat(hashing.flat(&sorted, config.layout)?)
         };
-        Ok(LevelIndex { p, k, scheme, seed, root, ids })
+        let delta = SetIndex::with_hashing(p, scheme, seed)?;
+        Ok(LevelIndex {
+            p,
+            k,
+            scheme,
+            seed,
+            root,
+            root_ids: ids.clone(),
+            hidden: Vec::new(),
+            delta,
+            both: Vec::new(),
+            ids,
+        })
     }
 
     /// The target false-positive rate of every set.
@@ -411,7 +439,20 @@ impl LevelIndex {
 
     /// Bytes of memory the index holds.
     pub fn memory_bytes(&self) -> usize {
-        self.root.memory_bytes() + self.ids.capacity() * 8
+        let ids = self.ids.capacity() + self.root_ids.capacity() + self.hidden.capacity() + self.both.capacity();
+        self.root.memory_bytes() + self.delta.memory_bytes() + ids * 8
+    }
+
+    /// The sets written since the build ([`LevelIndex::insert_set`] and
+    /// the other writes), in a flat [`SetIndex`] beside the levels.
+    pub fn delta(&self) -> &SetIndex {
+        &self.delta
+    }
+
+    /// Ids of the sets of the levels removed or replaced since the build,
+    /// ascending: their filters in the levels no longer answer.
+    pub fn hidden(&self) -> &[u64] {
+        &self.hidden
     }
 
     /// Every set's path: the tests a key passes, level by level, exactly
@@ -422,8 +463,27 @@ impl LevelIndex {
     ///
     /// The errors of [`SlicedIndex::filter_cloned`].
     pub fn paths(&self) -> Result<Vec<(u64, Vec<PathStep>)>> {
+        let mut built = Vec::with_capacity(self.root_ids.len());
+        self.root.paths(&mut Vec::new(), &mut built)?;
+        built.retain(|(id, _)| self.hidden.binary_search(id).is_err());
+        let parts: Vec<&SlicedIndex> = self.delta.parts().collect();
         let mut paths = Vec::with_capacity(self.ids.len());
-        self.root.paths(&mut Vec::new(), &mut paths)?;
+        for (id, path) in built {
+            if self.both.binary_search(&id).is_err() {
+                paths.push((id, path));
+            } else {
+                let mut any = vec![path];
+                any.extend(delta_paths(&self.delta, &parts, id)?);
+                paths.push((id, vec![PathStep::AnyOf(any)]));
+            }
+        }
+        for id in self.delta.ids() {
+            if self.both.binary_search(&id).is_err() {
+                let mut any = delta_paths(&self.delta, &parts, id)?;
+                let path = if any.len() == 1 { any.pop().unwrap_or_default() } else { vec![PathStep::AnyOf(any)] };
+                paths.push((id, path));
+            }
+        }
         paths.sort_unstable_by_key(|(id, _)| *id);
         Ok(paths)
     }
@@ -442,7 +502,7 @@ impl LevelIndex {
     pub fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
         let hashes: Vec<KeyHash> = keys.iter().map(|key| key.key_hash(self.seed)).collect();
         scores.entries.clear();
-        self.root.score(&hashes, 1, &mut scores.entries);
+        self.counts(&hashes, 1, &mut scores.entries);
         scores.entries.sort_unstable();
         scores.keys = keys.len();
     }
@@ -456,7 +516,7 @@ impl LevelIndex {
         let hashes: Vec<KeyHash> = keys.iter().map(|key| key.key_hash(self.seed)).collect();
         let min_count = threshold.min_count(keys.len());
         out.clear();
-        self.root.score(&hashes, min_count.max(1), out);
+        self.counts(&hashes, min_count.max(1), out);
         out.sort_unstable();
         if min_count == 0 {
             let counted = core::mem::take(out);
@@ -472,7 +532,156 @@ impl LevelIndex {
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
         self.root.append(hash, out);
+        if !self.hidden.is_empty() {
+            out.retain(|id| self.hidden.binary_search(id).is_err());
+        }
+        if !self.delta.is_empty() {
+            let start = out.len();
+            self.delta.query_hash_append(hash, out);
+            if !self.both.is_empty() {
+                // A set in both answers once.
+                let mut at = out.len();
+                while at > start {
+                    at -= 1;
+                    let id = out[at];
+                    if self.both.binary_search(&id).is_ok() && out[..start].contains(&id) {
+                        out.swap_remove(at);
+                    }
+                }
+            }
+        }
     }
+
+    /// `(id, count)` of every live set whose count for `hashes` is at
+    /// least `min_count` (at least 1), unordered.
+    fn counts(&self, hashes: &[KeyHash], min_count: u32, out: &mut Vec<(u64, u32)>) {
+        self.root.score(hashes, min_count, out);
+        if self.hidden.is_empty() && self.delta.is_empty() {
+            return;
+        }
+        out.retain(|(id, _)| self.hidden.binary_search(id).is_err() && self.both.binary_search(id).is_err());
+        if !self.delta.is_empty() && hashes.len() >= min_count as usize {
+            let mut found = Vec::new();
+            self.delta.query_threshold_into(hashes, Threshold::count(min_count), &mut Scores::new(), &mut found);
+            out.extend(found.into_iter().filter(|(id, _)| self.both.binary_search(id).is_err()));
+        }
+        if !self.both.is_empty() {
+            // Sets in both count a key once, whichever answers: key by key.
+            let mut counts = vec![0u32; self.both.len()];
+            let mut ids = Vec::new();
+            for &hash in hashes {
+                self.query_hash_into(hash, &mut ids);
+                for id in &ids {
+                    if let Ok(at) = self.both.binary_search(id) {
+                        counts[at] += 1;
+                    }
+                }
+            }
+            out.extend(self.both.iter().copied().zip(counts).filter(|&(_, count)| count >= min_count));
+        }
+    }
+
+    /// Adds a set under a new id. It goes to the flat [`SetIndex`] beside
+    /// the levels ([`LevelIndex::delta`]), sized for its keys; the levels'
+    /// layout changes only when the index is built again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DuplicateId`] for an id that holds a set, and the errors of
+    /// [`SetIndex::insert_set`]; the index is unchanged after an error.
+    pub fn insert_set<K: Key>(&mut self, id: u64, keys: &[K]) -> Result<()> {
+        let Err(at) = self.ids.binary_search(&id) else {
+            return Err(Error::DuplicateId(id));
+        };
+        self.ids.try_reserve(1).map_err(|_| Error::CapacityOverflow("id list"))?;
+        self.delta.insert_set(id, keys)?;
+        self.ids.insert(at, id);
+        Ok(())
+    }
+
+    /// Removes set `id`: from the delta, and hidden in the levels.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`]; the index is unchanged.
+    pub fn remove_set(&mut self, id: u64) -> Result<()> {
+        let at = self.ids.binary_search(&id).map_err(|_| Error::UnknownId(id))?;
+        self.hidden.try_reserve(1).map_err(|_| Error::CapacityOverflow("id list"))?;
+        if self.delta.contains(id) {
+            self.delta.remove_set(id)?;
+        }
+        self.hide(id);
+        self.ids.remove(at);
+        Ok(())
+    }
+
+    /// Adds `keys` to set `id`. A set of the levels keeps its filters
+    /// there and gains one in the delta: it answers where either does, so
+    /// its rate is at most the sum of the two filters' (each as
+    /// [`LevelIndex`] states; the delta's grows as [`SetIndex::add_keys`]
+    /// says).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`] (the index is unchanged), and the errors of
+    /// [`SetIndex::add_keys`] / [`SetIndex::insert_set`].
+    pub fn add_keys<K: Key>(&mut self, id: u64, keys: &[K]) -> Result<()> {
+        if !self.contains(id) {
+            return Err(Error::UnknownId(id));
+        }
+        if self.delta.contains(id) {
+            return self.delta.add_keys(id, keys);
+        }
+        if keys.is_empty() {
+            return Ok(());
+        }
+        // Not in the delta, so not in `both` either.
+        let at = self.both.binary_search(&id).unwrap_or_else(|at| at);
+        self.both.try_reserve(1).map_err(|_| Error::CapacityOverflow("id list"))?;
+        self.delta.insert_set(id, keys)?;
+        self.both.insert(at, id);
+        Ok(())
+    }
+
+    /// Replaces the keys of set `id` with `keys`: the set's filters in the
+    /// levels are hidden and its new filter is in the delta.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownId`], and the errors of [`SetIndex::replace_set`] /
+    /// [`SetIndex::insert_set`]; the index is unchanged after an error.
+    pub fn replace_set<K: Key>(&mut self, id: u64, keys: &[K]) -> Result<()> {
+        if !self.contains(id) {
+            return Err(Error::UnknownId(id));
+        }
+        self.hidden.try_reserve(1).map_err(|_| Error::CapacityOverflow("id list"))?;
+        if self.delta.contains(id) {
+            self.delta.replace_set(id, keys)?;
+        } else {
+            self.delta.insert_set(id, keys)?;
+        }
+        self.hide(id);
+        Ok(())
+    }
+
+    /// Hides `id`'s filters in the levels, if it has any, and drops it
+    /// from `both`.
+    fn hide(&mut self, id: u64) {
+        if let Ok(at) = self.both.binary_search(&id) {
+            self.both.remove(at);
+        }
+        if self.root_ids.binary_search(&id).is_ok()
+            && let Err(at) = self.hidden.binary_search(&id)
+        {
+            self.hidden.insert(at, id);
+        }
+    }
+}
+
+/// The paths of a set of the delta: one a filter of it (any answers).
+fn delta_paths(delta: &SetIndex, parts: &[&SlicedIndex], id: u64) -> Result<Vec<Vec<PathStep>>> {
+    let filters = delta.filters(id).unwrap_or_default();
+    filters.iter().map(|info| Ok(vec![PathStep::Filter(parts[info.part].filter_cloned(id)?)])).collect()
 }
 
 /// What every node of one index shares.

@@ -15,19 +15,122 @@ use bloomslice::{
 };
 
 use crate::escape::{self, plain, set_name};
-use crate::files::{Target, is_level_file, level_file_is_read_only, lock_index, map_collection, map_levels};
+use crate::files::{Target, is_level_file, level_file_refused, lock_index, map_collection, map_levels};
 use crate::input::{self, Source};
 use crate::{CliError, demo, seqs};
 
+/// The set index in a file a writer holds (a level index file is refused
+/// with a one-line error: see [`load_written`]).
 fn load_locked(lock: &IndexFileLock) -> Result<Loaded, CliError> {
     if is_level_file(lock.path()) {
-        return Err(level_file_is_read_only(lock.path()));
+        return Err(level_file_refused(lock.path(), "this command"));
     }
     lock.load().map_err(|e| CliError::index_file(lock.path(), &e))
 }
 
 fn save_collection_locked(lock: &IndexFileLock, collection: &SetIndex, names: &SetNames) -> Result<(), CliError> {
-    lock.save(collection, names).map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
+    save_locked(lock, collection, names)
+}
+
+fn save_locked<I: persist::Persist>(lock: &IndexFileLock, index: &I, names: &SetNames) -> Result<(), CliError> {
+    lock.save(index, names).map_err(|e| CliError::Runtime(format!("{e} (check the directory is writable)")))
+}
+
+/// The index of a file that `add`, `remove` or `update` change: a set
+/// index, or a level index (whose writes go beside its levels until it is
+/// built again).
+enum Written {
+    Sets(SetIndex),
+    Levels(LevelIndex),
+}
+
+impl Written {
+    fn seed(&self) -> u64 {
+        match self {
+            Written::Sets(collection) => seed_of(collection),
+            Written::Levels(levels) => ReadIndex::seed(levels),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Written::Sets(collection) => collection.len(),
+            Written::Levels(levels) => levels.len(),
+        }
+    }
+
+    fn next_id(&self) -> u64 {
+        match self {
+            Written::Sets(collection) => next_id(collection),
+            Written::Levels(levels) => levels.ids().last().map_or(0, |m| m + 1),
+        }
+    }
+
+    fn insert_set(&mut self, id: u64, keys: &[Prehashed]) -> Result<(), CliError> {
+        match self {
+            Written::Sets(collection) => collection.insert_set(id, keys),
+            Written::Levels(levels) => levels.insert_set(id, keys),
+        }
+        .map_err(CliError::engine)
+    }
+
+    fn add_keys(&mut self, id: u64, keys: &[Prehashed]) -> Result<(), CliError> {
+        match self {
+            Written::Sets(collection) => collection.add_keys(id, keys),
+            Written::Levels(levels) => levels.add_keys(id, keys),
+        }
+        .map_err(CliError::engine)
+    }
+
+    fn remove_set(&mut self, id: u64) -> Result<(), CliError> {
+        match self {
+            Written::Sets(collection) => collection.remove_set(id),
+            Written::Levels(levels) => levels.remove_set(id),
+        }
+        .map_err(CliError::engine)
+    }
+
+    /// Parts of a set index (none for levels).
+    fn parts(&self) -> usize {
+        match self {
+            Written::Sets(collection) => collection.parts().len(),
+            Written::Levels(_) => 0,
+        }
+    }
+
+    fn save(&self, lock: &IndexFileLock, names: &SetNames) -> Result<(), CliError> {
+        match self {
+            Written::Sets(collection) => save_locked(lock, collection, names),
+            Written::Levels(levels) => save_locked(lock, levels, names),
+        }
+    }
+
+    /// What a writer prints after the change: a set index's new parts, or
+    /// how many of a level index's sets are beside its levels.
+    fn notes(&self, parts_before: usize) {
+        match self {
+            Written::Sets(collection) => new_parts_note(collection, parts_before),
+            Written::Levels(levels) => {
+                let (delta, hidden) = (levels.delta().len(), levels.hidden().len());
+                if delta + hidden > 0 {
+                    println!(
+                        "{delta} sets are beside the levels and {hidden} of their sets are hidden since the build: \
+                         `bloomslice build` again lays every set out in levels"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The index and names of a file a writer holds, either layout.
+fn load_written(lock: &IndexFileLock) -> Result<(Written, SetNames), CliError> {
+    if is_level_file(lock.path()) {
+        let loaded = Loaded::<LevelIndex>::load(lock.path()).map_err(|e| CliError::index_file(lock.path(), &e))?;
+        return Ok((Written::Levels(loaded.index), loaded.names));
+    }
+    let Loaded { index, names, .. } = load_locked(lock)?;
+    Ok((Written::Sets(index), names))
 }
 
 fn mib(bytes: u64) -> String {
@@ -149,7 +252,7 @@ pub enum Sizing {
     /// [`bloomslice::collection::Layout::choose`] picks under `config`.
     FromData {
         /// In levels where they pay ([`LevelIndex`]), a read-only file.
-        levels: bool,
+        levels: Layering,
         /// Target false-positive rate per set.
         p: f64,
         /// The layout's knobs.
@@ -157,6 +260,18 @@ pub enum Sizing {
         /// Hash seed.
         seed: u64,
     },
+}
+
+/// Whether a build from the data lays sets out in levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layering {
+    /// Levels where they pay ([`LevelIndex::pays`]) for sets of keys;
+    /// otherwise (and for sequences) a set index file.
+    Auto,
+    /// Always a set index file.
+    Flat,
+    /// Always a level index file (one flat level where levels do not pay).
+    Levels,
 }
 
 /// `build`: read sets, index them, save, summarise.
@@ -194,7 +309,7 @@ pub fn build(o: &BuildOptions<'_>, sizing: Result<Sizing, CliError>) -> Result<(
             summary(output, &FixedSummary { index, names: &names, keys: &keys, remarks: &remarks }, start.elapsed());
         }
         Sizing::FromData { p, config, seed, levels } => {
-            if levels && matches!(o.source, BuildFrom::Seqs(..)) {
+            if levels == Layering::Levels && matches!(o.source, BuildFrom::Seqs(..)) {
                 return Err(CliError::Usage(
                     "--levels indexes sets of keys (--dir or --tsv), not sequences (--seqs)".into(),
                 ));
@@ -217,8 +332,19 @@ pub fn build(o: &BuildOptions<'_>, sizing: Result<Sizing, CliError>) -> Result<(
                 BuildFrom::Seqs(_, seq_options) => Some(seq_options.k),
                 BuildFrom::Sets(_) => None,
             };
-            if levels {
-                let built = build_levels(read, p, config, seed)?;
+            let level_config = LevelConfig { layout: config, ..LevelConfig::default() };
+            let in_levels = match levels {
+                Layering::Flat => false,
+                Layering::Levels => true,
+                Layering::Auto => {
+                    kmer.is_none() && {
+                        let sizes: Vec<u64> = read.sets.iter().map(|s| s.hashes.len() as u64).collect();
+                        LevelIndex::pays(&sizes, p, &level_config).map_err(CliError::engine)?
+                    }
+                }
+            };
+            if in_levels {
+                let built = build_levels(read, p, level_config, seed)?;
                 if o.size_check {
                     check_disk(output, built.index.memory_bytes() as u64)?;
                 }
@@ -293,13 +419,17 @@ pub struct BuiltLevels {
 }
 
 /// The level index of `read`'s sets (ids in order) at rate `p`, each set
-/// sized for its distinct keys, flat parts laid out under `config` where
-/// levels do not pay.
-pub fn build_levels(read: input::HashedSets, p: f64, config: LayoutConfig, seed: u64) -> Result<BuiltLevels, CliError> {
+/// sized for its distinct keys, under `level_config` (flat parts laid out
+/// as its `layout` says where levels do not pay).
+pub fn build_levels(
+    read: input::HashedSets,
+    p: f64,
+    level_config: LevelConfig,
+    seed: u64,
+) -> Result<BuiltLevels, CliError> {
     let input::HashedSets { sets, remarks } = read;
     let items: Vec<(u64, &[Prehashed])> =
         sets.iter().enumerate().map(|(i, s)| (i as u64, s.hashes.as_slice())).collect();
-    let level_config = LevelConfig { layout: config, ..LevelConfig::default() };
     let index = LevelIndex::build_with_hashing(&items, p, level_config, HashScheme::default(), seed)
         .map_err(|e| CliError::Runtime(format!("cannot lay out the sets: {e}")))?;
     drop(items);
@@ -608,11 +738,11 @@ fn grown_note(collection: &SetIndex, names: &SetNames, id: u64, before: usize) -
 /// capacity that holds it (a new part if none does).
 pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
-    let Loaded { index: mut collection, mut names, .. } = load_locked(&lock)?;
-    let parts_before = collection.parts().len();
+    let (mut index, mut names) = load_written(&lock)?;
+    let parts_before = index.parts();
     let added = match from {
         AddFrom::Sets(source) => {
-            let read = input::read_hashed(&source, seed_of(&collection))?;
+            let read = input::read_hashed(&source, index.seed())?;
             if read.sets.is_empty() {
                 println!("no sets on stdin: {} unchanged", path.display());
                 return Ok(());
@@ -620,23 +750,26 @@ pub fn add(path: &Path, from: AddFrom<'_>, wait: Duration) -> Result<(), CliErro
             for set in &read.sets {
                 refuse_existing(&names, &set.name, path)?;
             }
-            let (first, added) = (next_id(&collection), read.sets.len());
+            let (first, added) = (index.next_id(), read.sets.len());
             for (i, set) in read.sets.into_iter().enumerate() {
                 let id = first + i as u64;
-                collection.insert_set(id, &set.hashes).map_err(CliError::engine)?;
+                index.insert_set(id, &set.hashes)?;
                 names.insert(id, set.name).map_err(CliError::engine)?;
             }
             skipped_note(&read.remarks.skipped);
             added
         }
         AddFrom::Index(other) => {
+            let Written::Sets(collection) = &mut index else {
+                return Err(level_file_refused(path, "`add --from`"));
+            };
             let o = persist::load(other).map_err(|e| CliError::index_file(other, &e))?;
-            add_index(path, &mut collection, &mut names, other, o)?
+            add_index(path, collection, &mut names, other, o)?
         }
     };
-    save_collection_locked(&lock, &collection, &names)?;
-    println!("added {added} sets to {} (now {} sets)", path.display(), collection.len());
-    new_parts_note(&collection, parts_before);
+    index.save(&lock, &names)?;
+    println!("added {added} sets to {} (now {} sets)", path.display(), index.len());
+    index.notes(parts_before);
     removed_note(&lock);
     Ok(())
 }
@@ -712,7 +845,7 @@ pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration
         })
         .collect::<Result<_, _>>()?;
     let lock = lock_index(path, wait)?;
-    let Loaded { index: mut collection, mut names, .. } = load_locked(&lock)?;
+    let (mut index, mut names) = load_written(&lock)?;
     for name in &sets {
         let Some(id) = names.id(name) else {
             return Err(CliError::Runtime(format!(
@@ -722,11 +855,12 @@ pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration
                 path.display()
             )));
         };
-        collection.remove_set(id).map_err(CliError::engine)?;
+        index.remove_set(id)?;
         names.remove(id);
     }
-    save_collection_locked(&lock, &collection, &names)?;
-    println!("removed {} sets from {} (now {} sets)", sets.len(), path.display(), collection.len());
+    index.save(&lock, &names)?;
+    println!("removed {} sets from {} (now {} sets)", sets.len(), path.display(), index.len());
+    index.notes(index.parts());
     removed_note(&lock);
     Ok(())
 }
@@ -735,8 +869,8 @@ pub fn remove(path: &Path, sets: &[OsString], form: input::Names, wait: Duration
 /// set that outgrows its filter gains one in a larger part, and says so).
 pub fn update(path: &Path, source: &Source<'_>, create: bool, wait: Duration) -> Result<(), CliError> {
     let lock = lock_index(path, wait)?;
-    let Loaded { index: mut collection, mut names, .. } = load_locked(&lock)?;
-    let read = input::read_hashed(source, seed_of(&collection))?;
+    let (mut index, mut names) = load_written(&lock)?;
+    let read = input::read_hashed(source, index.seed())?;
     if read.sets.is_empty() {
         println!("no sets on stdin: {} unchanged", path.display());
         return Ok(());
@@ -748,27 +882,33 @@ pub fn update(path: &Path, source: &Source<'_>, create: bool, wait: Duration) ->
             path.display()
         )));
     }
-    let parts_before = collection.parts().len();
+    let parts_before = index.parts();
     let (mut updated, mut created, mut notes) = (0, 0, Vec::new());
     for s in read.sets {
         if let Some(id) = names.id(&s.name) {
-            let before = collection.filter_count(id).unwrap_or(1);
-            collection.add_keys(id, &s.hashes).map_err(CliError::engine)?;
-            notes.extend(grown_note(&collection, &names, id, before));
+            let filters = |index: &Written| match index {
+                Written::Sets(collection) => collection.filter_count(id),
+                Written::Levels(_) => None,
+            };
+            let before = filters(&index).unwrap_or(1);
+            index.add_keys(id, &s.hashes)?;
+            if let Written::Sets(collection) = &index {
+                notes.extend(grown_note(collection, &names, id, before));
+            }
             updated += 1;
         } else {
-            let id = next_id(&collection);
-            collection.insert_set(id, &s.hashes).map_err(CliError::engine)?;
+            let id = index.next_id();
+            index.insert_set(id, &s.hashes)?;
             names.insert(id, s.name).map_err(CliError::engine)?;
             created += 1;
         }
     }
-    save_collection_locked(&lock, &collection, &names)?;
+    index.save(&lock, &names)?;
     println!("updated {updated} sets and created {created} in {}", path.display());
     for note in notes {
         println!("{note}");
     }
-    new_parts_note(&collection, parts_before);
+    index.notes(parts_before);
     skipped_note(&read.remarks.skipped);
     removed_note(&lock);
     Ok(())

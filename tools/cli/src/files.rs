@@ -21,6 +21,9 @@ use crate::CliError;
 /// Maps a collection file (or an older index file, as a collection of one
 /// part) for reading, with the speed settings of [`tune`].
 pub fn map_collection(path: &Path, verify: Verify) -> Result<Loaded, CliError> {
+    if is_level_file(path) {
+        return Err(level_file_refused(path, "this command"));
+    }
     // SAFETY: `bloomslice` never writes into an existing index file: every
     // writer holds the index's lock and replaces the file by rename
     // (`persist::save`), which leaves this map on the old,
@@ -66,11 +69,11 @@ pub fn is_level_file(path: &Path) -> bool {
         && u16::from_le_bytes([head[8], head[9]]) == LEVELS_FORMAT_MAJOR
 }
 
-/// The error of a write to a level index file.
-pub fn level_file_is_read_only(path: &Path) -> CliError {
+/// The error of a command that takes set index files only (`what` it
+/// does), given a level index file.
+pub fn level_file_refused(path: &Path, what: &str) -> CliError {
     CliError::Runtime(format!(
-        "{} is a level index file: `query` and `inspect` read it, but its sets cannot be changed in place \
-         (rebuild it with `bloomslice build --levels`)",
+        "{} is a level index file: {what} takes set index files (build one with `bloomslice build --flat`)",
         path.display()
     ))
 }

@@ -287,13 +287,17 @@ pub struct SizingArgs {
     /// values give one part. Default 0.05.
     #[arg(long, value_name = "W", conflicts_with_all = ["n_exp", "m"], value_parser = parse_weight)]
     query_cost_weight: Option<f64>,
-    /// Sized from the data, in levels where they pay: large sets split
-    /// into pieces, small ones merged into columns above their own filters
-    /// (fewer false sets, absent keys stop early). Writes a read-only level
-    /// index file: `query` and `inspect` read it; `add`, `remove`, `update`
-    /// and `merge` do not.
-    #[arg(long, conflicts_with_all = ["n_exp", "m"])]
+    /// Sized from the data, always in a level index file (by default sets
+    /// of keys go into levels where they pay: large sets split into
+    /// pieces, small ones merged into columns above their own filters, so
+    /// fewer false sets answer and absent keys stop early).
+    #[arg(long, conflicts_with_all = ["n_exp", "m", "flat"])]
     levels: bool,
+    /// Sized from the data, always in a set index file (flat parts), even
+    /// where levels would pay; `split`, `bench` and `add --from` take set
+    /// index files only.
+    #[arg(long, conflicts_with_all = ["n_exp", "m"])]
+    flat: bool,
 }
 
 /// The false-positive rate `build` targets without --fp.
@@ -339,7 +343,12 @@ impl SizingArgs {
         if let Some(w) = self.query_cost_weight {
             config.query_cost_weight = w;
         }
-        Ok(commands::Sizing::FromData { p: fp, config, seed: self.seed, levels: self.levels })
+        let levels = match (self.levels, self.flat) {
+            (true, _) => commands::Layering::Levels,
+            (_, true) => commands::Layering::Flat,
+            _ => commands::Layering::Auto,
+        };
+        Ok(commands::Sizing::FromData { p: fp, config, seed: self.seed, levels })
     }
 }
 

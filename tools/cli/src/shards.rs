@@ -23,6 +23,9 @@ pub fn split(index_path: &Path, shards: usize, out_dir: &Path) -> Result<(), Cli
     if shards == 0 {
         return Err(CliError::Usage("--shards must be at least 1".into()));
     }
+    if crate::files::is_level_file(index_path) {
+        return Err(crate::files::level_file_refused(index_path, "`split`"));
+    }
     let loaded = persist::load(index_path).map_err(|e| CliError::index_file(index_path, &e))?;
     if loaded.index.len() < shards {
         return Err(CliError::Runtime(format!(

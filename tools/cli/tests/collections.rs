@@ -370,11 +370,13 @@ fn format_1_index_files_open_as_one_part_and_are_upgraded_by_writers() {
     assert_eq!(ok(&run(&["query", "v1.bsi", "new-key", "old-b-7"], d)), "new-key\told-a\nold-b-7\told-b\n");
 }
 
-/// `build --levels` writes a level index file where levels pay, prints its
-/// levels; `query` answers every key with its set, `inspect` shows the
-/// levels, and a write to it is a one-line error.
+/// `build` writes a level index file where levels pay (`--flat` a set
+/// index file), prints its levels; `query` answers every key with its set,
+/// `inspect` shows the levels; `add`, `update` and `remove` change it (the
+/// written sets beside the levels, said so), and the commands that take
+/// set index files only refuse it in one line.
 #[test]
-fn build_levels_then_query_inspect_and_refuse_writes() {
+fn build_levels_then_query_inspect_and_write() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let mut sets = BTreeMap::new();
@@ -388,16 +390,38 @@ fn build_levels_then_query_inspect_and_refuse_writes() {
     for (name, keys) in &sets {
         std::fs::write(d.join("sets").join(name), keys.join("\n") + "\n").unwrap();
     }
-    let out = ok(&run(&["build", "l.bsi", "--dir", "sets", "--levels"], d));
+    let out = ok(&run(&["build", "l.bsi", "--dir", "sets"], d));
     assert!(out.contains("300 sets") && out.contains("2 levels, the top one"), "{out}");
     no_false_negatives(d, "l.bsi", &sets);
     let text = ok(&run(&["inspect", "l.bsi"], d));
-    assert!(text.contains("level index file, format 3.0") && text.contains("300 sets"), "{text}");
+    assert!(text.contains("level index file, format 3.1") && text.contains("300 sets"), "{text}");
     let j = json(&ok(&run(&["inspect", "l.bsi", "--json"], d)));
     assert_eq!((j["sets"].as_u64(), j["depth"].as_u64()), (Some(300), Some(2)));
-    std::fs::write(d.join("more.tsv"), "more\tx\n").unwrap();
-    let err = fails(&run(&["add", "l.bsi", "--tsv", "more.tsv"], d), 1);
+    let flat = ok(&run(&["build", "f.bsi", "--dir", "sets", "--flat"], d));
+    assert!(!flat.contains("levels"), "{flat}");
+    assert!(ok(&run(&["inspect", "f.bsi"], d)).contains("format version: 2.0"));
+
+    // Writes: a new set, keys added to a set of the levels, one removed.
+    std::fs::write(d.join("more.tsv"), "more\tx1\nmore\tx2\n").unwrap();
+    let out = ok(&run(&["add", "l.bsi", "--tsv", "more.tsv"], d));
+    assert!(out.contains("now 301 sets") && out.contains("1 sets are beside the levels"), "{out}");
+    sets.insert("more".into(), vec!["x1".into(), "x2".into()]);
+    std::fs::write(d.join("grow.tsv"), "small-007\tnew-key\n").unwrap();
+    ok(&run(&["update", "l.bsi", "--tsv", "grow.tsv"], d));
+    sets.get_mut("small-007").unwrap().push("new-key".into());
+    let out = ok(&run(&["remove", "l.bsi", "large-3"], d));
+    assert!(out.contains("now 300 sets") && out.contains("1 of their sets are hidden"), "{out}");
+    let removed = sets.remove("large-3").unwrap();
+    no_false_negatives(d, "l.bsi", &sets);
+    let got = answers(&ok(&run_stdin(&["query", "l.bsi"], d, removed[..50].join("\n").as_bytes())));
+    assert!(removed[..50].iter().all(|key| !got[key].iter().any(|s| s == "large-3")));
+
+    let err = fails(&run(&["add", "l.bsi", "--from", "f.bsi"], d), 1);
+    assert!(err.contains("is a level index file") && err.contains("--flat"), "{err}");
+    let err = fails(&run(&["split", "l.bsi", "--shards", "2", "sh"], d), 1);
     assert!(err.contains("is a level index file"), "{err}");
     let err = fails(&run(&["build", "s.bsi", "--seqs", "sets", "--kmer", "5", "--levels"], d), 2);
     assert!(err.contains("--levels"), "{err}");
+    let err = fails(&run(&["build", "s.bsi", "--dir", "sets", "--levels", "--flat"], d), 2);
+    assert!(err.contains("--flat"), "{err}");
 }

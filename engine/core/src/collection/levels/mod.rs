@@ -256,6 +256,19 @@ fn estimate_plan(plan: &Plan, sizes: &[u64], p: f64, config: &LevelConfig) -> Re
     Ok(e)
 }
 
+/// Whether levels (as `plan`) pay over a flat collection for `sizes`
+/// (descending, each at least 1): more sets than a level's columns, rows
+/// within [`LevelConfig::max_memory_ratio`] of the flat layout's, and fewer
+/// row runs a query.
+fn pays(sizes: &[u64], plan: &Plan, p: f64, config: &LevelConfig) -> Result<bool> {
+    if sizes.len() <= top_columns(config) {
+        return Ok(false);
+    }
+    let flat = estimate_flat(sizes, p, config.layout)?;
+    let levels = estimate_plan(plan, sizes, p, config)?;
+    Ok(levels.bits as f64 <= config.max_memory_ratio * flat.bits as f64 && levels.runs() < flat.runs())
+}
+
 /// Whether a group of `sizes` is split into a level again: it has more
 /// than [`LevelConfig::leaf_sets`] members and a level over them would
 /// hold more than one column.
@@ -355,12 +368,7 @@ impl LevelIndex {
         let sizes: Vec<u64> = sorted.iter().map(|(_, keys)| (keys.len() as u64).max(1)).collect();
         let hashing = Hashing { p, scheme, seed };
         let plan = Plan::choose(&sizes, top_columns(&config));
-        let levels_pay = sets.len() > top_columns(&config) && {
-            let flat = estimate_flat(&sizes, p, config.layout)?;
-            let levels = estimate_plan(&plan, &sizes, p, &config)?;
-            levels.bits as f64 <= config.max_memory_ratio * flat.bits as f64 && levels.runs() < flat.runs()
-        };
-        let root = if levels_pay {
+        let root = if pays(&sizes, &plan, p, &config)? {
             Node::Level(Box::new(hashing.level(&sorted, &sizes, &plan, &config)?))
         } else {
             Node::Flat(hashing.flat(&sorted, config.layout)?)
@@ -378,6 +386,19 @@ impl LevelIndex {
             both: Vec::new(),
             ids,
         })
+    }
+
+    /// Whether levels pay for sets of `sizes` keys at rate `p` under
+    /// `config` (the test [`LevelIndex::build`] makes; where they do not,
+    /// it builds one flat [`SetIndex`]).
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`SetIndex::build`]'s layout for a bad `p`.
+    pub fn pays(sizes: &[u64], p: f64, config: &LevelConfig) -> Result<bool> {
+        let mut sizes: Vec<u64> = sizes.iter().map(|&n| n.max(1)).collect();
+        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        pays(&sizes, &Plan::choose(&sizes, top_columns(config)), p, config)
     }
 
     /// The target false-positive rate of every set.

@@ -58,7 +58,7 @@ pub(crate) fn encode(index: &LevelIndex, names: &SetNames) -> Result<Vec<u8>> {
     }
     ids(&index.hidden, &mut body);
     ids(&index.both, &mut body);
-    blob(to_bytes(&index.delta, &SetNames::new())?, &mut body);
+    blob(to_bytes(&*index.delta, &SetNames::new())?, &mut body);
     let mut file = Vec::with_capacity(HEADER_BYTES + body.len() + 8);
     file.extend_from_slice(&MAGIC);
     file.extend_from_slice(&LEVELS_FORMAT_MAJOR.to_le_bytes());
@@ -257,11 +257,11 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Loaded<LevelIndex>> {
     let names_at = c.at;
     skip_names(&mut c)?;
     let (hidden, both, delta) = if minor == 0 {
-        (Vec::new(), Vec::new(), SetIndex::with_hashing(p, scheme, seed).map_err(Error::into_corrupt_file)?)
+        (Vec::new(), Vec::new(), Box::new(SetIndex::with_hashing(p, scheme, seed).map_err(Error::into_corrupt_file)?))
     } else {
         let hidden = c.ids("hidden ids")?;
         let both = c.ids("ids in both")?;
-        let delta = Loaded::<SetIndex>::from_bytes(c.blob("delta")?)?.index;
+        let delta = Box::new(Loaded::<SetIndex>::from_bytes(c.blob("delta")?)?.index);
         expect.check(delta.k(), delta.scheme(), delta.seed())?;
         (hidden, both, delta)
     };

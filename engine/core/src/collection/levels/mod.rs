@@ -324,7 +324,7 @@ pub struct LevelIndex {
     hidden: Vec<u64>,
     /// The sets written since the build: new sets, replaced sets, and keys
     /// added to sets of the levels.
-    delta: SetIndex,
+    delta: Box<SetIndex>,
     /// Ids of the levels (not hidden) that have keys in `delta` too,
     /// ascending: their answers are the union of both.
     both: Vec<u64>,
@@ -373,7 +373,7 @@ impl LevelIndex {
         } else {
             Node::Flat(hashing.flat(&sorted, config.layout)?)
         };
-        let delta = SetIndex::with_hashing(p, scheme, seed)?;
+        let delta = Box::new(SetIndex::with_hashing(p, scheme, seed)?);
         Ok(LevelIndex {
             p,
             k,

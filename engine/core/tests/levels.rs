@@ -251,26 +251,23 @@ fn apply(index: &mut LevelIndex, model: &mut BTreeMap<u64, Vec<[u8; 8]>>, write:
 
 /// Writes after the build (new sets, removals, replacements, added keys,
 /// and refused ones) answer as the paths say with no false negative, and
-/// survive a file round trip; a file of format 3.0 (before writes were
-/// kept) is still read.
+/// survive a file round trip; a file of format 3.0 (before bins and writes)
+/// is still read.
 #[test]
 fn writes_after_the_build_answer_and_persist() {
     let sets = skewed(800, 30, 40, 2_000, 21);
     let mut index = LevelIndex::build(&sets, 0.01, LevelConfig { leaf_sets: 64, ..LevelConfig::default() }).unwrap();
     assert!(index.depth() >= 2);
 
-    // Format 3.0: the same file without the three sections of minor 1.
-    let bytes = persist::to_bytes(&index, &SetNames::new()).unwrap();
-    let delta = persist::to_bytes(index.delta(), &SetNames::new()).unwrap().len();
-    let mut old = bytes[..bytes.len() - 8 - 24 - delta].to_vec();
-    old[10..12].copy_from_slice(&0u16.to_le_bytes());
-    let body_len = old.len() as u64 - 24;
-    old[16..24].copy_from_slice(&body_len.to_le_bytes());
-    let sum = xxhash_rust::xxh3::xxh3_64(&old[24..]);
-    old.extend_from_slice(&sum.to_le_bytes());
-    let loaded = Loaded::<LevelIndex>::from_bytes(&old).unwrap();
-    assert_eq!(loaded.info.version, (LEVELS_FORMAT_MAJOR, 0));
-    assert_eq!(loaded.index.paths().unwrap(), index.paths().unwrap());
+    // A file of format 3.0 (written by the build before bins and writes:
+    // `skewed(300, 20, 30, 500, 11)`, leaf_sets 16, a name for set 4).
+    let old =
+        Loaded::<LevelIndex>::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/levels-3.0.bsl")).unwrap();
+    assert_eq!(old.info.version, (LEVELS_FORMAT_MAJOR, 0));
+    assert!(old.index.depth() >= 3);
+    assert_eq!(old.names.name(4), Some(&b"four"[..]));
+    let old_sets = skewed(300, 20, 30, 500, 11);
+    check_against_paths(&old_sets, &old.index, 2_000);
 
     let mut model: BTreeMap<u64, Vec<[u8; 8]>> = sets.iter().cloned().collect();
     let ids: Vec<u64> = sets.iter().map(|(id, _)| *id).collect();

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::{Level, LevelIndex, Node, Owner};
+use super::{Bin, Level, LevelIndex, Node, Owner};
 use crate::collection::SetIndex;
 use crate::error::{Error, Result};
 use crate::params::HashScheme;
@@ -36,6 +36,7 @@ const MAX_DEPTH: usize = 32;
 const NODE_FLAT: u8 = 0;
 const NODE_LEAF: u8 = 1;
 const NODE_LEVEL: u8 = 2;
+const NODE_BINNED: u8 = 3;
 const OWNER_PIECE: u8 = 0;
 const OWNER_GROUP: u8 = 1;
 
@@ -94,6 +95,10 @@ fn encode_node(node: &Node, out: &mut Vec<u8>) -> Result<()> {
             out.push(NODE_LEAF);
             blob(to_bytes(index, &none)?, out);
         }
+        Node::Binned(bin) => {
+            out.push(NODE_BINNED);
+            out.extend_from_slice(&bin.to_le_bytes());
+        }
         Node::Level(level) => {
             out.push(NODE_LEVEL);
             out.extend_from_slice(&(level.owners.len() as u32).to_le_bytes());
@@ -113,6 +118,15 @@ fn encode_node(node: &Node, out: &mut Vec<u8>) -> Result<()> {
             }
             out.extend_from_slice(&(level.groups.len() as u32).to_le_bytes());
             blob(to_bytes(&level.index, &none)?, out);
+            out.extend_from_slice(&(level.bins.len() as u32).to_le_bytes());
+            for bin in &level.bins {
+                out.extend_from_slice(&(bin.members.len() as u64).to_le_bytes());
+                for &(id, group) in &bin.members {
+                    out.extend_from_slice(&id.to_le_bytes());
+                    out.extend_from_slice(&group.to_le_bytes());
+                }
+                blob(to_bytes(&bin.index, &none)?, out);
+            }
             for group in &level.groups {
                 encode_node(group, out)?;
             }
@@ -188,6 +202,8 @@ fn corrupt(what: String) -> Error {
 
 /// What the header says every embedded index must agree with.
 struct Expect {
+    /// The file's minor version (levels of minor 0 have no bins).
+    minor: u16,
     k: u32,
     scheme: HashScheme,
     seed: u64,
@@ -247,9 +263,9 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Loaded<LevelIndex>> {
         return Err(corrupt(format!("false-positive rate {p} is not in (0, 1)")));
     }
     let root_ids = c.ids("ids")?;
-    let expect = Expect { k, scheme, seed };
+    let expect = Expect { minor, k, scheme, seed };
     let mut placed = Vec::with_capacity(root_ids.len());
-    let root = decode_node(&mut c, &expect, 0, &mut placed)?;
+    let root = decode_node(&mut c, &expect, 0, 0, &mut placed)?;
     placed.sort_unstable();
     if placed != root_ids {
         return Err(corrupt("the sets in the levels are not the file's ids, each once".into()));
@@ -324,7 +340,8 @@ fn live_ids(root_ids: &[u64], hidden: &[u64], both: &[u64], delta: &SetIndex) ->
     Ok(ids)
 }
 
-fn decode_node(c: &mut Cursor<'_>, expect: &Expect, depth: usize, placed: &mut Vec<u64>) -> Result<Node> {
+/// A node at `depth` below a level of `bins` bins (0 for the root).
+fn decode_node(c: &mut Cursor<'_>, expect: &Expect, depth: usize, bins: usize, placed: &mut Vec<u64>) -> Result<Node> {
     if depth >= MAX_DEPTH {
         return Err(corrupt(format!("levels deeper than {MAX_DEPTH}")));
     }
@@ -369,9 +386,52 @@ fn decode_node(c: &mut Cursor<'_>, expect: &Expect, depth: usize, placed: &mut V
             if columns.len() != n || columns.iter().enumerate().any(|(i, &id)| id != i as u64) {
                 return Err(corrupt(format!("a level's columns are not 0..{n}")));
             }
+            let n_bins = if expect.minor == 0 { 0 } else { c.u32("bin count")? };
+            let n_bins = c.count(u64::from(n_bins), 9, "bins")?;
+            let mut bins = Vec::with_capacity(n_bins);
+            for _ in 0..n_bins {
+                let n = c.u64("bin member count")?;
+                let n = c.count(n, 12, "bin members")?;
+                let members =
+                    (0..n).map(|_| Ok((c.u64("member id")?, c.u32("member group")?))).collect::<Result<Vec<_>>>()?;
+                let index = Loaded::<SlicedIndex>::from_bytes(c.blob("bin")?)?.index;
+                let params = index.params();
+                expect.check(params.k(), params.scheme(), params.seed())?;
+                let mut columns: Vec<u64> = index.ids().collect();
+                columns.sort_unstable();
+                if members.windows(2).any(|w| w[0].0 >= w[1].0)
+                    || !columns.iter().copied().eq(members.iter().map(|m| m.0))
+                {
+                    return Err(corrupt("a bin's members are not its columns, by ascending id".into()));
+                }
+                placed.extend(members.iter().map(|&(id, _)| id));
+                let mut groups = super::GroupMask::default();
+                for &(_, g) in &members {
+                    if g as usize >= n_groups {
+                        return Err(corrupt(format!("a bin member names group {g} of {n_groups}")));
+                    }
+                    groups.insert(g);
+                }
+                bins.push(Bin { index, members, groups });
+            }
             let groups =
-                (0..n_groups).map(|_| decode_node(c, expect, depth + 1, placed)).collect::<Result<Vec<_>>>()?;
-            Ok(Node::Level(Box::new(Level { index, owners, groups })))
+                (0..n_groups).map(|_| decode_node(c, expect, depth + 1, n_bins, placed)).collect::<Result<Vec<_>>>()?;
+            // Every bin member's group is binned in that bin.
+            for (b, bin) in bins.iter().enumerate() {
+                for &(id, g) in &bin.members {
+                    if !matches!(groups.get(g as usize), Some(Node::Binned(x)) if *x as usize == b) {
+                        return Err(corrupt(format!("set {id} of bin {b} names group {g}, which is not in that bin")));
+                    }
+                }
+            }
+            Ok(Node::Level(Box::new(Level { index, owners, groups, bins })))
+        }
+        NODE_BINNED => {
+            let bin = c.u32("bin")?;
+            if bin as usize >= bins {
+                return Err(corrupt(format!("a group in bin {bin} of a level of {bins} bins")));
+            }
+            Ok(Node::Binned(bin))
         }
         other => Err(corrupt(format!("unknown node kind {other}"))),
     }

@@ -75,7 +75,8 @@ use crate::{BloomFilter, ReadIndex};
 /// The knobs of [`LevelIndex::build`] (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LevelConfig {
-    /// Columns of a level at most (64: one word a row).
+    /// Columns of a level at most (64: one word a row; at most
+    /// [`MAX_LEVEL_COLUMNS`]).
     pub top_columns: usize,
     /// A group of more members than this is split into levels again.
     pub leaf_sets: usize,
@@ -101,20 +102,86 @@ enum Owner {
     Group(u32),
 }
 
-/// One level: its columns and the groups below it.
+/// One level: its columns, the groups below it, and the bins holding the
+/// members of its groups that are not levels themselves.
 #[derive(Clone, Debug)]
 struct Level {
     index: SlicedIndex,
     owners: Vec<Owner>,
     groups: Vec<Node>,
+    bins: Vec<Bin>,
+}
+
+/// The members of consecutive groups of one level and one size class, in
+/// one [`SlicedIndex`] (at most [`BIN_COLUMNS`] columns unless one group
+/// is wider) sized for the largest member. A key that passes the columns
+/// of several of these groups reads the bin's rows once.
+#[derive(Clone, Debug)]
+struct Bin {
+    index: SlicedIndex,
+    /// `(set id, group)` of every member, by ascending id.
+    members: Vec<(u64, u32)>,
+    /// The groups whose members are here.
+    groups: GroupMask,
+}
+
+impl Bin {
+    /// The group of member `id`.
+    fn group_of(&self, id: u64) -> Option<u32> {
+        self.members.binary_search_by_key(&id, |&(id, _)| id).ok().map(|at| self.members[at].1)
+    }
+}
+
+/// Columns of a bin at most (one cache line a row), unless one group has
+/// more members.
+const BIN_COLUMNS: usize = 512;
+
+/// Columns of a level at most: groups are tracked in a [`GroupMask`].
+pub const MAX_LEVEL_COLUMNS: usize = 512;
+
+/// A set of groups (or bins) of one level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct GroupMask([u64; MAX_LEVEL_COLUMNS / 64]);
+
+impl GroupMask {
+    #[inline]
+    fn insert(&mut self, g: u32) {
+        self.0[g as usize / 64] |= 1 << (g % 64);
+    }
+
+    #[inline]
+    fn contains(&self, g: u32) -> bool {
+        self.0[g as usize / 64] >> (g % 64) & 1 == 1
+    }
+
+    /// Whether every group of `other` is in `self`.
+    fn covers(&self, other: &GroupMask) -> bool {
+        self.0.iter().zip(&other.0).all(|(a, b)| b & !a == 0)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, &word)| {
+            let mut rest = word;
+            core::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let bit = rest.trailing_zeros();
+                    rest &= rest - 1;
+                    w as u32 * 64 + bit
+                })
+            })
+        })
+    }
 }
 
 /// A flat collection (a root where levels do not pay), a group's members
-/// in one [`SlicedIndex`] sized for the largest, or a level.
+/// in one [`SlicedIndex`] sized for the largest (files of format 3.0), a
+/// group's members in a bin of the level above (its index there), or a
+/// level.
 #[derive(Clone, Debug)]
 enum Node {
     Flat(SetIndex),
     Leaf(SlicedIndex),
+    Binned(u32),
     Level(Box<Level>),
 }
 
@@ -279,9 +346,10 @@ fn splits(sizes: &[u64], config: &LevelConfig) -> Option<Plan> {
     Some(Plan::choose(sizes, top_columns(config))).filter(|plan| plan.columns() > 1)
 }
 
-/// A level's columns at most (at least 2, so that a level divides).
+/// A level's columns at most (at least 2, so that a level divides, and at
+/// most [`MAX_LEVEL_COLUMNS`]).
 fn top_columns(config: &LevelConfig) -> usize {
-    config.top_columns.max(2)
+    config.top_columns.clamp(2, MAX_LEVEL_COLUMNS)
 }
 
 fn estimate_group(sizes: &[u64], p: f64, config: &LevelConfig) -> Result<Estimate> {
@@ -414,16 +482,16 @@ impl LevelIndex {
     /// The top level's columns, or `None` for a flat collection.
     pub fn top_columns(&self) -> Option<usize> {
         match &self.root {
-            Node::Flat(_) | Node::Leaf(_) => None,
             Node::Level(level) => Some(level.owners.len()),
+            _ => None,
         }
     }
 
     /// `(m, columns)` of the top level, or `None` for a flat collection.
     pub fn top_shape(&self) -> Option<(u64, usize)> {
         match &self.root {
-            Node::Flat(_) | Node::Leaf(_) => None,
             Node::Level(level) => Some((level.index.params().m(), level.owners.len())),
+            _ => None,
         }
     }
 
@@ -553,6 +621,36 @@ impl LevelIndex {
     pub fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
         out.clear();
         self.root.append(hash, out);
+        self.finish(hash, out);
+    }
+
+    /// Answers for `hashes`, one per key, into `results` (cleared first):
+    /// the top level is read for every key in one batch (its rows
+    /// prefetched a few keys ahead), then each key descends.
+    pub fn query_batch_hashes_into(&self, hashes: &[KeyHash], results: &mut BatchResults) {
+        results.clear();
+        let mut ids = Vec::new();
+        if let Node::Level(level) = &self.root {
+            let mut top = BatchResults::new();
+            ReadIndex::query_batch_hashes(&level.index, hashes, &mut top);
+            for (i, &hash) in hashes.iter().enumerate() {
+                ids.clear();
+                ids.extend_from_slice(top.get(i).unwrap_or_default());
+                level.descend(hash, 0, &mut ids);
+                self.finish(hash, &mut ids);
+                results.push_answer(&ids);
+            }
+        } else {
+            for &hash in hashes {
+                self.query_hash_into(hash, &mut ids);
+                results.push_answer(&ids);
+            }
+        }
+    }
+
+    /// The writes since the build in a key's answer `out` (the levels'):
+    /// hidden sets dropped, the delta's answers added, each set once.
+    fn finish(&self, hash: KeyHash, out: &mut Vec<u64>) {
         if !self.hidden.is_empty() {
             out.retain(|id| self.hidden.binary_search(id).is_err());
         }
@@ -705,6 +803,9 @@ fn delta_paths(delta: &SetIndex, parts: &[&SlicedIndex], id: u64) -> Result<Vec<
     filters.iter().map(|info| Ok(vec![PathStep::Filter(parts[info.part].filter_cloned(id)?)])).collect()
 }
 
+/// Sets as the builder takes them: `(id, keys)`.
+type Sets<'a, K> = &'a [(u64, &'a [K])];
+
 /// What every node of one index shares.
 struct Hashing {
     p: f64,
@@ -717,30 +818,29 @@ impl Hashing {
         SetIndex::build_with_hashing(sets, self.p, layout, self.scheme, self.seed)
     }
 
-    /// The members of a group in one index sized for the largest
-    /// (`largest` keys).
-    fn leaf<K: Key>(&self, sets: &[(u64, &[K])], largest: u64) -> Result<SlicedIndex> {
+    /// A bin of the members of `groups` (`(group, its sets)`), sized for
+    /// the largest (`largest` keys).
+    fn bin<K: Key>(&self, groups: &[(u32, Sets<'_, K>)], largest: u64) -> Result<Bin> {
         let params = BloomParams::for_capacity(largest, self.p)?.with_scheme(self.scheme).with_seed(self.seed);
-        let mut filters = Vec::with_capacity(sets.len());
-        for (id, keys) in sets {
-            let mut filter = BloomFilter::new(params)?;
-            for key in *keys {
-                filter.insert_hash(key.key_hash(self.seed));
+        let mut filters = Vec::new();
+        let mut members = Vec::new();
+        let mut mask = GroupMask::default();
+        for &(g, sets) in groups {
+            mask.insert(g);
+            for (id, keys) in sets {
+                let mut filter = BloomFilter::new(params)?;
+                for key in *keys {
+                    filter.insert_hash(key.key_hash(self.seed));
+                }
+                filters.push((*id, filter));
+                members.push((*id, g));
             }
-            filters.push((*id, filter));
         }
         let mut index = SlicedIndex::new(params);
         let refs: Vec<(u64, &BloomFilter)> = filters.iter().map(|(id, f)| (*id, f)).collect();
         index.insert_filters(&refs)?;
-        Ok(index)
-    }
-
-    fn node<K: Key>(&self, sets: &[(u64, &[K])], sizes: &[u64], config: &LevelConfig) -> Result<Node> {
-        if let Some(plan) = splits(sizes, config) {
-            Ok(Node::Level(Box::new(self.level(sets, sizes, &plan, config)?)))
-        } else {
-            Ok(Node::Leaf(self.leaf(sets, sizes[0])?))
-        }
+        members.sort_unstable();
+        Ok(Bin { index, members, groups: mask })
     }
 
     /// A level over `sets` sorted by descending size (`sizes`, at least 1).
@@ -761,6 +861,10 @@ impl Hashing {
             }
         }
         let mut groups = Vec::with_capacity(plan.groups.len());
+        let mut bins = Vec::new();
+        // The open bin: its groups, columns, and its first (largest) size.
+        let mut open: Vec<(u32, Sets<'_, K>)> = Vec::new();
+        let (mut open_columns, mut open_largest) = (0usize, 0u64);
         for (g, range) in plan.groups.iter().enumerate() {
             let mut filter = BloomFilter::new(params)?;
             for (_, keys) in &sets[range.clone()] {
@@ -770,12 +874,33 @@ impl Hashing {
             }
             filters.push(filter);
             owners.push(Owner::Group(g as u32));
-            groups.push(self.node(&sets[range.clone()], &sizes[range.clone()], config)?);
+            let (members, member_sizes) = (&sets[range.clone()], &sizes[range.clone()]);
+            if let Some(plan) = splits(member_sizes, config) {
+                groups.push(Node::Level(Box::new(self.level(members, member_sizes, &plan, config)?)));
+                continue;
+            }
+            // Consecutive groups of one size class share a bin of at most
+            // `BIN_COLUMNS` columns.
+            let fits = open_columns + members.len() <= BIN_COLUMNS && member_sizes[0].max(4) * 5 >= open_largest * 4;
+            if !open.is_empty() && !fits {
+                bins.push(self.bin(&open, open_largest)?);
+                open.clear();
+                open_columns = 0;
+            }
+            if open.is_empty() {
+                open_largest = member_sizes[0];
+            }
+            open.push((g as u32, members));
+            open_columns += members.len();
+            groups.push(Node::Binned(bins.len() as u32));
+        }
+        if !open.is_empty() {
+            bins.push(self.bin(&open, open_largest)?);
         }
         let mut index = SlicedIndex::new(params);
         let refs: Vec<(u64, &BloomFilter)> = filters.iter().enumerate().map(|(c, f)| (c as u64, f)).collect();
         index.insert_filters(&refs)?;
-        Ok(Level { index, owners, groups })
+        Ok(Level { index, owners, groups, bins })
     }
 }
 
@@ -785,27 +910,66 @@ impl Node {
         match self {
             Node::Flat(set_index) => set_index.query_hash_append(hash, out),
             Node::Leaf(index) => index.query_hash_append(hash, out),
+            // Read by the level above, with its bins.
+            Node::Binned(_) => {}
             Node::Level(level) => {
                 // The level's answering columns go to the end of `out`, are
                 // replaced by the sets they stand for, then removed.
                 let start = out.len();
                 level.index.query_hash_append(hash, out);
-                let end = out.len();
-                for at in start..end {
-                    match level.owners[out[at] as usize] {
-                        Owner::Piece { id, piece, pieces } => {
-                            if piece_of(hash, pieces) == piece {
-                                out.push(id);
-                            }
-                        }
-                        Owner::Group(g) => level.groups[g as usize].append(hash, out),
-                    }
-                }
-                out.drain(start..end);
+                level.descend(hash, start, out);
             }
         }
     }
+}
 
+impl Level {
+    /// Replaces the level's answering columns for the key, `out[start..]`,
+    /// by the sets below them that may hold it.
+    fn descend(&self, hash: KeyHash, start: usize, out: &mut Vec<u64>) {
+        let level = self;
+        let end = out.len();
+        let (mut groups, mut bins) = (GroupMask::default(), GroupMask::default());
+        for at in start..end {
+            match level.owners[out[at] as usize] {
+                Owner::Piece { id, piece, pieces } => {
+                    if piece_of(hash, pieces) == piece {
+                        out.push(id);
+                    }
+                }
+                Owner::Group(g) => match &level.groups[g as usize] {
+                    Node::Binned(bin) => {
+                        groups.insert(g);
+                        bins.insert(*bin);
+                    }
+                    node => node.append(hash, out),
+                },
+            }
+        }
+        out.drain(start..end);
+        for bin in bins.iter() {
+            // The bin's answers, kept where their group's column
+            // answered (all of them when every group of the bin's
+            // did).
+            let bin = &level.bins[bin as usize];
+            let start = out.len();
+            bin.index.query_hash_append(hash, out);
+            if !groups.covers(&bin.groups) {
+                let mut kept = start;
+                for at in start..out.len() {
+                    let id = out[at];
+                    if bin.group_of(id).is_some_and(|g| groups.contains(g)) {
+                        out[kept] = id;
+                        kept += 1;
+                    }
+                }
+                out.truncate(kept);
+            }
+        }
+    }
+}
+
+impl Node {
     /// Appends `(id, count)` of every set below this node whose count for
     /// `hashes` is at least `min_count` (at least 1) to `out`, unordered.
     fn score(&self, hashes: &[KeyHash], min_count: u32, out: &mut Vec<(u64, u32)>) {
@@ -823,15 +987,17 @@ impl Node {
                 index.query_threshold_into(hashes, Threshold::count(min_count), &mut Scores::new(), &mut found);
                 out.extend(found);
             }
+            // Counted by the level above, with its bins.
+            Node::Binned(_) => {}
             Node::Level(level) => {
                 // Each key's columns: pieces count where the key's own piece
                 // answers, groups collect the keys their column passes.
                 let mut piece_counts = vec![0u32; level.owners.len()];
                 let mut group_keys: Vec<Vec<KeyHash>> = vec![Vec::new(); level.groups.len()];
-                let mut columns = Vec::new();
-                for &hash in hashes {
-                    level.index.query_hash_into(hash, &mut columns);
-                    for &column in &columns {
+                let mut top = BatchResults::new();
+                ReadIndex::query_batch_hashes(&level.index, hashes, &mut top);
+                for (i, &hash) in hashes.iter().enumerate() {
+                    for &column in top.get(i).unwrap_or_default() {
                         match level.owners[column as usize] {
                             Owner::Piece { piece, pieces, .. } => {
                                 if piece_of(hash, pieces) == piece {
@@ -840,6 +1006,20 @@ impl Node {
                             }
                             Owner::Group(g) => group_keys[g as usize].push(hash),
                         }
+                    }
+                }
+                // A binned group's members are counted over the keys its
+                // column passed, by its bin's threshold query (the bin's
+                // other members dropped), where they are enough.
+                let mut found = Vec::new();
+                for (g, node) in level.groups.iter().enumerate() {
+                    if let Node::Binned(b) = node
+                        && group_keys[g].len() >= min_count as usize
+                    {
+                        let bin = &level.bins[*b as usize];
+                        let threshold = Threshold::count(min_count);
+                        bin.index.query_threshold_into(&group_keys[g], threshold, &mut Scores::new(), &mut found);
+                        out.extend(found.iter().copied().filter(|&(id, _)| bin.group_of(id) == Some(g as u32)));
                     }
                 }
                 let mut column = 0;
@@ -877,6 +1057,7 @@ impl Node {
                     paths.push((id, path));
                 }
             }
+            Node::Binned(_) => {}
             Node::Leaf(index) => {
                 for id in index.ids() {
                     let mut path = above.clone();
@@ -899,6 +1080,16 @@ impl Node {
                         }
                         Owner::Group(g) => {
                             above.push(PathStep::Filter(level.index.filter_cloned(column as u64)?));
+                            if let Node::Binned(bin) = level.groups[g as usize] {
+                                let bin = &level.bins[bin as usize];
+                                for &(id, group) in &bin.members {
+                                    if group == g {
+                                        let mut path = above.clone();
+                                        path.push(PathStep::Filter(bin.index.filter_cloned(id)?));
+                                        paths.push((id, path));
+                                    }
+                                }
+                            }
                             level.groups[g as usize].paths(above, paths)?;
                             above.pop();
                             column += 1;
@@ -913,14 +1104,14 @@ impl Node {
     fn max_row_runs(&self, k: usize) -> usize {
         match self {
             Node::Flat(set_index) => k * set_index.parts().filter(|part| !part.is_empty()).count(),
-            Node::Leaf(_) => k,
+            Node::Leaf(_) | Node::Binned(_) => k,
             Node::Level(level) => k + level.groups.iter().map(|g| g.max_row_runs(k)).max().unwrap_or(0),
         }
     }
 
     fn depth(&self) -> usize {
         match self {
-            Node::Flat(_) | Node::Leaf(_) => 1,
+            Node::Flat(_) | Node::Leaf(_) | Node::Binned(_) => 1,
             Node::Level(level) => 1 + level.groups.iter().map(Node::depth).max().unwrap_or(0),
         }
     }
@@ -929,7 +1120,12 @@ impl Node {
         match self {
             Node::Flat(set_index) => set_index.parts().map(SlicedIndex::rows_bytes).sum(),
             Node::Leaf(index) => index.rows_bytes(),
-            Node::Level(level) => level.index.rows_bytes() + level.groups.iter().map(Node::rows_bytes).sum::<usize>(),
+            Node::Binned(_) => 0,
+            Node::Level(level) => {
+                level.index.rows_bytes()
+                    + level.bins.iter().map(|bin| bin.index.rows_bytes()).sum::<usize>()
+                    + level.groups.iter().map(Node::rows_bytes).sum::<usize>()
+            }
         }
     }
 
@@ -937,9 +1133,11 @@ impl Node {
         match self {
             Node::Flat(set_index) => set_index.memory_bytes(),
             Node::Leaf(index) => index.memory_bytes(),
+            Node::Binned(_) => 0,
             Node::Level(level) => {
                 level.index.memory_bytes()
                     + level.owners.capacity() * core::mem::size_of::<Owner>()
+                    + level.bins.iter().map(|bin| bin.index.memory_bytes() + bin.members.capacity() * 16).sum::<usize>()
                     + level.groups.iter().map(Node::memory_bytes).sum::<usize>()
             }
         }
@@ -984,12 +1182,7 @@ impl ReadIndex for LevelIndex {
         LevelIndex::query_threshold_into(self, hashes, threshold, out)
     }
     fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
-        results.clear();
-        let mut ids = Vec::new();
-        for &hash in hashes {
-            self.query_hash_into(hash, &mut ids);
-            results.push_answer(&ids);
-        }
+        self.query_batch_hashes_into(hashes, results)
     }
 }
 

@@ -410,25 +410,17 @@ pub fn dp_speed(sizes: &[usize], limited_universe: usize) -> Result<Vec<DpSpeedR
 
 /// The [`dp_speed`] rows as a table.
 pub fn dp_speed_table(rows: &[DpSpeedRow]) -> String {
-    let mib = |b: Option<u64>| b.map_or("?".to_owned(), |b| format!("{:.1}", b as f64 / (1 << 20) as f64));
+    let mib = |b: u64| format!("{:.1}", b as f64 / (1 << 20) as f64);
+    let hwm = |b: Option<u64>| b.map_or("?".to_owned(), mib);
     let mut s = String::from("DP speed: k_max = 10, eps = 0.1, Zipf 1.5 q', uniform p, m/n = 8 (one thread)\n");
-    let _ = writeln!(
-        s,
-        "{:<58} {:>8} {:>9} {:>12} {:>12} {:>11} {:>6}",
-        "solver", "DP keys", "seconds", "HWM0 MiB", "HWM1 MiB", "plan MiB", "block"
-    );
+    // One layout for the header and the rows, so their columns line up.
+    let mut line = |[what, keys, seconds, hwm0, hwm1, plan, block]: [&str; 7]| {
+        let _ = writeln!(s, "{what:<58} {keys:>8} {seconds:>9} {hwm0:>12} {hwm1:>12} {plan:>11} {block:>6}");
+    };
+    line(["solver", "DP keys", "seconds", "HWM0 MiB", "HWM1 MiB", "plan MiB", "block"]);
     for r in rows {
-        let _ = writeln!(
-            s,
-            "{:<58} {:>8} {:>9.2} {:>12} {:>12} {:>11.1} {:>6}",
-            r.what,
-            r.dp_keys,
-            r.seconds,
-            mib(r.hwm_before),
-            mib(r.hwm_after),
-            r.plan.bytes as f64 / (1 << 20) as f64,
-            r.plan.block
-        );
+        let (keys, seconds, block) = (r.dp_keys.to_string(), format!("{:.2}", r.seconds), r.plan.block.to_string());
+        line([&r.what, &keys, &seconds, &hwm(r.hwm_before), &hwm(r.hwm_after), &mib(r.plan.bytes), &block]);
     }
     s
 }

@@ -198,6 +198,57 @@ pub trait ReadIndex {
     }
 }
 
+/// Writes the [`ReadIndex`] methods that a forwarding impl overrides, one
+/// table row each: `[generics] trait_method / inherent_method (arguments)
+/// -> result`, generics and result where the method has them.
+/// Each body is `$forward!({ $context } self, trait_method, inherent_method,
+/// (arguments))`, so one table serves the impls that call an index's
+/// inherent fast paths and those that reach the index a wrapper holds.
+macro_rules! read_index_forwarded_methods {
+    ($forward:ident $context:tt) => {
+        read_index_forwarded_methods! {
+            @rows $forward $context
+            len / len () -> usize;
+            contains / contains (id: u64) -> bool;
+            memory_bytes / memory_bytes () -> usize;
+            query_hash_into / query_hash_into (hash: KeyHash, out: &mut Vec<u64>);
+            query_batch_hashes / query_batch_hashes (hashes: &[KeyHash], results: &mut BatchResults);
+            score_hashes_into / score_into (hashes: &[KeyHash], scores: &mut Scores);
+            query_threshold_hashes_into / query_threshold_into
+                (hashes: &[KeyHash], threshold: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>);
+            [K: Key + ?Sized] query_into / query_into (key: &K, out: &mut Vec<u64>);
+            [K: Key] query_batch / query_batch (keys: &[K], results: &mut BatchResults);
+            [K: Key] score_into / score_into (keys: &[K], scores: &mut Scores);
+            [K: Key] query_threshold_into / query_threshold_into
+                (keys: &[K], threshold: Threshold, scratch: &mut Scores, out: &mut Vec<(u64, u32)>);
+        }
+    };
+    (@rows $forward:ident $context:tt $(
+        $([$($generics:tt)*])? $method:ident / $inherent:ident ($($arg:ident: $arg_ty:ty),*) $(-> $result:ty)?;
+    )*) => {
+        $(
+            fn $method $(<$($generics)*>)? (&self, $($arg: $arg_ty),*) $(-> $result)? {
+                $forward!($context self, $method, $inherent, ($($arg),*))
+            }
+        )*
+    };
+}
+
+/// A forwarded method's body that calls the inherent method of `$index`.
+macro_rules! forward_to_inherent {
+    ({ $index:ty } $this:ident, $method:ident, $inherent:ident, ($($arg:ident),*)) => {
+        <$index>::$inherent($this, $($arg),*)
+    };
+}
+
+/// A forwarded method's body that runs the trait method on the index the
+/// wrapper's `$with` hands out.
+macro_rules! forward_through {
+    ({ $with:ident } $this:ident, $method:ident, $inherent:ident, ($($arg:ident),*)) => {
+        $this.$with(|index| ReadIndex::$method(index, $($arg),*))
+    };
+}
+
 /// Implements [`ReadIndex`] for an index type by calling its inherent
 /// methods of the same names (its fast paths). `$this` names `self` in
 /// the three hashing expressions, which give `k`, `seed` and `scheme`.
@@ -216,56 +267,12 @@ macro_rules! read_index_by_inherent {
                 let $this = self;
                 $scheme
             }
-            fn len(&self) -> usize {
-                <$index>::len(self)
-            }
-            fn contains(&self, id: u64) -> bool {
-                <$index>::contains(self, id)
-            }
             fn ids(&self) -> Vec<u64> {
                 let mut ids: Vec<u64> = <$index>::ids(self).collect();
                 ids.sort_unstable();
                 ids
             }
-            fn memory_bytes(&self) -> usize {
-                <$index>::memory_bytes(self)
-            }
-            fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
-                <$index>::query_hash_into(self, hash, out)
-            }
-            fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
-                <$index>::query_batch_hashes(self, hashes, results)
-            }
-            fn score_hashes_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
-                <$index>::score_into(self, hashes, scores)
-            }
-            fn query_threshold_hashes_into(
-                &self,
-                hashes: &[KeyHash],
-                threshold: Threshold,
-                scratch: &mut Scores,
-                out: &mut Vec<(u64, u32)>,
-            ) {
-                <$index>::query_threshold_into(self, hashes, threshold, scratch, out)
-            }
-            fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
-                <$index>::query_into(self, key, out)
-            }
-            fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
-                <$index>::query_batch(self, keys, results)
-            }
-            fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
-                <$index>::score_into(self, keys, scores)
-            }
-            fn query_threshold_into<K: Key>(
-                &self,
-                keys: &[K],
-                threshold: Threshold,
-                scratch: &mut Scores,
-                out: &mut Vec<(u64, u32)>,
-            ) {
-                <$index>::query_threshold_into(self, keys, threshold, scratch, out)
-            }
+            read_index_forwarded_methods!(forward_to_inherent { $index });
         }
     };
 }
@@ -324,54 +331,10 @@ macro_rules! read_index_through {
             fn scheme(&self) -> HashScheme {
                 self.$with(ReadIndex::scheme)
             }
-            fn len(&self) -> usize {
-                self.$with(ReadIndex::len)
-            }
-            fn contains(&self, id: u64) -> bool {
-                self.$with(|ix| ix.contains(id))
-            }
             fn ids(&self) -> Vec<u64> {
                 self.$with(ReadIndex::ids)
             }
-            fn memory_bytes(&self) -> usize {
-                self.$with(ReadIndex::memory_bytes)
-            }
-            fn query_hash_into(&self, hash: KeyHash, out: &mut Vec<u64>) {
-                self.$with(|ix| ix.query_hash_into(hash, out));
-            }
-            fn query_batch_hashes(&self, hashes: &[KeyHash], results: &mut BatchResults) {
-                self.$with(|ix| ix.query_batch_hashes(hashes, results));
-            }
-            fn score_hashes_into(&self, hashes: &[KeyHash], scores: &mut Scores) {
-                self.$with(|ix| ix.score_hashes_into(hashes, scores));
-            }
-            fn query_threshold_hashes_into(
-                &self,
-                hashes: &[KeyHash],
-                threshold: Threshold,
-                scratch: &mut Scores,
-                out: &mut Vec<(u64, u32)>,
-            ) {
-                self.$with(|ix| ix.query_threshold_hashes_into(hashes, threshold, scratch, out));
-            }
-            fn query_into<K: Key + ?Sized>(&self, key: &K, out: &mut Vec<u64>) {
-                self.$with(|ix| ix.query_into(key, out));
-            }
-            fn query_batch<K: Key>(&self, keys: &[K], results: &mut BatchResults) {
-                self.$with(|ix| ix.query_batch(keys, results));
-            }
-            fn score_into<K: Key>(&self, keys: &[K], scores: &mut Scores) {
-                self.$with(|ix| ix.score_into(keys, scores));
-            }
-            fn query_threshold_into<K: Key>(
-                &self,
-                keys: &[K],
-                threshold: Threshold,
-                scratch: &mut Scores,
-                out: &mut Vec<(u64, u32)>,
-            ) {
-                self.$with(|ix| ix.query_threshold_into(keys, threshold, scratch, out));
-            }
+            read_index_forwarded_methods!(forward_through { $with });
         }
     };
 }

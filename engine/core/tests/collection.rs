@@ -17,11 +17,11 @@ use proptest::prelude::*;
 /// z for a one-sided 99.99% interval.
 const Z: f64 = 3.72;
 
-type Model = BTreeMap<u64, Vec<u64>>;
+#[path = "common/set_keys.rs"]
+mod set_keys;
+use set_keys::{FreshKeys, bytes, rates};
 
-fn bytes(keys: &[u64]) -> Vec<[u8; 8]> {
-    keys.iter().map(|k| k.to_le_bytes()).collect()
-}
+type Model = BTreeMap<u64, Vec<u64>>;
 
 /// The model's filters of set `id`: its keys, in order, cut by the loads
 /// the collection reports.
@@ -115,30 +115,28 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// The collection answers as the model after every operation.
     #[test]
     fn collection_matches_the_model(
         initial in proptest::collection::vec(size(), 0..8),
         ops in proptest::collection::vec(op(), 1..12),
-        p in proptest::sample::select(vec![0.01, 0.05, 0.2]),
-        max_parts in 1usize..5,
+        p in rates(),
+        config in (1usize..5).prop_map(|max_parts| LayoutConfig { max_parts, ..LayoutConfig::default() }),
         threshold in 0u32..40,
     ) {
-        let mut next_key = 0u64;
-        let mut fresh = |n: usize| -> Vec<u64> { (0..n).map(|_| { next_key += 1; next_key }).collect() };
+        let mut fresh = FreshKeys::default();
         let mut model = Model::new();
         let sets: Vec<(u64, Vec<[u8; 8]>)> = initial
             .iter()
             .enumerate()
             .map(|(i, &n)| {
-                let keys = fresh(n);
+                let keys = fresh.take(n);
                 model.insert(i as u64, keys.clone());
                 (i as u64, bytes(&keys))
             })
             .collect();
-        let config = LayoutConfig { max_parts, ..LayoutConfig::default() };
         let mut collection = SetIndex::build(&sets, p, config).unwrap();
         // Absent keys: never given to any set.
         let absent: Vec<u64> = (0..60).map(|i| u64::MAX - i).collect();
@@ -158,7 +156,7 @@ proptest! {
         for op in ops {
             match op {
                 Op::Insert { id, size } => {
-                    let keys = fresh(size);
+                    let keys = fresh.take(size);
                     let result = collection.insert_set(id, &bytes(&keys));
                     match model.entry(id) {
                         std::collections::btree_map::Entry::Occupied(_) => prop_assert!(result.is_err()),
@@ -175,7 +173,7 @@ proptest! {
                 Op::Add { id, count, repeat } => {
                     let keys = match (repeat, model.get(&id)) {
                         (true, Some(old)) if !old.is_empty() => old.iter().cycle().take(count).copied().collect(),
-                        _ => fresh(count),
+                        _ => fresh.take(count),
                     };
                     let result = collection.add_keys(id, &bytes(&keys));
                     match model.get_mut(&id) {

@@ -37,6 +37,9 @@ use proptest::prelude::*;
 #[path = "common/set_model.rs"]
 mod set_model;
 use set_model::ModelFilters;
+#[path = "common/set_keys.rs"]
+mod set_keys;
+use set_keys::{FreshKeys, bytes, rates};
 
 /// One set of the model: its keys, in order given, and its filters with
 /// the capacity of each and the keys each holds.
@@ -53,10 +56,6 @@ impl ModelSet {
 }
 
 type Model = BTreeMap<u64, ModelSet>;
-
-fn bytes(keys: &[u64]) -> Vec<[u8; 8]> {
-    keys.iter().map(|k| k.to_le_bytes()).collect()
-}
 
 /// Gives `keys` to the model's set `id`, taking new filters' parameters and
 /// capacities from the collection's `infos`, and checks the loads.
@@ -180,17 +179,17 @@ proptest! {
     fn model_under_detected_kernels(
         initial in proptest::collection::vec(size(), 0..10),
         ops in proptest::collection::vec(op(), 1..24),
-        p in proptest::sample::select(vec![0.01, 0.05, 0.2]),
+        p in rates(),
         max_parts in 1usize..6,
         weight in proptest::sample::select(vec![0.0, 0.1, 1.0]),
     ) {
         if let Ok(wanted) = std::env::var("BLOOMSLICE_KERNELS") {
             prop_assert_eq!(Kernels::detect().backend().name(), wanted.as_str());
         }
-        let mut next_key = 0u64;
-        let mut fresh = |n: usize| -> Vec<u64> { (0..n).map(|_| { next_key += 1; next_key }).collect() };
+        let mut fresh = FreshKeys::default();
         let mut model = Model::new();
-        let sets: Vec<(u64, Vec<u64>)> = initial.iter().enumerate().map(|(i, &n)| (i as u64, fresh(n))).collect();
+        let sets: Vec<(u64, Vec<u64>)> =
+            initial.iter().enumerate().map(|(i, &n)| (i as u64, fresh.take(n))).collect();
         let encoded: Vec<(u64, Vec<[u8; 8]>)> = sets.iter().map(|(id, keys)| (*id, bytes(keys))).collect();
         let config = LayoutConfig { max_parts, query_cost_weight: weight };
         let mut collection = SetIndex::build(&encoded, p, config).unwrap();
@@ -202,11 +201,11 @@ proptest! {
         let mut absent_key = u64::MAX;
         for op in ops {
             match op {
-                Op::Insert { id, size } => insert(&mut collection, &mut model, id, fresh(size), p),
+                Op::Insert { id, size } => insert(&mut collection, &mut model, id, fresh.take(size), p),
                 Op::Replace { id, size } => {
                     let removed = collection.remove_set(id);
                     prop_assert_eq!(removed.is_ok(), model.remove(&id).is_some());
-                    insert(&mut collection, &mut model, id, fresh(size), p);
+                    insert(&mut collection, &mut model, id, fresh.take(size), p);
                 }
                 Op::Remove { id } => {
                     let result = collection.remove_set(id);
@@ -215,7 +214,7 @@ proptest! {
                 Op::Add { id, count, repeat } => {
                     let keys = match (repeat, model.get(&id)) {
                         (true, Some(old)) if !old.keys.is_empty() => old.keys.iter().cycle().take(count).copied().collect(),
-                        _ => fresh(count),
+                        _ => fresh.take(count),
                     };
                     let result = collection.add_keys(id, &bytes(&keys));
                     if model.contains_key(&id) {

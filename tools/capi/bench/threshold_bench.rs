@@ -52,11 +52,7 @@ fn best(repeat: usize, reads: usize, mut f: impl FnMut() -> usize) -> (f64, usiz
 /// length, the capacity): the status and the number of sets returned.
 #[inline]
 fn capi_threshold(
-    handle: *const BloomsliceIndex,
-    key_ptrs: &[*const u8],
-    key_lens: &[usize],
-    ids: &mut [u64],
-    counts: &mut [u32],
+    handle: *const BloomsliceIndex, key_ptrs: &[*const u8], key_lens: &[usize], ids: &mut [u64], counts: &mut [u32],
 ) -> (BloomsliceStatus, usize) {
     debug_assert_eq!(ids.len(), counts.len(), "one capacity");
     let mut n = 0;

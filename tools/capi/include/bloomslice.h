@@ -159,15 +159,7 @@ enum BloomsliceStatus bloomslice_index_new(double fp, uint64_t seed, struct Bloo
 // `names[i]` to `name_lens[i]` bytes; `set_ends` to `n_sets` elements;
 // `keys` and `key_lens` to `set_ends[n_sets - 1]` elements (none for no
 // sets), each `keys[j]` to `key_lens[j]` bytes; `out` valid for a write.
-enum BloomsliceStatus bloomslice_index_build(double fp,
-                                             uint64_t seed,
-                                             const uint8_t *const *names,
-                                             const size_t *name_lens,
-                                             size_t n_sets,
-                                             const uint8_t *const *keys,
-                                             const size_t *key_lens,
-                                             const size_t *set_ends,
-                                             struct BloomsliceIndex **out);
+enum BloomsliceStatus bloomslice_index_build(double fp, uint64_t seed, const uint8_t *const *names, const size_t *name_lens, size_t n_sets, const uint8_t *const *keys, const size_t *key_lens, const size_t *set_ends, struct BloomsliceIndex **out);
 
 // Creates an empty index of one filter length: every filter of `m` bits
 // and `k` hash functions; byte keys are hashed with `seed`. On success
@@ -178,10 +170,7 @@ enum BloomsliceStatus bloomslice_index_build(double fp,
 // # Safety
 //
 // `out` must be valid for a write of a pointer.
-enum BloomsliceStatus bloomslice_index_new_sliced(uint64_t m,
-                                                  uint32_t k,
-                                                  uint64_t seed,
-                                                  struct BloomsliceIndex **out);
+enum BloomsliceStatus bloomslice_index_new_sliced(uint64_t m, uint32_t k, uint64_t seed, struct BloomsliceIndex **out);
 
 // Creates an empty index of one filter length sized for `n_exp` keys per
 // set at false-positive rate `fp` (for example 10 000 and 0.01 give
@@ -193,10 +182,7 @@ enum BloomsliceStatus bloomslice_index_new_sliced(uint64_t m,
 // # Safety
 //
 // `out` must be valid for a write of a pointer.
-enum BloomsliceStatus bloomslice_index_new_sliced_for_capacity(uint64_t n_exp,
-                                                               double fp,
-                                                               uint64_t seed,
-                                                               struct BloomsliceIndex **out);
+enum BloomsliceStatus bloomslice_index_new_sliced_for_capacity(uint64_t n_exp, double fp, uint64_t seed, struct BloomsliceIndex **out);
 
 // Reads a file saved by [`bloomslice_index_save`] or the CLI into memory,
 // fully verified, as the layout it was saved from: a collection file as
@@ -235,9 +221,7 @@ enum BloomsliceStatus bloomslice_index_load(const char *path, struct BloomsliceI
 //
 // `path` must be a NUL-terminated string; `out` valid for a write; the
 // mapping contract above must hold.
-enum BloomsliceStatus bloomslice_index_open_mapped(const char *path,
-                                                   bool verify,
-                                                   struct BloomsliceIndex **out);
+enum BloomsliceStatus bloomslice_index_open_mapped(const char *path, bool verify, struct BloomsliceIndex **out);
 
 // Opens the manifest `manifest` (a manifest file, or the directory that
 // holds `manifest.json`, as written by `bloomslice split`) and every shard
@@ -267,10 +251,7 @@ enum BloomsliceStatus bloomslice_index_open_mapped(const char *path,
 //
 // `manifest` must be a NUL-terminated string; `out` valid for a write;
 // the mapping contract above must hold.
-enum BloomsliceStatus bloomslice_index_open_manifest(const char *manifest,
-                                                     bool mapped,
-                                                     bool verify,
-                                                     struct BloomsliceIndex **out);
+enum BloomsliceStatus bloomslice_index_open_manifest(const char *manifest, bool mapped, bool verify, struct BloomsliceIndex **out);
 
 // Fills `*out` with the index's layout, parameters and size.
 //
@@ -279,8 +260,7 @@ enum BloomsliceStatus bloomslice_index_open_manifest(const char *manifest,
 // # Safety
 //
 // `index` must be a live handle; `out` valid for a write.
-enum BloomsliceStatus bloomslice_index_info(const struct BloomsliceIndex *index,
-                                            struct BloomsliceInfo *out);
+enum BloomsliceStatus bloomslice_index_info(const struct BloomsliceIndex *index, struct BloomsliceInfo *out);
 
 // The number of sets of the index, into `*len_out`.
 //
@@ -298,9 +278,7 @@ enum BloomsliceStatus bloomslice_index_len(const struct BloomsliceIndex *index, 
 // # Safety
 //
 // `index` must be a live handle; `out` valid for a write.
-enum BloomsliceStatus bloomslice_index_contains(const struct BloomsliceIndex *index,
-                                                uint64_t id,
-                                                bool *out);
+enum BloomsliceStatus bloomslice_index_contains(const struct BloomsliceIndex *index, uint64_t id, bool *out);
 
 // Looks up the id of the set called `name` into `*id_out`.
 //
@@ -312,10 +290,7 @@ enum BloomsliceStatus bloomslice_index_contains(const struct BloomsliceIndex *in
 //
 // `index` must be a live handle; `name` must point to `name_len` bytes;
 // `id_out` valid for a write.
-enum BloomsliceStatus bloomslice_index_set_id(const struct BloomsliceIndex *index,
-                                              const uint8_t *name,
-                                              size_t name_len,
-                                              uint64_t *id_out);
+enum BloomsliceStatus bloomslice_index_set_id(const struct BloomsliceIndex *index, const uint8_t *name, size_t name_len, uint64_t *id_out);
 
 // Copies the name of set `id` (bytes, not NUL-terminated) into `buf`
 // (`cap` bytes) and its length into `*len_out`. When `cap` is too small,
@@ -330,11 +305,7 @@ enum BloomsliceStatus bloomslice_index_set_id(const struct BloomsliceIndex *inde
 //
 // `index` must be a live handle; `buf` null (with `cap` 0) or valid for
 // `cap` bytes; `len_out` valid for a write.
-enum BloomsliceStatus bloomslice_index_set_name(const struct BloomsliceIndex *index,
-                                                uint64_t id,
-                                                uint8_t *buf,
-                                                size_t cap,
-                                                size_t *len_out);
+enum BloomsliceStatus bloomslice_index_set_name(const struct BloomsliceIndex *index, uint64_t id, uint8_t *buf, size_t cap, size_t *len_out);
 
 // The 64-bit hash this index gives the byte key `key` (seeded xxh3-64, the
 // same for every part and shard file): [`bloomslice_query_hash`] with it
@@ -347,10 +318,7 @@ enum BloomsliceStatus bloomslice_index_set_name(const struct BloomsliceIndex *in
 //
 // `index` must be a live handle; `key` must point to `key_len` bytes;
 // `hash_out` valid for a write.
-enum BloomsliceStatus bloomslice_hash_key(const struct BloomsliceIndex *index,
-                                          const uint8_t *key,
-                                          size_t key_len,
-                                          uint64_t *hash_out);
+enum BloomsliceStatus bloomslice_hash_key(const struct BloomsliceIndex *index, const uint8_t *key, size_t key_len, uint64_t *hash_out);
 
 // Which sets may contain the byte key `key` (`key_len` bytes): their ids,
 // each once (in index order; for a manifest's files, those of the first
@@ -369,12 +337,7 @@ enum BloomsliceStatus bloomslice_hash_key(const struct BloomsliceIndex *index,
 // `index` must be a live handle; `key` must point to `key_len` bytes;
 // `ids_out` null (with `cap` 0) or valid for `cap` writes; `n_out` valid
 // for a write.
-enum BloomsliceStatus bloomslice_query(const struct BloomsliceIndex *index,
-                                       const uint8_t *key,
-                                       size_t key_len,
-                                       uint64_t *ids_out,
-                                       size_t cap,
-                                       size_t *n_out);
+enum BloomsliceStatus bloomslice_query(const struct BloomsliceIndex *index, const uint8_t *key, size_t key_len, uint64_t *ids_out, size_t cap, size_t *n_out);
 
 // [`bloomslice_query`] for a key given as the caller's 64-bit hash (used
 // as is, without the seed; see [`bloomslice_hash_key`]).
@@ -384,11 +347,7 @@ enum BloomsliceStatus bloomslice_query(const struct BloomsliceIndex *index,
 // # Safety
 //
 // As [`bloomslice_query`].
-enum BloomsliceStatus bloomslice_query_hash(const struct BloomsliceIndex *index,
-                                            uint64_t hash,
-                                            uint64_t *ids_out,
-                                            size_t cap,
-                                            size_t *n_out);
+enum BloomsliceStatus bloomslice_query_hash(const struct BloomsliceIndex *index, uint64_t hash, uint64_t *ids_out, size_t cap, size_t *n_out);
 
 // Queries a batch of `n_keys` byte keys (`keys[i]`, `key_lens[i]` bytes).
 // Results use the CSR layout: the ids of key `i` (as [`bloomslice_query`]
@@ -410,14 +369,7 @@ enum BloomsliceStatus bloomslice_query_hash(const struct BloomsliceIndex *index,
 // `n_keys` elements, each `keys[i]` to `key_lens[i]` bytes; `ids_out` null
 // (with `ids_cap` 0) or valid for `ids_cap` writes; `offsets_out` valid for
 // `n_keys + 1` writes; `total_out` valid for a write.
-enum BloomsliceStatus bloomslice_query_batch(const struct BloomsliceIndex *index,
-                                             const uint8_t *const *keys,
-                                             const size_t *key_lens,
-                                             size_t n_keys,
-                                             uint64_t *ids_out,
-                                             size_t ids_cap,
-                                             size_t *offsets_out,
-                                             size_t *total_out);
+enum BloomsliceStatus bloomslice_query_batch(const struct BloomsliceIndex *index, const uint8_t *const *keys, const size_t *key_lens, size_t n_keys, uint64_t *ids_out, size_t ids_cap, size_t *offsets_out, size_t *total_out);
 
 // [`bloomslice_query_batch`] for keys given as the caller's 64-bit hashes
 // (`hashes[i]`, `n` of them; see [`bloomslice_hash_key`]). `offsets_out`
@@ -429,13 +381,7 @@ enum BloomsliceStatus bloomslice_query_batch(const struct BloomsliceIndex *index
 //
 // As [`bloomslice_query_batch`]; `hashes` must point to `n` aligned
 // `uint64_t`.
-enum BloomsliceStatus bloomslice_query_batch_hashes(const struct BloomsliceIndex *index,
-                                                    const uint64_t *hashes,
-                                                    size_t n,
-                                                    uint64_t *ids_out,
-                                                    size_t ids_cap,
-                                                    size_t *offsets_out,
-                                                    size_t *total_out);
+enum BloomsliceStatus bloomslice_query_batch_hashes(const struct BloomsliceIndex *index, const uint64_t *hashes, size_t n, uint64_t *ids_out, size_t ids_cap, size_t *offsets_out, size_t *total_out);
 
 // Scores one query of `n_keys` byte keys (`keys[i]`, `key_lens[i]`
 // bytes) against every set of the index: for every set with a count
@@ -455,14 +401,7 @@ enum BloomsliceStatus bloomslice_query_batch_hashes(const struct BloomsliceIndex
 // `n_keys` elements, each `keys[i]` to `key_lens[i]` bytes; `ids_out` and
 // `counts_out` null (with `cap` 0) or valid for `cap` writes; `n_out`
 // valid for a write.
-enum BloomsliceStatus bloomslice_score(const struct BloomsliceIndex *index,
-                                       const uint8_t *const *keys,
-                                       const size_t *key_lens,
-                                       size_t n_keys,
-                                       uint64_t *ids_out,
-                                       uint32_t *counts_out,
-                                       size_t cap,
-                                       size_t *n_out);
+enum BloomsliceStatus bloomslice_score(const struct BloomsliceIndex *index, const uint8_t *const *keys, const size_t *key_lens, size_t n_keys, uint64_t *ids_out, uint32_t *counts_out, size_t cap, size_t *n_out);
 
 // The sets of the index whose count for the query of `n_keys` byte keys
 // (as [`bloomslice_score`] counts) reaches `fraction` of them (the least
@@ -480,15 +419,7 @@ enum BloomsliceStatus bloomslice_score(const struct BloomsliceIndex *index,
 // # Safety
 //
 // As [`bloomslice_score`].
-enum BloomsliceStatus bloomslice_query_threshold(const struct BloomsliceIndex *index,
-                                                 const uint8_t *const *keys,
-                                                 const size_t *key_lens,
-                                                 size_t n_keys,
-                                                 double fraction,
-                                                 uint64_t *ids_out,
-                                                 uint32_t *counts_out,
-                                                 size_t cap,
-                                                 size_t *n_out);
+enum BloomsliceStatus bloomslice_query_threshold(const struct BloomsliceIndex *index, const uint8_t *const *keys, const size_t *key_lens, size_t n_keys, double fraction, uint64_t *ids_out, uint32_t *counts_out, size_t cap, size_t *n_out);
 
 // Adds a new set called `name` (`name_len` bytes, not empty, unique) holding
 // `n_keys` byte keys: key `i` is `keys[i]`, `key_lens[i]` bytes (a key may be
@@ -507,13 +438,7 @@ enum BloomsliceStatus bloomslice_query_threshold(const struct BloomsliceIndex *i
 // `index` must be a live handle used by no other call; `name` must point to
 // `name_len` bytes; `keys` and `key_lens` to `n_keys` elements each, every
 // `keys[i]` to `key_lens[i]` bytes; `id_out` null or valid for a write.
-enum BloomsliceStatus bloomslice_index_add_set(struct BloomsliceIndex *index,
-                                               const uint8_t *name,
-                                               size_t name_len,
-                                               const uint8_t *const *keys,
-                                               const size_t *key_lens,
-                                               size_t n_keys,
-                                               uint64_t *id_out);
+enum BloomsliceStatus bloomslice_index_add_set(struct BloomsliceIndex *index, const uint8_t *name, size_t name_len, const uint8_t *const *keys, const size_t *key_lens, size_t n_keys, uint64_t *id_out);
 
 // [`bloomslice_index_add_set`] with keys given as the caller's 64-bit
 // hashes (`hashes[i]`, `n` of them); query them with
@@ -525,12 +450,7 @@ enum BloomsliceStatus bloomslice_index_add_set(struct BloomsliceIndex *index,
 //
 // As [`bloomslice_index_add_set`]; `hashes` must point to `n` aligned
 // `uint64_t`.
-enum BloomsliceStatus bloomslice_index_add_set_hashes(struct BloomsliceIndex *index,
-                                                      const uint8_t *name,
-                                                      size_t name_len,
-                                                      const uint64_t *hashes,
-                                                      size_t n,
-                                                      uint64_t *id_out);
+enum BloomsliceStatus bloomslice_index_add_set_hashes(struct BloomsliceIndex *index, const uint8_t *name, size_t name_len, const uint64_t *hashes, size_t n, uint64_t *id_out);
 
 // Adds a new set called `name` from a ready Bloom filter: `n_words`
 // little-endian-bit-order words (bit `i` of the filter is bit `i % 64` of
@@ -548,12 +468,7 @@ enum BloomsliceStatus bloomslice_index_add_set_hashes(struct BloomsliceIndex *in
 //
 // As [`bloomslice_index_add_set`]; `words` must point to `n_words` aligned
 // `uint64_t`.
-enum BloomsliceStatus bloomslice_index_add_filter(struct BloomsliceIndex *index,
-                                                  const uint8_t *name,
-                                                  size_t name_len,
-                                                  const uint64_t *words,
-                                                  size_t n_words,
-                                                  uint64_t *id_out);
+enum BloomsliceStatus bloomslice_index_add_filter(struct BloomsliceIndex *index, const uint8_t *name, size_t name_len, const uint64_t *words, size_t n_words, uint64_t *id_out);
 
 // Adds `n_keys` byte keys to the set called `name`. In an index of sets
 // sized from the data, keys fill the set's last filter to its capacity;
@@ -570,12 +485,7 @@ enum BloomsliceStatus bloomslice_index_add_filter(struct BloomsliceIndex *index,
 // # Safety
 //
 // As [`bloomslice_index_add_set`] (without `id_out`).
-enum BloomsliceStatus bloomslice_index_add_keys(struct BloomsliceIndex *index,
-                                                const uint8_t *name,
-                                                size_t name_len,
-                                                const uint8_t *const *keys,
-                                                const size_t *key_lens,
-                                                size_t n_keys);
+enum BloomsliceStatus bloomslice_index_add_keys(struct BloomsliceIndex *index, const uint8_t *name, size_t name_len, const uint8_t *const *keys, const size_t *key_lens, size_t n_keys);
 
 // Removes the set called `name` (and all its filters).
 //
@@ -588,9 +498,7 @@ enum BloomsliceStatus bloomslice_index_add_keys(struct BloomsliceIndex *index,
 //
 // `index` must be a live handle used by no other call; `name` must point
 // to `name_len` bytes.
-enum BloomsliceStatus bloomslice_index_remove_set(struct BloomsliceIndex *index,
-                                                  const uint8_t *name,
-                                                  size_t name_len);
+enum BloomsliceStatus bloomslice_index_remove_set(struct BloomsliceIndex *index, const uint8_t *name, size_t name_len);
 
 // Saves the index with its names to `path`, atomically: a temporary file
 // is written, synced and renamed over `path`, so a failure never leaves a

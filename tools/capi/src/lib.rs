@@ -414,8 +414,7 @@ const KEYS: [&str; 3] = ["keys", "key_lens", "key"];
 /// `keys` and `key_lens` must point to `n_keys` elements, each `keys[i]` to
 /// `key_lens[i]` bytes, valid and unchanged for `'a`.
 unsafe fn byte_strings<'a>(
-    (keys, key_lens, n_keys): (*const *const u8, *const usize, usize),
-    [ptrs_name, lens_name, one]: [&str; 3],
+    (keys, key_lens, n_keys): (*const *const u8, *const usize, usize), [ptrs_name, lens_name, one]: [&str; 3],
 ) -> Result<Vec<&'a [u8]>, Failure> {
     // SAFETY: forwarded caller contract.
     let ptrs = unsafe { slice(keys, n_keys, ptrs_name) }?;
@@ -466,10 +465,7 @@ unsafe fn path_arg(path: *const c_char) -> Result<PathBuf, Failure> {
 /// `count_out` must be checked (non-null, aligned) already and valid for a
 /// write.
 unsafe fn write_count(
-    count_out: *mut usize,
-    needed: usize,
-    cap: usize,
-    message: impl FnOnce() -> String,
+    count_out: *mut usize, needed: usize, cap: usize, message: impl FnOnce() -> String,
 ) -> Result<(), Failure> {
     // SAFETY: checked and valid by the caller's contract.
     unsafe { count_out.write(needed) };
@@ -486,8 +482,7 @@ unsafe fn write_count(
 ///
 /// A non-null `index` must be a live handle from this library.
 unsafe fn reading(
-    index: *const BloomsliceIndex,
-    body: impl FnOnce(&BloomsliceIndex) -> Result<(), Failure>,
+    index: *const BloomsliceIndex, body: impl FnOnce(&BloomsliceIndex) -> Result<(), Failure>,
 ) -> BloomsliceStatus {
     entry(|| {
         check_ptr(index, "index")?;
@@ -503,8 +498,7 @@ unsafe fn reading(
 /// A non-null `index` must be a live handle that no other call uses at the
 /// same time.
 unsafe fn changing(
-    index: *mut BloomsliceIndex,
-    body: impl FnOnce(&mut BloomsliceIndex) -> Result<(), Failure>,
+    index: *mut BloomsliceIndex, body: impl FnOnce(&mut BloomsliceIndex) -> Result<(), Failure>,
 ) -> BloomsliceStatus {
     entry(|| {
         check_ptr(index.cast_const(), "index")?;

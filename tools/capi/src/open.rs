@@ -18,8 +18,7 @@ use crate::{bloomslice_index_free, bloomslice_index_save};
 ///
 /// `out` must be null or valid for a write of a pointer.
 unsafe fn hand_out(
-    out: *mut *mut BloomsliceIndex,
-    make: impl FnOnce() -> Result<BloomsliceIndex, Failure>,
+    out: *mut *mut BloomsliceIndex, make: impl FnOnce() -> Result<BloomsliceIndex, Failure>,
 ) -> BloomsliceStatus {
     entry(|| {
         check_ptr(out.cast_const(), "out")?;
@@ -82,15 +81,8 @@ pub unsafe extern "C" fn bloomslice_index_new(fp: f64, seed: u64, out: *mut *mut
 /// sets), each `keys[j]` to `key_lens[j]` bytes; `out` valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_build(
-    fp: f64,
-    seed: u64,
-    names: *const *const u8,
-    name_lens: *const usize,
-    n_sets: usize,
-    keys: *const *const u8,
-    key_lens: *const usize,
-    set_ends: *const usize,
-    out: *mut *mut BloomsliceIndex,
+    fp: f64, seed: u64, names: *const *const u8, name_lens: *const usize, n_sets: usize, keys: *const *const u8,
+    key_lens: *const usize, set_ends: *const usize, out: *mut *mut BloomsliceIndex,
 ) -> BloomsliceStatus {
     let make = || {
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
@@ -130,9 +122,7 @@ pub unsafe extern "C" fn bloomslice_index_build(
 ///
 /// `out` must be valid for a write of a pointer.
 unsafe fn new_sliced(
-    out: *mut *mut BloomsliceIndex,
-    seed: u64,
-    params: impl FnOnce() -> Result<BloomParams, Error>,
+    out: *mut *mut BloomsliceIndex, seed: u64, params: impl FnOnce() -> Result<BloomParams, Error>,
 ) -> BloomsliceStatus {
     let make = || {
         let index = SlicedIndex::new(params()?.with_seed(seed));
@@ -153,10 +143,7 @@ unsafe fn new_sliced(
 /// `out` must be valid for a write of a pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_new_sliced(
-    m: u64,
-    k: u32,
-    seed: u64,
-    out: *mut *mut BloomsliceIndex,
+    m: u64, k: u32, seed: u64, out: *mut *mut BloomsliceIndex,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe { new_sliced(out, seed, || BloomParams::new(m, k)) }
@@ -174,10 +161,7 @@ pub unsafe extern "C" fn bloomslice_index_new_sliced(
 /// `out` must be valid for a write of a pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_new_sliced_for_capacity(
-    n_exp: u64,
-    fp: f64,
-    seed: u64,
-    out: *mut *mut BloomsliceIndex,
+    n_exp: u64, fp: f64, seed: u64, out: *mut *mut BloomsliceIndex,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe { new_sliced(out, seed, || BloomParams::for_capacity(n_exp, fp)) }
@@ -200,8 +184,7 @@ pub unsafe extern "C" fn bloomslice_index_new_sliced_for_capacity(
 /// `path` must be a NUL-terminated string; `out` valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_load(
-    path: *const c_char,
-    out: *mut *mut BloomsliceIndex,
+    path: *const c_char, out: *mut *mut BloomsliceIndex,
 ) -> BloomsliceStatus {
     let make = || {
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
@@ -234,9 +217,7 @@ pub unsafe extern "C" fn bloomslice_index_load(
 /// mapping contract above must hold.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_open_mapped(
-    path: *const c_char,
-    verify: bool,
-    out: *mut *mut BloomsliceIndex,
+    path: *const c_char, verify: bool, out: *mut *mut BloomsliceIndex,
 ) -> BloomsliceStatus {
     let make = || {
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
@@ -281,10 +262,7 @@ pub unsafe extern "C" fn bloomslice_index_open_mapped(
 /// the mapping contract above must hold.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_open_manifest(
-    manifest: *const c_char,
-    mapped: bool,
-    verify: bool,
-    out: *mut *mut BloomsliceIndex,
+    manifest: *const c_char, mapped: bool, verify: bool, out: *mut *mut BloomsliceIndex,
 ) -> BloomsliceStatus {
     let make = || {
         // SAFETY: forwarded caller contract (see this function's `# Safety`).

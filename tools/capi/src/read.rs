@@ -47,8 +47,7 @@ const BATCH_CHUNK: usize = 2048;
 ///
 /// As [`reading`]; a non-null `ptr` must point to `len` readable bytes.
 unsafe fn reading_bytes(
-    index: *const BloomsliceIndex,
-    (ptr, len, what): (*const u8, usize, &str),
+    index: *const BloomsliceIndex, (ptr, len, what): (*const u8, usize, &str),
     body: impl FnOnce(&BloomsliceIndex, &[u8]) -> Result<(), Failure>,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract.
@@ -64,8 +63,7 @@ unsafe fn reading_bytes(
 /// `index` must be a live handle; `out` valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_info(
-    index: *const BloomsliceIndex,
-    out: *mut BloomsliceInfo,
+    index: *const BloomsliceIndex, out: *mut BloomsliceInfo,
 ) -> BloomsliceStatus {
     let body = |h: &BloomsliceIndex| {
         let read = h.read();
@@ -119,9 +117,7 @@ pub unsafe extern "C" fn bloomslice_index_len(index: *const BloomsliceIndex, len
 /// `index` must be a live handle; `out` valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_contains(
-    index: *const BloomsliceIndex,
-    id: u64,
-    out: *mut bool,
+    index: *const BloomsliceIndex, id: u64, out: *mut bool,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe { reading(index, |h| write_out(out, h.read().contains(id), "out")) }
@@ -146,10 +142,7 @@ pub(crate) fn id_of(names: &SetNames, name: &[u8]) -> Result<u64, Failure> {
 /// `id_out` valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_set_id(
-    index: *const BloomsliceIndex,
-    name: *const u8,
-    name_len: usize,
-    id_out: *mut u64,
+    index: *const BloomsliceIndex, name: *const u8, name_len: usize, id_out: *mut u64,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe {
@@ -172,11 +165,7 @@ pub unsafe extern "C" fn bloomslice_index_set_id(
 /// `cap` bytes; `len_out` valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_set_name(
-    index: *const BloomsliceIndex,
-    id: u64,
-    buf: *mut u8,
-    cap: usize,
-    len_out: *mut usize,
+    index: *const BloomsliceIndex, id: u64, buf: *mut u8, cap: usize, len_out: *mut usize,
 ) -> BloomsliceStatus {
     let body = |h: &BloomsliceIndex| {
         check_ptr(len_out.cast_const(), "len_out")?;
@@ -209,10 +198,7 @@ pub unsafe extern "C" fn bloomslice_index_set_name(
 /// `hash_out` valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_hash_key(
-    index: *const BloomsliceIndex,
-    key: *const u8,
-    key_len: usize,
-    hash_out: *mut u64,
+    index: *const BloomsliceIndex, key: *const u8, key_len: usize, hash_out: *mut u64,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe {
@@ -229,11 +215,7 @@ pub unsafe extern "C" fn bloomslice_hash_key(
 ///
 /// As [`bloomslice_query`].
 unsafe fn query_one(
-    read: &dyn ReadIndex,
-    hash: KeyHash,
-    ids_out: *mut u64,
-    cap: usize,
-    n_out: *mut usize,
+    read: &dyn ReadIndex, hash: KeyHash, ids_out: *mut u64, cap: usize, n_out: *mut usize,
 ) -> Result<(), Failure> {
     check_ptr(n_out.cast_const(), "n_out")?;
     // SAFETY: forwarded caller contract.
@@ -269,12 +251,7 @@ unsafe fn query_one(
 /// for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_query(
-    index: *const BloomsliceIndex,
-    key: *const u8,
-    key_len: usize,
-    ids_out: *mut u64,
-    cap: usize,
-    n_out: *mut usize,
+    index: *const BloomsliceIndex, key: *const u8, key_len: usize, ids_out: *mut u64, cap: usize, n_out: *mut usize,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe {
@@ -294,11 +271,7 @@ pub unsafe extern "C" fn bloomslice_query(
 /// As [`bloomslice_query`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_query_hash(
-    index: *const BloomsliceIndex,
-    hash: u64,
-    ids_out: *mut u64,
-    cap: usize,
-    n_out: *mut usize,
+    index: *const BloomsliceIndex, hash: u64, ids_out: *mut u64, cap: usize, n_out: *mut usize,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe { reading(index, |h| query_one(h.read(), KeyHash::from_u64(hash), ids_out, cap, n_out)) }
@@ -321,11 +294,7 @@ impl BatchOut<'_> {
     /// valid for `ids_cap` writes, `offsets_out` for `n + 1` writes,
     /// `total_out` for one.
     unsafe fn new(
-        n: usize,
-        ids_out: *mut u64,
-        ids_cap: usize,
-        offsets_out: *mut usize,
-        total_out: *mut usize,
+        n: usize, ids_out: *mut u64, ids_cap: usize, offsets_out: *mut usize, total_out: *mut usize,
     ) -> Result<Self, Failure> {
         // SAFETY: forwarded caller contract.
         let ids_out = unsafe { slice_mut(ids_out, ids_cap, "ids_out") }?;
@@ -339,9 +308,7 @@ impl BatchOut<'_> {
     /// `start..end`), writing ids and offsets (CSR layout) into the caller's
     /// buffers and the total into `*total_out`; reports a short buffer.
     fn run(
-        self,
-        read: &dyn ReadIndex,
-        mut hash_into: impl FnMut(usize, usize, &mut Vec<KeyHash>),
+        self, read: &dyn ReadIndex, mut hash_into: impl FnMut(usize, usize, &mut Vec<KeyHash>),
     ) -> Result<(), Failure> {
         let BatchOut { n, ids_out, offsets, total_out } = self;
         let total = with_scratch(|scratch| {
@@ -399,14 +366,8 @@ impl BatchOut<'_> {
 /// `n_keys + 1` writes; `total_out` valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_query_batch(
-    index: *const BloomsliceIndex,
-    keys: *const *const u8,
-    key_lens: *const usize,
-    n_keys: usize,
-    ids_out: *mut u64,
-    ids_cap: usize,
-    offsets_out: *mut usize,
-    total_out: *mut usize,
+    index: *const BloomsliceIndex, keys: *const *const u8, key_lens: *const usize, n_keys: usize, ids_out: *mut u64,
+    ids_cap: usize, offsets_out: *mut usize, total_out: *mut usize,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe {
@@ -431,13 +392,8 @@ pub unsafe extern "C" fn bloomslice_query_batch(
 /// `uint64_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_query_batch_hashes(
-    index: *const BloomsliceIndex,
-    hashes: *const u64,
-    n: usize,
-    ids_out: *mut u64,
-    ids_cap: usize,
-    offsets_out: *mut usize,
-    total_out: *mut usize,
+    index: *const BloomsliceIndex, hashes: *const u64, n: usize, ids_out: *mut u64, ids_cap: usize,
+    offsets_out: *mut usize, total_out: *mut usize,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe {
@@ -460,8 +416,7 @@ pub unsafe extern "C" fn bloomslice_query_batch_hashes(
 ///
 /// As [`bloomslice_score`].
 unsafe fn scored(
-    index: *const BloomsliceIndex,
-    keys: (*const *const u8, *const usize, usize),
+    index: *const BloomsliceIndex, keys: (*const *const u8, *const usize, usize),
     (ids_out, counts_out, cap, n_out): (*mut u64, *mut u32, usize, *mut usize),
     threshold: impl FnOnce() -> Result<Option<Threshold>, Failure>,
 ) -> BloomsliceStatus {
@@ -523,14 +478,8 @@ unsafe fn scored(
 /// valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_score(
-    index: *const BloomsliceIndex,
-    keys: *const *const u8,
-    key_lens: *const usize,
-    n_keys: usize,
-    ids_out: *mut u64,
-    counts_out: *mut u32,
-    cap: usize,
-    n_out: *mut usize,
+    index: *const BloomsliceIndex, keys: *const *const u8, key_lens: *const usize, n_keys: usize, ids_out: *mut u64,
+    counts_out: *mut u32, cap: usize, n_out: *mut usize,
 ) -> BloomsliceStatus {
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe { scored(index, (keys, key_lens, n_keys), (ids_out, counts_out, cap, n_out), || Ok(None)) }
@@ -554,15 +503,8 @@ pub unsafe extern "C" fn bloomslice_score(
 /// As [`bloomslice_score`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_query_threshold(
-    index: *const BloomsliceIndex,
-    keys: *const *const u8,
-    key_lens: *const usize,
-    n_keys: usize,
-    fraction: f64,
-    ids_out: *mut u64,
-    counts_out: *mut u32,
-    cap: usize,
-    n_out: *mut usize,
+    index: *const BloomsliceIndex, keys: *const *const u8, key_lens: *const usize, n_keys: usize, fraction: f64,
+    ids_out: *mut u64, counts_out: *mut u32, cap: usize, n_out: *mut usize,
 ) -> BloomsliceStatus {
     let threshold = || Ok(Some(Threshold::fraction(fraction)?));
     // SAFETY: forwarded caller contract (see this function's `# Safety`).

@@ -78,9 +78,7 @@ type Batch = (Vec<u64>, Vec<usize>, usize);
 /// A batch call of `n` keys with room for `cap` ids: `call` gets the
 /// caller's buffers (ids, offsets, total).
 fn batch_with(
-    n: usize,
-    cap: usize,
-    call: impl FnOnce(*mut u64, *mut usize, *mut usize) -> BloomsliceStatus,
+    n: usize, cap: usize, call: impl FnOnce(*mut u64, *mut usize, *mut usize) -> BloomsliceStatus,
 ) -> (BloomsliceStatus, Batch) {
     let (mut ids, mut offsets, mut total) = (vec![0u64; cap], vec![0usize; n + 1], 0);
     let st = call(ids.as_mut_ptr(), offsets.as_mut_ptr(), &mut total);
@@ -125,10 +123,7 @@ fn batches_agree(h: *const BloomsliceIndex, keys: &[Vec<u8>], cap: usize) -> (Ba
 /// Scores (`fraction` `None`) or thresholds `keys` with room for `cap`
 /// sets: the status, the pairs written and the number reported.
 fn try_score<K: AsRef<[u8]>>(
-    h: *const BloomsliceIndex,
-    keys: &[K],
-    fraction: Option<f64>,
-    cap: usize,
+    h: *const BloomsliceIndex, keys: &[K], fraction: Option<f64>, cap: usize,
 ) -> (BloomsliceStatus, Vec<(u64, u32)>, usize) {
     let (ptrs, lens) = c_keys(keys);
     let (mut ids, mut counts, mut n) = (vec![0u64; cap], vec![0u32; cap], 0);

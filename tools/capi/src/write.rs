@@ -84,9 +84,7 @@ impl Writable<'_> {
 /// A non-null `index` must be a live handle that no other call uses at the
 /// same time; a non-null `name` must point to `name_len` bytes.
 unsafe fn changing_named(
-    index: *mut BloomsliceIndex,
-    (name, name_len): (*const u8, usize),
-    verb: &str,
+    index: *mut BloomsliceIndex, (name, name_len): (*const u8, usize), verb: &str,
     body: impl FnOnce(Writable<'_>, &mut SetNames, &[u8]) -> Result<(), Failure>,
 ) -> BloomsliceStatus {
     let body = |h: &mut BloomsliceIndex| {
@@ -106,8 +104,7 @@ unsafe fn changing_named(
 ///
 /// As [`byte_strings`].
 unsafe fn hashes_of(
-    read: &dyn ReadIndex,
-    keys: (*const *const u8, *const usize, usize),
+    read: &dyn ReadIndex, keys: (*const *const u8, *const usize, usize),
 ) -> Result<Vec<KeyHash>, Failure> {
     // SAFETY: forwarded caller contract.
     let keys = unsafe { byte_strings(keys, KEYS) }?;
@@ -123,9 +120,7 @@ unsafe fn hashes_of(
 /// `index` must be a live handle used by no other call; `name` must point to
 /// `name_len` bytes; `id_out` null or valid for a write.
 unsafe fn add_set_with(
-    index: *mut BloomsliceIndex,
-    name: (*const u8, usize),
-    id_out: *mut u64,
+    index: *mut BloomsliceIndex, name: (*const u8, usize), id_out: *mut u64,
     insert: impl FnOnce(&mut Writable<'_>, u64) -> Result<(), Failure>,
 ) -> BloomsliceStatus {
     let body = |mut target: Writable<'_>, names: &mut SetNames, name: &[u8]| {
@@ -160,6 +155,26 @@ unsafe fn add_set_with(
     unsafe { changing_named(index, name, "add a set", body) }
 }
 
+/// The body of the `add_set` functions whose input is the caller's array of
+/// 64-bit words (`what`, `len` of them at `ptr`): `insert` stores them under
+/// the new set's id.
+///
+/// # Safety
+///
+/// As [`add_set_with`]; `ptr` must point to `len` aligned `u64`.
+unsafe fn add_set_of_words(
+    index: *mut BloomsliceIndex, name: (*const u8, usize), (ptr, len, what): (*const u64, usize, &str),
+    id_out: *mut u64, insert: impl FnOnce(&mut Writable<'_>, u64, &[u64]) -> Result<(), Failure>,
+) -> BloomsliceStatus {
+    let insert = |target: &mut Writable<'_>, id| {
+        // SAFETY: forwarded caller contract.
+        let words = unsafe { slice(ptr, len, what) }?;
+        insert(target, id, words)
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { add_set_with(index, name, id_out, insert) }
+}
+
 /// Adds a new set called `name` (`name_len` bytes, not empty, unique) holding
 /// `n_keys` byte keys: key `i` is `keys[i]`, `key_lens[i]` bytes (a key may be
 /// empty). In an index of sets sized from the data, the set goes to the
@@ -179,13 +194,8 @@ unsafe fn add_set_with(
 /// `keys[i]` to `key_lens[i]` bytes; `id_out` null or valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_add_set(
-    index: *mut BloomsliceIndex,
-    name: *const u8,
-    name_len: usize,
-    keys: *const *const u8,
-    key_lens: *const usize,
-    n_keys: usize,
-    id_out: *mut u64,
+    index: *mut BloomsliceIndex, name: *const u8, name_len: usize, keys: *const *const u8, key_lens: *const usize,
+    n_keys: usize, id_out: *mut u64,
 ) -> BloomsliceStatus {
     let insert = |target: &mut Writable<'_>, id| {
         // SAFETY: forwarded caller contract (see this function's `# Safety`).
@@ -208,21 +218,14 @@ pub unsafe extern "C" fn bloomslice_index_add_set(
 /// `uint64_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_add_set_hashes(
-    index: *mut BloomsliceIndex,
-    name: *const u8,
-    name_len: usize,
-    hashes: *const u64,
-    n: usize,
-    id_out: *mut u64,
+    index: *mut BloomsliceIndex, name: *const u8, name_len: usize, hashes: *const u64, n: usize, id_out: *mut u64,
 ) -> BloomsliceStatus {
-    let insert = |target: &mut Writable<'_>, id| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let hashes = unsafe { slice(hashes, n, "hashes") }?;
+    let insert = |target: &mut Writable<'_>, id, hashes: &[u64]| {
         let hashes: Vec<KeyHash> = hashes.iter().map(|&hash| KeyHash::from_u64(hash)).collect();
         target.insert_set(id, &hashes)
     };
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
-    unsafe { add_set_with(index, (name, name_len), id_out, insert) }
+    unsafe { add_set_of_words(index, (name, name_len), (hashes, n, "hashes"), id_out, insert) }
 }
 
 /// Adds a new set called `name` from a ready Bloom filter: `n_words`
@@ -243,20 +246,11 @@ pub unsafe extern "C" fn bloomslice_index_add_set_hashes(
 /// `uint64_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_add_filter(
-    index: *mut BloomsliceIndex,
-    name: *const u8,
-    name_len: usize,
-    words: *const u64,
-    n_words: usize,
-    id_out: *mut u64,
+    index: *mut BloomsliceIndex, name: *const u8, name_len: usize, words: *const u64, n_words: usize, id_out: *mut u64,
 ) -> BloomsliceStatus {
-    let insert = |target: &mut Writable<'_>, id| {
-        // SAFETY: forwarded caller contract (see this function's `# Safety`).
-        let words = unsafe { slice(words, n_words, "words") }?;
-        target.insert_words(id, words)
-    };
+    let insert = |target: &mut Writable<'_>, id, words: &[u64]| target.insert_words(id, words);
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
-    unsafe { add_set_with(index, (name, name_len), id_out, insert) }
+    unsafe { add_set_of_words(index, (name, name_len), (words, n_words, "words"), id_out, insert) }
 }
 
 /// Adds `n_keys` byte keys to the set called `name`. In an index of sets
@@ -276,11 +270,7 @@ pub unsafe extern "C" fn bloomslice_index_add_filter(
 /// As [`bloomslice_index_add_set`] (without `id_out`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_add_keys(
-    index: *mut BloomsliceIndex,
-    name: *const u8,
-    name_len: usize,
-    keys: *const *const u8,
-    key_lens: *const usize,
+    index: *mut BloomsliceIndex, name: *const u8, name_len: usize, keys: *const *const u8, key_lens: *const usize,
     n_keys: usize,
 ) -> BloomsliceStatus {
     let body = |mut target: Writable<'_>, names: &mut SetNames, name: &[u8]| {
@@ -306,9 +296,7 @@ pub unsafe extern "C" fn bloomslice_index_add_keys(
 /// to `name_len` bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bloomslice_index_remove_set(
-    index: *mut BloomsliceIndex,
-    name: *const u8,
-    name_len: usize,
+    index: *mut BloomsliceIndex, name: *const u8, name_len: usize,
 ) -> BloomsliceStatus {
     let body = |mut target: Writable<'_>, names: &mut SetNames, name: &[u8]| {
         let id = id_of(names, name)?;

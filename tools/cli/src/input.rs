@@ -120,11 +120,11 @@ fn nothing_to_index(source: &Source<'_>) -> CliError {
 /// The files of a `--dir`: `(path, set name)`.
 pub(crate) type DirFiles = Vec<(PathBuf, Vec<u8>)>;
 
-/// The files of a `--dir` in name order, and what was skipped (with why),
-/// escaped for printing.
-pub(crate) fn list_dir(dir: &Path, recursive: bool) -> Result<(DirFiles, Vec<String>), CliError> {
+/// The files of a `--dir` in name order; what was skipped (with why),
+/// escaped for printing and sorted, is appended to `skipped`.
+pub(crate) fn list_dir(dir: &Path, recursive: bool, skipped: &mut Vec<String>) -> Result<DirFiles, CliError> {
     let mut files = Vec::new();
-    let mut skipped = Vec::new();
+    let skipped_before = skipped.len();
     let mut visited = std::collections::HashSet::new();
     if let Ok(c) = std::fs::canonicalize(dir) {
         visited.insert(c);
@@ -161,8 +161,8 @@ pub(crate) fn list_dir(dir: &Path, recursive: bool) -> Result<(DirFiles, Vec<Str
         }
     }
     files.sort_by(|a, b| a.1.cmp(&b.1));
-    skipped.sort();
-    Ok((files, skipped))
+    skipped[skipped_before..].sort();
+    Ok(files)
 }
 
 /// A progress bar over the bytes of the files of a directory.
@@ -280,8 +280,7 @@ pub fn build_index(
     let mut skipped = Vec::new();
     match source {
         Source::Dir(dir, recursive) => {
-            let (files, skip) = list_dir(dir, *recursive)?;
-            skipped = skip;
+            let files = list_dir(dir, *recursive, &mut skipped)?;
             check(files.len() as u64, files.iter().map(|f| f.1.len() as u64).sum())?;
             index.reserve(files.len()).map_err(CliError::engine)?;
             let bar = files_bar(&files);
@@ -440,8 +439,7 @@ pub fn read_hashed(source: &Source<'_>, seed: u64) -> Result<HashedSets, CliErro
     let mut skipped = Vec::new();
     match source {
         Source::Dir(dir, recursive) => {
-            let (files, skip) = list_dir(dir, *recursive)?;
-            skipped = skip;
+            let files = list_dir(dir, *recursive, &mut skipped)?;
             let bar = files_bar(&files);
             for (path, name) in files {
                 let file = std::fs::File::open(&path)

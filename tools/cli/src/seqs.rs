@@ -115,16 +115,17 @@ fn insert_kmers(filter: &mut BloomFilter, seq: &[u8], k: KmerLength, tally: &mut
     n
 }
 
-/// The files of `--seqs`: those of a directory, in name order, or one file.
-fn seq_files(path: &Path, recursive: bool) -> Result<(input::DirFiles, Vec<String>), CliError> {
+/// The files of `--seqs`: those of a directory, in name order (what the
+/// listing skipped appended to `skipped`), or one file.
+fn seq_files(path: &Path, recursive: bool, skipped: &mut Vec<String>) -> Result<input::DirFiles, CliError> {
     if path.is_dir() {
-        return input::list_dir(path, recursive);
+        return input::list_dir(path, recursive, skipped);
     }
     if recursive {
         return Err(CliError::Usage("--recursive needs --seqs to be a directory".into()));
     }
     let name = path.file_name().map_or_else(|| path.as_os_str().to_owned(), ToOwned::to_owned);
-    Ok((vec![(path.to_path_buf(), input::os_bytes(&name))], Vec::new()))
+    Ok(vec![(path.to_path_buf(), input::os_bytes(&name))])
 }
 
 /// `build --seqs`: the index of the k-mers of every file (or record) of
@@ -135,7 +136,8 @@ pub fn build_index(
     params: BloomParams,
     check: &dyn Fn(u64, u64) -> Result<(), CliError>,
 ) -> Result<Built, CliError> {
-    let (files, mut skipped) = seq_files(path, o.recursive)?;
+    let mut skipped = Vec::new();
+    let files = seq_files(path, o.recursive, &mut skipped)?;
     let mut index = SlicedIndex::new(params);
     index.set_kmer_length(Some(o.k));
     let mut names = SetNames::new();
@@ -216,7 +218,8 @@ fn push_kmers(set: &mut HashedSet, seq: &[u8], k: KmerLength, seed: u64, tally: 
 /// (or record) of `path` as hashes under `seed`, each set's repeats
 /// dropped.
 pub fn read_hashed(path: &Path, o: SeqOptions, seed: u64) -> Result<HashedSets, CliError> {
-    let (files, mut skipped) = seq_files(path, o.recursive)?;
+    let mut skipped = Vec::new();
+    let files = seq_files(path, o.recursive, &mut skipped)?;
     let mut sets: Vec<HashedSet> = Vec::new();
     let mut tally = Tally::default();
     if o.by_record {

@@ -40,16 +40,19 @@ fn skewed(dir: &Path) -> BTreeMap<String, Vec<String>> {
         sets.insert(format!("mid-{i}"), (0..150).map(|k| format!("m{i}-{k}")).collect());
     }
     sets.insert("big".to_owned(), (0..4000).map(|k| format!("b-{k}")).collect::<Vec<_>>());
-    std::fs::create_dir_all(dir.join("sets")).unwrap();
-    for (name, keys) in &sets {
-        let mut text = keys.join("\n");
-        text.push('\n');
-        if name == "big" {
-            text.push_str("b-0\n");
-        }
-        std::fs::write(dir.join("sets").join(name), text).unwrap();
-    }
+    write_set_files(dir, &sets);
+    let big = dir.join("sets").join("big");
+    let text = std::fs::read_to_string(&big).unwrap() + "b-0\n";
+    std::fs::write(big, text).unwrap();
     sets
+}
+
+/// Writes every set as the file `dir/sets/<name>`, one key a line.
+fn write_set_files(dir: &Path, sets: &BTreeMap<String, Vec<String>>) {
+    std::fs::create_dir_all(dir.join("sets")).unwrap();
+    for (name, keys) in sets {
+        std::fs::write(dir.join("sets").join(name), keys.join("\n") + "\n").unwrap();
+    }
 }
 
 /// `(key, sets)` of every answer line of `query`.
@@ -379,17 +382,10 @@ fn format_1_index_files_open_as_one_part_and_are_upgraded_by_writers() {
 fn build_levels_then_query_inspect_and_write() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut sets = BTreeMap::new();
-    for i in 0..290 {
-        sets.insert(format!("small-{i:03}"), (0..3).map(|k| format!("s{i}-{k}")).collect::<Vec<_>>());
-    }
-    for i in 0..10 {
-        sets.insert(format!("large-{i}"), (0..2000).map(|k| format!("l{i}-{k}")).collect());
-    }
-    std::fs::create_dir_all(d.join("sets")).unwrap();
-    for (name, keys) in &sets {
-        std::fs::write(d.join("sets").join(name), keys.join("\n") + "\n").unwrap();
-    }
+    let small = (0..290).map(|i| (format!("small-{i:03}"), (0..3).map(|k| format!("s{i}-{k}")).collect()));
+    let large = (0..10).map(|i| (format!("large-{i}"), (0..2000).map(|k| format!("l{i}-{k}")).collect()));
+    let mut sets: BTreeMap<String, Vec<String>> = small.chain(large).collect();
+    write_set_files(d, &sets);
     let out = ok(&run(&["build", "l.bsi", "--dir", "sets"], d));
     assert!(out.contains("300 sets") && out.contains("2 levels, the top one"), "{out}");
     no_false_negatives(d, "l.bsi", &sets);

@@ -95,8 +95,9 @@ const PARKED: u8 = 1;
 /// [`Job::state`]: the batch is finished and handed back to the owner.
 const DONE: u8 = 2;
 
-/// What a job's tasks do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a job's tasks do (passed once to `Job::arm`, which keeps it as
+/// `Job::threshold_kind`).
+#[derive(PartialEq, Eq)]
 enum Kind {
     /// A key batch: task `c` queries keys `range(c)` into `chunks[c]`.
     Keys,

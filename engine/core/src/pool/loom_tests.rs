@@ -16,8 +16,6 @@
 use std::time::Duration;
 
 use crossbeam_deque::Worker;
-use crossbeam_queue::ArrayQueue;
-use crossbeam_utils::CachePadded;
 
 use super::job::{Job, WaitOnDrop};
 use super::served::Scratch;
@@ -26,7 +24,7 @@ use crate::error::{Error, PoolError};
 use crate::hash::{Key, KeyHash};
 use crate::score::{Threshold, ThresholdResults};
 use crate::sliced::{BatchResults, SlicedIndex};
-use crate::sync::{Arc, AtomicBool, AtomicUsize, Condvar, Mutex, UnsafeCell};
+use crate::sync::{Arc, Mutex, UnsafeCell};
 use crate::{BloomFilter, BloomParams};
 
 /// Runs `f` under loom with a preemption bound of 3 unless
@@ -63,18 +61,7 @@ fn snapshot(index: &SlicedIndex) -> Arc<SlicedIndex> {
 /// What the pool shares with its workers; its queues stay empty here.
 fn shared() -> (Arc<Shared>, Worker<Task>) {
     let local = Worker::new_lifo();
-    let shared = Arc::new(Shared {
-        injector: ArrayQueue::new(1),
-        stealers: vec![local.stealer()].into_boxed_slice(),
-        sleepers: CachePadded::new(AtomicUsize::new(0)),
-        sleep_lock: Mutex::new(()),
-        sleep_cvar: Condvar::new(),
-        shutdown: CachePadded::new(AtomicBool::new(false)),
-        #[cfg(feature = "test-hooks")]
-        fail_next: AtomicUsize::new(0),
-        idle_spin: Duration::ZERO,
-        threshold_jobs: ArrayQueue::new(1),
-    });
+    let shared = Arc::new(Shared::new(1, vec![local.stealer()].into_boxed_slice(), Duration::ZERO, 1));
     (shared, local)
 }
 

@@ -288,6 +288,29 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The state of a pool whose workers own the deques behind `stealers`,
+    /// with room for `queue_capacity` batches in the injector and
+    /// `threshold_jobs` idle threshold jobs; nobody sleeps yet.
+    fn new(
+        queue_capacity: usize,
+        stealers: Box<[Stealer<Task>]>,
+        idle_spin: Duration,
+        threshold_jobs: usize,
+    ) -> Shared {
+        Shared {
+            injector: ArrayQueue::new(queue_capacity),
+            stealers,
+            sleepers: CachePadded::new(AtomicUsize::new(0)),
+            sleep_lock: Mutex::new(()),
+            sleep_cvar: Condvar::new(),
+            shutdown: CachePadded::new(AtomicBool::new(false)),
+            #[cfg(feature = "test-hooks")]
+            fail_next: AtomicUsize::new(0),
+            idle_spin,
+            threshold_jobs: ArrayQueue::new(threshold_jobs),
+        }
+    }
+
     /// Wakes sleeping workers if there are any (cheap when none sleep).
     fn wake(&self, all: bool) {
         // SeqCst fence then load, against the sleeper's SeqCst increment
@@ -393,18 +416,8 @@ impl QueryPool {
         }
         let placement: Vec<Option<usize>> = placement.into_iter().map(|c| if config.pin { c } else { None }).collect();
         let locals: Vec<Worker<Task>> = placement.iter().map(|_| Worker::new_lifo()).collect();
-        let shared = Arc::new(Shared {
-            injector: ArrayQueue::new(config.queue_capacity),
-            stealers: locals.iter().map(Worker::stealer).collect(),
-            sleepers: CachePadded::new(AtomicUsize::new(0)),
-            sleep_lock: Mutex::new(()),
-            sleep_cvar: Condvar::new(),
-            shutdown: CachePadded::new(AtomicBool::new(false)),
-            #[cfg(feature = "test-hooks")]
-            fail_next: AtomicUsize::new(0),
-            idle_spin: config.idle_spin,
-            threshold_jobs: ArrayQueue::new(THRESHOLD_JOBS),
-        });
+        let stealers = locals.iter().map(Worker::stealer).collect();
+        let shared = Arc::new(Shared::new(config.queue_capacity, stealers, config.idle_spin, THRESHOLD_JOBS));
         let workers = placement.len();
         let (report_tx, report_rx) = std::sync::mpsc::channel::<(usize, Option<usize>)>();
         let mut pool = QueryPool {

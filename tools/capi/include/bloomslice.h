@@ -39,8 +39,8 @@ typedef enum BloomsliceStatus {
   // should not be used further.
   BLOOMSLICE_STATUS_INTERNAL = 8,
   // The index's layout does not support this change: a manifest's shard
-  // files are read-only, and only an index of one filter length takes a
-  // ready filter.
+  // files and a level index are read-only, and only an index of one
+  // filter length takes a ready filter.
   BLOOMSLICE_STATUS_UNSUPPORTED = 9,
 } BloomsliceStatus;
 
@@ -52,6 +52,8 @@ typedef enum BloomsliceLayout {
   BLOOMSLICE_LAYOUT_SLICED = 1,
   // The shard files of a manifest, queried as one index; read-only.
   BLOOMSLICE_LAYOUT_SHARDED = 2,
+  // Levels of filters over the sets (a level index file); read-only.
+  BLOOMSLICE_LAYOUT_LEVELS = 3,
 } BloomsliceLayout;
 
 // An index of Bloom filters with names for its sets, of any layout.
@@ -71,7 +73,7 @@ typedef struct BloomsliceInfo {
   // layout each have their own).
   uint64_t m;
   // The target false-positive rate of a set in its first filter
-  // (`Sets`).
+  // (`Sets`), or of every set (`Levels`).
   double fp;
   // Hash functions per key.
   uint32_t k;
@@ -187,11 +189,12 @@ enum BloomsliceStatus bloomslice_index_new_sliced_for_capacity(uint64_t n_exp, d
 // Reads a file saved by [`bloomslice_index_save`] or the CLI into memory,
 // fully verified, as the layout it was saved from: a collection file as
 // sets sized from the data, an index file as an index of one filter
-// length. The index can be changed and saved. On success `*out` receives
-// the handle.
+// length, a level index file (`bloomslice build --levels`) as a read-only
+// level index. The index can be saved, and changed unless it is a level
+// index. On success `*out` receives the handle.
 //
 // Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be read,
-// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is not a valid file of either
+// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is not a valid file of any
 // kind.
 //
 // Thread safety: any thread.
@@ -206,7 +209,9 @@ enum BloomsliceStatus bloomslice_index_load(const char *path, struct BloomsliceI
 // checksums are not read (a flipped bit in the rows may change answers,
 // never crash); with `verify` true the whole file is checked first.
 // Changing a mapped index copies the shards it touches into memory; the
-// file is never written.
+// file is never written. A level index file is read out of the map whole
+// and fully verified, whatever `verify` says (its handle reports
+// `mapped` false in [`BloomsliceInfo`]).
 //
 // Contract: the file must not be truncated or written in place while it is
 // mapped (until [`bloomslice_index_free`]); replacing it by rename, as
@@ -429,7 +434,8 @@ enum BloomsliceStatus bloomslice_query_threshold(const struct BloomsliceIndex *i
 //
 // Errors: `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name in use,
 // `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers or an empty name,
-// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
+// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
+// index.
 //
 // Thread safety: exclusive (changes the index).
 //
@@ -460,7 +466,7 @@ enum BloomsliceStatus bloomslice_index_add_set_hashes(struct BloomsliceIndex *in
 // `*id_out` (if not null) receives the set's id.
 //
 // Errors: `BLOOMSLICE_STATUS_UNSUPPORTED` on an index of sets sized from
-// the data or a manifest's shard files.
+// the data, a manifest's shard files or a level index.
 //
 // Thread safety: exclusive (changes the index).
 //
@@ -478,7 +484,8 @@ enum BloomsliceStatus bloomslice_index_add_filter(struct BloomsliceIndex *index,
 // the set's filter (its false-positive rate grows with its keys).
 //
 // Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name,
-// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
+// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
+// index.
 //
 // Thread safety: exclusive (changes the index).
 //
@@ -490,7 +497,8 @@ enum BloomsliceStatus bloomslice_index_add_keys(struct BloomsliceIndex *index, c
 // Removes the set called `name` (and all its filters).
 //
 // Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name,
-// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
+// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
+// index.
 //
 // Thread safety: exclusive (changes the index).
 //
@@ -504,8 +512,8 @@ enum BloomsliceStatus bloomslice_index_remove_set(struct BloomsliceIndex *index,
 // is written, synced and renamed over `path`, so a failure never leaves a
 // partial file and processes that mapped the old file keep reading it.
 // Sets sized from the data are saved as a collection file, an index of one
-// filter length as an index file; [`crate::bloomslice_index_load`] opens
-// either as it was.
+// filter length as an index file, a level index as a level index file;
+// [`crate::bloomslice_index_load`] opens each as it was.
 //
 // Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be written,
 // `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.

@@ -10,7 +10,7 @@
 //! modules it declares by `cbindgen` (`tests/header.rs` checks that the
 //! committed copy is up to date).
 //!
-//! # One handle, three layouts
+//! # One handle, four layouts
 //!
 //! A handle holds one of the indexes of the library ([`BloomsliceLayout`]),
 //! and every read function (query, batch, score, threshold, names, info)
@@ -31,9 +31,15 @@
 //!   opened with [`bloomslice_index_open_manifest`] and queried as the
 //!   unsplit index would be. It is read-only: change it with the CLI
 //!   (`bloomslice add`, `remove`) or the Python package and open it again.
+//! - **levels** (`bloomslice::LevelIndex`): large sets split into pieces,
+//!   small ones merged into columns above their own filters, so an absent
+//!   key mostly stops at the top level. Opened from a level index file
+//!   (written by `bloomslice build --levels`, the Python package or the
+//!   Rust library); read-only (changing it means building it again), and
+//!   saved as a level index file again by [`bloomslice_index_save`].
 //!
 //! [`bloomslice_index_load`] and [`bloomslice_index_open_mapped`] open
-//! either kind of file as the layout it was saved from. A write a layout
+//! every kind of file as the layout it was saved from. A write a layout
 //! does not support returns [`BloomsliceStatus::Unsupported`].
 //!
 //! # Rules every entry point follows
@@ -68,7 +74,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use bloomslice::sharded::ShardedIndex;
-use bloomslice::{Error, ReadIndex, SetIndex, SetNames, SlicedIndex};
+use bloomslice::{Error, LevelIndex, ReadIndex, SetIndex, SetNames, SlicedIndex};
 
 mod files;
 mod open;
@@ -122,8 +128,8 @@ pub enum BloomsliceStatus {
     /// should not be used further.
     Internal = 8,
     /// The index's layout does not support this change: a manifest's shard
-    /// files are read-only, and only an index of one filter length takes a
-    /// ready filter.
+    /// files and a level index are read-only, and only an index of one
+    /// filter length takes a ready filter.
     Unsupported = 9,
 }
 
@@ -138,6 +144,8 @@ pub enum BloomsliceLayout {
     Sliced = 1,
     /// The shard files of a manifest, queried as one index; read-only.
     Sharded = 2,
+    /// Levels of filters over the sets (a level index file); read-only.
+    Levels = 3,
 }
 
 /// An index of Bloom filters with names for its sets, of any layout.
@@ -148,8 +156,9 @@ pub enum BloomsliceLayout {
 /// and release it with [`bloomslice_index_free`].
 pub struct BloomsliceIndex {
     engine: Engine,
-    /// The set names of the `Sets` and `Sliced` layouts (a sharded index
-    /// keeps its files' names itself; see [`BloomsliceIndex::names`]).
+    /// The set names of the `Sets`, `Sliced` and `Levels` layouts (a
+    /// sharded index keeps its files' names itself; see
+    /// [`BloomsliceIndex::names`]).
     names: SetNames,
     /// Opened from a mapped file (or mapped shard files).
     mapped: bool,
@@ -161,6 +170,7 @@ enum Engine {
     Sets(SetIndex),
     Sliced(SlicedIndex),
     Sharded(ShardedIndex),
+    Levels(LevelIndex),
 }
 
 // Many C threads read one handle at once.
@@ -176,6 +186,7 @@ impl Engine {
             Engine::Sets(sets) => sets,
             Engine::Sliced(index) => index,
             Engine::Sharded(sharded) => sharded,
+            Engine::Levels(levels) => levels,
         }
     }
 
@@ -184,6 +195,7 @@ impl Engine {
             Engine::Sets(_) => BloomsliceLayout::Sets,
             Engine::Sliced(_) => BloomsliceLayout::Sliced,
             Engine::Sharded(_) => BloomsliceLayout::Sharded,
+            Engine::Levels(_) => BloomsliceLayout::Levels,
         }
     }
 }
@@ -216,7 +228,7 @@ pub struct BloomsliceInfo {
     /// layout each have their own).
     pub m: u64,
     /// The target false-positive rate of a set in its first filter
-    /// (`Sets`).
+    /// (`Sets`), or of every set (`Levels`).
     pub fp: f64,
     /// Hash functions per key.
     pub k: u32,
@@ -264,6 +276,14 @@ impl Failure {
         Failure::unsupported(format!(
             "cannot {verb}: a manifest's shard files are read-only here; change them with the CLI \
              (`bloomslice add`, `remove`) and open the manifest again"
+        ))
+    }
+
+    /// The failure of a change to a level index.
+    fn levels_read_only(verb: &str) -> Self {
+        Failure::unsupported(format!(
+            "cannot {verb}: a level index is read-only (its sets cannot be changed in place); \
+             build it again from the sets (`bloomslice build --levels`)"
         ))
     }
 }

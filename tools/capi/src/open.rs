@@ -9,7 +9,7 @@ use crate::{
     BloomsliceIndex, BloomsliceStatus, Engine, Failure, KEYS, byte_strings, check_ptr, entry, files, path_arg, slice,
 };
 #[cfg(doc)]
-use crate::{bloomslice_index_free, bloomslice_index_save};
+use crate::{BloomsliceInfo, bloomslice_index_free, bloomslice_index_save};
 
 /// Runs `make` as an entry point and boxes the handle it makes into
 /// `*out`.
@@ -170,11 +170,12 @@ pub unsafe extern "C" fn bloomslice_index_new_sliced_for_capacity(
 /// Reads a file saved by [`bloomslice_index_save`] or the CLI into memory,
 /// fully verified, as the layout it was saved from: a collection file as
 /// sets sized from the data, an index file as an index of one filter
-/// length. The index can be changed and saved. On success `*out` receives
-/// the handle.
+/// length, a level index file (`bloomslice build --levels`) as a read-only
+/// level index. The index can be saved, and changed unless it is a level
+/// index. On success `*out` receives the handle.
 ///
 /// Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be read,
-/// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is not a valid file of either
+/// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is not a valid file of any
 /// kind.
 ///
 /// Thread safety: any thread.
@@ -200,7 +201,9 @@ pub unsafe extern "C" fn bloomslice_index_load(
 /// checksums are not read (a flipped bit in the rows may change answers,
 /// never crash); with `verify` true the whole file is checked first.
 /// Changing a mapped index copies the shards it touches into memory; the
-/// file is never written.
+/// file is never written. A level index file is read out of the map whole
+/// and fully verified, whatever `verify` says (its handle reports
+/// `mapped` false in [`BloomsliceInfo`]).
 ///
 /// Contract: the file must not be truncated or written in place while it is
 /// mapped (until [`bloomslice_index_free`]); replacing it by rename, as
@@ -226,7 +229,8 @@ pub unsafe extern "C" fn bloomslice_index_open_mapped(
         // while mapped) is this function's documented contract, which the
         // caller accepts; bloomslice's own writers replace files by rename.
         let (engine, names) = unsafe { files::map(&path, verify_of(verify)) }?;
-        Ok(BloomsliceIndex::new(engine, names, true))
+        let mapped = !matches!(engine, Engine::Levels(_));
+        Ok(BloomsliceIndex::new(engine, names, mapped))
     };
     // SAFETY: forwarded caller contract (see this function's `# Safety`).
     unsafe { hand_out(out, make) }

@@ -87,6 +87,7 @@ pub unsafe extern "C" fn bloomslice_index_info(
                 info.shards = sharded.shard_count() as u64;
                 info.parts = sharded.shards().iter().map(|shard| parts_of(&shard.index)).sum();
             }
+            Engine::Levels(levels) => info.fp = levels.p(),
         }
         // SAFETY: forwarded caller contract.
         unsafe { write_out(out, info, "out") }

@@ -620,3 +620,153 @@ fn a_manifests_shard_files_answer_as_the_unsplit_index_and_are_read_only() {
     assert_eq!(info(s).sets, 12);
     free(&[s, read, h]);
 }
+
+/// Sets of heavy-tailed sizes, keys `"{i}-{j}"`: every 40th set of 3 000
+/// keys, the others of 1 to 30 (enough sets that levels pay).
+fn level_sets() -> Vec<(u64, Vec<Vec<u8>>)> {
+    (0..400u64)
+        .map(|i| {
+            let n = if i % 40 == 0 { 3_000 } else { 1 + (i * 7919) % 30 };
+            (i, (0..n).map(|j| format!("{i}-{j}").into_bytes()).collect())
+        })
+        .collect()
+}
+
+/// `v` sorted, for answers whose order a layout does not fix.
+fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn a_level_index_file_answers_as_the_library_and_is_read_only() {
+    use bloomslice::persist::{self, SetNames};
+    use bloomslice::{LevelConfig, LevelIndex, ReadIndex};
+
+    let dir = tempfile::tempdir().unwrap();
+    let sets = level_sets();
+    let index = LevelIndex::build_with_hashing(&sets, 0.01, LevelConfig::default(), HashScheme::default(), 9).unwrap();
+    assert!(index.depth() >= 2, "levels do not pay on this shape");
+    let mut names = SetNames::new();
+    for (id, _) in &sets {
+        names.insert(*id, format!("set-{id}")).unwrap();
+    }
+    let file = dir.path().join("levels.bsl");
+    persist::save(&file, &index, &names).unwrap();
+    let path = CString::new(file.to_str().unwrap()).unwrap();
+    let (mut loaded, mut mapped, mut verified) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: NUL-terminated paths and valid out pointers; nothing writes
+    // the file while it is mapped.
+    unsafe {
+        assert_eq!(bloomslice_index_load(path.as_ptr(), &mut loaded), BloomsliceStatus::Ok, "{}", last_error());
+        assert_eq!(bloomslice_index_open_mapped(path.as_ptr(), false, &mut mapped), BloomsliceStatus::Ok);
+        assert_eq!(bloomslice_index_open_mapped(path.as_ptr(), true, &mut verified), BloomsliceStatus::Ok);
+    }
+    for h in [loaded, mapped, verified] {
+        let i = info(h);
+        assert_eq!(
+            (i.layout, i.sets, i.fp, i.k, i.seed, i.m, i.parts, i.shards, i.mapped),
+            (BloomsliceLayout::Levels, 400, 0.01, index.k(), 9, 0, 0, 0, false)
+        );
+        assert!(i.memory_bytes > 0);
+    }
+
+    // Every key of every set (no false negative) and as many absent keys,
+    // one at a time and batched: the library's answers.
+    let mut keys: Vec<Vec<u8>> = sets.iter().flat_map(|(_, keys)| keys.iter().step_by(7).cloned()).collect();
+    keys.extend((0..3_000).map(|j| format!("absent-{j}").into_bytes()));
+    for h in [loaded, mapped, verified] {
+        let ((ids, offsets, _), hashes) = batches_agree(h, &keys, 400 * keys.len());
+        for (i, key) in keys.iter().enumerate() {
+            let got = sorted(ids[offsets[i]..offsets[i + 1]].to_vec());
+            assert_eq!(got, sorted(index.query(key.as_slice())), "key {i}");
+            assert_eq!(hashes[i], KeyHash::from_bytes(key, 9).h1);
+        }
+    }
+    for (id, set) in &sets {
+        for key in set {
+            assert!(query(mapped, key).contains(id), "false negative: set {id}");
+        }
+    }
+
+    // Scores and thresholds: the library's.
+    for (id, set) in sets.iter().step_by(37) {
+        let mut probe: Vec<Vec<u8>> = set.iter().take(50).cloned().collect();
+        probe.extend((0..20).map(|j| format!("absent-{id}-{j}").into_bytes()));
+        let (st, pairs, n) = try_score(loaded, &probe, None, 400);
+        assert_eq!(st, BloomsliceStatus::Ok, "{}", last_error());
+        assert_eq!(pairs.len(), n);
+        let mut scores = Scores::new();
+        index.score_into(&probe, &mut scores);
+        assert_eq!(sorted(pairs), sorted(scores.iter().collect()));
+        // The set's own keys: it reaches any threshold.
+        let own = &probe[..set.len().min(50)];
+        let threshold = Threshold::fraction(0.5).unwrap();
+        let (st, pairs, _) = try_score(mapped, own, Some(0.5), 400);
+        assert_eq!(st, BloomsliceStatus::Ok);
+        assert_eq!(sorted(pairs.clone()), sorted(ReadIndex::query_threshold(&index, own, threshold)));
+        assert!(pairs.contains(&(*id, own.len() as u32)), "set {id}");
+    }
+
+    // Names, ids and membership.
+    let mut id = 0;
+    let mut name = [0u8; 16];
+    let mut len = 0;
+    let mut has = false;
+    // SAFETY: live handles and buffers of the stated lengths.
+    unsafe {
+        assert_eq!(bloomslice_index_set_id(mapped, b"set-123".as_ptr(), 7, &mut id), BloomsliceStatus::Ok);
+        assert_eq!(id, 123);
+        assert_eq!(
+            bloomslice_index_set_name(loaded, 40, name.as_mut_ptr(), name.len(), &mut len),
+            BloomsliceStatus::Ok
+        );
+        assert_eq!(&name[..len], b"set-40");
+        assert_eq!(bloomslice_index_contains(loaded, 399, &mut has), BloomsliceStatus::Ok);
+        assert!(has);
+        assert_eq!(bloomslice_index_contains(loaded, 400, &mut has), BloomsliceStatus::Ok);
+        assert!(!has);
+    }
+
+    // Every change is refused with UNSUPPORTED and a message that says
+    // why and what to do; the index is unchanged.
+    let (st, _) = try_add(mapped, "new", &keys[..10]);
+    assert_eq!(st, BloomsliceStatus::Unsupported);
+    assert!(last_error().contains("level index is read-only"), "{}", last_error());
+    assert!(last_error().contains("bloomslice build --levels"), "{}", last_error());
+    assert_eq!(add_keys(loaded, "set-1", &keys[..10]), BloomsliceStatus::Unsupported);
+    assert_eq!(remove(loaded, "set-1"), BloomsliceStatus::Unsupported);
+    let word = 0u64;
+    // SAFETY: a live handle and buffers of the stated lengths.
+    unsafe {
+        let st = bloomslice_index_add_set_hashes(loaded, b"new".as_ptr(), 3, &word, 1, ptr::null_mut());
+        assert_eq!(st, BloomsliceStatus::Unsupported);
+        let st = bloomslice_index_add_filter(loaded, b"new".as_ptr(), 3, &word, 1, ptr::null_mut());
+        assert_eq!(st, BloomsliceStatus::Unsupported);
+    }
+    assert_eq!(info(loaded).sets, 400);
+    assert_eq!(query(loaded, b"set-1"), query(verified, b"set-1"));
+
+    // Saved again: a level index file with the same bytes.
+    let copy = dir.path().join("copy.bsl");
+    let copy_c = CString::new(copy.to_str().unwrap()).unwrap();
+    // SAFETY: a live handle and a NUL-terminated path.
+    assert_eq!(unsafe { bloomslice_index_save(mapped, copy_c.as_ptr()) }, BloomsliceStatus::Ok, "{}", last_error());
+    assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&file).unwrap());
+
+    // A damaged level file is a typed error, never a panic.
+    let bytes = std::fs::read(&file).unwrap();
+    let bad = dir.path().join("bad.bsl");
+    let bad_c = CString::new(bad.to_str().unwrap()).unwrap();
+    for cut in [12, bytes.len() / 2, bytes.len() - 1] {
+        std::fs::write(&bad, &bytes[..cut]).unwrap();
+        let mut none = ptr::null_mut();
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(bloomslice_index_load(bad_c.as_ptr(), &mut none), BloomsliceStatus::CorruptFile, "cut {cut}");
+            assert_eq!(bloomslice_index_open_mapped(bad_c.as_ptr(), false, &mut none), BloomsliceStatus::CorruptFile);
+        }
+        assert!(none.is_null());
+    }
+    free(&[loaded, mapped, verified]);
+}

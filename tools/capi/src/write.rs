@@ -1,6 +1,7 @@
 //! The functions that change an index (add and grow sets, remove them,
 //! save): on the writable layouts, each a clear
-//! [`BloomsliceStatus::Unsupported`] elsewhere.
+//! [`BloomsliceStatus::Unsupported`] elsewhere (a manifest's shard files,
+//! a level index).
 
 use std::ffi::c_char;
 
@@ -28,6 +29,7 @@ impl Engine {
             Engine::Sets(sets) => Ok(Writable::Sets(sets)),
             Engine::Sliced(index) => Ok(Writable::Sliced(index)),
             Engine::Sharded(_) => Err(Failure::read_only(verb)),
+            Engine::Levels(_) => Err(Failure::levels_read_only(verb)),
         }
     }
 }
@@ -183,7 +185,8 @@ unsafe fn add_set_of_words(
 ///
 /// Errors: `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name in use,
 /// `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers or an empty name,
-/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
+/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
+/// index.
 ///
 /// Thread safety: exclusive (changes the index).
 ///
@@ -236,7 +239,7 @@ pub unsafe extern "C" fn bloomslice_index_add_set_hashes(
 /// `*id_out` (if not null) receives the set's id.
 ///
 /// Errors: `BLOOMSLICE_STATUS_UNSUPPORTED` on an index of sets sized from
-/// the data or a manifest's shard files.
+/// the data, a manifest's shard files or a level index.
 ///
 /// Thread safety: exclusive (changes the index).
 ///
@@ -261,7 +264,8 @@ pub unsafe extern "C" fn bloomslice_index_add_filter(
 /// the set's filter (its false-positive rate grows with its keys).
 ///
 /// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name,
-/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
+/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
+/// index.
 ///
 /// Thread safety: exclusive (changes the index).
 ///
@@ -286,7 +290,8 @@ pub unsafe extern "C" fn bloomslice_index_add_keys(
 /// Removes the set called `name` (and all its filters).
 ///
 /// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name,
-/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
+/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
+/// index.
 ///
 /// Thread safety: exclusive (changes the index).
 ///
@@ -312,8 +317,8 @@ pub unsafe extern "C" fn bloomslice_index_remove_set(
 /// is written, synced and renamed over `path`, so a failure never leaves a
 /// partial file and processes that mapped the old file keep reading it.
 /// Sets sized from the data are saved as a collection file, an index of one
-/// filter length as an index file; [`crate::bloomslice_index_load`] opens
-/// either as it was.
+/// filter length as an index file, a level index as a level index file;
+/// [`crate::bloomslice_index_load`] opens each as it was.
 ///
 /// Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be written,
 /// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.

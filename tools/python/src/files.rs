@@ -9,7 +9,7 @@ use std::time::Duration;
 use bloomslice::persist::manifest::{self, Manifest};
 use bloomslice::persist::{self, FileInfo, Loaded, Verify};
 use bloomslice::sharded::{self, ShardedIndex};
-use bloomslice::{BloomFilter, BloomParams, Error, SetIndex, SetNames, SlicedIndex};
+use bloomslice::{BloomFilter, BloomParams, Error, LevelIndex, SetIndex, SetNames, SlicedIndex};
 
 use crate::Engine;
 
@@ -28,10 +28,22 @@ fn verify_of(verify: bool) -> Verify {
 
 /// Opens the file at `path` (mapped or read): an index file of one filter
 /// length (format 1) as the fixed-size index it was built and saved as; a
-/// collection file (format 2) as a collection. Returns its names and what
-/// the file said about itself too.
+/// collection file (format 2) as a collection; a level index file (format
+/// 3) as the level index it holds (read whole and fully verified, also
+/// when mapped). Returns its names and what the file said about itself
+/// too.
 pub fn open(path: &Path, mmap: bool, verify: bool) -> Result<(Engine, SetNames, FileInfo), Error> {
     let verify = verify_of(verify);
+    if persist::is_level_file(path) {
+        let loaded = if mmap {
+            // SAFETY: as for format-1 files below.
+            unsafe { Loaded::<LevelIndex>::open_mmap(path, verify) }
+        } else {
+            Loaded::<LevelIndex>::load(path)
+        };
+        let Loaded { index, names, info } = loaded?;
+        return Ok((Engine::Levels(index), names, info));
+    }
     if persist::is_format_1(path) {
         let loaded = if mmap {
             // SAFETY: the mapping contract of `open_mmap` (no truncation or
@@ -53,6 +65,16 @@ pub fn open(path: &Path, mmap: bool, verify: bool) -> Result<(Engine, SetNames, 
     };
     let Loaded { index, names, info } = loaded?;
     Ok((Engine::Sized(index), names, info))
+}
+
+/// Whether the file at `path` is a level index file (format 3).
+pub fn is_level_file(path: &Path) -> bool {
+    persist::is_level_file(path)
+}
+
+/// The path of shard file `shard` of the manifest `m` at `manifest_path`.
+pub fn shard_path(manifest_path: &Path, m: &Manifest, shard: usize) -> PathBuf {
+    m.file_path(&manifest::manifest_dir(manifest_path), shard)
 }
 
 /// Opens the manifest at `path` (a manifest file or its directory) and
@@ -78,6 +100,11 @@ pub fn save_index(path: &Path, index: &SlicedIndex, names: &SetNames) -> Result<
 /// Saves a collection as a collection file (format 2), atomically.
 pub fn save_collection(path: &Path, collection: &SetIndex, names: &SetNames) -> Result<(), Error> {
     persist::save(path, collection, names)
+}
+
+/// Saves a level index as a level index file (format 3), atomically.
+pub fn save_levels(path: &Path, levels: &LevelIndex, names: &SetNames) -> Result<(), Error> {
+    persist::save(path, levels, names)
 }
 
 /// Writes `collection` as `shards` shard files and a manifest in `dir`
@@ -107,7 +134,7 @@ pub fn file_checksum(path: &Path) -> Result<(u64, u64), Error> {
 /// so the filter matches the file whatever the manifest says; `None` for a
 /// collection file of no parts.
 pub fn shard_params(manifest_path: &Path, m: &Manifest, shard: usize) -> Result<Option<BloomParams>, Error> {
-    let file = m.file_path(&manifest::manifest_dir(manifest_path), shard);
+    let file = shard_path(manifest_path, m, shard);
     // SAFETY: the map lives only for this read of the parameters; writers
     // of index and collection files replace them by rename.
     let opened = unsafe { persist::open_mmap(&file, Verify::Deferred) }?;

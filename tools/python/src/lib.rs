@@ -3,8 +3,9 @@
 //! The extension module `bloomslice._native` behind the `bloomslice` Python
 //! package: one class, `Index`, over any index the library has, a
 //! [`SetIndex`] (sets sized from their own keys, the default), a
-//! [`SlicedIndex`] of one filter length, or the [`ShardedIndex`] of a
-//! manifest's shard files (read-only), with its [`SetNames`]. Every read
+//! [`SlicedIndex`] of one filter length, a [`LevelIndex`] (read-only), or
+//! the [`ShardedIndex`] of a manifest's shard files (read-only), with its
+//! [`SetNames`]. Every read
 //! goes through the library's one read trait, [`ReadIndex`], so it is
 //! written once; only changes and layout facts look at the kind. Files are
 //! read and written in one place, the `files` module. The package's
@@ -21,7 +22,7 @@
 //! - Errors are exceptions: `ValueError`/`TypeError` for bad arguments,
 //!   `OSError` (or its subclasses) for files, [`IndexError`] (a subclass of
 //!   `OSError`) for corrupt files, `io.UnsupportedOperation` for a change
-//!   of a manifest's shard files. A panic would surface as PyO3's
+//!   of a manifest's shard files or of a level index. A panic would surface as PyO3's
 //!   `PanicException`, never as a crash.
 //! - `Index.save_shards` writes the library's one split
 //!   ([`sharded::write_split`], as the CLI's `split`); `merge_answers`
@@ -40,12 +41,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomslice::persist::FileInfo;
-use bloomslice::persist::manifest::{ManifestParams, ShardFile};
+use bloomslice::persist::manifest::{Manifest, ManifestParams, ShardFile};
 use bloomslice::sharded::{self, AnswerPart, PartIds, ShardedIndex};
 use bloomslice::storage;
 use bloomslice::{
-    BatchResults, BloomFilter, BloomParams, Error, HashScheme, KeyHash, LayoutConfig, ReadIndex, Scores, SetIndex,
-    SetNames, SlicedIndex, Threshold,
+    BatchResults, BloomFilter, BloomParams, Error, HashScheme, KeyHash, LayoutConfig, LevelConfig, LevelIndex,
+    ReadIndex, Scores, SetIndex, SetNames, SlicedIndex, Threshold,
 };
 use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{
@@ -400,6 +401,14 @@ fn read_only(what: &str) -> PyErr {
     ))
 }
 
+/// The error of a change asked of a level index.
+fn levels_read_only(what: &str) -> PyErr {
+    UnsupportedOperation::new_err(format!(
+        "cannot {what}: this is a level index, which is read-only (its sets cannot be changed in place); \
+         build it again with Index.build(..., levels=True) or `bloomslice build --levels`"
+    ))
+}
+
 /// The index an [`Index`] answers from. Every read goes through
 /// [`Engine::reader`], the one read trait every index implements; only
 /// changes, saving and facts about the layout look at the kind.
@@ -412,18 +421,22 @@ enum Engine {
     Fixed(SlicedIndex),
     /// The shard files of a manifest, read-only.
     Sharded(ShardedIndex),
+    /// A [`LevelIndex`]: levels of filters over the sets (built with
+    /// `levels=True`, or a level index file), read-only.
+    Levels(LevelIndex),
 }
 
 /// `$call` on the index of a writable [`Engine`] (the same set verb on a
 /// [`SlicedIndex`] or a [`SetIndex`], so written once and expanded for
 /// each), its error as a Python exception; an `UnsupportedOperation` for the
-/// shard files of a manifest (`$what` says which change).
+/// shard files of a manifest or a level index (`$what` says which change).
 macro_rules! write_set {
     ($engine:expr, $what:expr, |$index:ident| $call:expr) => {
         match $engine {
             Engine::Fixed($index) => $call,
             Engine::Sized($index) => $call,
             Engine::Sharded(_) => return Err(read_only($what)),
+            Engine::Levels(_) => return Err(levels_read_only($what)),
         }
         .map_err(py_err)
     };
@@ -436,14 +449,16 @@ impl Engine {
             Engine::Sized(collection) => collection,
             Engine::Fixed(index) => index,
             Engine::Sharded(sharded) => sharded,
+            Engine::Levels(levels) => levels,
         }
     }
 
     /// A `bloomslice.UnsupportedOperation` for a change of the shard files
-    /// of a manifest (`what` says which), else nothing.
+    /// of a manifest or of a level index (`what` says which), else nothing.
     fn check_writable(&self, what: &str) -> PyResult<()> {
         match self {
             Engine::Sharded(_) => Err(read_only(what)),
+            Engine::Levels(_) => Err(levels_read_only(what)),
             _ => Ok(()),
         }
     }
@@ -472,9 +487,11 @@ impl Engine {
     }
 
     /// The filter layers: one index, the parts of a collection, or the
-    /// parts of every file of a manifest (file after file).
+    /// parts of every file of a manifest (file after file); none for a
+    /// level index, whose levels are its own.
     fn parts(&self) -> Vec<&SlicedIndex> {
         match self {
+            Engine::Levels(_) => Vec::new(),
             Engine::Fixed(index) => vec![index],
             Engine::Sized(collection) => collection.parts().collect(),
             Engine::Sharded(sharded) => sharded.shards().iter().flat_map(|s| s.index.parts()).collect(),
@@ -485,6 +502,7 @@ impl Engine {
     /// (`None` for one filter length).
     fn fp(&self) -> Option<f64> {
         match self {
+            Engine::Levels(levels) => Some(levels.p()),
             Engine::Fixed(_) => None,
             Engine::Sized(collection) => Some(collection.p()),
             Engine::Sharded(sharded) => sharded.shards().first().map(|s| s.index.p()),
@@ -523,7 +541,10 @@ impl Inner {
             return Self::open_shards(path, mmap, verify);
         }
         let (engine, names, info) = files::open(&path, mmap, verify)?;
-        Ok(Inner { engine, names, source: Source::File(path, info), mapped: mmap })
+        // A level index file is read out of its map whole: nothing stays
+        // mapped.
+        let mapped = mmap && !matches!(engine, Engine::Levels(_));
+        Ok(Inner { engine, names, source: Source::File(path, info), mapped })
     }
 
     fn open_shards(path: PathBuf, mmap: bool, verify: bool) -> Result<Self, Error> {
@@ -558,9 +579,10 @@ impl Inner {
 /// index the library has: built without a size, or opened from a
 /// collection file, a [`SetIndex`] (each set sized from its own keys, in
 /// size-classed parts); built with `n_exp` or `m` and `k`, a
-/// [`SlicedIndex`] of one filter length; opened from a manifest, the
-/// [`ShardedIndex`] of its shard files (read-only). Every read is written
-/// once, over [`ReadIndex`].
+/// [`SlicedIndex`] of one filter length; built with `levels=True`, or
+/// opened from a level index file, a [`LevelIndex`] (read-only); opened
+/// from a manifest, the [`ShardedIndex`] of its shard files (read-only).
+/// Every read is written once, over [`ReadIndex`].
 ///
 /// Queries may run from many Python threads at once (the GIL is released
 /// while the index works); changes wait for running queries.
@@ -682,9 +704,10 @@ fn batch_of<T>(index: &dyn ReadIndex, hashes: &[u64], id: impl Fn(u64) -> T) -> 
 
 #[pymethods]
 impl Index {
-    /// Opens an index file: a collection file, or an index file of one
-    /// filter length (as the fixed-size index it was saved from); a
-    /// manifest (a directory holding ``manifest.json``, or a ``.json``
+    /// Opens an index file: a collection file, an index file of one filter
+    /// length (as the fixed-size index it was saved from), or a level index
+    /// file (``bloomslice build --levels``; read-only, read whole and fully
+    /// verified even when mapped); a manifest (a directory holding ``manifest.json``, or a ``.json``
     /// file) opens as :meth:`open_shards` would. With ``mmap=True`` (the
     /// default) the file is memory-mapped and queried in place: opening
     /// costs only its small tables, whatever its size. The file must then
@@ -730,10 +753,17 @@ impl Index {
     /// least memory, large values one part). With ``n_exp`` every filter is sized for
     /// ``n_exp`` keys at ``fp``; with ``m`` and ``k`` it has exactly ``m``
     /// bits and ``k`` hashes.
+    ///
+    /// With ``levels=True`` (sizes from the data only) the sets are kept in
+    /// levels where they pay, as ``bloomslice build --levels`` does (a
+    /// [`LevelIndex`]: large sets split into pieces, small ones merged into
+    /// columns above their own filters, so absent keys mostly stop at the
+    /// top; else one collection laid out with ``max_parts`` and
+    /// ``query_cost_weight``): fewer false sets per key, but read-only.
     #[staticmethod]
     #[pyo3(signature = (
         sets, *, n_exp = None, fp = 0.01, m = None, k = None, seed = 0,
-        max_parts = None, query_cost_weight = None
+        max_parts = None, query_cost_weight = None, levels = false
     ))]
     #[expect(clippy::too_many_arguments, reason = "the keyword arguments of the Python method")]
     fn build(
@@ -746,8 +776,14 @@ impl Index {
         seed: u64,
         max_parts: Option<usize>,
         query_cost_weight: Option<f64>,
+        levels: bool,
     ) -> PyResult<Self> {
         let fixed = n_exp.is_some() || m.is_some() || k.is_some();
+        if fixed && levels {
+            return Err(PyValueError::new_err(
+                "levels=True sizes every set from its own keys: give it without n_exp, m and k",
+            ));
+        }
         let knobs = max_parts.is_some() || query_cost_weight.is_some();
         if fixed && knobs {
             return Err(PyValueError::new_err(
@@ -805,7 +841,12 @@ impl Index {
                 None => {
                     let sets: Vec<(u64, &[KeyHash])> =
                         built.iter().enumerate().map(|(i, (_, hashes))| (i as u64, hashes.as_slice())).collect();
-                    Engine::Sized(SetIndex::build_with_hashing(&sets, fp, config, HashScheme::default(), seed)?)
+                    if levels {
+                        let config = LevelConfig { layout: config, ..LevelConfig::default() };
+                        Engine::Levels(LevelIndex::build_with_hashing(&sets, fp, config, HashScheme::default(), seed)?)
+                    } else {
+                        Engine::Sized(SetIndex::build_with_hashing(&sets, fp, config, HashScheme::default(), seed)?)
+                    }
                 }
             };
             let mut names = SetNames::new();
@@ -1045,14 +1086,16 @@ impl Index {
     /// Saves the index with its names to ``path``, atomically (a temporary
     /// file is written, synced and renamed over ``path``; an index mapped
     /// from ``path`` keeps reading the old file): an index built with
-    /// ``n_exp`` or ``m`` and ``k`` as an index file (format 1), any other
-    /// as a collection file (format 2).
+    /// ``n_exp`` or ``m`` and ``k`` as an index file (format 1), a level
+    /// index as a level index file (format 3), any other as a collection
+    /// file (format 2).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         py.detach(|| {
             let inner = self.read();
             match &inner.engine {
                 Engine::Fixed(index) => files::save_index(&path, index, &inner.names).map_err(py_err),
                 Engine::Sized(collection) => files::save_collection(&path, collection, &inner.names).map_err(py_err),
+                Engine::Levels(levels) => files::save_levels(&path, levels, &inner.names).map_err(py_err),
                 Engine::Sharded(_) => Err(read_only("save")),
             }
         })
@@ -1082,6 +1125,7 @@ impl Index {
                     SetIndex::from_index(index.clone(), p).and_then(|c| split(&c)).map_err(py_err)
                 }
                 Engine::Sharded(_) => Err(read_only("split again")),
+                Engine::Levels(_) => Err(levels_read_only("split it into shard files")),
             }
         })?;
         Ok(manifest.display().to_string())
@@ -1098,9 +1142,11 @@ impl Index {
     /// ``format_version``, ``file_bytes``, ``checksums_verified``, or
     /// ``None``; for a manifest, its path, ``None``, the files' bytes and
     /// whether they were compared with it), ``shard_files`` (a manifest's
-    /// file names, else ``None``), and per set ``id``, ``name``,
+    /// file names, else ``None``), ``levels`` (the levels a key may read in
+    /// a level index, else ``None``), and per set ``id``, ``name``,
     /// ``filters``, ``ones``, ``fill`` and ``estimated_fp`` (the union of
-    /// its filters, highest first).
+    /// its filters, highest first). A level index has no parts (``parts``
+    /// and ``set_details`` are empty, ``m`` and ``fill`` are ``None``).
     fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         /// One part: its parameters, sets, columns, shards, bytes, ones.
         type PartFacts = (BloomParams, usize, usize, usize, usize, u64);
@@ -1109,8 +1155,12 @@ impl Index {
         type SetFacts = (String, usize, u64, u64, f64);
         /// The file: path, format version, bytes, checksums verified.
         type FileFacts = Option<(String, Option<String>, u64, bool)>;
-        let (parts, mut sets, summary, file, shard_files) = py.detach(|| {
+        let (parts, mut sets, summary, file, shard_files, levels) = py.detach(|| {
             let inner = self.read();
+            let levels = match &inner.engine {
+                Engine::Levels(levels) => Some((levels.depth(), levels.scheme())),
+                _ => None,
+            };
             let mut sets: HashMap<u64, SetFacts> = HashMap::new();
             let mut parts: Vec<PartFacts> = Vec::new();
             for index in inner.engine.parts() {
@@ -1157,7 +1207,7 @@ impl Index {
                     )
                 }
             };
-            (parts, sets.drain().collect::<Vec<_>>(), summary, file, shard_files)
+            (parts, sets.drain().collect::<Vec<_>>(), summary, file, shard_files, levels)
         });
         let (fp, k, seed, n_sets, memory, mapped) = summary;
         let d = PyDict::new(py);
@@ -1168,7 +1218,10 @@ impl Index {
         }
         d.set_item("k", k)?;
         d.set_item("seed", seed)?;
-        let scheme = parts.first().map_or_else(HashScheme::default, |part| part.0.scheme());
+        let scheme = match levels {
+            Some((_, scheme)) => scheme,
+            None => parts.first().map_or_else(HashScheme::default, |part| part.0.scheme()),
+        };
         d.set_item("scheme", format!("{scheme:?}"))?;
         d.set_item("fp", fp)?;
         d.set_item("shards", parts.iter().map(|part| part.3).sum::<usize>())?;
@@ -1177,7 +1230,12 @@ impl Index {
         d.set_item("memory_bytes", memory)?;
         let bits: f64 = parts.iter().map(|part| part.0.m() as f64 * part.1 as f64).sum();
         let ones: u64 = parts.iter().map(|part| part.5).sum();
-        d.set_item("fill", ones as f64 / bits.max(1.0))?;
+        if levels.is_some() {
+            d.set_item("fill", py.None())?;
+        } else {
+            d.set_item("fill", ones as f64 / bits.max(1.0))?;
+        }
+        d.set_item("levels", levels.map(|(depth, _)| depth))?;
         d.set_item("mapped", mapped)?;
         let part_list = PyList::empty(py);
         for (p, part_sets, columns, _, bytes, part_ones) in &parts {
@@ -1273,6 +1331,10 @@ impl Index {
             Engine::Sharded(sharded) => {
                 format!("<bloomslice.Index sets={sets} files={} k={k} seed={seed}{from}>", sharded.shard_count())
             }
+            Engine::Levels(levels) => {
+                let depth = levels.depth();
+                format!("<bloomslice.Index sets={sets} levels={depth} fp={} k={k} seed={seed}{from}>", levels.p())
+            }
         }
     }
 }
@@ -1366,6 +1428,7 @@ fn collection_add(
             m.files.len()
         )));
     }
+    check_not_levels(&manifest_path, &m, shard, "add a set")?;
     let params = match py.detach(|| files::shard_params(&manifest_path, &m, shard)).map_err(py_err)? {
         Some(params) => params,
         None => params_of_manifest(&m.params)?,
@@ -1373,6 +1436,20 @@ fn collection_add(
     let mut filter = BloomFilter::new(params).map_err(py_err)?;
     insert_keys(py, &mut filter, keys)?;
     py.detach(|| files::add_set(&manifest_path, shard, &name, &filter, wait)).map_err(py_err)
+}
+
+/// An `UnsupportedOperation` when shard file `shard` of the manifest `m`
+/// (at `manifest_path`) is a level index file, which cannot change.
+fn check_not_levels(manifest_path: &Path, m: &Manifest, shard: usize, what: &str) -> PyResult<()> {
+    let file = files::shard_path(manifest_path, m, shard);
+    if !files::is_level_file(&file) {
+        return Ok(());
+    }
+    Err(UnsupportedOperation::new_err(format!(
+        "cannot {what}: shard file {} is a level index file, which is read-only (build it again with \
+         Index.build(..., levels=True) or `bloomslice build --levels`)",
+        file.display()
+    )))
 }
 
 /// The filter parameters a manifest records.
@@ -1393,12 +1470,13 @@ fn collection_remove(py: Python<'_>, manifest: PathBuf, name: &Bound<'_, PyAny>,
     let name = name_bytes(name)?;
     let wait = wait_of(wait)?;
     let (manifest_path, _, m) = py.detach(|| files::read_manifest(&manifest)).map_err(py_err)?;
-    if m.owner_of(&name).is_none() {
+    let Some(owner) = m.owner_of(&name) else {
         return Err(PyValueError::new_err(format!(
             "no set named {:?} in the collection",
             String::from_utf8_lossy(&name)
         )));
-    }
+    };
+    check_not_levels(&manifest_path, &m, owner, "remove a set")?;
     py.detach(|| files::remove_set(&manifest_path, &name, wait)).map_err(py_err)
 }
 

@@ -1,11 +1,14 @@
 """bloomslice.ray on a real local Ray cluster of two nodes (started here with
 `ray start`, one CPU each, small object stores, stopped at the end): shard
-files split 4 and 8 ways answer exactly as the single file, actors killed
-mid-stream give no wrong or silently partial answer, writes go to the
-owning shard, and everything the tests start is stopped."""
+files split 4 and 8 ways answer exactly as the single file, a level index
+file is served as a shard too, actors killed mid-stream give no wrong or
+silently partial answer, writes go to the owning shard, and everything the
+tests start is stopped."""
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 import os
 import pathlib
@@ -179,6 +182,48 @@ def test_collection_shards_answer_as_the_collection(cluster: str, tmp_path: path
         assert "late" in index.query("late-key")
         index.remove("c05")
         assert "c05" not in index.query("ck-5-0")
+
+
+def test_a_level_index_file_is_served_as_a_shard(cluster: str, tmp_path: pathlib.Path) -> None:
+    """The actors open their file with `Index.open`, so a level index file
+    listed in a manifest is served as any other: its replicas answer and
+    score as the file opened here, and writes are refused (a level index is
+    read-only) with the index unchanged."""
+    sets: dict[bytes | str, list[str]] = {
+        f"v{i:03d}": [f"vk-{i}-{j}" for j in range(1500 if i % 25 == 0 else 1 + i % 17)] for i in range(150)
+    }
+    levels = bloomslice.Index.build(sets, levels=True)
+    info = levels.inspect()
+    assert isinstance(info["levels"], int) and info["levels"] >= 2
+    path = tmp_path / "lv" / "levels.bsl"
+    path.parent.mkdir()
+    levels.save(path)
+    size, xxh3 = bloomslice.file_checksum(path)
+    entries = [{"id": i, "name": name} for i, name in enumerate(levels.names())]
+    manifest = {
+        "format": "bloomslice-manifest",
+        "version": 1,
+        # A level index has no one filter length; the actors read `k`,
+        # `seed` and `scheme` from the file, the driver hashes with `seed`.
+        "params": {"m": 4096, "k": info["k"], "seed": 0, "scheme": info["scheme"]},
+        "files": [{"file": path.name, "bytes": size, "xxh3": f"{xxh3:016x}", "sets": entries}],
+    }
+    (path.parent / "manifest.json").write_text(json.dumps(manifest))
+    keys = [k for ks in sets.values() for k in ks[::5]] + [f"absent-{i}" for i in range(500)]
+    hashes = bloomslice.hash_keys(keys, seed=0)
+    want = per_key(*levels.query_batch(hashes))
+    with RayIndex.open(path.parent, replicas=2, verify=True) as index:
+        assert index.files == [path.name] and len(index) == len(sets)
+        got = index.query_batch(hashes)
+        assert got.missing == [] and per_key(got.ids, got.offsets) == want
+        for threshold in (0, 2, 0.5):
+            want_ids, want_counts = levels.score(hashes, threshold)
+            scored = index.score(hashes, threshold)
+            assert scored.ids.tolist() == want_ids.tolist() and scored.counts.tolist() == want_counts.tolist()
+        for change in (lambda: index.add("late", ["late-key"], shard=0), lambda: index.remove("v001")):
+            with pytest.raises(io.UnsupportedOperation, match="level index file"):
+                change()
+        assert index.query("vk-1-0") == levels.query("vk-1-0") and index.query("late-key") == []
 
 
 def test_a_killed_actor_mid_stream_gives_no_wrong_answer(cluster: str, collection: pathlib.Path) -> None:

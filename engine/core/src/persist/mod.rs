@@ -499,6 +499,31 @@ pub fn is_format_1(path: impl AsRef<Path>) -> bool {
     matches!(format_major(path.as_ref()), Ok(Some(FORMAT_MAJOR)))
 }
 
+/// Whether the file at `path` is a level index file (format 3,
+/// [`LEVELS_FORMAT_MAJOR`](crate::collection::levels::LEVELS_FORMAT_MAJOR)),
+/// by its magic and version bytes alone: such a file opens as a
+/// [`LevelIndex`](crate::LevelIndex) (`Loaded::<LevelIndex>::load`), and
+/// [`load`] refuses it with [`Error::UnsupportedVersion`]. A file that
+/// cannot be read, or any other file, is not. Nothing past the version is
+/// checked.
+///
+/// ```
+/// use bloomslice::persist::{self, SetNames};
+/// use bloomslice::{LevelConfig, LevelIndex};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("levels.bsl");
+/// let index = LevelIndex::build(&[(0u64, vec!["a", "b"])], 0.01, LevelConfig::default())?;
+/// persist::save(&path, &index, &SetNames::new())?;
+/// assert!(persist::is_level_file(&path));
+/// assert!(!persist::is_format_1(&path));
+/// assert!(!persist::is_level_file(dir.path().join("missing.bsl")));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn is_level_file(path: impl AsRef<Path>) -> bool {
+    matches!(format_major(path.as_ref()), Ok(Some(crate::collection::levels::LEVELS_FORMAT_MAJOR)))
+}
+
 /// The major version of the file at `path` ([`FORMAT_MAJOR`] or
 /// [`COLLECTION_FORMAT_MAJOR`] for the files this crate writes), or `None`
 /// when it does not start with [`MAGIC`] and a version.

@@ -1,7 +1,8 @@
 /* Tests of the bloomslice C ABI through the generated header, linked the
  * way a C service links it: one handle type for every layout (one filter
- * length, sets sized from the data, a manifest's shard files), the same
- * read functions on each. Run under valgrind in CI (.ci/run). */
+ * length, sets sized from the data, a manifest's shard files, a level
+ * index file), the same read functions on each. Run under valgrind in CI
+ * (.ci/run). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -633,6 +634,243 @@ static void test_scores_and_sets(const BloomsliceIndex *index, const char *dir) 
   remove(cpath);
 }
 
+/* A level index file written by the CLI (`bloomslice build --levels`, the
+ * binary BLOOMSLICE_CLI names, else target/debug/bloomslice): loaded and
+ * mapped, every read answers as the CLI's own `query` of the file (the
+ * Rust LevelIndex), with no false negatives; every change is refused with
+ * UNSUPPORTED; a save writes a level file again. */
+#define LSETS 300
+#define LABSENT 2000
+
+static size_t level_set_size(int i) { return i % 30 == 0 ? 2000 : 1 + (size_t)(i * 7) % 20; }
+
+static size_t level_key(int i, int j, char *buf) { return (size_t)sprintf(buf, "l%d-k%d", i, j); }
+
+static int by_string(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names of `ids` (from `index`), sorted and joined by ',' into `out`
+ * (as the CLI prints them). */
+static int joined_names(const BloomsliceIndex *index, const uint64_t *ids, size_t n, char *out, size_t cap) {
+  static char names[LSETS][16];
+  char *sorted[LSETS];
+  if (n > LSETS) return 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = 0;
+    if (bloomslice_index_set_name(index, ids[i], (uint8_t *)names[i], sizeof names[i] - 1, &len) !=
+        BLOOMSLICE_STATUS_OK)
+      return 0;
+    names[i][len] = '\0';
+    sorted[i] = names[i];
+  }
+  qsort(sorted, n, sizeof sorted[0], by_string);
+  out[0] = '\0';
+  size_t used = 0;
+  for (size_t i = 0; i < n; i++) {
+    int w = snprintf(out + used, cap - used, "%s%s", i ? "," : "", sorted[i]);
+    if (w < 0 || (size_t)w >= cap - used) return 0;
+    used += (size_t)w;
+  }
+  return 1;
+}
+
+static void test_levels(const char *dir) {
+  const char *cli = getenv("BLOOMSLICE_CLI");
+  if (cli == NULL || *cli == '\0') {
+    FILE *f = fopen("target/debug/bloomslice", "rb");
+    if (f == NULL) {
+      printf("capi_test: level index files skipped (BLOOMSLICE_CLI unset and no target/debug/bloomslice)\n");
+      return;
+    }
+    fclose(f);
+    cli = "target/debug/bloomslice";
+  }
+  char sets_dir[512], path[1024], keys_path[512], answers_path[512], copy[512], cmd[4096];
+  snprintf(sets_dir, sizeof sets_dir, "%s/capi_levels_sets", dir);
+  snprintf(path, sizeof path, "%s/capi_levels.bsl", dir);
+  snprintf(keys_path, sizeof keys_path, "%s/capi_levels_keys.txt", dir);
+  snprintf(answers_path, sizeof answers_path, "%s/capi_levels_answers.txt", dir);
+  snprintf(copy, sizeof copy, "%s/capi_levels_copy.bsl", dir);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", sets_dir, sets_dir);
+  EXPECT(system(cmd) == 0);
+
+  /* One file per set (heavy-tailed sizes), and the query keys: every
+   * third key of every set, then absent ones. */
+  size_t n_keys = 0;
+  for (int i = 0; i < LSETS; i++) n_keys += (level_set_size(i) + 2) / 3;
+  n_keys += LABSENT;
+  char(*keys)[24] = malloc(n_keys * sizeof *keys);
+  const uint8_t **ptrs = malloc(n_keys * sizeof *ptrs);
+  size_t *lens = malloc(n_keys * sizeof *lens);
+  int *owner = malloc(n_keys * sizeof *owner);
+  FILE *kf = fopen(keys_path, "w");
+  EXPECT(kf != NULL);
+  if (kf == NULL) return;
+  size_t q = 0;
+  char key[24];
+  for (int i = 0; i < LSETS; i++) {
+    snprintf(path, sizeof path, "%s/lset%03d", sets_dir, i);
+    FILE *sf = fopen(path, "w");
+    EXPECT(sf != NULL);
+    if (sf == NULL) return;
+    for (int j = 0; j < (int)level_set_size(i); j++) {
+      level_key(i, j, key);
+      fprintf(sf, "%s\n", key);
+      if (j % 3 == 0) {
+        owner[q] = i;
+        lens[q] = level_key(i, j, keys[q]);
+        q++;
+      }
+    }
+    fclose(sf);
+  }
+  for (int j = 0; j < LABSENT; j++, q++) {
+    owner[q] = -1;
+    lens[q] = (size_t)sprintf(keys[q], "absent-%d", j);
+  }
+  for (q = 0; q < n_keys; q++) {
+    ptrs[q] = u8(keys[q]);
+    fprintf(kf, "%s\n", keys[q]);
+  }
+  fclose(kf);
+  snprintf(path, sizeof path, "%s/capi_levels.bsl", dir);
+  snprintf(cmd, sizeof cmd, "'%s' build '%s' --dir '%s' --levels >/dev/null && '%s' query '%s' <'%s' >'%s'", cli,
+           path, sets_dir, cli, path, keys_path, answers_path);
+  EXPECT(system(cmd) == 0);
+
+  BloomsliceIndex *loaded = NULL, *mapped = NULL, *again = NULL, *out = NULL;
+  EXPECT(bloomslice_index_load(path, &loaded) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_open_mapped(path, false, &mapped) == BLOOMSLICE_STATUS_OK);
+  FILE *af = fopen(answers_path, "r");
+  EXPECT(af != NULL);
+  if (loaded == NULL || mapped == NULL || af == NULL) return;
+  BloomsliceInfo info;
+  for (int h = 0; h < 2; h++) {
+    EXPECT(bloomslice_index_info(h ? mapped : loaded, &info) == BLOOMSLICE_STATUS_OK);
+    EXPECT(info.layout == BLOOMSLICE_LAYOUT_LEVELS && info.sets == LSETS && info.fp == 0.01 && info.k >= 1 &&
+           !info.mapped && info.memory_bytes > 0 && info.m == 0 && info.shards == 0);
+  }
+
+  /* Key by key: the CLI's answer, single and batched, loaded and mapped,
+   * by bytes and by hash; no false negative. */
+  size_t cap = n_keys * 8;
+  uint64_t *bids[2], *hids = malloc(cap * sizeof(uint64_t)), *hashes = malloc(n_keys * sizeof(uint64_t));
+  size_t *boffsets[2], *hoffsets = malloc((n_keys + 1) * sizeof(size_t)), btotal[2] = {0, 0}, htotal = 0;
+  const BloomsliceIndex *handles[2] = {loaded, mapped};
+  for (int h = 0; h < 2; h++) {
+    bids[h] = malloc(cap * sizeof(uint64_t));
+    boffsets[h] = malloc((n_keys + 1) * sizeof(size_t));
+    EXPECT(bloomslice_query_batch(handles[h], ptrs, lens, n_keys, bids[h], cap, boffsets[h], &btotal[h]) ==
+           BLOOMSLICE_STATUS_OK);
+  }
+  int hashed = 1;
+  for (q = 0; q < n_keys; q++)
+    hashed &= bloomslice_hash_key(mapped, ptrs[q], lens[q], &hashes[q]) == BLOOMSLICE_STATUS_OK;
+  EXPECT(hashed);
+  EXPECT(bloomslice_query_batch_hashes(loaded, hashes, n_keys, hids, cap, hoffsets, &htotal) == BLOOMSLICE_STATUS_OK);
+  EXPECT(htotal == btotal[0] && btotal[0] == btotal[1]);
+  int cli_agrees = 1, batch_agrees = 1, missing = 0, lines = 0;
+  char line[8192], want[8192], got[8192];
+  for (q = 0; q < n_keys && fgets(line, sizeof line, af) != NULL; q++, lines++) {
+    line[strcspn(line, "\n")] = '\0';
+    char *tab = strchr(line, '\t');
+    cli_agrees &= tab != NULL && (size_t)(tab - line) == lens[q] && memcmp(line, keys[q], lens[q]) == 0;
+    snprintf(want, sizeof want, "%s", tab ? tab + 1 : "");
+    uint64_t ids[LSETS];
+    size_t n = 0;
+    EXPECT(bloomslice_query(loaded, ptrs[q], lens[q], ids, LSETS, &n) == BLOOMSLICE_STATUS_OK);
+    cli_agrees &= joined_names(loaded, ids, n, got, sizeof got) && strcmp(got, want) == 0;
+    for (int h = 0; h < 2; h++)
+      batch_agrees &= boffsets[h][q + 1] - boffsets[h][q] == n &&
+                      memcmp(bids[h] + boffsets[h][q], ids, n * sizeof(uint64_t)) == 0;
+    batch_agrees &= hoffsets[q + 1] - hoffsets[q] == n && memcmp(hids + hoffsets[q], ids, n * sizeof(uint64_t)) == 0;
+    size_t m = 0;
+    EXPECT(bloomslice_query_hash(mapped, hashes[q], ids, LSETS, &m) == BLOOMSLICE_STATUS_OK);
+    batch_agrees &= m == n;
+    if (owner[q] >= 0) {
+      char name[16];
+      uint64_t id = 0;
+      int nl = sprintf(name, "lset%03d", owner[q]), has = 0;
+      EXPECT(bloomslice_index_set_id(mapped, u8(name), (size_t)nl, &id) == BLOOMSLICE_STATUS_OK);
+      for (size_t x = 0; x < m; x++) has |= ids[x] == id;
+      missing += !has;
+    }
+  }
+  EXPECT(lines == (int)n_keys);
+  EXPECT(cli_agrees);
+  EXPECT(batch_agrees);
+  EXPECT(missing == 0);
+  fclose(af);
+
+  /* Scores: the first (largest) set's own keys reach every threshold. */
+  uint64_t id0 = 0, sids[LSETS];
+  uint32_t counts[LSETS];
+  size_t n = 0, own = (level_set_size(0) + 2) / 3;
+  EXPECT(bloomslice_index_set_id(loaded, u8("lset000"), 7, &id0) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_query_threshold(mapped, ptrs, lens, own, 1.0, sids, counts, LSETS, &n) == BLOOMSLICE_STATUS_OK);
+  int found = 0;
+  for (size_t i = 0; i < n; i++) found |= sids[i] == id0 && counts[i] == own;
+  EXPECT(found);
+  size_t all = 0;
+  EXPECT(bloomslice_score(loaded, ptrs, lens, own, sids, counts, LSETS, &all) == BLOOMSLICE_STATUS_OK);
+  EXPECT(all >= n);
+
+  /* Read-only: every change is refused, with a message that says what to
+   * do instead; the index is unchanged. */
+  uint64_t word = 0;
+  EXPECT(bloomslice_index_add_set(mapped, u8("new"), 3, ptrs, lens, 10, NULL) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(strstr(bloomslice_last_error(), "level index is read-only") != NULL);
+  EXPECT(strstr(bloomslice_last_error(), "bloomslice build --levels") != NULL);
+  EXPECT(bloomslice_index_add_set_hashes(loaded, u8("new"), 3, &word, 1, NULL) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(bloomslice_index_add_filter(loaded, u8("new"), 3, &word, 1, NULL) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(bloomslice_index_add_keys(mapped, u8("lset001"), 7, ptrs, lens, 10) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(bloomslice_index_remove_set(loaded, u8("lset001"), 7) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(bloomslice_index_info(loaded, &info) == BLOOMSLICE_STATUS_OK && info.sets == LSETS);
+
+  /* Saved again, a level index file that answers alike. */
+  EXPECT(bloomslice_index_save(mapped, copy) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_load(copy, &again) == BLOOMSLICE_STATUS_OK);
+  if (again != NULL) {
+    size_t total = 0;
+    EXPECT(bloomslice_index_info(again, &info) == BLOOMSLICE_STATUS_OK && info.layout == BLOOMSLICE_LAYOUT_LEVELS);
+    EXPECT(bloomslice_query_batch(again, ptrs, lens, n_keys, hids, cap, hoffsets, &total) == BLOOMSLICE_STATUS_OK);
+    EXPECT(total == btotal[0] && memcmp(hoffsets, boffsets[0], (n_keys + 1) * sizeof(size_t)) == 0 &&
+           memcmp(hids, bids[0], total * sizeof(uint64_t)) == 0);
+  }
+  /* A truncated level file is a corrupt file, not a crash. */
+  FILE *lf = fopen(path, "rb");
+  if (lf != NULL) {
+    char head[64];
+    size_t got_bytes = fread(head, 1, sizeof head, lf);
+    fclose(lf);
+    write_file(copy, head, got_bytes);
+    EXPECT(bloomslice_index_load(copy, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE && out == NULL);
+    EXPECT(bloomslice_index_open_mapped(copy, true, &out) == BLOOMSLICE_STATUS_CORRUPT_FILE && out == NULL);
+  }
+
+  for (int h = 0; h < 2; h++) {
+    free(bids[h]);
+    free(boffsets[h]);
+  }
+  free(hids);
+  free(hoffsets);
+  free(hashes);
+  free(keys);
+  free(ptrs);
+  free(lens);
+  free(owner);
+  bloomslice_index_free(loaded);
+  bloomslice_index_free(mapped);
+  bloomslice_index_free(again);
+  remove(path);
+  remove(copy);
+  remove(keys_path);
+  remove(answers_path);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", sets_dir);
+  EXPECT(system(cmd) == 0);
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : ".";
   EXPECT(strcmp(bloomslice_version(), "0.1.0") == 0);
@@ -647,6 +885,7 @@ int main(int argc, char **argv) {
   test_files_and_threads(index, dir);
   test_sharded(index, dir);
   test_scores_and_sets(index, dir);
+  test_levels(dir);
   bloomslice_index_free(index);
   printf("capi_test: %d passed, %d failed\n", passed, failed);
   return failed != 0;

@@ -29,15 +29,19 @@ class Index:
     or opened from a collection file, its sets are each sized from their own
     keys and kept in size-classed parts, so a skewed collection costs memory
     for its sets' sizes; built with `n_exp` (or `m` and `k`) every filter
-    has one length; opened with `Index.open_shards`, it is the shard files
-    of a manifest, read-only (changes raise `UnsupportedOperation`).
+    has one length; built with `levels=True` or opened from a level index
+    file, it keeps the sets in levels, read-only; opened with
+    `Index.open_shards`, it is the shard files of a manifest, read-only.
+    Changes of a read-only index raise `UnsupportedOperation`.
     Queries may run from many threads at once (the GIL is released while
     the index works); changes wait for them."""
 
     @staticmethod
     def open(path: Union[str, os.PathLike[str]], *, mmap: bool = True, verify: bool = False) -> Index:
-        """Opens a collection file, or an index file of one filter length (as
-        the fixed-size index it was saved from), memory-mapped (the default: the file must not
+        """Opens a collection file, an index file of one filter length (as
+        the fixed-size index it was saved from) or a level index file
+        (`bloomslice build --levels`; read-only, read whole and fully
+        verified even when mapped), memory-mapped (the default: the file must not
         be truncated or written in place while the index is alive) or read
         into memory (`mmap=False`, fully verified). `verify=True` checks every
         checksum of a mapped file first. A manifest (a directory holding
@@ -69,6 +73,7 @@ class Index:
         seed: int = 0,
         max_parts: Optional[int] = None,
         query_cost_weight: Optional[float] = None,
+        levels: bool = False,
     ) -> Index:
         """Builds an index from a mapping of set name to keys (bytes/str, or
         a uint64 NumPy array of key hashes), or from a directory of text
@@ -83,8 +88,15 @@ class Index:
         part). With `n_exp` every filter holds `n_exp` keys at `fp`;
         with `m` and `k` it has exactly `m` bits and `k` hashes.
 
-        Raises ValueError for bad parameters, layout knobs given with a
-        fixed size, or duplicate names, TypeError for keys that are not
+        With `levels=True` (sizes from the data only) the sets are kept in
+        levels where they pay, as `bloomslice build --levels` does: large
+        sets split into pieces, small ones merged into columns above their
+        own filters, so absent keys mostly stop at the top (fewer false
+        sets per key); the index is read-only and saves as a level index
+        file.
+
+        Raises ValueError for bad parameters, layout knobs or `levels`
+        given with a fixed size, or duplicate names, TypeError for keys that are not
         bytes/str, OSError for an unreadable directory."""
 
     def query(self, key: Key) -> list[str]:
@@ -182,8 +194,9 @@ class Index:
 
     def save(self, path: Union[str, os.PathLike[str]]) -> None:
         """Saves atomically (temporary file, fsync, rename): an index built
-        with `n_exp` or `m` and `k` as an index file (format 1), any other
-        as a collection file (format 2)."""
+        with `n_exp` or `m` and `k` as an index file (format 1), a level
+        index as a level index file (format 3), any other as a collection
+        file (format 2)."""
 
     def save_shards(self, dir: Union[str, os.PathLike[str]], shards: int) -> str:
         """Writes the index as `shards` shard files and a manifest in `dir`
@@ -192,7 +205,8 @@ class Index:
         sets in id order cut into runs of about equal filter bytes, as
         collection files `shard-0000.bsi`, `shard-0001.bsi`, ... Returns the
         manifest's path. FileExistsError if `dir` holds the manifest or one
-        of these files, ValueError for `shards` outside 1..len(index)."""
+        of these files, ValueError for `shards` outside 1..len(index),
+        UnsupportedOperation for a level index or shard files."""
 
     def inspect(self) -> dict[str, object]:
         """Parameters (`m` is None when the parts differ; `fp` is the target
@@ -200,9 +214,12 @@ class Index:
         `m`, `sets`, `columns`, `memory_bytes`, `fill`; every shard file's,
         for a manifest), memory, fill, file facts (`file`, `format_version`,
         `file_bytes`, `checksums_verified`; a manifest's path for shard
-        files), `shard_files` (a manifest's file names, else None) and
-        per-set details (`filters`, `ones`, `fill`, `estimated_fp` of the
-        union of its filters), like `bloomslice inspect --json`."""
+        files), `shard_files` (a manifest's file names, else None),
+        `levels` (the levels a key may read in a level index, else None)
+        and per-set details (`filters`, `ones`, `fill`, `estimated_fp` of
+        the union of its filters), like `bloomslice inspect --json`. A level
+        index has no parts: `parts` and the set details are empty, `m` and
+        `fill` None."""
 
     def reload(self) -> None:
         """Opens this index's file (or manifest) again, as it was opened, to

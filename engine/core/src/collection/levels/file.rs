@@ -33,13 +33,6 @@ const HEADER_BYTES: usize = 24;
 /// Deepest tree a reader accepts.
 const MAX_DEPTH: usize = 32;
 
-const NODE_FLAT: u8 = 0;
-const NODE_LEAF: u8 = 1;
-const NODE_LEVEL: u8 = 2;
-const NODE_BINNED: u8 = 3;
-const OWNER_PIECE: u8 = 0;
-const OWNER_GROUP: u8 = 1;
-
 /// `index` and `names` (names of ids not in the index are not written) as
 /// a level index file.
 pub(crate) fn encode(index: &LevelIndex, names: &SetNames) -> Result<Vec<u8>> {
@@ -83,6 +76,14 @@ fn blob(bytes: Vec<u8>, out: &mut Vec<u8>) {
     out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
     out.extend_from_slice(&bytes);
 }
+
+// A node's kind byte.
+const NODE_FLAT: u8 = 0;
+/// A group's members in their own index (format 3.0).
+const NODE_LEAF: u8 = 1;
+const NODE_LEVEL: u8 = 2;
+/// A group's members in a bin of its level.
+const NODE_BINNED: u8 = 3;
 
 fn encode_node(node: &Node, out: &mut Vec<u8>) -> Result<()> {
     let none = SetNames::new();
@@ -134,6 +135,10 @@ fn encode_node(node: &Node, out: &mut Vec<u8>) -> Result<()> {
     }
     Ok(())
 }
+
+// A level column's kind byte: a piece of a set, a group.
+const OWNER_PIECE: u8 = 0;
+const OWNER_GROUP: u8 = 1;
 
 /// A checked cursor over the body.
 struct Cursor<'a> {

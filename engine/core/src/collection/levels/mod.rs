@@ -403,7 +403,8 @@ pub struct LevelIndex {
 impl LevelIndex {
     /// An index of `sets` (`(id, keys)`) at false-positive rate `p` per
     /// set, with the default hash scheme and seed 0, in levels where they
-    /// pay (see the module documentation).
+    /// pay (see the module documentation; [`LevelIndex::pays`] tells from
+    /// the sizes alone).
     ///
     /// # Errors
     ///

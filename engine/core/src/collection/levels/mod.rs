@@ -20,16 +20,45 @@
 //!   of descending size, filled up to `c` keys and kept within a size
 //!   class (a factor of two; sets of up to 4 keys together) when the
 //!   columns allow: the column holds the union of the members' keys, and
-//!   the members' own filters sit one level below, in one [`SlicedIndex`]
-//!   sized for the group's largest member, or, for a group of more than
-//!   [`LevelConfig::leaf_sets`] members, in a level again.
+//!   the members' own filters sit one level below, or, for a group of more
+//!   than [`LevelConfig::leaf_sets`] members, in a level again.
+//!
+//! The members' filters of consecutive groups of one size class (largest
+//! members within a factor of 1.25) share a **bin**: one [`SlicedIndex`]
+//! of at most 512 columns (one cache line a row) sized for its largest
+//! member. A key that passes the columns of several groups of a bin (a
+//! key many sets hold) reads the bin's rows once, and keeps the answers
+//! of the groups it passed.
 //!
 //! A key is hashed once. It reads a level's `k` rows; only where a
-//! group's column answers does it descend into that group. An absent key
-//! mostly stops at the top, and a small set answers falsely only when its
-//! group's column and its own filter both do, at about `p * p`. Each set
-//! is reported once (by its own piece, or by its one group), so answers
-//! need no deduplication; they come in no particular order.
+//! group's column answers does it descend into that group's bin. An
+//! absent key mostly stops at the top. Each set is reported once (by its
+//! own piece, or by its one group), so answers need no deduplication;
+//! they come in no particular order. Batches and thresholds read the top
+//! level for all their keys in one batch (rows prefetched ahead); a
+//! threshold descends into a group only with the keys its column passed,
+//! and only when they reach the threshold's count.
+//!
+//! # The rate of each set
+//!
+//! Every filter is sized for `p` at its load: a piece for at most `c` keys,
+//! a member's filter in a bin for the bin's largest member. A split set
+//! answers only where its key's piece does, and a small set only where
+//! its own filter does (and its group's column too), so **every set
+//! answers an absent key at most at rate `p`** (small sets at about
+//! `p * p`: `tests/levels.rs`, `every_set_within_its_rate`).
+//!
+//! # Writes
+//!
+//! [`LevelIndex::insert_set`], [`LevelIndex::add_keys`],
+//! [`LevelIndex::remove_set`] and [`LevelIndex::replace_set`] keep the
+//! levels as built: new and replaced sets go to a flat [`SetIndex`]
+//! beside them (the delta, sized and grown as a [`SetIndex`] is), removed
+//! and replaced sets of the levels are hidden, and keys added to a set of
+//! the levels go to a filter of it in the delta, the set answering where
+//! either does (at most the sum of the two rates). Only a new build lays
+//! the written sets out in levels (`bloomslice build` again); files keep
+//! the delta (format 3.1).
 //!
 //! # Choosing `c`, and whether levels pay
 //!
@@ -52,12 +81,12 @@
 //!
 //! `bench/RESULTS.md`, section "Levels" (example `levelprobe`): on the
 //! package lists, levels answer about a twentieth of the flat
-//! collection's false sets per absent key in about the same memory, and
-//! an absent key or a key of one set several times faster; a key held by
-//! hundreds of sets (a shared directory) descends into every group and is
-//! slower than flat. Small sets' filters are stored twice (their group's
-//! column and their own), so levels take more memory than the flat
-//! collection where every set is small.
+//! collection's false sets per absent key in about 1.2x its memory, and
+//! an absent key several times faster; a key held by hundreds of sets (a
+//! shared directory) passes most groups' columns and reads most bins.
+//! Small sets' keys are stored twice (their group's column and their own
+//! filter), so levels take more memory than the flat collection where
+//! every set is small.
 
 mod file;
 
@@ -136,7 +165,8 @@ impl Bin {
 /// more members.
 const BIN_COLUMNS: usize = 512;
 
-/// Columns of a level at most: groups are tracked in a [`GroupMask`].
+/// Columns of a level at most (a larger [`LevelConfig::top_columns`] is
+/// taken as this).
 pub const MAX_LEVEL_COLUMNS: usize = 512;
 
 /// A set of groups (or bins) of one level.

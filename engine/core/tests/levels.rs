@@ -86,6 +86,20 @@ fn levels_answer_as_their_paths() {
     check_against_paths(&sets, &deep, 20_000);
 }
 
+/// A build on several threads is the build on one, byte for byte.
+#[test]
+fn threads_build_the_same_index() {
+    let sets = skewed(3_000, 40, 50, 3_000, 23);
+    let config = LevelConfig { leaf_sets: 64, ..LevelConfig::default() };
+    let one = LevelIndex::build(&sets, 0.01, LevelConfig { threads: 1, ..config }).unwrap();
+    assert!(one.depth() >= 3);
+    let bytes = persist::to_bytes(&one, &SetNames::new()).unwrap();
+    for threads in [2, 3, 8] {
+        let many = LevelIndex::build(&sets, 0.01, LevelConfig { threads, ..config }).unwrap();
+        assert!(persist::to_bytes(&many, &SetNames::new()).unwrap() == bytes, "{threads} threads");
+    }
+}
+
 #[test]
 fn read_index_surface() {
     let sets = skewed(300, 20, 30, 2_000, 5);

@@ -114,11 +114,20 @@ pub struct LevelConfig {
     pub max_memory_ratio: f64,
     /// The layout of a collection where levels do not pay.
     pub layout: LayoutConfig,
+    /// Threads that build the top level's parts (its groups' columns and
+    /// bins, and the levels below); 0: one a core.
+    pub threads: usize,
 }
 
 impl Default for LevelConfig {
     fn default() -> Self {
-        LevelConfig { top_columns: 64, leaf_sets: 2048, max_memory_ratio: 2.0, layout: LayoutConfig::default() }
+        LevelConfig {
+            top_columns: 64,
+            leaf_sets: 2048,
+            max_memory_ratio: 2.0,
+            layout: LayoutConfig::default(),
+            threads: 0,
+        }
     }
 }
 
@@ -440,7 +449,7 @@ impl LevelIndex {
     ///
     /// [`Error::DuplicateId`] for an id given twice, and the errors of
     /// [`SetIndex::build`].
-    pub fn build<K: Key, S: AsRef<[K]>>(sets: &[(u64, S)], p: f64, config: LevelConfig) -> Result<Self> {
+    pub fn build<K: Key + Sync, S: AsRef<[K]>>(sets: &[(u64, S)], p: f64, config: LevelConfig) -> Result<Self> {
         Self::build_with_hashing(sets, p, config, HashScheme::default(), 0)
     }
 
@@ -449,7 +458,7 @@ impl LevelIndex {
     /// # Errors
     ///
     /// As [`LevelIndex::build`].
-    pub fn build_with_hashing<K: Key, S: AsRef<[K]>>(
+    pub fn build_with_hashing<K: Key + Sync, S: AsRef<[K]>>(
         sets: &[(u64, S)],
         p: f64,
         config: LevelConfig,
@@ -468,7 +477,12 @@ impl LevelIndex {
         let hashing = Hashing { p, scheme, seed };
         let plan = Plan::choose(&sizes, top_columns(&config));
         let root = if pays(&sizes, &plan, p, &config)? {
-            Node::Level(Box::new(hashing.level(&sorted, &sizes, &plan, &config)?))
+            let threads = if config.threads == 0 {
+                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+            } else {
+                config.threads
+            };
+            Node::Level(Box::new(hashing.level(&sorted, &sizes, &plan, &config, threads)?))
         } else {
             Node::Flat(hashing.flat(&sorted, config.layout)?)
         };
@@ -874,65 +888,157 @@ impl Hashing {
         Ok(Bin { index, members, groups: mask })
     }
 
-    /// A level over `sets` sorted by descending size (`sizes`, at least 1).
-    fn level<K: Key>(&self, sets: &[(u64, &[K])], sizes: &[u64], plan: &Plan, config: &LevelConfig) -> Result<Level> {
+    /// A level over `sets` sorted by descending size (`sizes`, at least 1),
+    /// its parts built on up to `threads` threads.
+    fn level<K: Key + Sync>(
+        &self,
+        sets: &[(u64, &[K])],
+        sizes: &[u64],
+        plan: &Plan,
+        config: &LevelConfig,
+        threads: usize,
+    ) -> Result<Level> {
         let params = BloomParams::for_capacity(plan.capacity, self.p)?.with_scheme(self.scheme).with_seed(self.seed);
-        let mut filters = Vec::with_capacity(plan.columns());
         let mut owners = Vec::with_capacity(plan.columns());
         for &(i, pieces) in &plan.split {
-            let (id, keys) = sets[i];
-            let first = filters.len();
-            for piece in 0..pieces {
-                filters.push(BloomFilter::new(params)?);
-                owners.push(Owner::Piece { id, piece, pieces });
-            }
-            for key in keys {
-                let hash = key.key_hash(self.seed);
-                filters[first + piece_of(hash, pieces) as usize].insert_hash(hash);
-            }
+            owners.extend((0..pieces).map(|piece| Owner::Piece { id: sets[i].0, piece, pieces }));
         }
+        // Each group is a level again, or goes to a bin: consecutive groups
+        // of one size class share one of at most `BIN_COLUMNS` columns.
         let mut groups = Vec::with_capacity(plan.groups.len());
-        let mut bins = Vec::new();
-        // The open bin: its groups, columns, and its first (largest) size.
-        let mut open: Vec<(u32, Sets<'_, K>)> = Vec::new();
-        let (mut open_columns, mut open_largest) = (0usize, 0u64);
+        let mut bins: Vec<(Vec<u32>, u64)> = Vec::new();
+        let mut open_columns = 0usize;
         for (g, range) in plan.groups.iter().enumerate() {
-            let mut filter = BloomFilter::new(params)?;
-            for (_, keys) in &sets[range.clone()] {
-                for key in *keys {
-                    filter.insert_hash(key.key_hash(self.seed));
-                }
-            }
-            filters.push(filter);
             owners.push(Owner::Group(g as u32));
-            let (members, member_sizes) = (&sets[range.clone()], &sizes[range.clone()]);
-            if let Some(plan) = splits(member_sizes, config) {
-                groups.push(Node::Level(Box::new(self.level(members, member_sizes, &plan, config)?)));
+            let member_sizes = &sizes[range.clone()];
+            if splits(member_sizes, config).is_some() {
+                groups.push(None);
                 continue;
             }
-            // Consecutive groups of one size class share a bin of at most
-            // `BIN_COLUMNS` columns.
-            let fits = open_columns + members.len() <= BIN_COLUMNS && member_sizes[0].max(4) * 5 >= open_largest * 4;
-            if !open.is_empty() && !fits {
-                bins.push(self.bin(&open, open_largest)?);
-                open.clear();
+            let fits = bins.last().is_some_and(|&(_, largest)| {
+                open_columns + range.len() <= BIN_COLUMNS && member_sizes[0].max(4) * 5 >= largest * 4
+            });
+            if !fits {
+                bins.push((Vec::new(), member_sizes[0]));
                 open_columns = 0;
             }
-            if open.is_empty() {
-                open_largest = member_sizes[0];
+            let last = bins.len() - 1;
+            bins[last].0.push(g as u32);
+            open_columns += range.len();
+            groups.push(Some(last as u32));
+        }
+        // The parts, each on its own: the split sets' pieces, every
+        // group's column, every group that is a level, every bin.
+        let mut jobs: Vec<Job> = (0..plan.split.len()).map(Job::Pieces).collect();
+        jobs.extend((0..plan.groups.len()).map(Job::Column));
+        jobs.extend(groups.iter().enumerate().filter(|(_, bin)| bin.is_none()).map(|(g, _)| Job::Level(g)));
+        jobs.extend((0..bins.len()).map(Job::Bin));
+        let built = par_map(&jobs, threads, |job| -> Result<Built> {
+            match *job {
+                Job::Pieces(i) => {
+                    let ((_, keys), pieces) = (sets[plan.split[i].0], plan.split[i].1);
+                    let mut filters = (0..pieces).map(|_| BloomFilter::new(params)).collect::<Result<Vec<_>>>()?;
+                    for key in keys {
+                        let hash = key.key_hash(self.seed);
+                        filters[piece_of(hash, pieces) as usize].insert_hash(hash);
+                    }
+                    Ok(Built::Filters(filters))
+                }
+                Job::Column(g) => {
+                    let mut filter = BloomFilter::new(params)?;
+                    for (_, keys) in &sets[plan.groups[g].clone()] {
+                        for key in *keys {
+                            filter.insert_hash(key.key_hash(self.seed));
+                        }
+                    }
+                    Ok(Built::Filters(vec![filter]))
+                }
+                Job::Level(g) => {
+                    let range = plan.groups[g].clone();
+                    let (members, member_sizes) = (&sets[range.clone()], &sizes[range]);
+                    let sub = splits(member_sizes, config)
+                        .ok_or(Error::Invalid("a level's group stopped dividing".into()))?;
+                    Ok(Built::Level(Box::new(self.level(members, member_sizes, &sub, config, 1)?)))
+                }
+                Job::Bin(b) => {
+                    let (bin_groups, largest) = &bins[b];
+                    let members: Vec<(u32, Sets<'_, K>)> =
+                        bin_groups.iter().map(|&g| (g, &sets[plan.groups[g as usize].clone()])).collect();
+                    Ok(Built::Bin(self.bin(&members, *largest)?))
+                }
             }
-            open.push((g as u32, members));
-            open_columns += members.len();
-            groups.push(Node::Binned(bins.len() as u32));
+        })?;
+        let mut filters = Vec::with_capacity(plan.columns());
+        let mut levels = Vec::new();
+        let mut built_bins = Vec::with_capacity(bins.len());
+        for part in built {
+            match part {
+                Built::Filters(f) => filters.extend(f),
+                Built::Level(level) => levels.push(level),
+                Built::Bin(bin) => built_bins.push(bin),
+            }
         }
-        if !open.is_empty() {
-            bins.push(self.bin(&open, open_largest)?);
-        }
+        let mut levels = levels.into_iter();
+        let groups = groups
+            .into_iter()
+            .map(|bin| match bin {
+                Some(b) => Ok(Node::Binned(b)),
+                None => levels.next().map(Node::Level).ok_or(Error::Invalid("a level's group went missing".into())),
+            })
+            .collect::<Result<Vec<_>>>()?;
         let mut index = SlicedIndex::new(params);
         let refs: Vec<(u64, &BloomFilter)> = filters.iter().enumerate().map(|(c, f)| (c as u64, f)).collect();
         index.insert_filters(&refs)?;
-        Ok(Level { index, owners, groups, bins })
+        Ok(Level { index, owners, groups, bins: built_bins })
     }
+}
+
+/// A part of a level to build ([`Hashing::level`]).
+#[derive(Clone, Copy)]
+enum Job {
+    /// The pieces of split set `i` of the plan.
+    Pieces(usize),
+    /// Group `g`'s column.
+    Column(usize),
+    /// Group `g`, a level again.
+    Level(usize),
+    /// Bin `b`.
+    Bin(usize),
+}
+
+/// A built part of a level.
+enum Built {
+    Filters(Vec<BloomFilter>),
+    Level(Box<Level>),
+    Bin(Bin),
+}
+
+/// `f` over `items` on up to `threads` scoped threads (each takes the next
+/// item not yet taken), the results in the items' order; the first error
+/// in that order, if any.
+fn par_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> Result<R> + Sync) -> Result<Vec<R>> {
+    let threads = threads.clamp(1, items.len().max(1));
+    if threads == 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Result<R>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break out };
+                        out.push((i, f(item)));
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 impl Node {

@@ -100,6 +100,52 @@ fn threads_build_the_same_index() {
     }
 }
 
+/// The pool and the concurrent index answer as the index: batches and
+/// threshold batches through a pool of two workers, and a shared index
+/// written concurrently (the same writes as a plain one) between them.
+#[test]
+fn pool_and_concurrent_answer_as_the_index() {
+    use bloomslice::{ConcurrentIndex, PoolConfig, PoolResults, QueryPool, ThresholdResults, Workers};
+    let sets = skewed(1_000, 30, 40, 2_000, 29);
+    let mut plain = LevelIndex::build(&sets, 0.01, LevelConfig { leaf_sets: 64, ..LevelConfig::default() }).unwrap();
+    assert!(plain.depth() >= 2);
+    let shared = ConcurrentIndex::new(plain.clone());
+    let pool = QueryPool::new(PoolConfig { workers: Workers::Count(2), ..PoolConfig::default() }).unwrap();
+    let mut keys: Vec<[u8; 8]> = sets.iter().flat_map(|(_, keys)| keys.iter().step_by(13).copied()).collect();
+    keys.extend((0..1_000u64).map(|i| ((1u64 << 63) | i).to_le_bytes()));
+    let queries: Vec<Vec<[u8; 8]>> =
+        sets.iter().step_by(50).map(|(_, keys)| keys.iter().take(40).copied().collect()).collect();
+    let (mut results, mut scored) = (PoolResults::new(), ThresholdResults::new());
+    for round in 0..3u64 {
+        let mut want = BatchResults::new();
+        plain.query_batch(&keys, &mut want);
+        for key in keys.iter().step_by(17) {
+            assert_eq!(ReadIndex::query(&shared, key), ReadIndex::query(&plain, key));
+        }
+        pool.query_batch(&shared, &keys, &mut results).unwrap();
+        assert!(results.iter().eq(want.iter()), "pool batch, round {round}");
+        let threshold = Threshold::fraction(0.5).unwrap();
+        let expected: Vec<Vec<(u64, u32)>> =
+            queries.iter().map(|q| ReadIndex::query_threshold(&plain, q, threshold)).collect();
+        pool.query_threshold_batch(&shared, &queries, threshold, &mut scored).unwrap();
+        assert!(scored.iter().eq(expected.iter().map(Vec::as_slice)), "pool thresholds, round {round}");
+        // The same writes on both.
+        let id = 7_000_000 + round;
+        let new_keys = written_keys(round, 30);
+        plain.insert_set(id, &new_keys).unwrap();
+        shared.insert_set(id, &new_keys).unwrap();
+        let old = sets[(round * 11) as usize].0;
+        plain.add_keys(old, &written_keys(100 + round, 5)).unwrap();
+        shared.add_keys(old, &written_keys(100 + round, 5)).unwrap();
+        let gone = sets[(round * 13 + 1) as usize].0;
+        plain.remove_set(gone).unwrap();
+        shared.remove_set(gone).unwrap();
+        assert!(matches!(shared.remove_set(gone), Err(bloomslice::Error::UnknownId(_))));
+        keys.extend(new_keys);
+    }
+    assert_eq!(ReadIndex::ids(&shared), plain.ids());
+}
+
 #[test]
 fn read_index_surface() {
     let sets = skewed(300, 20, 30, 2_000, 5);

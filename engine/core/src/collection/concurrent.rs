@@ -34,6 +34,8 @@
 //!
 
 use super::SetIndex;
+use super::levels::LevelIndex;
+use crate::ReadIndex;
 use crate::concurrent::{ConcurrentIndex, Replica, sealed::Sealed};
 use crate::error::{Error, Result};
 use crate::hash::{Key, KeyHash};
@@ -87,24 +89,6 @@ impl Sealed for SetIndex {
     }
 }
 
-impl Replica for SetIndex {
-    type Op = SetOp;
-
-    fn apply_op(&mut self, op: &SetOp) -> Result<()> {
-        match op {
-            SetOp::InsertSet { id, hashes } => self.insert_set(*id, hashes),
-            SetOp::RemoveSet { id } => self.remove_set(*id),
-            SetOp::AddKeys { id, hashes } => self.add_keys(*id, hashes),
-            SetOp::ReplaceSet { id, hashes } => self.replace_set(*id, hashes),
-        }
-    }
-
-    /// Unknown and duplicate ids are checked before anything changes.
-    fn failed_op_changed_nothing(error: &Error) -> bool {
-        matches!(error, Error::UnknownId(_) | Error::DuplicateId(_))
-    }
-}
-
 /// A [`SetIndex`] shared by concurrent readers and writers (see the
 /// [module documentation](self)).
 ///
@@ -124,53 +108,95 @@ impl Replica for SetIndex {
 /// assert!(results.get(1).unwrap().contains(&9));
 /// # Ok::<(), bloomslice::Error>(())
 /// ```
-impl ConcurrentIndex<SetIndex> {
-    /// The seed every key is hashed with (the collection's).
-    pub fn seed(&self) -> u64 {
-        *self.fixed()
+/// `$index` as a [`Replica`] whose writes are [`SetOp`]s, and the set
+/// writes of a [`ConcurrentIndex`] of it (its fixed part is its seed),
+/// concurrently with queries. A [`LevelIndex`]'s writes go beside its
+/// levels ([`LevelIndex::insert_set`]).
+macro_rules! concurrent_set_writes {
+    ($index:ident) => {
+        impl Replica for $index {
+            type Op = SetOp;
+
+            fn apply_op(&mut self, op: &SetOp) -> Result<()> {
+                match op {
+                    SetOp::InsertSet { id, hashes } => self.insert_set(*id, hashes),
+                    SetOp::RemoveSet { id } => self.remove_set(*id),
+                    SetOp::AddKeys { id, hashes } => self.add_keys(*id, hashes),
+                    SetOp::ReplaceSet { id, hashes } => self.replace_set(*id, hashes),
+                }
+            }
+
+            /// Unknown and duplicate ids are checked before anything changes.
+            fn failed_op_changed_nothing(error: &Error) -> bool {
+                matches!(error, Error::UnknownId(_) | Error::DuplicateId(_))
+            }
+        }
+
+        impl ConcurrentIndex<$index> {
+            /// The seed every key is hashed with (the index's).
+            pub fn seed(&self) -> u64 {
+                *self.fixed()
+            }
+
+            /// `keys` hashed as the index hashes them.
+            fn hashes<K: Key>(&self, keys: &[K]) -> Vec<KeyHash> {
+                let seed = self.seed();
+                keys.iter().map(|key| key.key_hash(seed)).collect()
+            }
+
+            #[doc = concat!("[`", stringify!($index), "::insert_set`], concurrently with queries.")]
+            ///
+            /// # Errors
+            ///
+            #[doc = concat!("As [`", stringify!($index), "::insert_set`]; nothing is published then.")]
+            pub fn insert_set<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
+                self.apply_one(SetOp::InsertSet { id, hashes: self.hashes(keys) })
+            }
+
+            #[doc = concat!("[`", stringify!($index), "::remove_set`], concurrently with queries.")]
+            ///
+            /// # Errors
+            ///
+            #[doc = concat!("As [`", stringify!($index), "::remove_set`].")]
+            pub fn remove_set(&self, id: u64) -> Result<()> {
+                self.apply_one(SetOp::RemoveSet { id })
+            }
+
+            #[doc = concat!("[`", stringify!($index), "::add_keys`], concurrently with queries: readers see")]
+            /// all of the keys or none, and the set's new filter with them.
+            ///
+            /// # Errors
+            ///
+            #[doc = concat!("As [`", stringify!($index), "::add_keys`].")]
+            pub fn add_keys<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
+                self.apply_one(SetOp::AddKeys { id, hashes: self.hashes(keys) })
+            }
+
+            /// Replaces set `id`'s keys with `keys` ([`SetOp::ReplaceSet`]):
+            /// readers see the old set or the new one, never neither.
+            ///
+            /// # Errors
+            ///
+            #[doc = concat!("[`Error::UnknownId`], or as [`", stringify!($index), "::insert_set`].")]
+            pub fn replace_set<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
+                self.apply_one(SetOp::ReplaceSet { id, hashes: self.hashes(keys) })
+            }
+        }
+    };
+}
+
+concurrent_set_writes!(SetIndex);
+concurrent_set_writes!(LevelIndex);
+
+impl Sealed for LevelIndex {
+    type Fixed = u64;
+
+    fn fixed(&self) -> u64 {
+        ReadIndex::seed(self)
     }
 
-    /// `keys` hashed as the collection hashes them.
-    fn hashes<K: Key>(&self, keys: &[K]) -> Vec<KeyHash> {
-        let seed = self.seed();
-        keys.iter().map(|key| key.key_hash(seed)).collect()
-    }
-
-    /// [`SetIndex::insert_set`], concurrently with queries.
-    ///
-    /// # Errors
-    ///
-    /// As [`SetIndex::insert_set`]; nothing is published then.
-    pub fn insert_set<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
-        self.apply_one(SetOp::InsertSet { id, hashes: self.hashes(keys) })
-    }
-
-    /// [`SetIndex::remove_set`], concurrently with queries.
-    ///
-    /// # Errors
-    ///
-    /// As [`SetIndex::remove_set`].
-    pub fn remove_set(&self, id: u64) -> Result<()> {
-        self.apply_one(SetOp::RemoveSet { id })
-    }
-
-    /// [`SetIndex::add_keys`], concurrently with queries: readers see
-    /// all of the keys or none, and the set's new filter with them.
-    ///
-    /// # Errors
-    ///
-    /// As [`SetIndex::add_keys`].
-    pub fn add_keys<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
-        self.apply_one(SetOp::AddKeys { id, hashes: self.hashes(keys) })
-    }
-
-    /// Replaces set `id`'s keys with `keys` ([`SetOp::ReplaceSet`]):
-    /// readers see the old set or the new one, never neither.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownId`], or as [`SetIndex::insert_set`].
-    pub fn replace_set<K: Key>(&self, id: u64, keys: &[K]) -> Result<()> {
-        self.apply_one(SetOp::ReplaceSet { id, hashes: self.hashes(keys) })
+    /// The levels' tables are read as the queries go.
+    fn warm_query_tables(&self, _budget: usize) -> usize {
+        0
     }
 }

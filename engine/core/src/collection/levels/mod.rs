@@ -89,6 +89,7 @@
 //! every set is small.
 
 mod file;
+mod served;
 
 pub use file::{LEVELS_FORMAT_MAJOR, LEVELS_FORMAT_MINOR};
 pub(crate) use file::{decode as decode_file, encode as encode_file};

@@ -39,8 +39,8 @@ typedef enum BloomsliceStatus {
   // should not be used further.
   BLOOMSLICE_STATUS_INTERNAL = 8,
   // The index's layout does not support this change: a manifest's shard
-  // files and a level index are read-only, and only an index of one
-  // filter length takes a ready filter.
+  // files are read-only, and only an index of one filter length takes a
+  // ready filter.
   BLOOMSLICE_STATUS_UNSUPPORTED = 9,
 } BloomsliceStatus;
 
@@ -52,7 +52,8 @@ typedef enum BloomsliceLayout {
   BLOOMSLICE_LAYOUT_SLICED = 1,
   // The shard files of a manifest, queried as one index; read-only.
   BLOOMSLICE_LAYOUT_SHARDED = 2,
-  // Levels of filters over the sets (a level index file); read-only.
+  // Levels of filters over the sets (a level index file), with the sets
+  // written since the build beside them.
   BLOOMSLICE_LAYOUT_LEVELS = 3,
 } BloomsliceLayout;
 
@@ -189,9 +190,9 @@ enum BloomsliceStatus bloomslice_index_new_sliced_for_capacity(uint64_t n_exp, d
 // Reads a file saved by [`bloomslice_index_save`] or the CLI into memory,
 // fully verified, as the layout it was saved from: a collection file as
 // sets sized from the data, an index file as an index of one filter
-// length, a level index file (`bloomslice build --levels`) as a read-only
-// level index. The index can be saved, and changed unless it is a level
-// index. On success `*out` receives the handle.
+// length, a level index file (`bloomslice build --levels`) as a level
+// index. The index can be changed and saved. On success `*out` receives
+// the handle.
 //
 // Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be read,
 // `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is not a valid file of any
@@ -429,13 +430,13 @@ enum BloomsliceStatus bloomslice_query_threshold(const struct BloomsliceIndex *i
 // Adds a new set called `name` (`name_len` bytes, not empty, unique) holding
 // `n_keys` byte keys: key `i` is `keys[i]`, `key_lens[i]` bytes (a key may be
 // empty). In an index of sets sized from the data, the set goes to the
-// part that holds its number of keys (a new part if none does). On
-// success `*id_out` (if not null) receives the set's id.
+// part that holds its number of keys (a new part if none does); in a
+// level index, to the flat sets beside the levels until the index is
+// built again. On success `*id_out` (if not null) receives the set's id.
 //
 // Errors: `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name in use,
 // `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers or an empty name,
-// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
-// index.
+// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
 //
 // Thread safety: exclusive (changes the index).
 //
@@ -466,7 +467,8 @@ enum BloomsliceStatus bloomslice_index_add_set_hashes(struct BloomsliceIndex *in
 // `*id_out` (if not null) receives the set's id.
 //
 // Errors: `BLOOMSLICE_STATUS_UNSUPPORTED` on an index of sets sized from
-// the data, a manifest's shard files or a level index.
+// the data, a level index (each sizes a new set from its keys: add those
+// with [`bloomslice_index_add_set`]) or a manifest's shard files.
 //
 // Thread safety: exclusive (changes the index).
 //
@@ -481,11 +483,14 @@ enum BloomsliceStatus bloomslice_index_add_filter(struct BloomsliceIndex *index,
 // past it the set gains a filter in a larger part (with capacities
 // doubling and rates halving, so the set's false-positive rate stays below
 // twice the index's). In an index of one filter length, the keys go to
-// the set's filter (its false-positive rate grows with its keys).
+// the set's filter (its false-positive rate grows with its keys). In a
+// level index, a set of the levels keeps its filters there and gains one
+// beside them (it answers where either does, so its false-positive rate
+// is at most the sum of the two); a set added since the build grows as in
+// an index of sets sized from the data.
 //
 // Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name,
-// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
-// index.
+// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
 //
 // Thread safety: exclusive (changes the index).
 //
@@ -494,11 +499,12 @@ enum BloomsliceStatus bloomslice_index_add_filter(struct BloomsliceIndex *index,
 // As [`bloomslice_index_add_set`] (without `id_out`).
 enum BloomsliceStatus bloomslice_index_add_keys(struct BloomsliceIndex *index, const uint8_t *name, size_t name_len, const uint8_t *const *keys, const size_t *key_lens, size_t n_keys);
 
-// Removes the set called `name` (and all its filters).
+// Removes the set called `name` (and all its filters; in a level index,
+// its filters in the levels no longer answer and are dropped by the next
+// build).
 //
 // Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name,
-// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
-// index.
+// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
 //
 // Thread safety: exclusive (changes the index).
 //
@@ -512,7 +518,8 @@ enum BloomsliceStatus bloomslice_index_remove_set(struct BloomsliceIndex *index,
 // is written, synced and renamed over `path`, so a failure never leaves a
 // partial file and processes that mapped the old file keep reading it.
 // Sets sized from the data are saved as a collection file, an index of one
-// filter length as an index file, a level index as a level index file;
+// filter length as an index file, a level index as a level index file
+// (with the sets written since its build);
 // [`crate::bloomslice_index_load`] opens each as it was.
 //
 // Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be written,

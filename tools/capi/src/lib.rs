@@ -35,8 +35,11 @@
 //!   small ones merged into columns above their own filters, so an absent
 //!   key mostly stops at the top level. Opened from a level index file
 //!   (written by `bloomslice build --levels`, the Python package or the
-//!   Rust library); read-only (changing it means building it again), and
-//!   saved as a level index file again by [`bloomslice_index_save`].
+//!   Rust library). Sets added, grown or removed
+//!   ([`bloomslice_index_add_set`], [`bloomslice_index_add_keys`],
+//!   [`bloomslice_index_remove_set`]) go to flat sets beside the levels
+//!   until the index is built again; [`bloomslice_index_save`] writes a
+//!   level index file with them.
 //!
 //! [`bloomslice_index_load`] and [`bloomslice_index_open_mapped`] open
 //! every kind of file as the layout it was saved from. A write a layout
@@ -128,8 +131,8 @@ pub enum BloomsliceStatus {
     /// should not be used further.
     Internal = 8,
     /// The index's layout does not support this change: a manifest's shard
-    /// files and a level index are read-only, and only an index of one
-    /// filter length takes a ready filter.
+    /// files are read-only, and only an index of one filter length takes a
+    /// ready filter.
     Unsupported = 9,
 }
 
@@ -144,7 +147,8 @@ pub enum BloomsliceLayout {
     Sliced = 1,
     /// The shard files of a manifest, queried as one index; read-only.
     Sharded = 2,
-    /// Levels of filters over the sets (a level index file); read-only.
+    /// Levels of filters over the sets (a level index file), with the sets
+    /// written since the build beside them.
     Levels = 3,
 }
 
@@ -276,14 +280,6 @@ impl Failure {
         Failure::unsupported(format!(
             "cannot {verb}: a manifest's shard files are read-only here; change them with the CLI \
              (`bloomslice add`, `remove`) and open the manifest again"
-        ))
-    }
-
-    /// The failure of a change to a level index.
-    fn levels_read_only(verb: &str) -> Self {
-        Failure::unsupported(format!(
-            "cannot {verb}: a level index is read-only (its sets cannot be changed in place); \
-             build it again from the sets (`bloomslice build --levels`)"
         ))
     }
 }

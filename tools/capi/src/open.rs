@@ -170,9 +170,9 @@ pub unsafe extern "C" fn bloomslice_index_new_sliced_for_capacity(
 /// Reads a file saved by [`bloomslice_index_save`] or the CLI into memory,
 /// fully verified, as the layout it was saved from: a collection file as
 /// sets sized from the data, an index file as an index of one filter
-/// length, a level index file (`bloomslice build --levels`) as a read-only
-/// level index. The index can be saved, and changed unless it is a level
-/// index. On success `*out` receives the handle.
+/// length, a level index file (`bloomslice build --levels`) as a level
+/// index. The index can be changed and saved. On success `*out` receives
+/// the handle.
 ///
 /// Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be read,
 /// `BLOOMSLICE_STATUS_CORRUPT_FILE` when it is not a valid file of any

@@ -639,7 +639,7 @@ fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
 }
 
 #[test]
-fn a_level_index_file_answers_as_the_library_and_is_read_only() {
+fn a_level_index_file_answers_as_the_library_and_takes_writes() {
     use bloomslice::persist::{self, SetNames};
     use bloomslice::{LevelConfig, LevelIndex, ReadIndex};
 
@@ -728,31 +728,127 @@ fn a_level_index_file_answers_as_the_library_and_is_read_only() {
         assert!(!has);
     }
 
-    // Every change is refused with UNSUPPORTED and a message that says
-    // why and what to do; the index is unchanged.
-    let (st, _) = try_add(mapped, "new", &keys[..10]);
-    assert_eq!(st, BloomsliceStatus::Unsupported);
-    assert!(last_error().contains("level index is read-only"), "{}", last_error());
-    assert!(last_error().contains("bloomslice build --levels"), "{}", last_error());
-    assert_eq!(add_keys(loaded, "set-1", &keys[..10]), BloomsliceStatus::Unsupported);
-    assert_eq!(remove(loaded, "set-1"), BloomsliceStatus::Unsupported);
-    let word = 0u64;
-    // SAFETY: a live handle and buffers of the stated lengths.
-    unsafe {
-        let st = bloomslice_index_add_set_hashes(loaded, b"new".as_ptr(), 3, &word, 1, ptr::null_mut());
-        assert_eq!(st, BloomsliceStatus::Unsupported);
-        let st = bloomslice_index_add_filter(loaded, b"new".as_ptr(), 3, &word, 1, ptr::null_mut());
-        assert_eq!(st, BloomsliceStatus::Unsupported);
-    }
-    assert_eq!(info(loaded).sets, 400);
-    assert_eq!(query(loaded, b"set-1"), query(verified, b"set-1"));
-
-    // Saved again: a level index file with the same bytes.
+    // Saved unchanged: a level index file with the same bytes.
     let copy = dir.path().join("copy.bsl");
     let copy_c = CString::new(copy.to_str().unwrap()).unwrap();
     // SAFETY: a live handle and a NUL-terminated path.
     assert_eq!(unsafe { bloomslice_index_save(mapped, copy_c.as_ptr()) }, BloomsliceStatus::Ok, "{}", last_error());
     assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&file).unwrap());
+
+    // Writes go beside the levels, with the names in step: they answer as
+    // the library's own writes do.
+    let mut model = index.clone();
+    let new_keys: Vec<Vec<u8>> = (0..60).map(|j| format!("new-{j}").into_bytes()).collect();
+    let grown: Vec<Vec<u8>> = (0..40).map(|j| format!("grown-{j}").into_bytes()).collect();
+    assert_eq!(add(mapped, "new", &new_keys), 400);
+    model.insert_set(400, &new_keys).unwrap();
+    assert_eq!(add_keys(mapped, "set-1", &grown), BloomsliceStatus::Ok, "{}", last_error());
+    model.add_keys(1, &grown).unwrap();
+    assert_eq!(add_keys(mapped, "new", &grown[..5]), BloomsliceStatus::Ok);
+    model.add_keys(400, &grown[..5]).unwrap();
+    assert_eq!(remove(mapped, "set-40"), BloomsliceStatus::Ok, "{}", last_error());
+    model.remove_set(40).unwrap();
+    let hashed = [7u64, 8, 9];
+    let mut hashed_id = 0;
+    // SAFETY: a live handle and buffers of the stated lengths.
+    let st =
+        unsafe { bloomslice_index_add_set_hashes(mapped, b"hashed".as_ptr(), 6, hashed.as_ptr(), 3, &mut hashed_id) };
+    assert_eq!((st, hashed_id), (BloomsliceStatus::Ok, 401), "{}", last_error());
+    model.insert_set(401, &hashed.map(KeyHash::from_u64)).unwrap();
+    assert_eq!(info(mapped).sets, 401);
+    assert_eq!(model.delta().len(), 3);
+    assert_eq!(model.hidden(), &[40]);
+
+    // The errors of a set index: a name in use, an unknown name, a ready
+    // filter (levels size each set from its keys); the index is unchanged.
+    assert_eq!(try_add(mapped, "new", &grown).0, BloomsliceStatus::AlreadyExists);
+    assert_eq!(add_keys(mapped, "set-40", &grown), BloomsliceStatus::NotFound);
+    assert_eq!(remove(mapped, "set-40"), BloomsliceStatus::NotFound);
+    let word = 0u64;
+    // SAFETY: a live handle and buffers of the stated lengths.
+    let st = unsafe { bloomslice_index_add_filter(mapped, b"ready".as_ptr(), 5, &word, 1, ptr::null_mut()) };
+    assert_eq!(st, BloomsliceStatus::Unsupported);
+    assert!(last_error().contains("level index"), "{}", last_error());
+    assert_eq!(info(mapped).sets, 401);
+
+    let mut probes = keys.clone();
+    probes.extend(new_keys.iter().cloned());
+    probes.extend(grown.iter().cloned());
+    let answers = |h: *const BloomsliceIndex| -> Vec<Vec<u64>> {
+        let ((ids, offsets, _), _) = batches_agree(h, &probes, 400 * probes.len());
+        (0..probes.len()).map(|i| sorted(ids[offsets[i]..offsets[i + 1]].to_vec())).collect()
+    };
+    let after = answers(mapped);
+    for (i, key) in probes.iter().enumerate() {
+        assert_eq!(after[i], sorted(model.query(key.as_slice())), "key {i}");
+    }
+    for key in &new_keys {
+        assert!(query(mapped, key).contains(&400));
+    }
+    for key in &grown {
+        assert!(query(mapped, key).contains(&1));
+    }
+    let answered_40 = sets[40].1.iter().filter(|key| query(mapped, key).contains(&40)).count();
+    assert_eq!(answered_40, 0, "a removed set answers");
+    let (mut found, mut n) = ([0u64; 64], 0);
+    // SAFETY: live buffers of the stated lengths.
+    assert_eq!(unsafe { bloomslice_query_hash(mapped, 8, found.as_mut_ptr(), 64, &mut n) }, BloomsliceStatus::Ok);
+    assert!(found[..n].contains(&401));
+    let (mut id, mut has) = (0, true);
+    // SAFETY: live handles and buffers of the stated lengths.
+    unsafe {
+        assert_eq!(bloomslice_index_set_id(mapped, b"new".as_ptr(), 3, &mut id), BloomsliceStatus::Ok);
+        assert_eq!(id, 400);
+        assert_eq!(bloomslice_index_set_id(mapped, b"set-40".as_ptr(), 6, &mut id), BloomsliceStatus::NotFound);
+        assert_eq!(bloomslice_index_contains(mapped, 40, &mut has), BloomsliceStatus::Ok);
+        assert!(!has);
+    }
+
+    // Saved with its writes (a 3.1 level file) and opened again, loaded
+    // and mapped: the same answers, names and counts.
+    // SAFETY: a live handle and a NUL-terminated path.
+    assert_eq!(unsafe { bloomslice_index_save(mapped, copy_c.as_ptr()) }, BloomsliceStatus::Ok, "{}", last_error());
+    let (mut reloaded, mut remapped) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: a NUL-terminated path and valid out pointers; nothing writes
+    // the file while it is mapped.
+    unsafe {
+        assert_eq!(bloomslice_index_load(copy_c.as_ptr(), &mut reloaded), BloomsliceStatus::Ok, "{}", last_error());
+        assert_eq!(bloomslice_index_open_mapped(copy_c.as_ptr(), true, &mut remapped), BloomsliceStatus::Ok);
+    }
+    for h in [reloaded, remapped] {
+        assert_eq!((info(h).layout, info(h).sets), (BloomsliceLayout::Levels, 401));
+        assert_eq!(answers(h), after);
+        // SAFETY: live handles and buffers of the stated lengths.
+        unsafe {
+            assert_eq!(bloomslice_index_set_id(h, b"hashed".as_ptr(), 6, &mut id), BloomsliceStatus::Ok);
+            assert_eq!(id, 401);
+            assert_eq!(bloomslice_index_set_id(h, b"set-40".as_ptr(), 6, &mut id), BloomsliceStatus::NotFound);
+        }
+    }
+    free(&[reloaded, remapped]);
+
+    // The id of a set of the levels given again: the highest set removed,
+    // a new set takes its id; its keys answer with it, the old ones do
+    // not, before and after a save.
+    let mut model = index.clone();
+    assert_eq!(remove(loaded, "set-399"), BloomsliceStatus::Ok);
+    model.remove_set(399).unwrap();
+    assert_eq!(add(loaded, "again", &new_keys), 399);
+    model.insert_set(399, &new_keys).unwrap();
+    assert_eq!(model.hidden(), &[399]);
+    assert!(new_keys.iter().all(|key| query(loaded, key).contains(&399)));
+    assert!(sets[399].1.iter().all(|key| sorted(query(loaded, key)) == sorted(model.query(key.as_slice()))));
+    let before = answers(loaded);
+    // SAFETY: a live handle and a NUL-terminated path.
+    assert_eq!(unsafe { bloomslice_index_save(loaded, copy_c.as_ptr()) }, BloomsliceStatus::Ok, "{}", last_error());
+    let mut again = ptr::null_mut();
+    // SAFETY: a NUL-terminated path and a valid out pointer.
+    assert_eq!(unsafe { bloomslice_index_load(copy_c.as_ptr(), &mut again) }, BloomsliceStatus::Ok);
+    assert_eq!(answers(again), before);
+    for (i, key) in probes.iter().enumerate() {
+        assert_eq!(before[i], sorted(model.query(key.as_slice())), "key {i}");
+    }
+    free(&[again]);
 
     // A damaged level file is a typed error, never a panic.
     let bytes = std::fs::read(&file).unwrap();

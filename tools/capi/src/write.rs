@@ -1,11 +1,10 @@
 //! The functions that change an index (add and grow sets, remove them,
-//! save): on the writable layouts, each a clear
-//! [`BloomsliceStatus::Unsupported`] elsewhere (a manifest's shard files,
-//! a level index).
+//! save): on the writable layouts (sets, one filter length, levels), each
+//! a clear [`BloomsliceStatus::Unsupported`] on a manifest's shard files.
 
 use std::ffi::c_char;
 
-use bloomslice::{BloomFilter, KeyHash, ReadIndex, SetIndex, SetNames, SlicedIndex};
+use bloomslice::{BloomFilter, KeyHash, LevelIndex, ReadIndex, SetIndex, SetNames, SlicedIndex};
 
 use crate::read::id_of;
 use crate::{
@@ -19,6 +18,9 @@ use crate::{bloomslice_query_batch_hashes, bloomslice_query_hash};
 enum Writable<'a> {
     Sets(&'a mut SetIndex),
     Sliced(&'a mut SlicedIndex),
+    /// Its writes go to the flat delta beside the levels
+    /// ([`LevelIndex::delta`]) until the index is built again.
+    Levels(&'a mut LevelIndex),
 }
 
 impl Engine {
@@ -29,7 +31,7 @@ impl Engine {
             Engine::Sets(sets) => Ok(Writable::Sets(sets)),
             Engine::Sliced(index) => Ok(Writable::Sliced(index)),
             Engine::Sharded(_) => Err(Failure::read_only(verb)),
-            Engine::Levels(_) => Err(Failure::levels_read_only(verb)),
+            Engine::Levels(levels) => Ok(Writable::Levels(levels)),
         }
     }
 }
@@ -39,6 +41,7 @@ impl Writable<'_> {
         match self {
             Writable::Sets(sets) => &**sets,
             Writable::Sliced(index) => &**index,
+            Writable::Levels(levels) => &**levels,
         }
     }
 
@@ -47,6 +50,7 @@ impl Writable<'_> {
         match self {
             Writable::Sets(sets) => Ok(sets.insert_set(id, hashes)?),
             Writable::Sliced(index) => Ok(index.insert_set(id, hashes)?),
+            Writable::Levels(levels) => Ok(levels.insert_set(id, hashes)?),
         }
     }
 
@@ -55,6 +59,7 @@ impl Writable<'_> {
         match self {
             Writable::Sets(sets) => Ok(sets.add_keys(id, hashes)?),
             Writable::Sliced(index) => Ok(index.add_keys(id, hashes)?),
+            Writable::Levels(levels) => Ok(levels.add_keys(id, hashes)?),
         }
     }
 
@@ -66,6 +71,11 @@ impl Writable<'_> {
                  ready filters go to an index of one filter length (bloomslice_index_new_sliced)",
             )),
             Writable::Sliced(index) => Ok(index.insert_filter(id, &BloomFilter::from_words(*index.params(), words)?)?),
+            Writable::Levels(_) => Err(Failure::unsupported(
+                "cannot add a ready filter: a level index sizes each new set from its own keys; add the \
+                 set's keys (bloomslice_index_add_set), or ready filters to an index of one filter length \
+                 (bloomslice_index_new_sliced)",
+            )),
         }
     }
 
@@ -73,6 +83,7 @@ impl Writable<'_> {
         match self {
             Writable::Sets(sets) => Ok(sets.remove_set(id)?),
             Writable::Sliced(index) => Ok(index.remove_set(id)?),
+            Writable::Levels(levels) => Ok(levels.remove_set(id)?),
         }
     }
 }
@@ -180,13 +191,13 @@ unsafe fn add_set_of_words(
 /// Adds a new set called `name` (`name_len` bytes, not empty, unique) holding
 /// `n_keys` byte keys: key `i` is `keys[i]`, `key_lens[i]` bytes (a key may be
 /// empty). In an index of sets sized from the data, the set goes to the
-/// part that holds its number of keys (a new part if none does). On
-/// success `*id_out` (if not null) receives the set's id.
+/// part that holds its number of keys (a new part if none does); in a
+/// level index, to the flat sets beside the levels until the index is
+/// built again. On success `*id_out` (if not null) receives the set's id.
 ///
 /// Errors: `BLOOMSLICE_STATUS_ALREADY_EXISTS` for a name in use,
 /// `BLOOMSLICE_STATUS_INVALID_ARGUMENT` for bad pointers or an empty name,
-/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
-/// index.
+/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
 ///
 /// Thread safety: exclusive (changes the index).
 ///
@@ -239,7 +250,8 @@ pub unsafe extern "C" fn bloomslice_index_add_set_hashes(
 /// `*id_out` (if not null) receives the set's id.
 ///
 /// Errors: `BLOOMSLICE_STATUS_UNSUPPORTED` on an index of sets sized from
-/// the data, a manifest's shard files or a level index.
+/// the data, a level index (each sizes a new set from its keys: add those
+/// with [`bloomslice_index_add_set`]) or a manifest's shard files.
 ///
 /// Thread safety: exclusive (changes the index).
 ///
@@ -261,11 +273,14 @@ pub unsafe extern "C" fn bloomslice_index_add_filter(
 /// past it the set gains a filter in a larger part (with capacities
 /// doubling and rates halving, so the set's false-positive rate stays below
 /// twice the index's). In an index of one filter length, the keys go to
-/// the set's filter (its false-positive rate grows with its keys).
+/// the set's filter (its false-positive rate grows with its keys). In a
+/// level index, a set of the levels keeps its filters there and gains one
+/// beside them (it answers where either does, so its false-positive rate
+/// is at most the sum of the two); a set added since the build grows as in
+/// an index of sets sized from the data.
 ///
 /// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name,
-/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
-/// index.
+/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
 ///
 /// Thread safety: exclusive (changes the index).
 ///
@@ -287,11 +302,12 @@ pub unsafe extern "C" fn bloomslice_index_add_keys(
     unsafe { changing_named(index, (name, name_len), "add keys", body) }
 }
 
-/// Removes the set called `name` (and all its filters).
+/// Removes the set called `name` (and all its filters; in a level index,
+/// its filters in the levels no longer answer and are dropped by the next
+/// build).
 ///
 /// Errors: `BLOOMSLICE_STATUS_NOT_FOUND` when no set has this name,
-/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files or a level
-/// index.
+/// `BLOOMSLICE_STATUS_UNSUPPORTED` on a manifest's shard files.
 ///
 /// Thread safety: exclusive (changes the index).
 ///
@@ -317,7 +333,8 @@ pub unsafe extern "C" fn bloomslice_index_remove_set(
 /// is written, synced and renamed over `path`, so a failure never leaves a
 /// partial file and processes that mapped the old file keep reading it.
 /// Sets sized from the data are saved as a collection file, an index of one
-/// filter length as an index file, a level index as a level index file;
+/// filter length as an index file, a level index as a level index file
+/// (with the sets written since its build);
 /// [`crate::bloomslice_index_load`] opens each as it was.
 ///
 /// Errors: `BLOOMSLICE_STATUS_IO` when the file cannot be written,

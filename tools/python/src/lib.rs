@@ -3,8 +3,9 @@
 //! The extension module `bloomslice._native` behind the `bloomslice` Python
 //! package: one class, `Index`, over any index the library has, a
 //! [`SetIndex`] (sets sized from their own keys, the default), a
-//! [`SlicedIndex`] of one filter length, a [`LevelIndex`] (read-only), or
-//! the [`ShardedIndex`] of a manifest's shard files (read-only), with its
+//! [`SlicedIndex`] of one filter length, a [`LevelIndex`] (its writes go
+//! beside the levels until the next build), or the [`ShardedIndex`] of a
+//! manifest's shard files (read-only), with its
 //! [`SetNames`]. Every read
 //! goes through the library's one read trait, [`ReadIndex`], so it is
 //! written once; only changes and layout facts look at the kind. Files are
@@ -22,7 +23,7 @@
 //! - Errors are exceptions: `ValueError`/`TypeError` for bad arguments,
 //!   `OSError` (or its subclasses) for files, [`IndexError`] (a subclass of
 //!   `OSError`) for corrupt files, `io.UnsupportedOperation` for a change
-//!   of a manifest's shard files or of a level index. A panic would surface as PyO3's
+//!   of a manifest's shard files or a split of a level index. A panic would surface as PyO3's
 //!   `PanicException`, never as a crash.
 //! - `Index.save_shards` writes the library's one split
 //!   ([`sharded::write_split`], as the CLI's `split`); `merge_answers`
@@ -401,12 +402,14 @@ fn read_only(what: &str) -> PyErr {
     ))
 }
 
-/// The error of a change asked of a level index.
-fn levels_read_only(what: &str) -> PyErr {
-    UnsupportedOperation::new_err(format!(
-        "cannot {what}: this is a level index, which is read-only (its sets cannot be changed in place); \
-         build it again with Index.build(..., levels=True) or `bloomslice build --levels`"
-    ))
+/// The error of `save_shards` on a level index: shard files are
+/// collection files, whose parts a level index does not have.
+fn levels_not_split() -> PyErr {
+    UnsupportedOperation::new_err(
+        "cannot split a level index into shard files: shard files are collection files (sets in \
+         size-classed parts), and a level index keeps its sets in levels; save it whole with save(), \
+         or build the sets without levels=True to split them",
+    )
 }
 
 /// The index an [`Index`] answers from. Every read goes through
@@ -422,21 +425,23 @@ enum Engine {
     /// The shard files of a manifest, read-only.
     Sharded(ShardedIndex),
     /// A [`LevelIndex`]: levels of filters over the sets (built with
-    /// `levels=True`, or a level index file), read-only.
+    /// `levels=True`, or a level index file); its writes go to the flat
+    /// sets beside the levels ([`LevelIndex::delta`]).
     Levels(LevelIndex),
 }
 
 /// `$call` on the index of a writable [`Engine`] (the same set verb on a
-/// [`SlicedIndex`] or a [`SetIndex`], so written once and expanded for
-/// each), its error as a Python exception; an `UnsupportedOperation` for the
-/// shard files of a manifest or a level index (`$what` says which change).
+/// [`SlicedIndex`], a [`SetIndex`] or a [`LevelIndex`], so written once and
+/// expanded for each), its error as a Python exception; an
+/// `UnsupportedOperation` for the shard files of a manifest (`$what` says
+/// which change).
 macro_rules! write_set {
     ($engine:expr, $what:expr, |$index:ident| $call:expr) => {
         match $engine {
             Engine::Fixed($index) => $call,
             Engine::Sized($index) => $call,
+            Engine::Levels($index) => $call,
             Engine::Sharded(_) => return Err(read_only($what)),
-            Engine::Levels(_) => return Err(levels_read_only($what)),
         }
         .map_err(py_err)
     };
@@ -454,24 +459,24 @@ impl Engine {
     }
 
     /// A `bloomslice.UnsupportedOperation` for a change of the shard files
-    /// of a manifest or of a level index (`what` says which), else nothing.
+    /// of a manifest (`what` says which), else nothing.
     fn check_writable(&self, what: &str) -> PyResult<()> {
         match self {
             Engine::Sharded(_) => Err(read_only(what)),
-            Engine::Levels(_) => Err(levels_read_only(what)),
             _ => Ok(()),
         }
     }
 
-    /// Adds set `id` holding `hashes`: a filter of the index's size, or in
-    /// the collection's part that holds its number of keys.
+    /// Adds set `id` holding `hashes`: a filter of the index's size, in
+    /// the collection's part that holds its number of keys, or beside the
+    /// levels.
     fn insert_set(&mut self, id: u64, hashes: &[KeyHash]) -> PyResult<()> {
         write_set!(self, "add a set", |index| index.insert_set(id, hashes))
     }
 
-    /// Adds `hashes` to set `id`: into its filter, or (a collection)
-    /// filling its last filter and growing into a larger part past its
-    /// capacity.
+    /// Adds `hashes` to set `id`: into its filter, (a collection) filling
+    /// its last filter and growing into a larger part past its capacity,
+    /// or (levels) into a filter beside the levels.
     fn add_keys(&mut self, id: u64, hashes: &[KeyHash]) -> PyResult<()> {
         write_set!(self, "add keys", |index| index.add_keys(id, hashes))
     }
@@ -580,7 +585,8 @@ impl Inner {
 /// collection file, a [`SetIndex`] (each set sized from its own keys, in
 /// size-classed parts); built with `n_exp` or `m` and `k`, a
 /// [`SlicedIndex`] of one filter length; built with `levels=True`, or
-/// opened from a level index file, a [`LevelIndex`] (read-only); opened
+/// opened from a level index file, a [`LevelIndex`] (writes go beside its
+/// levels until the next build); opened
 /// from a manifest, the [`ShardedIndex`] of its shard files (read-only).
 /// Every read is written once, over [`ReadIndex`].
 ///
@@ -706,7 +712,7 @@ fn batch_of<T>(index: &dyn ReadIndex, hashes: &[u64], id: impl Fn(u64) -> T) -> 
 impl Index {
     /// Opens an index file: a collection file, an index file of one filter
     /// length (as the fixed-size index it was saved from), or a level index
-    /// file (``bloomslice build --levels``; read-only, read whole and fully
+    /// file (``bloomslice build --levels``; read whole and fully
     /// verified even when mapped); a manifest (a directory holding ``manifest.json``, or a ``.json``
     /// file) opens as :meth:`open_shards` would. With ``mmap=True`` (the
     /// default) the file is memory-mapped and queried in place: opening
@@ -759,7 +765,8 @@ impl Index {
     /// [`LevelIndex`]: large sets split into pieces, small ones merged into
     /// columns above their own filters, so absent keys mostly stop at the
     /// top; else one collection laid out with ``max_parts`` and
-    /// ``query_cost_weight``): fewer false sets per key, but read-only.
+    /// ``query_cost_weight``): fewer false sets per key; sets written later
+    /// go beside the levels until the index is built again.
     #[staticmethod]
     #[pyo3(signature = (
         sets, *, n_exp = None, fp = 0.01, m = None, k = None, seed = 0,
@@ -1026,7 +1033,8 @@ impl Index {
     /// Adds a new set called ``name`` holding ``keys`` (an iterable of
     /// ``bytes``/``str``, or a NumPy ``uint64`` array of key hashes);
     /// returns its id. In an index built without a size, the set goes to
-    /// the part that holds its number of keys (a new part if none does).
+    /// the part that holds its number of keys (a new part if none does);
+    /// in a level index, beside the levels until the index is built again.
     /// Waits for running queries.
     fn add(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<u64> {
         let name = name_bytes(name)?;
@@ -1057,20 +1065,24 @@ impl Index {
     /// Adds ``keys`` to the set called ``name``. In an index built without
     /// a size, a set whose filter fills past its capacity gains a filter in
     /// a larger part, so its false-positive rate stays below twice ``fp``;
-    /// in a fixed-size index the keys go into its one filter. Waits for
-    /// running queries.
+    /// in a fixed-size index the keys go into its one filter; a set of a
+    /// level index's levels gains a filter beside them (its rate at most
+    /// the sum of both). Waits for running queries.
     fn add_keys(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
         self.change_keys(py, name, keys, "add keys", Engine::add_keys)
     }
 
     /// Replaces the keys of the set called ``name`` by ``keys`` (its id and
     /// name stay; in an index built without a size the set is placed again
-    /// by its new number of keys). Waits for running queries.
+    /// by its new number of keys; in a level index its filters in the
+    /// levels stop answering and the new keys go beside them). Waits for
+    /// running queries.
     fn update(&self, py: Python<'_>, name: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
         self.change_keys(py, name, keys, "update a set", Engine::replace_set)
     }
 
-    /// Removes the set called ``name``. Waits for running queries.
+    /// Removes the set called ``name`` (in a level index, its filters in
+    /// the levels stop answering). Waits for running queries.
     fn remove(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<()> {
         let name = name_bytes(name)?;
         py.detach(|| {
@@ -1087,7 +1099,8 @@ impl Index {
     /// file is written, synced and renamed over ``path``; an index mapped
     /// from ``path`` keeps reading the old file): an index built with
     /// ``n_exp`` or ``m`` and ``k`` as an index file (format 1), a level
-    /// index as a level index file (format 3), any other as a collection
+    /// index as a level index file (format 3, 3.1 with the sets written
+    /// since its build), any other as a collection
     /// file (format 2).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         py.detach(|| {
@@ -1125,7 +1138,7 @@ impl Index {
                     SetIndex::from_index(index.clone(), p).and_then(|c| split(&c)).map_err(py_err)
                 }
                 Engine::Sharded(_) => Err(read_only("split again")),
-                Engine::Levels(_) => Err(levels_read_only("split it into shard files")),
+                Engine::Levels(_) => Err(levels_not_split()),
             }
         })?;
         Ok(manifest.display().to_string())
@@ -1439,15 +1452,17 @@ fn collection_add(
 }
 
 /// An `UnsupportedOperation` when shard file `shard` of the manifest `m`
-/// (at `manifest_path`) is a level index file, which cannot change.
+/// (at `manifest_path`) is a level index file: the manifest's writers
+/// write collection files only.
 fn check_not_levels(manifest_path: &Path, m: &Manifest, shard: usize, what: &str) -> PyResult<()> {
     let file = files::shard_path(manifest_path, m, shard);
     if !files::is_level_file(&file) {
         return Ok(());
     }
     Err(UnsupportedOperation::new_err(format!(
-        "cannot {what}: shard file {} is a level index file, which is read-only (build it again with \
-         Index.build(..., levels=True) or `bloomslice build --levels`)",
+        "cannot {what}: shard file {} is a level index file, which the manifest's writers do not change \
+         (they write collection files); build it again with Index.build(..., levels=True) or \
+         `bloomslice build --levels`",
         file.display()
     )))
 }

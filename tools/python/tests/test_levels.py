@@ -1,7 +1,7 @@
 """Level indexes through `bloomslice.Index`: a level index file written by
 the CLI (`bloomslice build --levels`) or built here (`levels=True`) answers
-every read as the CLI does, with no false negatives, and refuses every
-change with `UnsupportedOperation`."""
+every read as the CLI does, with no false negatives; its writes go beside
+the levels, and only a split into shard files raises `UnsupportedOperation`."""
 
 import io
 import json
@@ -71,7 +71,7 @@ def test_a_cli_level_file_answers_as_the_cli(cli: str, level_file: pathlib.Path)
         narrow, offsets3 = index.query_batch_compact(hashes)
         assert narrow.dtype == np.uint32 and np.array_equal(narrow, ids) and np.array_equal(offsets3, offsets)
         info = index.inspect()
-        assert info["format_version"] == "3.0" and info["sets"] == len(LEVEL_SETS) and info["fp"] == 0.01
+        assert info["format_version"] == "3.1" and info["sets"] == len(LEVEL_SETS) and info["fp"] == 0.01
         assert isinstance(info["levels"], int) and info["levels"] >= 2
         assert info["parts"] == [] and info["set_details"] == [] and info["m"] is None and info["mapped"] is False
         assert "levels=" in repr(index) and "cli.bsl" in repr(index)
@@ -131,27 +131,67 @@ def test_scores_of_a_level_index_count_its_answers(level_file: pathlib.Path) -> 
         assert {names[i]: c for i, c in zip(ids.tolist(), counts.tolist())} == want
 
 
-def test_a_level_index_is_read_only(level_file: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    for index in (bloomslice.Index.open(level_file), bloomslice.Index.build(LEVEL_SETS, levels=True)):
-        before = index.query_batch(KEYS[:500])
-        changes: list[Callable[[], object]] = [
-            lambda: index.add("new", ["x"]),
-            lambda: index.add_keys("lset001", ["x"]),
-            lambda: index.update("lset001", ["x"]),
-            lambda: index.remove("lset001"),
-            lambda: index.save_shards(tmp_path / "shards", 2),
-        ]
-        for change in changes:
-            with pytest.raises(bloomslice.UnsupportedOperation, match="level index.*read-only"):
-                change()
-        with pytest.raises(io.UnsupportedOperation, match="levels"):
+def test_a_level_index_takes_writes(cli: str, level_file: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """Sets added, grown, replaced and removed answer so, with the errors of
+    any index; saved and opened again (here and by the CLI), the same
+    answers; a split into shard files is still refused."""
+    new = [f"new-{j}" for j in range(50)]
+    grown = [f"grown-{j}" for j in range(30)]
+    fresh = [f"fresh-{j}" for j in range(20)]
+    probes = KEYS + new + grown + fresh
+    for built, index in enumerate((bloomslice.Index.open(level_file), bloomslice.Index.build(LEVEL_SETS, levels=True))):
+        before = index.query_batch(KEYS)
+        assert index.add("new", new) == len(LEVEL_SETS) and index.id("new") == len(LEVEL_SETS)
+        index.add_keys("lset001", grown)
+        index.add_keys("new", grown[:5])
+        index.update("lset002", fresh)
+        index.remove("lset000")
+        hashed = index.add("hashed", np.array([7, 8, 9], dtype=np.uint64))
+        assert hashed == len(LEVEL_SETS) + 1
+        # The errors of any index; the index is unchanged by them.
+        with pytest.raises(ValueError, match="already"):
             index.add("new", ["x"])
-        assert len(index) == len(LEVEL_SETS) and index.query_batch(KEYS[:500]) == before
+        refused: list[Callable[[], object]] = [
+            lambda: index.add_keys("lset000", ["x"]),
+            lambda: index.update("nosuch", ["x"]),
+            lambda: index.remove("lset000"),
+        ]
+        for change in refused:
+            with pytest.raises(ValueError, match="no set named"):
+                change()
+        assert len(index) == len(LEVEL_SETS) + 1 and "lset000" not in index.names()
+        assert all("new" in got for got in index.query_batch(new + grown[:5]))
+        assert all("lset001" in got for got in index.query_batch(grown))
+        assert all("lset002" in got for got in index.query_batch(fresh))
+        assert not any("lset000" in got for got in index.query_batch(LEVEL_SETS["lset000"]))
+        old = LEVEL_SETS["lset002"]
+        assert sum("lset002" in got for got in index.query_batch(old)) < len(old) // 2
+        ids, _ = index.query_batch(np.array([8], dtype=np.uint64))
+        assert hashed in ids.tolist()
+        # Every other answer of the build stays.
+        after = index.query_batch(KEYS)
+        assert all(set(was) - {"lset000", "lset002"} <= set(now) for was, now in zip(before, after))
+        # Saved with its writes and opened again: the same answers and names.
+        saved = tmp_path / f"written-{built}.bsl"
+        index.save(saved)
+        want = index.query_batch(probes)
+        for kwargs in ({}, {"verify": True}, {"mmap": False}):
+            again = bloomslice.Index.open(saved, **kwargs)
+            assert again.query_batch(probes) == want and again.names() == index.names()
+            assert again.query_ids("new-3") == index.query_ids("new-3")
+            assert again.inspect()["format_version"] == "3.1"
+        assert cli_answers(cli, saved, probes) == want
+        # Shard files are collection files: a level index is not split.
+        with pytest.raises(bloomslice.UnsupportedOperation, match="level index.*shard files"):
+            index.save_shards(tmp_path / "shards", 2)
+        with pytest.raises(io.UnsupportedOperation, match="levels"):
+            index.save_shards(tmp_path / "shards", 2)
         assert not (tmp_path / "shards").exists()
-    # Reload opens the file again, as it was opened.
+    # Reload opens the file again, as it was opened: the writes are gone.
     index = bloomslice.Index.open(level_file)
+    index.add("late", ["late-key"])
     index.reload()
-    assert len(index) == len(LEVEL_SETS)
+    assert len(index) == len(LEVEL_SETS) and "late" not in index.names()
 
 
 def test_damaged_level_files_raise(level_file: pathlib.Path, tmp_path: pathlib.Path) -> None:

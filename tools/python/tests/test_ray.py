@@ -187,8 +187,8 @@ def test_collection_shards_answer_as_the_collection(cluster: str, tmp_path: path
 def test_a_level_index_file_is_served_as_a_shard(cluster: str, tmp_path: pathlib.Path) -> None:
     """The actors open their file with `Index.open`, so a level index file
     listed in a manifest is served as any other: its replicas answer and
-    score as the file opened here, and writes are refused (a level index is
-    read-only) with the index unchanged."""
+    score as the file opened here, and writes are refused (the manifest's
+    writers write collection files) with the index unchanged."""
     sets: dict[bytes | str, list[str]] = {
         f"v{i:03d}": [f"vk-{i}-{j}" for j in range(1500 if i % 25 == 0 else 1 + i % 17)] for i in range(150)
     }

@@ -637,8 +637,10 @@ static void test_scores_and_sets(const BloomsliceIndex *index, const char *dir) 
 /* A level index file written by the CLI (`bloomslice build --levels`, the
  * binary BLOOMSLICE_CLI names, else target/debug/bloomslice): loaded and
  * mapped, every read answers as the CLI's own `query` of the file (the
- * Rust LevelIndex), with no false negatives; every change is refused with
- * UNSUPPORTED; a save writes a level file again. */
+ * Rust LevelIndex), with no false negatives; sets added, grown and
+ * removed answer so (names in step, the statuses of a set index), a ready
+ * filter is refused with UNSUPPORTED; a save writes a level file with the
+ * writes, which answers alike. */
 #define LSETS 300
 #define LABSENT 2000
 
@@ -816,27 +818,81 @@ static void test_levels(const char *dir) {
   EXPECT(bloomslice_score(loaded, ptrs, lens, own, sids, counts, LSETS, &all) == BLOOMSLICE_STATUS_OK);
   EXPECT(all >= n);
 
-  /* Read-only: every change is refused, with a message that says what to
-   * do instead; the index is unchanged. */
-  uint64_t word = 0;
-  EXPECT(bloomslice_index_add_set(mapped, u8("new"), 3, ptrs, lens, 10, NULL) == BLOOMSLICE_STATUS_UNSUPPORTED);
-  EXPECT(strstr(bloomslice_last_error(), "level index is read-only") != NULL);
-  EXPECT(strstr(bloomslice_last_error(), "bloomslice build --levels") != NULL);
-  EXPECT(bloomslice_index_add_set_hashes(loaded, u8("new"), 3, &word, 1, NULL) == BLOOMSLICE_STATUS_UNSUPPORTED);
-  EXPECT(bloomslice_index_add_filter(loaded, u8("new"), 3, &word, 1, NULL) == BLOOMSLICE_STATUS_UNSUPPORTED);
-  EXPECT(bloomslice_index_add_keys(mapped, u8("lset001"), 7, ptrs, lens, 10) == BLOOMSLICE_STATUS_UNSUPPORTED);
-  EXPECT(bloomslice_index_remove_set(loaded, u8("lset001"), 7) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  /* Writes go beside the levels, the names in step, with the statuses of
+   * a set index; `loaded` stays as built. */
+  char nkeys[40][24];
+  const uint8_t *nptrs[40];
+  size_t nlens[40];
+  for (int j = 0; j < 40; j++) {
+    nlens[j] = (size_t)sprintf(nkeys[j], j < 20 ? "new-%d" : "grown-%d", j);
+    nptrs[j] = u8(nkeys[j]);
+  }
+  uint64_t new_id = 0, hashed_id = 0, id1 = 0, word = 12345;
+  EXPECT(bloomslice_index_set_id(loaded, u8("lset001"), 7, &id1) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_add_set(mapped, u8("new"), 3, nptrs, nlens, 10, &new_id) == BLOOMSLICE_STATUS_OK);
+  EXPECT(new_id == LSETS);
+  EXPECT(bloomslice_index_add_set(mapped, u8("new"), 3, nptrs, nlens, 10, NULL) == BLOOMSLICE_STATUS_ALREADY_EXISTS);
+  EXPECT(bloomslice_index_add_keys(mapped, u8("new"), 3, nptrs + 10, nlens + 10, 10) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_add_keys(mapped, u8("lset001"), 7, nptrs + 20, nlens + 20, 20) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_add_keys(mapped, u8("nosuch"), 6, nptrs, nlens, 1) == BLOOMSLICE_STATUS_NOT_FOUND);
+  EXPECT(bloomslice_index_remove_set(mapped, u8("lset000"), 7) == BLOOMSLICE_STATUS_OK);
+  EXPECT(bloomslice_index_remove_set(mapped, u8("lset000"), 7) == BLOOMSLICE_STATUS_NOT_FOUND);
+  EXPECT(bloomslice_index_add_set_hashes(mapped, u8("hashed"), 6, &word, 1, &hashed_id) == BLOOMSLICE_STATUS_OK);
+  EXPECT(hashed_id == LSETS + 1);
+  /* A ready filter is refused, with a message that says why. */
+  EXPECT(bloomslice_index_add_filter(mapped, u8("ready"), 5, &word, 1, NULL) == BLOOMSLICE_STATUS_UNSUPPORTED);
+  EXPECT(strstr(bloomslice_last_error(), "level index") != NULL);
+  EXPECT(bloomslice_index_info(mapped, &info) == BLOOMSLICE_STATUS_OK && info.sets == LSETS + 1);
   EXPECT(bloomslice_index_info(loaded, &info) == BLOOMSLICE_STATUS_OK && info.sets == LSETS);
 
-  /* Saved again, a level index file that answers alike. */
+  /* The new keys answer with their sets, the removed set answers no
+   * more, and every other answer of the build is still there. */
+  int written_ok = 1;
+  for (int j = 0; j < 40; j++) {
+    uint64_t ids[LSETS + 2];
+    size_t m = 0, has = 0;
+    EXPECT(bloomslice_query(mapped, nptrs[j], nlens[j], ids, LSETS + 2, &m) == BLOOMSLICE_STATUS_OK);
+    for (size_t x = 0; x < m; x++) has |= ids[x] == (j < 20 ? new_id : id1);
+    written_ok &= has != 0;
+  }
+  uint64_t hids1[LSETS + 2];
+  size_t hn = 0;
+  EXPECT(bloomslice_query_hash(mapped, word, hids1, LSETS + 2, &hn) == BLOOMSLICE_STATUS_OK);
+  int hashed_found = 0;
+  for (size_t x = 0; x < hn; x++) hashed_found |= hids1[x] == hashed_id;
+  EXPECT(hashed_found);
+  size_t mtotal = 0;
+  EXPECT(bloomslice_query_batch(mapped, ptrs, lens, n_keys, bids[1], cap, boffsets[1], &mtotal) ==
+         BLOOMSLICE_STATUS_OK);
+  for (q = 0; q < n_keys; q++) {
+    const uint64_t *was = bids[0] + boffsets[0][q], *now = bids[1] + boffsets[1][q];
+    size_t n_was = boffsets[0][q + 1] - boffsets[0][q], n_now = boffsets[1][q + 1] - boffsets[1][q];
+    for (size_t x = 0; x < n_now; x++) written_ok &= now[x] != id0;
+    for (size_t x = 0; x < n_was; x++) {
+      int kept = was[x] == id0;
+      for (size_t y = 0; y < n_now; y++) kept |= now[y] == was[x];
+      written_ok &= kept;
+    }
+  }
+  EXPECT(written_ok);
+
+  /* Saved with its writes and loaded again: the same answers and names. */
   EXPECT(bloomslice_index_save(mapped, copy) == BLOOMSLICE_STATUS_OK);
   EXPECT(bloomslice_index_load(copy, &again) == BLOOMSLICE_STATUS_OK);
   if (again != NULL) {
     size_t total = 0;
-    EXPECT(bloomslice_index_info(again, &info) == BLOOMSLICE_STATUS_OK && info.layout == BLOOMSLICE_LAYOUT_LEVELS);
+    uint64_t id = 0;
+    EXPECT(bloomslice_index_info(again, &info) == BLOOMSLICE_STATUS_OK && info.layout == BLOOMSLICE_LAYOUT_LEVELS &&
+           info.sets == LSETS + 1);
     EXPECT(bloomslice_query_batch(again, ptrs, lens, n_keys, hids, cap, hoffsets, &total) == BLOOMSLICE_STATUS_OK);
-    EXPECT(total == btotal[0] && memcmp(hoffsets, boffsets[0], (n_keys + 1) * sizeof(size_t)) == 0 &&
-           memcmp(hids, bids[0], total * sizeof(uint64_t)) == 0);
+    EXPECT(total == mtotal && memcmp(hoffsets, boffsets[1], (n_keys + 1) * sizeof(size_t)) == 0 &&
+           memcmp(hids, bids[1], total * sizeof(uint64_t)) == 0);
+    EXPECT(bloomslice_index_set_id(again, u8("new"), 3, &id) == BLOOMSLICE_STATUS_OK && id == new_id);
+    EXPECT(bloomslice_index_set_id(again, u8("lset000"), 7, &id) == BLOOMSLICE_STATUS_NOT_FOUND);
+    EXPECT(bloomslice_query_hash(again, word, hids1, LSETS + 2, &hn) == BLOOMSLICE_STATUS_OK);
+    hashed_found = 0;
+    for (size_t x = 0; x < hn; x++) hashed_found |= hids1[x] == hashed_id;
+    EXPECT(hashed_found);
   }
   /* A truncated level file is a corrupt file, not a crash. */
   FILE *lf = fopen(path, "rb");

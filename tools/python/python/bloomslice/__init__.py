@@ -15,9 +15,9 @@ Python)::
 Errors are exceptions: ``ValueError`` / ``TypeError`` for bad arguments,
 ``OSError`` for files that cannot be read or written, and
 :class:`bloomslice.IndexError` (a subclass of ``OSError``) for files that
-are not valid index files; changing an index opened from shard files, or
-a level index (``Index.build(..., levels=True)`` or a level index file),
-raises ``io.UnsupportedOperation`` (also :class:`bloomslice.UnsupportedOperation`).
+are not valid index files; changing an index opened from shard files,
+or splitting a level index into them, raises ``io.UnsupportedOperation``
+(also :class:`bloomslice.UnsupportedOperation`).
 
 Collections split into shard files (``bloomslice split`` or
 :meth:`Index.save_shards`) are described by a manifest

@@ -30,9 +30,10 @@ class Index:
     keys and kept in size-classed parts, so a skewed collection costs memory
     for its sets' sizes; built with `n_exp` (or `m` and `k`) every filter
     has one length; built with `levels=True` or opened from a level index
-    file, it keeps the sets in levels, read-only; opened with
-    `Index.open_shards`, it is the shard files of a manifest, read-only.
-    Changes of a read-only index raise `UnsupportedOperation`.
+    file, it keeps the sets in levels, and sets written later beside them
+    until it is built again; opened with `Index.open_shards`, it is the
+    shard files of a manifest, read-only: its changes raise
+    `UnsupportedOperation`.
     Queries may run from many threads at once (the GIL is released while
     the index works); changes wait for them."""
 
@@ -40,7 +41,7 @@ class Index:
     def open(path: Union[str, os.PathLike[str]], *, mmap: bool = True, verify: bool = False) -> Index:
         """Opens a collection file, an index file of one filter length (as
         the fixed-size index it was saved from) or a level index file
-        (`bloomslice build --levels`; read-only, read whole and fully
+        (`bloomslice build --levels`; read whole and fully
         verified even when mapped), memory-mapped (the default: the file must not
         be truncated or written in place while the index is alive) or read
         into memory (`mmap=False`, fully verified). `verify=True` checks every
@@ -92,8 +93,8 @@ class Index:
         levels where they pay, as `bloomslice build --levels` does: large
         sets split into pieces, small ones merged into columns above their
         own filters, so absent keys mostly stop at the top (fewer false
-        sets per key); the index is read-only and saves as a level index
-        file.
+        sets per key); sets written later go beside the levels until the
+        index is built again, and it saves as a level index file.
 
         Raises ValueError for bad parameters, layout knobs or `levels`
         given with a fixed size, or duplicate names, TypeError for keys that are not
@@ -175,28 +176,32 @@ class Index:
     def add(self, name: Key, keys: Union[Iterable[Key], npt.NDArray[np.uint64]]) -> int:
         """Adds a new set (keys, or a uint64 NumPy array of key hashes);
         returns its id. In an index built without a size the set goes to the
-        part that holds its number of keys (a new part if none does).
-        ValueError if the name is taken."""
+        part that holds its number of keys (a new part if none does); in a
+        level index, beside the levels. ValueError if the name is taken."""
 
     def add_keys(self, name: Key, keys: Union[Iterable[Key], npt.NDArray[np.uint64]]) -> None:
         """Adds keys to a set. In an index built without a size a set that
         outgrows its filter gains one in a larger part (its false-positive
         rate stays below twice `fp`); in a fixed-size index the keys go into
-        its one filter. ValueError if no set has this name."""
+        its one filter; a set of a level index's levels gains a filter beside
+        them (its rate at most the sum of both). ValueError if no set has
+        this name."""
 
     def update(self, name: Key, keys: Union[Iterable[Key], npt.NDArray[np.uint64]]) -> None:
         """Replaces the keys of a set (id and name stay; an index built
-        without a size places it again by its new size). ValueError if no
+        without a size places it again by its new size; a level index stops
+        answering from the set's filters in the levels). ValueError if no
         set has this name."""
 
     def remove(self, name: Key) -> None:
-        """Removes a set. ValueError if no set has this name."""
+        """Removes a set (in a level index its filters in the levels stop
+        answering). ValueError if no set has this name."""
 
     def save(self, path: Union[str, os.PathLike[str]]) -> None:
         """Saves atomically (temporary file, fsync, rename): an index built
         with `n_exp` or `m` and `k` as an index file (format 1), a level
-        index as a level index file (format 3), any other as a collection
-        file (format 2)."""
+        index as a level index file (format 3; 3.1 with the sets written
+        since its build), any other as a collection file (format 2)."""
 
     def save_shards(self, dir: Union[str, os.PathLike[str]], shards: int) -> str:
         """Writes the index as `shards` shard files and a manifest in `dir`
@@ -206,7 +211,8 @@ class Index:
         collection files `shard-0000.bsi`, `shard-0001.bsi`, ... Returns the
         manifest's path. FileExistsError if `dir` holds the manifest or one
         of these files, ValueError for `shards` outside 1..len(index),
-        UnsupportedOperation for a level index or shard files."""
+        UnsupportedOperation for shard files, and for a level index (shard
+        files are collection files, which have parts, not levels)."""
 
     def inspect(self) -> dict[str, object]:
         """Parameters (`m` is None when the parts differ; `fp` is the target

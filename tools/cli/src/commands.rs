@@ -248,10 +248,11 @@ pub enum Sizing {
         /// The collection's target rate (that of sets added later).
         p: f64,
     },
-    /// Every set sized for its own distinct keys at rate `p`, in the parts
+    /// Every set sized for its own distinct keys at rate `p`: in levels
+    /// where they pay, else in the parts
     /// [`bloomslice::collection::Layout::choose`] picks under `config`.
     FromData {
-        /// In levels where they pay ([`LevelIndex`]), a read-only file.
+        /// Whether the sets go into levels ([`LevelIndex`]) or flat parts.
         levels: Layering,
         /// Target false-positive rate per set.
         p: f64,

@@ -89,11 +89,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let levels = LevelIndex::build(&sets.sets, 0.01, config)?;
     let levels_build = start.elapsed().as_secs_f64();
     println!(
-        "levels: depth {}, top {:?}, rows {} B; flat: {} parts",
+        "levels: depth {}, top {:?}, rows {} B; flat: {} parts, rows {} B",
         levels.depth(),
         levels.top_shape(),
         levels.rows_bytes(),
-        flat.parts().filter(|p| !p.is_empty()).count()
+        flat.parts().filter(|p| !p.is_empty()).count(),
+        flat.parts().map(|p| p.rows_bytes()).sum::<usize>()
     );
     println!(
         "{:>8} {:>9} {:>12} {:>7} {:>12} {:>12} {:>12} {:>12}",

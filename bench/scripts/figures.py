@@ -198,12 +198,12 @@ def collection_rows(rel):
     rows = {}
     for l in lines(rel):
         f = l.split()
-        if len(f) >= 9 and f[1].isdigit() and f[0] in ("one-m", "collection", "collection-pow2", "naive"):
+        if len(f) >= 9 and f[1].isdigit() and f[0] in ("one-m", "collection", "collection-pow2", "levels", "naive"):
             times = re.findall(r"(-|[\d.]+ \([\d.]+x\))", l.split(None, 8)[8])
             t = [x.split()[0] for x in times]
             rows[f[0]] = {"parts": f[1], "runs": f[2], "memory": int(f[3]), "x_opt": f[4],
                           "fp_mean": f[6], "fp_max": f[7], "batch": t[0], "single": t[1], "score": t[2]}
-        m = re.match(r"\s+(collection|collection-pow2|naive)\s+(\S+) / (\S+) / (\S+)$", l)
+        m = re.match(r"\s+(collection|collection-pow2|levels|naive)\s+(\S+) / (\S+) / (\S+)$", l)
         if m:
             rows[m.group(1)]["vs"] = m.groups()[1:]
     return rows
@@ -435,12 +435,14 @@ def collections(*names):
         a = collection_rows(f"collection/latest/{name}-avx512.txt")
         b = collection_rows(f"collection/latest/{name}-avx2.txt")
         rels += [f"collection/latest/{name}-avx512.txt", f"collection/latest/{name}-avx2.txt"]
-        for eng in ("one-m", "collection", "collection-pow2", "naive"):
-            if eng not in a or (name == "equal" and eng in ("collection-pow2", "naive")):
+        for eng in ("one-m", "collection", "collection-pow2", "levels", "naive"):
+            if eng not in a or (name == "equal" and eng in ("collection-pow2", "levels", "naive")):
                 continue
             x, y = a[eng], b[eng]
             runs = f"{x['runs']} filters" if eng == "naive" else x["runs"]
-            out.append([labels[name], eng, "-" if eng == "naive" else x["parts"], runs, mib(x["memory"]),
+            if eng == "levels":
+                runs = f"{x['runs']} at most"
+            out.append([labels[name], eng, "-" if eng in ("naive", "levels") else x["parts"], runs, mib(x["memory"]),
                         f"{num(x['batch'])} / {num(y['batch'])}", f"{num(x['single'])} / {num(y['single'])}",
                         f"{num(x['score'])} / {num(y['score'])}",
                         pct(x["fp_mean"]) + " / " + pct(x["fp_max"])])
@@ -561,10 +563,10 @@ TABLES = {
                                              for k in ("avx512", "avx2") for r in (1, 2, 3)]),
     "pubprobe-zen4": lambda: pubprobe("latency/pubprobe-10000.txt"),
     "mapprobe": lambda: mapprobe("latency/mapprobe-zen5.txt", "latency/mapprobe.txt"),
-    "collections-zen4": lambda: collections("lognormal", "lists", "equal"),
-    "collection-extremes-zen4": lambda: collection_extremes("one-huge", "tiny"),
+    "collections-xeon": lambda: collections("lognormal", "lists", "equal"),
+    "collection-extremes-xeon": lambda: collection_extremes("one-huge", "tiny"),
     "collection-prefetch": lambda: collection_prefetch("collection/prefetch.txt"),
-    "levels-zen1": lambda: levelprobe("collection/levels-zen1.txt"),
+    "levels-xeon": lambda: levelprobe("collection/levels-xeon.txt"),
     "scale-out-zen4": lambda: scale_out("scale-out/ray-zen4.txt"),
     "popularity": lambda: popularity("popularity/section-5.1-N100.txt", "popularity/section-5.1-N1000.txt"),
     "stable": lambda: stable("stable/paper-stable-20000.txt"),

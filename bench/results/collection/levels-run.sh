@@ -7,10 +7,11 @@ set -e
 out=${1:?output file}
 probe=${PROBE:-target/release/examples/levelprobe}
 {
-    echo "# command: cargo run --release -p bloomslice-bench --example levelprobe -- lists /var/lib/dpkg/info | synthetic 100000 | synthetic 1000000"
+    echo "# command: cargo run --release -p bloomslice-bench --example levelprobe -- lists /var/lib/dpkg/info | synthetic N (N = 1000, 10000, 100000, 1000000)"
     echo "# engine: $(git rev-parse --short HEAD)"
     echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' ') model $(grep -m1 '^model' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')"
     "$probe" lists /var/lib/dpkg/info
-    "$probe" synthetic 100000
-    "$probe" synthetic 1000000
+    for n in 1000 10000 100000 1000000; do
+        "$probe" synthetic "$n"
+    done
 } > "$out"

@@ -6,11 +6,16 @@ set -e
 out=${1:?output directory}
 paper=${PAPER:-target/release/paper}
 mkdir -p "$out"
+cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //; s/(R)//g; s/ Processor//') family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' ') model $(grep -m1 '^model' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')"
 run() {
     name=$1; shift
     for kernels in avx512 avx2; do
-        BLOOMSLICE_KERNELS=$kernels "$paper" query --workload skewed --rounds ${ROUNDS:-7} "$@" \
-            --json-out "$out/$name-$kernels.json" > "$out/$name-$kernels.txt" 2> "$out/$name-$kernels.log"
+        {
+            echo "# command: ROUNDS=${ROUNDS:-7} bench/results/collection/run.sh $out"
+            echo "# engine: $(git rev-parse --short HEAD)"
+            echo "# cpu: $cpu"
+            BLOOMSLICE_KERNELS=$kernels "$paper" query --workload skewed --rounds ${ROUNDS:-7} "$@"
+        } > "$out/$name-$kernels.txt"
     done
 }
 run lognormal --sizes lognormal

@@ -45,11 +45,15 @@ def assert_reload_sees_save(path: pathlib.Path, name: str, key: str) -> None:
     assert reader.query(key) == [name]
 
 
+def write_sets(d: pathlib.Path, sets: dict[str, list[str]]) -> pathlib.Path:
+    """`sets` as the directory `d` of text files, one key per line."""
+    d.mkdir()
+    for name, keys in sets.items():
+        (d / name).write_text("\n".join(keys) + "\n")
+    return d
+
+
 @pytest.fixture()
 def set_dir(tmp_path: pathlib.Path) -> pathlib.Path:
     """SETS as a directory of text files, one key per line."""
-    d = tmp_path / "sets"
-    d.mkdir()
-    for name, keys in SETS.items():
-        (d / name).write_text("\n".join(keys) + "\n")
-    return d
+    return write_sets(tmp_path / "sets", SETS)

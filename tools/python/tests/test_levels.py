@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import bloomslice
+from conftest import write_sets
 
 # Heavy-tailed sizes, enough sets for levels to pay: every 30th set of
 # 2 000 keys, the others of 1 to 20.
@@ -25,11 +26,7 @@ KEYS = [k for keys in LEVEL_SETS.values() for k in keys[::3]] + [f"absent-{i}" f
 @pytest.fixture()
 def level_dir(tmp_path: pathlib.Path) -> pathlib.Path:
     """LEVEL_SETS as a directory of text files, one key per line."""
-    d = tmp_path / "level-sets"
-    d.mkdir()
-    for name, keys in LEVEL_SETS.items():
-        (d / name).write_text("\n".join(keys) + "\n")
-    return d
+    return write_sets(tmp_path / "level-sets", LEVEL_SETS)
 
 
 @pytest.fixture()

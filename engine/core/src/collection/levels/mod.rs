@@ -907,12 +907,16 @@ impl Hashing {
         // Each group is a level again, or goes to a bin: consecutive groups
         // of one size class share one of at most `BIN_COLUMNS` columns.
         let mut groups = Vec::with_capacity(plan.groups.len());
+        let mut sub_plans: Vec<Option<Plan>> = Vec::with_capacity(plan.groups.len());
         let mut bins: Vec<(Vec<u32>, u64)> = Vec::new();
         let mut open_columns = 0usize;
         for (g, range) in plan.groups.iter().enumerate() {
             owners.push(Owner::Group(g as u32));
             let member_sizes = &sizes[range.clone()];
-            if splits(member_sizes, config).is_some() {
+            let sub = splits(member_sizes, config);
+            let is_level = sub.is_some();
+            sub_plans.push(sub);
+            if is_level {
                 groups.push(None);
                 continue;
             }
@@ -957,9 +961,8 @@ impl Hashing {
                 Job::Level(g) => {
                     let range = plan.groups[g].clone();
                     let (members, member_sizes) = (&sets[range.clone()], &sizes[range]);
-                    let sub = splits(member_sizes, config)
-                        .ok_or(Error::Invalid("a level's group stopped dividing".into()))?;
-                    Ok(Built::Level(Box::new(self.level(members, member_sizes, &sub, config, 1)?)))
+                    let sub = sub_plans[g].as_ref().ok_or(Error::Invalid("a level's group has no plan".into()))?;
+                    Ok(Built::Level(Box::new(self.level(members, member_sizes, sub, config, 1)?)))
                 }
                 Job::Bin(b) => {
                     let (bin_groups, largest) = &bins[b];
@@ -1065,17 +1068,16 @@ impl Level {
     /// Replaces the level's answering columns for the key, `out[start..]`,
     /// by the sets below them that may hold it.
     fn descend(&self, hash: KeyHash, start: usize, out: &mut Vec<u64>) {
-        let level = self;
         let end = out.len();
         let (mut groups, mut bins) = (GroupMask::default(), GroupMask::default());
         for at in start..end {
-            match level.owners[out[at] as usize] {
+            match self.owners[out[at] as usize] {
                 Owner::Piece { id, piece, pieces } => {
                     if piece_of(hash, pieces) == piece {
                         out.push(id);
                     }
                 }
-                Owner::Group(g) => match &level.groups[g as usize] {
+                Owner::Group(g) => match &self.groups[g as usize] {
                     Node::Binned(bin) => {
                         groups.insert(g);
                         bins.insert(*bin);
@@ -1089,7 +1091,7 @@ impl Level {
             // The bin's answers, kept where their group's column
             // answered (all of them when every group of the bin's
             // did).
-            let bin = &level.bins[bin as usize];
+            let bin = &self.bins[bin as usize];
             let start = out.len();
             bin.index.query_hash_append(hash, out);
             if !groups.covers(&bin.groups) {
